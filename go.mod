@@ -1,0 +1,9 @@
+module kinst.dev/kinst
+
+go 1.26.0
+
+require (
+	github.com/cilium/ebpf v0.22.0
+	golang.org/x/arch v0.32.0
+	golang.org/x/sys v0.49.0
+)
