@@ -1,0 +1,709 @@
+package syntax
+
+import (
+	"strconv"
+	"strings"
+)
+
+// maxErrors bounds how many errors one parse reports; past it the rest
+// are usually echoes of the first.
+const maxErrors = 10
+
+// Parse parses a whole program. name is what messages call the source.
+// The returned error, if any, is an ErrorList.
+func Parse(name string, src []byte) (*Program, error) {
+	f := NewFile(name, src)
+	var p parser
+	p.init(f, true)
+	prog := p.parseProgram()
+	p.errs.Sort()
+	if len(p.errs) > maxErrors {
+		p.errs = p.errs[:maxErrors]
+	}
+	return prog, p.errs.Err()
+}
+
+// ParseExpr parses a lone expression, for tests and tools.
+func ParseExpr(src string) (Expr, error) {
+	f := NewFile("expr", []byte(src))
+	var p parser
+	p.init(f, false)
+	x := p.parseExpr()
+	if p.tok != EOF {
+		p.errorExpected("end of expression")
+	}
+	return x, p.errs.Err()
+}
+
+type parser struct {
+	file *File
+	s    scanner
+	errs ErrorList
+
+	// current token
+	tok   Token
+	pos   Pos
+	end   Pos
+	lit   string
+	specs bool // scan the next token as an attach point
+
+	inPred bool // a "/" before "{" closes the predicate
+	bail   bool // too many errors: stop reporting
+}
+
+// bailout ends a parse that has reported too many errors.
+type bailout struct{}
+
+// init readies p; a program starts with an attach point, an expression
+// does not.
+func (p *parser) init(f *File, program bool) {
+	p.file = f
+	p.s.init(f, &p.errs)
+	p.specs = program
+	p.next()
+}
+
+func (p *parser) next() {
+	var tok Token
+	var start, end int
+	var lit string
+	if p.specs {
+		tok, start, end, lit = p.s.scanProbeSpec()
+		p.specs = false
+	} else {
+		tok, start, end, lit = p.s.scan()
+	}
+	p.tok, p.pos, p.end, p.lit = tok, p.file.Pos(start), p.file.Pos(end), lit
+}
+
+// peek returns the token after the current one without consuming it.
+func (p *parser) peek() Token {
+	off, nerr := p.s.off, len(p.errs)
+	tok, _, _, _ := p.s.scan()
+	p.s.off = off
+	p.errs = p.errs[:nerr]
+	return tok
+}
+
+// peek2 returns the two tokens after the current one.
+func (p *parser) peek2() (Token, Token) {
+	off, nerr := p.s.off, len(p.errs)
+	t1, _, _, _ := p.s.scan()
+	t2, _, _, _ := p.s.scan()
+	p.s.off = off
+	p.errs = p.errs[:nerr]
+	return t1, t2
+}
+
+func (p *parser) error(pos, end Pos, format string, args ...any) {
+	if p.bail {
+		return
+	}
+	// One error per place: later ones there are consequences of the first.
+	if n := len(p.errs); n > 0 && p.errs[n-1].Pos == pos {
+		return
+	}
+	p.errs.Add(p.file, pos, end, format, args...)
+	if len(p.errs) > maxErrors {
+		p.bail = true
+		panic(bailout{})
+	}
+}
+
+func (p *parser) describe() string {
+	switch p.tok {
+	case IDENT, INT:
+		return "'" + p.lit + "'"
+	case STRING:
+		return "string " + strconv.Quote(p.lit)
+	case VAR:
+		return "'$" + p.lit + "'"
+	case MAP:
+		return "'@" + p.lit + "'"
+	case EOF:
+		return "end of program"
+	case PROBESPEC:
+		return "'" + p.lit + "'"
+	}
+	return "'" + p.tok.String() + "'"
+}
+
+func (p *parser) errorExpected(what string) {
+	p.error(p.pos, p.end, "expected %s, found %s", what, p.describe())
+}
+
+func (p *parser) expect(tok Token) Pos {
+	pos := p.pos
+	if p.tok != tok {
+		p.errorExpected("'" + tok.String() + "'")
+	} else {
+		p.next()
+	}
+	return pos
+}
+
+func (p *parser) parseProgram() (prog *Program) {
+	prog = &Program{File: p.file}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(bailout); !ok {
+				panic(r)
+			}
+		}
+	}()
+	if p.tok == EOF {
+		p.error(p.pos, p.end, "program has no probes")
+		return prog
+	}
+	for p.tok != EOF {
+		start := p.pos
+		if pr := p.parseProbe(); pr != nil {
+			prog.Probes = append(prog.Probes, pr)
+		}
+		if p.pos == start && p.tok != EOF {
+			p.skipProbe()
+		}
+	}
+	return prog
+}
+
+// skipProbe resynchronises after a broken probe: it skips to the brace
+// that closes the current top-level block.
+func (p *parser) skipProbe() {
+	depth := 0
+	for p.tok != EOF {
+		switch p.tok {
+		case LBRACE:
+			depth++
+		case RBRACE:
+			depth--
+			if depth <= 0 {
+				p.specs = true
+				p.next()
+				return
+			}
+		}
+		p.next()
+	}
+}
+
+func (p *parser) parseProbe() *Probe {
+	pr := &Probe{}
+	for {
+		if p.tok != PROBESPEC {
+			p.errorExpected("attach point")
+			p.skipProbe()
+			return nil
+		}
+		pr.Points = append(pr.Points, p.parseAttachPoint())
+		p.next()
+		if p.tok != COMMA {
+			break
+		}
+		p.specs = true
+		p.next()
+	}
+	if p.tok == QUO {
+		p.next()
+		p.inPred = true
+		pr.Pred = p.parseExpr()
+		p.inPred = false
+		p.expect(QUO)
+	}
+	if p.tok != LBRACE {
+		p.errorExpected("'{' or a /predicate/")
+		p.skipProbe()
+		return nil
+	}
+	pr.Body = p.parseBlock()
+	p.specs = true
+	p.next()
+	return pr
+}
+
+// providers maps every provider spelling to its full name.
+var providers = map[string]string{
+	"BEGIN":           "BEGIN",
+	"END":             "END",
+	"kprobe":          "kprobe",
+	"k":               "kprobe",
+	"kretprobe":       "kretprobe",
+	"kr":              "kretprobe",
+	"uprobe":          "uprobe",
+	"u":               "uprobe",
+	"uretprobe":       "uretprobe",
+	"ur":              "uretprobe",
+	"tracepoint":      "tracepoint",
+	"t":               "tracepoint",
+	"rawtracepoint":   "rawtracepoint",
+	"rt":              "rawtracepoint",
+	"usdt":            "usdt",
+	"U":               "usdt",
+	"profile":         "profile",
+	"p":               "profile",
+	"interval":        "interval",
+	"i":               "interval",
+	"software":        "software",
+	"s":               "software",
+	"hardware":        "hardware",
+	"h":               "hardware",
+	"watchpoint":      "watchpoint",
+	"w":               "watchpoint",
+	"asyncwatchpoint": "asyncwatchpoint",
+	"fentry":          "fentry",
+	"kfunc":           "fentry",
+	"f":               "fentry",
+	"fexit":           "fexit",
+	"kretfunc":        "fexit",
+	"fr":              "fexit",
+	"fmod_ret":        "fmod_ret",
+	"iter":            "iter",
+	"it":              "iter",
+}
+
+// parseAttachPoint splits the current PROBESPEC token into provider and
+// parts. Unknown providers are reported here, where the caret can point
+// at them.
+func (p *parser) parseAttachPoint() *AttachPoint {
+	a := &AttachPoint{SpecPos: p.pos, Raw: p.lit}
+	fields := splitSpec(p.lit)
+	prov, ok := providers[fields[0]]
+	if !ok {
+		p.error(p.pos, p.pos+Pos(len(fields[0])), "unknown probe type %q", fields[0])
+		prov = fields[0]
+	}
+	a.Provider = prov
+	if len(fields) > 1 {
+		a.Parts = fields[1:]
+	}
+	return a
+}
+
+// splitSpec splits an attach point at colons outside double quotes and
+// removes the quotes.
+func splitSpec(s string) []string {
+	var parts []string
+	var b strings.Builder
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			quoted = !quoted
+		case c == ':' && !quoted:
+			parts = append(parts, b.String())
+			b.Reset()
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return append(parts, b.String())
+}
+
+func (p *parser) parseBlock() *Block {
+	b := &Block{Lbrace: p.expect(LBRACE)}
+	for p.tok != RBRACE && p.tok != EOF {
+		start := p.pos
+		s := p.parseStmt()
+		if s != nil {
+			b.Stmts = append(b.Stmts, s)
+		}
+		switch {
+		case p.tok == SEMICOLON:
+			p.next()
+		case p.tok == RBRACE:
+		case isBlockStmt(s):
+		default:
+			p.errorExpected("';' or '}' after statement")
+			p.syncStmt()
+		}
+		if p.pos == start {
+			p.syncStmt()
+		}
+	}
+	b.Rbrace = p.pos
+	if p.tok != RBRACE {
+		p.errorExpected("'}'")
+	}
+	return b
+}
+
+func isBlockStmt(s Stmt) bool {
+	switch s.(type) {
+	case *IfStmt, *UnrollStmt, *WhileStmt, *Block:
+		return true
+	}
+	return false
+}
+
+// syncStmt skips to the end of the current statement.
+func (p *parser) syncStmt() {
+	depth := 0
+	for p.tok != EOF {
+		switch p.tok {
+		case LBRACE:
+			depth++
+		case RBRACE:
+			if depth == 0 {
+				return
+			}
+			depth--
+		case SEMICOLON:
+			if depth == 0 {
+				p.next()
+				return
+			}
+		}
+		p.next()
+	}
+}
+
+func (p *parser) parseStmt() Stmt {
+	switch p.tok {
+	case IF:
+		return p.parseIf()
+	case UNROLL:
+		s := &UnrollStmt{Unroll: p.pos}
+		p.next()
+		p.expect(LPAREN)
+		s.Count = p.parseExpr()
+		p.expect(RPAREN)
+		s.Body = p.parseBlock()
+		p.next()
+		return s
+	case WHILE:
+		s := &WhileStmt{While: p.pos}
+		p.next()
+		p.expect(LPAREN)
+		s.Cond = p.parseExpr()
+		p.expect(RPAREN)
+		s.Body = p.parseBlock()
+		p.next()
+		return s
+	case RETURN, BREAK, CONTINUE:
+		s := &JumpStmt{TokPos: p.pos, Tok: p.tok}
+		p.next()
+		return s
+	case LBRACE:
+		b := p.parseBlock()
+		p.next()
+		return b
+	case SEMICOLON:
+		return nil
+	}
+	x := p.parseExpr()
+	if p.tok.IsAssign() {
+		s := &AssignStmt{Lhs: x, OpPos: p.pos, Op: p.tok}
+		switch x.(type) {
+		case *MapExpr, *VarExpr:
+		default:
+			p.error(x.Pos(), x.End(), "cannot assign to this expression: only maps (@x) and variables ($x) take assignments")
+		}
+		p.next()
+		s.Rhs = p.parseExpr()
+		return s
+	}
+	return &ExprStmt{X: x}
+}
+
+func (p *parser) parseIf() Stmt {
+	s := &IfStmt{If: p.pos}
+	p.next()
+	p.expect(LPAREN)
+	s.Cond = p.parseExpr()
+	p.expect(RPAREN)
+	s.Then = p.parseBlock()
+	p.next()
+	if p.tok == ELSE {
+		p.next()
+		if p.tok == IF {
+			s.Else = p.parseIf()
+		} else {
+			s.Else = p.parseBlock()
+			p.next()
+		}
+	}
+	return s
+}
+
+func (p *parser) parseExpr() Expr {
+	x := p.parseBinary(1)
+	if p.tok != QUESTION {
+		return x
+	}
+	p.next()
+	then := p.parseExpr()
+	p.expect(COLON)
+	els := p.parseExpr()
+	return &CondExpr{Cond: x, X: then, Y: els}
+}
+
+func (p *parser) parseBinary(prec int) Expr {
+	x := p.parseUnary()
+	for {
+		op := p.tok
+		oprec := op.precedence()
+		if oprec < prec {
+			return x
+		}
+		if op == QUO && p.inPred && p.peek() == LBRACE {
+			return x // the slash closes the predicate
+		}
+		pos := p.pos
+		p.next()
+		y := p.parseBinary(oprec + 1)
+		x = &BinaryExpr{X: x, OpPos: pos, Op: op, Y: y}
+	}
+}
+
+func (p *parser) parseUnary() Expr {
+	switch p.tok {
+	case SUB, NOT, TILDE, MUL, AND, ADD:
+		pos, op := p.pos, p.tok
+		p.next()
+		x := p.parseUnary()
+		if op == ADD {
+			return x
+		}
+		return &UnaryExpr{OpPos: pos, Op: op, X: x}
+	case INC, DEC:
+		pos, op := p.pos, p.tok
+		p.next()
+		x := p.parseUnary()
+		return &IncDecExpr{X: x, OpPos: pos, Op: op, Prefix: true}
+	case LPAREN:
+		if p.isCast() {
+			lparen := p.pos
+			p.next()
+			t := p.parseType()
+			p.expect(RPAREN)
+			return &CastExpr{Lparen: lparen, Type: t, X: p.parseUnary()}
+		}
+	}
+	return p.parsePostfix(p.parseOperand())
+}
+
+// intTypes are the integer type names a cast may use.
+var intTypes = map[string]bool{
+	"int8": true, "int16": true, "int32": true, "int64": true,
+	"uint8": true, "uint16": true, "uint32": true, "uint64": true,
+}
+
+// isCast decides, at a "(", whether a type name follows.
+func (p *parser) isCast() bool {
+	t1, t2 := p.peek2()
+	switch t1 {
+	case STRUCT, UNION, ENUM:
+		return true
+	case IDENT:
+		off, nerr := p.s.off, len(p.errs)
+		_, _, _, name := p.s.scan()
+		p.s.off = off
+		p.errs = p.errs[:nerr]
+		if intTypes[name] {
+			return t2 == RPAREN || t2 == MUL
+		}
+		// A typedef must be a pointer to be told from (x * y).
+		return t2 == MUL && p.onlyStarsThenParen()
+	}
+	return false
+}
+
+// onlyStarsThenParen reports whether after "(" IDENT the tokens are
+// one or more "*" and a ")".
+func (p *parser) onlyStarsThenParen() bool {
+	off, nerr := p.s.off, len(p.errs)
+	defer func() { p.s.off = off; p.errs = p.errs[:nerr] }()
+	p.s.scan() // the identifier
+	n := 0
+	for {
+		tok, _, _, _ := p.s.scan()
+		switch tok {
+		case MUL:
+			n++
+		case RPAREN:
+			return n > 0
+		default:
+			return false
+		}
+	}
+}
+
+func (p *parser) parseType() *TypeExpr {
+	t := &TypeExpr{NamePos: p.pos, Kind: IDENT}
+	switch p.tok {
+	case STRUCT, UNION, ENUM:
+		t.Kind = p.tok
+		p.next()
+		if p.tok != IDENT {
+			p.errorExpected("type name")
+			return t
+		}
+	case IDENT:
+	default:
+		p.errorExpected("type name")
+		return t
+	}
+	t.Name = p.lit
+	t.EndPos = p.end
+	p.next()
+	for p.tok == MUL {
+		t.Ptr++
+		t.EndPos = p.end
+		p.next()
+	}
+	return t
+}
+
+func (p *parser) parseOperand() Expr {
+	switch p.tok {
+	case INT:
+		x := &IntLit{ValuePos: p.pos, Raw: string(p.file.Src[p.file.Offset(p.pos):p.file.Offset(p.end)])}
+		v, err := strconv.ParseUint(p.lit, 0, 64)
+		if err != nil {
+			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+				p.error(p.pos, p.end, "integer literal %s does not fit in 64 bits", x.Raw)
+			} else {
+				p.error(p.pos, p.end, "invalid integer literal %s", x.Raw)
+			}
+		}
+		x.Value = v
+		p.next()
+		return x
+	case STRING:
+		x := &StringLit{ValuePos: p.pos, EndPos: p.end, Value: p.lit}
+		p.next()
+		return x
+	case VAR:
+		x := &VarExpr{NamePos: p.pos, Name: p.lit}
+		p.next()
+		return x
+	case PARAM:
+		n, err := strconv.Atoi(p.lit)
+		if err != nil || n < 1 {
+			p.error(p.pos, p.end, "positional parameters start at $1")
+		}
+		x := &ParamExpr{NamePos: p.pos, N: n, EndPos: p.end}
+		p.next()
+		return x
+	case NPARAMS:
+		x := &ParamExpr{NamePos: p.pos, Count: true, EndPos: p.end}
+		p.next()
+		return x
+	case MAP:
+		x := &MapExpr{NamePos: p.pos, Name: p.lit}
+		p.next()
+		if p.tok == LBRACK {
+			p.next()
+			x.Keys = p.parseList(RBRACK)
+			x.Rbrack = p.expect(RBRACK)
+			if len(x.Keys) == 0 {
+				p.error(x.NamePos, x.Rbrack+1, "map key list is empty")
+			}
+		}
+		return x
+	case IDENT:
+		id := &Ident{NamePos: p.pos, Name: p.lit}
+		p.next()
+		if p.tok == LPAREN {
+			p.next()
+			call := &CallExpr{Fun: id, Args: p.parseList(RPAREN)}
+			call.Rparen = p.expect(RPAREN)
+			return call
+		}
+		return id
+	case SIZEOF:
+		x := &SizeofExpr{Sizeof: p.pos}
+		p.next()
+		p.expect(LPAREN)
+		if p.isTypeStart() {
+			x.Type = p.parseType()
+		} else {
+			x.X = p.parseExpr()
+		}
+		x.Rparen = p.expect(RPAREN)
+		return x
+	case OFFSETOF:
+		x := &OffsetofExpr{Offsetof: p.pos}
+		p.next()
+		p.expect(LPAREN)
+		x.Type = p.parseType()
+		p.expect(COMMA)
+		if p.tok == IDENT {
+			x.Field = p.lit
+			p.next()
+		} else {
+			p.errorExpected("field name")
+		}
+		x.Rparen = p.expect(RPAREN)
+		return x
+	case LPAREN:
+		lparen := p.pos
+		p.next()
+		x := p.parseExpr()
+		if p.tok == COMMA {
+			p.next()
+			elems := append([]Expr{x}, p.parseList(RPAREN)...)
+			rparen := p.expect(RPAREN)
+			return &TupleExpr{Lparen: lparen, Elems: elems, Rparen: rparen}
+		}
+		rparen := p.expect(RPAREN)
+		return &ParenExpr{Lparen: lparen, X: x, Rparen: rparen}
+	}
+	pos, end := p.pos, p.end
+	p.errorExpected("expression")
+	if p.tok != RBRACE && p.tok != SEMICOLON && p.tok != EOF {
+		p.next()
+	}
+	return &BadExpr{From: pos, To: end}
+}
+
+// isTypeStart reports whether the current token begins a type name in
+// sizeof: a struct/union/enum keyword or an integer type name.
+func (p *parser) isTypeStart() bool {
+	switch p.tok {
+	case STRUCT, UNION, ENUM:
+		return true
+	case IDENT:
+		return intTypes[p.lit]
+	}
+	return false
+}
+
+// parseList parses comma-separated expressions up to (not including) end.
+func (p *parser) parseList(end Token) []Expr {
+	var list []Expr
+	for p.tok != end && p.tok != EOF {
+		list = append(list, p.parseExpr())
+		if p.tok != COMMA {
+			break
+		}
+		p.next()
+	}
+	return list
+}
+
+func (p *parser) parsePostfix(x Expr) Expr {
+	for {
+		switch p.tok {
+		case DOT, ARROW:
+			arrow := p.tok == ARROW
+			p.next()
+			if p.tok != IDENT && p.tok != INT {
+				p.errorExpected("field name")
+				return x
+			}
+			x = &FieldExpr{X: x, Arrow: arrow, Name: p.lit, NamePos: p.pos}
+			p.next()
+		case LBRACK:
+			p.next()
+			idx := p.parseExpr()
+			rbrack := p.expect(RBRACK)
+			x = &IndexExpr{X: x, Index: idx, Rbrack: rbrack}
+		case INC, DEC:
+			x = &IncDecExpr{X: x, OpPos: p.pos, Op: p.tok}
+			p.next()
+		default:
+			return x
+		}
+	}
+}

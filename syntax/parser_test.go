@@ -1,0 +1,234 @@
+package syntax
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseAttachPoints(t *testing.T) {
+	tests := []struct {
+		src      string
+		provider string
+		parts    []string
+	}{
+		{"BEGIN {}", "BEGIN", nil},
+		{"tracepoint:syscalls:sys_enter_openat {}", "tracepoint", []string{"syscalls", "sys_enter_openat"}},
+		{"t:syscalls:sys_enter_* {}", "tracepoint", []string{"syscalls", "sys_enter_*"}},
+		{"uprobe:/bin/bash:readline {}", "uprobe", []string{"/bin/bash", "readline"}},
+		{"ur:./a.out:main+0x10 {}", "uretprobe", []string{"./a.out", "main+0x10"}},
+		{`uprobe:"/tmp/a b":f {}`, "uprobe", []string{"/tmp/a b", "f"}},
+		{"uprobe:libc:malloc {}", "uprobe", []string{"libc", "malloc"}},
+		{"kprobe:vfs_read+16 {}", "kprobe", []string{"vfs_read+16"}},
+		{"kprobe:ext4:ext4_file_open {}", "kprobe", []string{"ext4", "ext4_file_open"}},
+		{"kfunc:vfs_read {}", "fentry", []string{"vfs_read"}},
+		{"kretfunc:vfs_read {}", "fexit", []string{"vfs_read"}},
+		{"interval:s:1 {}", "interval", []string{"s", "1"}},
+		{"profile:hz:99 {}", "profile", []string{"hz", "99"}},
+		{"rawtracepoint:sys_enter {}", "rawtracepoint", []string{"sys_enter"}},
+		{"uprobe:/bin/bash:readline/pid == 1/ {}", "uprobe", []string{"/bin/bash", "readline"}},
+	}
+	for _, tt := range tests {
+		prog, err := Parse("t", []byte(tt.src))
+		if err != nil {
+			t.Errorf("%s: %v", tt.src, err)
+			continue
+		}
+		a := prog.Probes[0].Points[0]
+		if a.Provider != tt.provider || !reflect.DeepEqual(a.Parts, tt.parts) {
+			t.Errorf("%s: got %s %q, want %s %q", tt.src, a.Provider, a.Parts, tt.provider, tt.parts)
+		}
+	}
+}
+
+func TestParseSeveralPointsAndPredicate(t *testing.T) {
+	src := "t:syscalls:sys_enter_read,\n t:syscalls:sys_enter_write /pid == $1 / 2/ { @[probe] = count(); }"
+	prog, err := Parse("t", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := prog.Probes[0]
+	if len(pr.Points) != 2 {
+		t.Fatalf("got %d attach points", len(pr.Points))
+	}
+	if got := String(pr.Pred); got != "pid == $1 / 2" {
+		t.Errorf("predicate = %q", got)
+	}
+}
+
+func TestParseExpressions(t *testing.T) {
+	// Each input prints back, with the precedence made explicit by the
+	// tree shape shown in want.
+	tests := []struct{ src, want string }{
+		{"1 + 2 * 3", "1 + 2 * 3"},
+		{"(1 + 2) * 3", "(1 + 2) * 3"},
+		{"a || b && c | d ^ e & f == g < h << i + j * k", "a || b && c | d ^ e & f == g < h << i + j * k"},
+		{"-x", "-x"},
+		{"!!x", "!!x"},
+		{"- -x", "- -x"},
+		{"*args->ptr", "*args->ptr"},
+		{"(uint32)x", "(uint32)x"},
+		{"(struct task_struct *)curtask", "(struct task_struct *)curtask"},
+		{"(u64 *)p", "(u64 *)p"},
+		{"(x)", "(x)"},
+		{"(1, \"a\", @m[2])", "(1, \"a\", @m[2])"},
+		{"$t.0", "$t.0"},
+		{"args.file->f_path.dentry", "args.file->f_path.dentry"},
+		{"a ? b : c ? d : e", "a ? b : c ? d : e"},
+		{"@x[1, 2]++", "@x[1, 2]++"},
+		{"--$i", "--$i"},
+		{"sizeof(struct file)", "sizeof(struct file)"},
+		{"sizeof(x)", "sizeof(x)"},
+		{"offsetof(struct file, f_mode)", "offsetof(struct file, f_mode)"},
+		{"1_000 + 0x10 + 010", "1_000 + 0x10 + 010"},
+		{`"a\tb\x01"`, `"a\tb\x01"`},
+		{"arr[1 + 2]", "arr[1 + 2]"},
+		{"$#", "$#"},
+	}
+	for _, tt := range tests {
+		x, err := ParseExpr(tt.src)
+		if err != nil {
+			t.Errorf("%s: %v", tt.src, err)
+			continue
+		}
+		if got := String(x); got != tt.want {
+			t.Errorf("%s: printed %q, want %q", tt.src, got, tt.want)
+		}
+	}
+}
+
+func TestIntLiterals(t *testing.T) {
+	tests := []struct {
+		src  string
+		want uint64
+	}{
+		{"0", 0}, {"42", 42}, {"0x2a", 42}, {"052", 42}, {"1_000_000", 1000000},
+		{"18446744073709551615", 1<<64 - 1},
+	}
+	for _, tt := range tests {
+		x, err := ParseExpr(tt.src)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.src, err)
+		}
+		if got := x.(*IntLit).Value; got != tt.want {
+			t.Errorf("%s = %d, want %d", tt.src, got, tt.want)
+		}
+	}
+}
+
+func TestPrecedenceShape(t *testing.T) {
+	x, err := ParseExpr("1 - 2 - 3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Left associative: (1 - 2) - 3.
+	b := x.(*BinaryExpr)
+	if _, ok := b.X.(*BinaryExpr); !ok {
+		t.Fatalf("1 - 2 - 3 parsed right-associative: %s", Dumped(x))
+	}
+}
+
+// Dumped is Dump into a string, for test messages.
+func Dumped(n Node) string {
+	var b strings.Builder
+	Dump(&b, n)
+	return b.String()
+}
+
+func TestRoundTrip(t *testing.T) {
+	srcs := []string{
+		`#!/usr/bin/env kinst
+#include <linux/sched.h>
+// count opens
+tracepoint:syscalls:sys_enter_openat /comm == "cat"/ {
+	@opens[comm, pid] = count();
+	$x = (uint8)args->flags;
+	if ($x > 1) { printf("%d\n", $x); } else if ($x == 0) { @zero++ } else { delete(@opens[comm, pid]) }
+	unroll (3) { $x += 1; }
+	while ($x < 10) { $x <<= 1; if ($x == 4) { break; } continue }
+	/* block comment */
+	return;
+}
+END { print(@opens); clear(@opens); }`,
+		"BEGIN{@=hist(1);@s=lhist(5,0,10,1);exit()}",
+		"i:s:1 { time(\"%H\\n\"); }",
+		"profile:hz:99 /cpu == 0/ { @[kstack] = count(); }",
+	}
+	for _, src := range srcs {
+		p1, err := Parse("t", []byte(src))
+		if err != nil {
+			t.Fatalf("%v\n%s", err, src)
+		}
+		out1 := String(p1)
+		p2, err := Parse("t", []byte(out1))
+		if err != nil {
+			t.Fatalf("reparse: %v\n%s", err, out1)
+		}
+		if out2 := String(p2); out1 != out2 {
+			t.Errorf("printing is not stable:\n%s\n---\n%s", out1, out2)
+		}
+		if d1, d2 := Dumped(p1), Dumped(p2); d1 != d2 {
+			t.Errorf("trees differ:\n%s\n---\n%s", d1, d2)
+		}
+	}
+}
+
+func TestPrinterLayout(t *testing.T) {
+	prog, err := Parse("t", []byte("BEGIN,END/1/{ if(1){@x=1} else {@y=2} $a=3 }"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "BEGIN,\nEND /1/\n{\n\tif (1) {\n\t\t@x = 1;\n\t} else {\n\t\t@y = 2;\n\t}\n\t$a = 3;\n}\n"
+	if got := String(prog); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"", "t:1:1: program has no probes"},
+		{"BEGIN { @x = ; }", "t:1:14: expected expression, found ';'"},
+		{"BEGIN { @x = 1 @y = 2 }", "t:1:16: expected ';' or '}' after statement, found '@y'"},
+		{"BEGIN { printf(\"x) }", "t:1:16: string not terminated"},
+		{"bogus:x { }", `t:1:1: unknown probe type "bogus"`},
+		{"BEGIN { 1 = 2; }", "t:1:9: cannot assign to this expression: only maps (@x) and variables ($x) take assignments"},
+		{"BEGIN { $ }", "t:1:9: '$' must be followed by a variable name, a number or '#'"},
+		{"BEGIN { @x = 99999999999999999999; }", "t:1:14: integer literal 99999999999999999999 does not fit in 64 bits"},
+		{"BEGIN { @x = 0x; }", "t:1:14: invalid integer literal 0x"},
+		{"BEGIN { \"\\q\" }", `t:1:10: unknown escape sequence \q`},
+		{"BEGIN { /* x }", "t:1:9: comment not terminated"},
+		{"BEGIN { @x[] = 1 }", "t:1:9: map key list is empty"},
+		{"BEGIN { if 1 { } }", "t:1:12: expected '(', found '1'"},
+		{"BEGIN", "t:1:6: expected '{' or a /predicate/, found end of program"},
+		{"BEGIN { x`y }", "t:1:10: unexpected character '`'"},
+	}
+	for _, tt := range tests {
+		_, err := Parse("t", []byte(tt.src))
+		var list ErrorList
+		if !errors.As(err, &list) {
+			t.Errorf("%q: got %v, want an ErrorList", tt.src, err)
+			continue
+		}
+		if got := list[0].Error(); got != tt.want {
+			t.Errorf("%q:\n got %s\nwant %s", tt.src, got, tt.want)
+		}
+	}
+}
+
+func TestErrorDetail(t *testing.T) {
+	_, err := Parse("prog.bt", []byte("BEGIN {\n\t@x = foo bar;\n}"))
+	list := err.(ErrorList)
+	want := "prog.bt:2:11: expected ';' or '}' after statement, found 'bar'\n\t@x = foo bar;\n\t         ^~~"
+	if got := list[0].Detail(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestErrorLimit(t *testing.T) {
+	src := strings.Repeat("BEGIN { @x = ; }\n", 50)
+	_, err := Parse("t", []byte(src))
+	if n := len(err.(ErrorList)); n != maxErrors {
+		t.Errorf("got %d errors, want %d", n, maxErrors)
+	}
+}

@@ -1,0 +1,396 @@
+package syntax
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Fprint writes n as source text in kinst's canonical layout: one probe
+// after another, a tab per nesting level, a semicolon after every simple
+// statement. Parsing the output gives the same tree.
+func Fprint(w io.Writer, n Node) error {
+	var p printer
+	p.node(n)
+	_, err := io.WriteString(w, p.b.String())
+	return err
+}
+
+// String returns n as source text.
+func String(n Node) string {
+	var p printer
+	p.node(n)
+	return p.b.String()
+}
+
+type printer struct {
+	b      strings.Builder
+	indent int
+}
+
+func (p *printer) printf(format string, args ...any) { fmt.Fprintf(&p.b, format, args...) }
+
+func (p *printer) newline() {
+	p.b.WriteByte('\n')
+	for i := 0; i < p.indent; i++ {
+		p.b.WriteByte('\t')
+	}
+}
+
+func (p *printer) node(n Node) {
+	switch n := n.(type) {
+	case *Program:
+		for i, pr := range n.Probes {
+			if i > 0 {
+				p.b.WriteString("\n\n")
+			}
+			p.node(pr)
+		}
+		p.b.WriteByte('\n')
+	case *Probe:
+		for i, a := range n.Points {
+			if i > 0 {
+				p.b.WriteString(",")
+				p.newline()
+			}
+			p.b.WriteString(a.Raw)
+		}
+		if n.Pred != nil {
+			p.b.WriteString(" /")
+			p.expr(n.Pred, 0)
+			p.b.WriteString("/")
+		}
+		p.newline()
+		p.block(n.Body)
+	case *AttachPoint:
+		p.b.WriteString(n.Raw)
+	case Stmt:
+		p.stmt(n)
+	case Expr:
+		p.expr(n, 0)
+	case *TypeExpr:
+		p.typ(n)
+	}
+}
+
+func (p *printer) block(b *Block) {
+	p.b.WriteByte('{')
+	p.indent++
+	for _, s := range b.Stmts {
+		p.newline()
+		p.stmt(s)
+		if !isBlockStmt(s) {
+			p.b.WriteByte(';')
+		}
+	}
+	p.indent--
+	p.newline()
+	p.b.WriteByte('}')
+}
+
+func (p *printer) stmt(s Stmt) {
+	switch s := s.(type) {
+	case *ExprStmt:
+		p.expr(s.X, 0)
+	case *AssignStmt:
+		p.expr(s.Lhs, 0)
+		p.printf(" %s ", s.Op)
+		p.expr(s.Rhs, 0)
+	case *IfStmt:
+		p.b.WriteString("if (")
+		p.expr(s.Cond, 0)
+		p.b.WriteString(") ")
+		p.block(s.Then)
+		if s.Else != nil {
+			p.b.WriteString(" else ")
+			p.stmt(s.Else)
+		}
+	case *UnrollStmt:
+		p.b.WriteString("unroll (")
+		p.expr(s.Count, 0)
+		p.b.WriteString(") ")
+		p.block(s.Body)
+	case *WhileStmt:
+		p.b.WriteString("while (")
+		p.expr(s.Cond, 0)
+		p.b.WriteString(") ")
+		p.block(s.Body)
+	case *JumpStmt:
+		p.b.WriteString(s.Tok.String())
+	case *Block:
+		p.block(s)
+	}
+}
+
+// Precedences around the binary operators' 1..10.
+const (
+	precCond  = 0 // c ? x : y
+	precUnary = 11
+	precPost  = 12
+)
+
+func exprPrec(x Expr) int {
+	switch x := x.(type) {
+	case *CondExpr:
+		return precCond
+	case *BinaryExpr:
+		return x.Op.precedence()
+	case *UnaryExpr, *CastExpr:
+		return precUnary
+	case *IncDecExpr:
+		if x.Prefix {
+			return precUnary
+		}
+	}
+	return precPost
+}
+
+// expr prints x, adding parentheses when its precedence is below min, so
+// that trees built by hand print correctly too.
+func (p *printer) expr(x Expr, min int) {
+	if exprPrec(x) < min {
+		p.b.WriteByte('(')
+		defer p.b.WriteByte(')')
+	}
+	switch x := x.(type) {
+	case *IntLit:
+		p.b.WriteString(x.Raw)
+	case *StringLit:
+		p.b.WriteString(Quote(x.Value))
+	case *Ident:
+		p.b.WriteString(x.Name)
+	case *VarExpr:
+		p.printf("$%s", x.Name)
+	case *ParamExpr:
+		if x.Count {
+			p.b.WriteString("$#")
+		} else {
+			p.printf("$%d", x.N)
+		}
+	case *MapExpr:
+		p.printf("@%s", x.Name)
+		if x.Keys != nil {
+			p.b.WriteByte('[')
+			p.list(x.Keys)
+			p.b.WriteByte(']')
+		}
+	case *CallExpr:
+		p.b.WriteString(x.Fun.Name)
+		p.b.WriteByte('(')
+		p.list(x.Args)
+		p.b.WriteByte(')')
+	case *UnaryExpr:
+		p.b.WriteString(x.Op.String())
+		// Keep "- -x" from printing as the decrement "--x".
+		if inner, ok := x.X.(*UnaryExpr); ok && inner.Op == x.Op && (x.Op == SUB || x.Op == AND) {
+			p.b.WriteByte(' ')
+		}
+		p.expr(x.X, precUnary)
+	case *IncDecExpr:
+		if x.Prefix {
+			p.b.WriteString(x.Op.String())
+			p.expr(x.X, precUnary)
+		} else {
+			p.expr(x.X, precPost)
+			p.b.WriteString(x.Op.String())
+		}
+	case *BinaryExpr:
+		prec := x.Op.precedence()
+		p.expr(x.X, prec)
+		p.printf(" %s ", x.Op)
+		p.expr(x.Y, prec+1)
+	case *CondExpr:
+		p.expr(x.Cond, 1)
+		p.b.WriteString(" ? ")
+		p.expr(x.X, precCond)
+		p.b.WriteString(" : ")
+		p.expr(x.Y, precCond)
+	case *CastExpr:
+		p.b.WriteByte('(')
+		p.typ(x.Type)
+		p.b.WriteByte(')')
+		p.expr(x.X, precUnary)
+	case *FieldExpr:
+		p.expr(x.X, precPost)
+		if x.Arrow {
+			p.b.WriteString("->")
+		} else {
+			p.b.WriteByte('.')
+		}
+		p.b.WriteString(x.Name)
+	case *IndexExpr:
+		p.expr(x.X, precPost)
+		p.b.WriteByte('[')
+		p.expr(x.Index, 0)
+		p.b.WriteByte(']')
+	case *TupleExpr:
+		p.b.WriteByte('(')
+		p.list(x.Elems)
+		p.b.WriteByte(')')
+	case *ParenExpr:
+		p.b.WriteByte('(')
+		p.expr(x.X, 0)
+		p.b.WriteByte(')')
+	case *SizeofExpr:
+		p.b.WriteString("sizeof(")
+		if x.Type != nil {
+			p.typ(x.Type)
+		} else {
+			p.expr(x.X, 0)
+		}
+		p.b.WriteByte(')')
+	case *OffsetofExpr:
+		p.b.WriteString("offsetof(")
+		p.typ(x.Type)
+		p.printf(", %s)", x.Field)
+	case *BadExpr:
+		p.b.WriteString("<bad expression>")
+	}
+}
+
+func (p *printer) list(xs []Expr) {
+	for i, x := range xs {
+		if i > 0 {
+			p.b.WriteString(", ")
+		}
+		p.expr(x, precCond)
+	}
+}
+
+func (p *printer) typ(t *TypeExpr) {
+	if t.Kind != IDENT {
+		p.printf("%s ", t.Kind)
+	}
+	p.b.WriteString(t.Name)
+	if t.Ptr > 0 {
+		p.b.WriteByte(' ')
+		p.b.WriteString(strings.Repeat("*", t.Ptr))
+	}
+}
+
+// Quote returns s as a double-quoted literal with C escapes.
+func Quote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\n':
+			b.WriteString(`\n`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		default:
+			if c < 0x20 || c >= 0x7f {
+				b.WriteString(`\x`)
+				b.WriteString(strconv.FormatUint(uint64(c)|0x100, 16)[1:])
+			} else {
+				b.WriteByte(c)
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// Dump writes the tree under n, one node per line, indented by depth:
+// what "kinst -d ast" shows.
+func Dump(w io.Writer, n Node) error {
+	var b strings.Builder
+	depth := 0
+	Inspect(n, func(n Node) bool {
+		if n == nil {
+			depth--
+			return false
+		}
+		b.WriteString(strings.Repeat("  ", depth))
+		b.WriteString(describeNode(n))
+		b.WriteByte('\n')
+		depth++
+		return true
+	})
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func describeNode(n Node) string {
+	switch n := n.(type) {
+	case *Program:
+		return "program"
+	case *Probe:
+		return "probe"
+	case *AttachPoint:
+		return fmt.Sprintf("attach %s %q", n.Provider, n.Parts)
+	case *Block:
+		return "block"
+	case *ExprStmt:
+		return "expression statement"
+	case *AssignStmt:
+		return "assign " + n.Op.String()
+	case *IfStmt:
+		return "if"
+	case *UnrollStmt:
+		return "unroll"
+	case *WhileStmt:
+		return "while"
+	case *JumpStmt:
+		return n.Tok.String()
+	case *IntLit:
+		return "int " + n.Raw
+	case *StringLit:
+		return "string " + Quote(n.Value)
+	case *Ident:
+		return "builtin " + n.Name
+	case *VarExpr:
+		return "variable $" + n.Name
+	case *ParamExpr:
+		if n.Count {
+			return "param $#"
+		}
+		return fmt.Sprintf("param $%d", n.N)
+	case *MapExpr:
+		return "map @" + n.Name
+	case *CallExpr:
+		return "call " + n.Fun.Name
+	case *UnaryExpr:
+		return "unary " + n.Op.String()
+	case *IncDecExpr:
+		if n.Prefix {
+			return "prefix " + n.Op.String()
+		}
+		return "postfix " + n.Op.String()
+	case *BinaryExpr:
+		return "binary " + n.Op.String()
+	case *CondExpr:
+		return "conditional"
+	case *CastExpr:
+		return "cast"
+	case *FieldExpr:
+		if n.Arrow {
+			return "field ->" + n.Name
+		}
+		return "field ." + n.Name
+	case *IndexExpr:
+		return "index"
+	case *TupleExpr:
+		return "tuple"
+	case *ParenExpr:
+		return "paren"
+	case *SizeofExpr:
+		return "sizeof"
+	case *OffsetofExpr:
+		return "offsetof " + n.Field
+	case *TypeExpr:
+		var p printer
+		p.typ(n)
+		return "type " + p.b.String()
+	case *BadExpr:
+		return "bad expression"
+	}
+	return fmt.Sprintf("%T", n)
+}

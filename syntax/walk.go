@@ -1,0 +1,104 @@
+package syntax
+
+// Inspect traverses the tree rooted at n in depth-first order, calling f
+// for each node before its children. If f returns false, Inspect skips
+// the node's children. After the children, f is called with nil.
+func Inspect(n Node, f func(Node) bool) {
+	if n == nil || !f(n) {
+		return
+	}
+	for _, c := range children(n) {
+		Inspect(c, f)
+	}
+	f(nil)
+}
+
+// children lists a node's direct children in source order.
+func children(n Node) []Node {
+	var out []Node
+	add := func(ns ...Node) {
+		for _, c := range ns {
+			if c != nil && !isNilNode(c) {
+				out = append(out, c)
+			}
+		}
+	}
+	exprs := func(xs []Expr) {
+		for _, x := range xs {
+			add(x)
+		}
+	}
+	switch n := n.(type) {
+	case *Program:
+		for _, p := range n.Probes {
+			add(p)
+		}
+	case *Probe:
+		for _, a := range n.Points {
+			add(a)
+		}
+		if n.Pred != nil {
+			add(n.Pred)
+		}
+		add(n.Body)
+	case *Block:
+		for _, s := range n.Stmts {
+			add(s)
+		}
+	case *ExprStmt:
+		add(n.X)
+	case *AssignStmt:
+		add(n.Lhs, n.Rhs)
+	case *IfStmt:
+		add(n.Cond, n.Then)
+		if n.Else != nil {
+			add(n.Else)
+		}
+	case *UnrollStmt:
+		add(n.Count, n.Body)
+	case *WhileStmt:
+		add(n.Cond, n.Body)
+	case *MapExpr:
+		exprs(n.Keys)
+	case *CallExpr:
+		exprs(n.Args)
+	case *UnaryExpr:
+		add(n.X)
+	case *IncDecExpr:
+		add(n.X)
+	case *BinaryExpr:
+		add(n.X, n.Y)
+	case *CondExpr:
+		add(n.Cond, n.X, n.Y)
+	case *CastExpr:
+		add(n.Type, n.X)
+	case *FieldExpr:
+		add(n.X)
+	case *IndexExpr:
+		add(n.X, n.Index)
+	case *TupleExpr:
+		exprs(n.Elems)
+	case *ParenExpr:
+		add(n.X)
+	case *SizeofExpr:
+		if n.Type != nil {
+			add(n.Type)
+		} else {
+			add(n.X)
+		}
+	case *OffsetofExpr:
+		add(n.Type)
+	}
+	return out
+}
+
+// isNilNode catches typed nil pointers stored in interfaces.
+func isNilNode(n Node) bool {
+	switch n := n.(type) {
+	case *Block:
+		return n == nil
+	case *TypeExpr:
+		return n == nil
+	}
+	return false
+}
