@@ -26,7 +26,8 @@ var (
 )
 
 // A GuestError is a guest run that failed as a machine rather than as a
-// command: Err is one of the errors above, Log the kernel's last lines.
+// command: Err is one of the errors above, Log the kernel console lines that
+// tell why (from just before the first fault, or else the last ones).
 type GuestError struct {
 	Err    error
 	Detail string
@@ -43,7 +44,7 @@ func (e *GuestError) Error() string {
 		b.WriteString("; the kernel printed nothing")
 		return b.String()
 	}
-	b.WriteString("; last kernel lines:")
+	b.WriteString("; kernel console:")
 	for _, l := range e.Log {
 		b.WriteString("\n  | " + l)
 	}
@@ -60,7 +61,8 @@ const DefaultTimeout = 10 * time.Minute
 const (
 	guestMemory = "1G"
 	guestCPUs   = "2"
-	logLines    = 40
+	logLines    = 40 // kernel lines shown when nothing went wrong in the kernel
+	faultLines  = 60 // kernel lines shown from a fault on
 )
 
 // Config describes one guest run.
@@ -107,7 +109,7 @@ func GuestEnv(env []string) []string {
 // command that ran and exited, whatever its code, gives a nil error. A guest
 // that panicked, hung past the timeout, lost its command to a signal (such as
 // the OOM killer's), or logged a kernel fault gives a *GuestError holding the
-// kernel's last lines; a killed command's code is 128 plus the signal number,
+// kernel's console lines; a killed command's code is 128 plus the signal number,
 // otherwise the code is -1. When ctx is cancelled QEMU is killed and Run
 // returns ctx's error. Nothing keeps running and no temporary file is left
 // after Run returns.
@@ -175,14 +177,14 @@ func boot(ctx context.Context, qemu string, cfg Config, accel Accel) (int, error
 		return -1, fmt.Errorf("guest run stopped: %w", ctx.Err())
 	}
 	all := readLog(console)
-	log := all[max(0, len(all)-logLines):]
+	log := excerpt(all)
 	if runCtx.Err() != nil {
 		return -1, &GuestError{Err: ErrTimeout, Detail: "no exit after " + timeout.String(), Log: log}
 	}
 	data, _ := os.ReadFile(status)
 	st, ok := parseStatus(string(data))
 	switch {
-	case !ok && hasLine(log, "Kernel panic"):
+	case !ok && findLine(all, "Kernel panic") != "":
 		return -1, &GuestError{Err: ErrPanic, Log: log}
 	case !ok:
 		detail := ""
@@ -207,7 +209,22 @@ func boot(ctx context.Context, qemu string, cfg Config, accel Accel) (int, error
 
 // kernelFaults are the console lines that mean the kernel itself went wrong
 // during a run, even if the command succeeded.
-var kernelFaults = []string{"BUG:", "Oops:", "WARNING: CPU:", "general protection fault", "Out of memory:", "Kernel panic"}
+var kernelFaults = []string{"BUG:", "Oops:", "WARNING: CPU:", "general protection fault", "invoked oom-killer", "Out of memory:", "Kernel panic"}
+
+// excerpt picks the kernel lines worth showing: from just before the first
+// fault, which a panic's stack trace would push out of a plain tail, or else
+// the last lines.
+func excerpt(lines []string) []string {
+	for i, l := range lines {
+		for _, mark := range kernelFaults {
+			if strings.Contains(l, mark) {
+				start := max(0, i-3)
+				return lines[start:min(len(lines), start+faultLines)]
+			}
+		}
+	}
+	return lines[max(0, len(lines)-logLines):]
+}
 
 func qemuArgs(k Kernel, accel Accel, initrd, console, status string) []string {
 	return []string{
@@ -330,8 +347,6 @@ func readLog(path string) []string {
 	}
 	return strings.Split(text, "\n")
 }
-
-func hasLine(lines []string, substr string) bool { return findLine(lines, substr) != "" }
 
 func findLine(lines []string, substr string) string {
 	for _, l := range lines {

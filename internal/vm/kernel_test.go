@@ -1,0 +1,191 @@
+package vm
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestCompareRelease(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want int // sign
+	}{
+		{"6.1.0-56-cloud-amd64", "6.1.0-9-cloud-amd64", 1},
+		{"6.1.0-9-cloud-amd64", "6.1.0-56-cloud-amd64", -1},
+		{"6.12.117+deb12-cloud-amd64", "6.12.9+deb12-cloud-amd64", 1},
+		{"6.12.117+deb12-cloud-amd64", "6.12.117+deb12-cloud-amd64", 0},
+		{"6.12.100+deb12-cloud-amd64", "6.12.101+deb12-cloud-amd64", -1},
+		{"6.1.0-056-cloud-amd64", "6.1.0-56-cloud-amd64", 0},
+		{"6.1.0-56", "6.1.0-56-cloud-amd64", -1},
+	} {
+		got := compareRelease(tt.a, tt.b)
+		if sign(got) != tt.want {
+			t.Errorf("compareRelease(%q, %q) = %d, want sign %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func sign(n int) int {
+	switch {
+	case n < 0:
+		return -1
+	case n > 0:
+		return 1
+	}
+	return 0
+}
+
+func TestInSeries(t *testing.T) {
+	for _, tt := range []struct {
+		release, series string
+		want            bool
+	}{
+		{"6.1.0-56-cloud-amd64", "6.1", true},
+		{"6.12.117+deb12-cloud-amd64", "6.1", false},
+		{"6.12.117+deb12-cloud-amd64", "6.12", true},
+		{"6.1.0-56-cloud-amd64", "6.12", false},
+	} {
+		if got := inSeries(tt.release, tt.series); got != tt.want {
+			t.Errorf("inSeries(%q, %q) = %v", tt.release, tt.series, got)
+		}
+	}
+}
+
+func TestCloudPackage(t *testing.T) {
+	for _, tt := range []struct {
+		name, release string
+	}{
+		{"linux-image-6.1.0-56-cloud-amd64", "6.1.0-56-cloud-amd64"},
+		{"linux-image-6.12.117+deb12-cloud-amd64", "6.12.117+deb12-cloud-amd64"},
+		{"linux-image-6.12-cloud-amd64", ""},
+		{"linux-image-6.1.0-56-cloud-amd64-dbg", ""},
+		{"linux-image-6.1.0-56-cloud-amd64-unsigned", ""},
+		{"linux-image-cloud-amd64", ""},
+		{"linux-image-6.1.0-56-amd64", ""},
+	} {
+		got := ""
+		if m := cloudPackage.FindStringSubmatch(tt.name); m != nil {
+			got = m[1]
+		}
+		if got != tt.release {
+			t.Errorf("release of %s = %q, want %q", tt.name, got, tt.release)
+		}
+	}
+}
+
+// fakeImage writes the start of a bzImage whose version string is version.
+func fakeImage(t *testing.T, path, version string) {
+	t.Helper()
+	img := make([]byte, 0x600)
+	copy(img[0x202:], "HdrS")
+	const at = 0x300 // version string offset minus 0x200
+	img[0x20e], img[0x20f] = byte(at&0xff), byte(at>>8)
+	img = append(img[:at+0x200], append([]byte(version), 0)...)
+	if err := os.WriteFile(path, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFromImage(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "vmlinuz-6.12.117+deb12-cloud-amd64")
+	fakeImage(t, img, "6.12.117+deb12-cloud-amd64 (debian-kernel@lists.debian.org) #1 SMP")
+	if err := os.WriteFile(filepath.Join(dir, "config-6.12.117+deb12-cloud-amd64"), []byte("CONFIG_KPROBES=y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k, err := FromImage(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Kernel{Release: "6.12.117+deb12-cloud-amd64", Image: img, Config: filepath.Join(dir, "config-6.12.117+deb12-cloud-amd64")}
+	if k != want {
+		t.Errorf("FromImage = %+v, want %+v", k, want)
+	}
+
+	notImage := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notImage, make([]byte, 0x300), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FromImage(notImage); err == nil || err.Error() != "kernel image "+notImage+": not a bzImage (no HdrS magic)" {
+		t.Errorf("FromImage(text file) error = %v", err)
+	}
+}
+
+func TestCached(t *testing.T) {
+	dir := t.TempDir()
+	for _, rel := range []string{"6.1.0-9-cloud-amd64", "6.1.0-56-cloud-amd64", "6.12.9+deb12-cloud-amd64", "6.12.117+deb12-cloud-amd64"} {
+		if err := os.MkdirAll(filepath.Join(dir, rel), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, rel, cachedImage), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An interrupted download leaves a folder without an image; it is not a kernel.
+	if err := os.MkdirAll(filepath.Join(dir, "6.1.0-99-cloud-amd64"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedConfig), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		series string
+		want   Kernel
+	}{
+		{"6.1", Kernel{Series: "6.1", Release: "6.1.0-56-cloud-amd64",
+			Image:  filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedImage),
+			Config: filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedConfig)}},
+		{"6.12", Kernel{Series: "6.12", Release: "6.12.117+deb12-cloud-amd64",
+			Image: filepath.Join(dir, "6.12.117+deb12-cloud-amd64", cachedImage)}},
+	} {
+		got, err := Cached(dir, tt.series)
+		if err != nil || got != tt.want {
+			t.Errorf("Cached(%s) = %+v, %v; want %+v", tt.series, got, err, tt.want)
+		}
+	}
+	_, err := Cached(dir, "5.10")
+	if !errors.Is(err, ErrNoKernel) || err.Error() != "no kernel of series 5.10 cached in "+dir {
+		t.Errorf("Cached(5.10) error = %v", err)
+	}
+	_, err = Cached(filepath.Join(dir, "absent"), "6.1")
+	if !errors.Is(err, ErrNoKernel) {
+		t.Errorf("Cached in a missing folder: %v, want ErrNoKernel", err)
+	}
+}
+
+func TestResolveBadName(t *testing.T) {
+	_, err := Resolve(t.Context(), t.TempDir(), "6.99")
+	want := `kernel "6.99" is neither a series (6.1, 6.12) nor a file: stat 6.99: no such file or directory`
+	if err == nil || err.Error() != want {
+		t.Errorf("Resolve(6.99) error = %v, want %s", err, want)
+	}
+}
+
+// TestCachedKernelImages checks the release read from each cached bzImage
+// against the release its folder is named after.
+func TestCachedKernelImages(t *testing.T) {
+	dir := CacheDir()
+	found := 0
+	for _, s := range Series {
+		k, err := Cached(dir, s)
+		if errors.Is(err, ErrNoKernel) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		found++
+		got, err := FromImage(k.Image)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Release != k.Release || got.Config != k.Config {
+			t.Errorf("FromImage(%s) = release %q config %q, want %q and %q", k.Image, got.Release, got.Config, k.Release, k.Config)
+		}
+	}
+	if found == 0 {
+		t.Skipf("no kernel cached in %s (make kernels fetches them)", dir)
+	}
+}
