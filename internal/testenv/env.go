@@ -143,3 +143,38 @@ func Busybox(t testing.TB) string {
 	}
 	return p
 }
+
+// GuestKernel returns a kernel of series ("6.1" or "6.12") for a test that
+// boots guests itself, fetching it if it is not cached. It skips t inside a
+// guest, where nested emulation would take minutes, where QEMU is not
+// installed, and where no kernel can be had (no apt index, no network), so
+// that host-only tests still run there.
+func GuestKernel(t testing.TB, series string) vm.Kernel {
+	t.Helper()
+	if InGuest() {
+		t.Skip("boots guests only from the host, not nested inside a guest")
+	}
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		t.Skip(vm.ErrNoQEMU)
+	}
+	k, err := vm.Resolve(t.Context(), vm.CacheDir(), series)
+	if err != nil {
+		t.Skipf("no kernel to boot: %v", err)
+	}
+	return k
+}
+
+// ProcessesMentioning returns the IDs of the processes whose command line
+// contains s, for tests that check that nothing was left running: give the
+// child a private TMPDIR and look for it.
+func ProcessesMentioning(s string) []string {
+	var pids []string
+	files, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range files {
+		cmdline, err := os.ReadFile(f)
+		if err == nil && strings.Contains(string(cmdline), s) {
+			pids = append(pids, filepath.Base(filepath.Dir(f)))
+		}
+	}
+	return pids
+}

@@ -220,3 +220,33 @@ func TestBusybox(t *testing.T) {
 		t.Errorf("%s echo hi = %q, %v", bb, out, err)
 	}
 }
+
+func TestProcessesMentioning(t *testing.T) {
+	marker := t.TempDir()
+	if pids := ProcessesMentioning(marker); len(pids) != 0 {
+		t.Fatalf("before start: %v", pids)
+	}
+	cmd := exec.Command("/bin/sh", "-c", "sleep 60; : "+marker)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pids := ProcessesMentioning(marker)
+	cmd.Process.Kill()
+	cmd.Wait()
+	if want := fmt.Sprint([]int{cmd.Process.Pid}); fmt.Sprint(pids) != want {
+		t.Errorf("while running: %v, want %s", pids, want)
+	}
+	if pids := ProcessesMentioning(marker); len(pids) != 0 {
+		t.Errorf("after exit: %v", pids)
+	}
+}
+
+func TestGuestKernel(t *testing.T) {
+	k := GuestKernel(t, "6.12")
+	if !strings.HasPrefix(k.Release, "6.12.") || k.Series != "6.12" {
+		t.Errorf("GuestKernel(6.12) = %+v", k)
+	}
+	if _, err := os.Stat(k.Image); err != nil {
+		t.Error(err)
+	}
+}

@@ -73,23 +73,11 @@ func TestGuestHelper(t *testing.T) {
 	}
 }
 
-// kernel returns a kernel to boot, skipping where booting is impossible or
-// pointless: inside a guest (nested emulation would take minutes), without
-// QEMU, or without a kernel that can be fetched.
+// kernel returns the kernel the boot tests use; 6.1 boots fastest under
+// emulation.
 func kernel(t *testing.T) vm.Kernel {
 	t.Helper()
-	if testenv.InGuest() {
-		t.Skip("boot tests run on the host, not nested inside a guest")
-	}
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		t.Skip(vm.ErrNoQEMU)
-	}
-	// 6.1 boots fastest under emulation.
-	k, err := vm.Resolve(t.Context(), vm.CacheDir(), "6.1")
-	if err != nil {
-		t.Skipf("no kernel to boot: %v", err)
-	}
-	return k
+	return testenv.GuestKernel(t, "6.1")
 }
 
 type result struct {
@@ -128,26 +116,13 @@ func boot(t *testing.T, k vm.Kernel, mode string, edit func(*vm.Config)) result 
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("Run left %d files in TMPDIR: %v", len(left), left)
 	}
-	if pids := processesMentioning(tmp); len(pids) != 0 {
+	if pids := testenv.ProcessesMentioning(tmp); len(pids) != 0 {
 		t.Errorf("processes still running with files in %s: %v", tmp, pids)
 	}
 	if strings.Contains(r.out, "\r") {
 		t.Errorf("output has carriage returns: %q", r.out)
 	}
 	return r
-}
-
-// processesMentioning lists the processes whose command line contains s.
-func processesMentioning(s string) []string {
-	var pids []string
-	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, d := range dirs {
-		cmdline, err := os.ReadFile(d)
-		if err == nil && bytes.Contains(cmdline, []byte(s)) {
-			pids = append(pids, filepath.Base(filepath.Dir(d)))
-		}
-	}
-	return pids
 }
 
 func TestRunPassingTest(t *testing.T) {
