@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -53,10 +52,8 @@ func TestCheckStatic(t *testing.T) {
 	if err := checkStatic("/nonexistent"); err == nil || !os.IsNotExist(err) {
 		t.Errorf("missing file: %v", err)
 	}
-	// Debian's coreutils are dynamically linked.
-	if err := checkStatic("/bin/true"); err == nil || !strings.Contains(err.Error(), "/bin/true is dynamically linked (interpreter /lib64/ld-linux-x86-64.so.2)") {
-		t.Errorf("/bin/true: %v", err)
-	}
+	// TestRunRefusesDynamicBinary checks a dynamic binary on the host; in a
+	// guest /bin/true is busybox.
 }
 
 func TestParseAccel(t *testing.T) {
