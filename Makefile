@@ -2,6 +2,9 @@
 
 GO     ?= go
 SERIES ?= 6.1 6.12
+# tcg (software emulation) is the safe default; auto uses KVM where a probe
+# boot shows that it works.
+ACCEL  ?= tcg
 BIN    := $(CURDIR)/bin
 
 # Every binary is static, so that the QEMU guests can run it.
@@ -43,5 +46,5 @@ vmtest: vmrun kinst kernels
 		files=""; \
 		if [ -x $(BIN)/kinst ]; then files="$$files --file $(BIN)/kinst"; fi; \
 		bb=$$(command -v busybox || true); if [ -n "$$bb" ]; then files="$$files --file $$bb"; fi; \
-		$(GO) test -exec "$(BIN)/vmrun --kernel $$k $$files --" ./... || status=1; \
+		$(GO) test -exec "$(BIN)/vmrun --kernel $$k --accel $(ACCEL) $$files --" ./... || status=1; \
 	done; exit $$status

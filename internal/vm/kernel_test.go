@@ -3,7 +3,9 @@ package vm
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -187,5 +189,135 @@ func TestCachedKernelImages(t *testing.T) {
 	}
 	if found == 0 {
 		t.Skipf("no kernel cached in %s (make kernels fetches them)", dir)
+	}
+}
+
+// fakeApt puts apt-cache and apt-get scripts first on PATH: apt-cache lists
+// packages whatever the pattern; apt-get logs each call and, for download,
+// copies deb into the working folder, or fails as a machine without network
+// does when deb is "".
+func fakeApt(t *testing.T, packages []string, deb string) (log string) {
+	t.Helper()
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("the fake apt commands are shell scripts and there is no /bin/sh")
+	}
+	dir := t.TempDir()
+	log = filepath.Join(dir, "apt-get.log")
+	var list strings.Builder
+	for _, p := range packages {
+		list.WriteString(p + " - Linux for x86-64 cloud\n")
+	}
+	listFile := filepath.Join(dir, "list")
+	writeFile(t, listFile, list.String(), 0o644)
+	writeFile(t, filepath.Join(dir, "apt-cache"), "#!/bin/sh\ncat "+listFile+"\n", 0o755)
+	download := `echo "E: Failed to fetch http://deb.debian.org/pool/x.deb  Temporary failure resolving 'deb.debian.org'" >&2; exit 100`
+	if deb != "" {
+		download = "cp " + deb + " ."
+	}
+	writeFile(t, filepath.Join(dir, "apt-get"), `#!/bin/sh
+echo "$@" >>`+log+`
+case "$1" in
+update) ;;
+download) `+download+` ;;
+*) exit 1 ;;
+esac
+`, 0o755)
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	return log
+}
+
+func writeFile(t *testing.T, path, data string, perm os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), perm); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kernelDeb builds a package holding what a linux-image package holds of
+// interest: boot/vmlinuz-RELEASE and boot/config-RELEASE.
+func kernelDeb(t *testing.T, release string) string {
+	t.Helper()
+	// Busybox's dpkg-deb, all a guest has, cannot build packages.
+	if err := exec.Command("dpkg-deb", "--version").Run(); err != nil {
+		t.Skipf("no dpkg-deb that builds packages: %v", err)
+	}
+	root := filepath.Join(t.TempDir(), "pkg")
+	for _, d := range []string{"DEBIAN", "boot"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(root, "DEBIAN", "control"), "Package: linux-image-"+release+
+		"\nVersion: 1\nArchitecture: amd64\nMaintainer: kinst tests <tests@kinst.dev>\nDescription: fake kernel\n", 0o644)
+	fakeImage(t, filepath.Join(root, "boot", "vmlinuz-"+release), release+" (builder) #1 SMP")
+	writeFile(t, filepath.Join(root, "boot", "config-"+release), "CONFIG_KPROBES=y\n", 0o644)
+	deb := filepath.Join(t.TempDir(), "linux-image-"+release+"_1_amd64.deb")
+	if out, err := exec.Command("dpkg-deb", "--root-owner-group", "-Znone", "--build", root, deb).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb --build: %v\n%s", err, out)
+	}
+	return deb
+}
+
+var indexPackages = []string{
+	"linux-image-6.1.0-9-cloud-amd64",
+	"linux-image-6.1.0-56-cloud-amd64",
+	"linux-image-6.1.0-56-cloud-amd64-dbg",
+	"linux-image-6.1.0-100-cloud-amd64-unsigned",
+	"linux-image-6.12-cloud-amd64",
+	"linux-image-6.12.117+deb12-cloud-amd64",
+}
+
+func TestFetch(t *testing.T) {
+	const release = "6.1.0-56-cloud-amd64"
+	log := fakeApt(t, indexPackages, kernelDeb(t, release))
+	cache := t.TempDir()
+	want := Kernel{Series: "6.1", Release: release,
+		Image:  filepath.Join(cache, release, cachedImage),
+		Config: filepath.Join(cache, release, cachedConfig)}
+	for range 2 {
+		k, err := Fetch(t.Context(), cache, "6.1")
+		if err != nil || k != want {
+			t.Fatalf("Fetch = %+v, %v; want %+v", k, err, want)
+		}
+	}
+	calls, _ := os.ReadFile(log)
+	if want := "download -o APT::Sandbox::User=root linux-image-" + release + "\n"; string(calls) != want {
+		t.Errorf("apt-get calls:\n%s\nwant one download:\n%s", calls, want)
+	}
+	img, err := FromImage(want.Image)
+	if err != nil || img.Release != release {
+		t.Errorf("cached image: %+v, %v", img, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(cache, ".fetch-*")); len(left) != 0 {
+		t.Errorf("Fetch left %v", left)
+	}
+	if k, err := Resolve(t.Context(), cache, "6.1"); err != nil || k != want {
+		t.Errorf("Resolve(6.1) = %+v, %v", k, err)
+	}
+}
+
+func TestFetchWithoutNetwork(t *testing.T) {
+	fakeApt(t, indexPackages, "")
+	cache := t.TempDir()
+	_, err := Fetch(t.Context(), cache, "6.12")
+	want := "fetch kernel 6.12.117+deb12-cloud-amd64: apt-get download: exit status 100\n" +
+		"E: Failed to fetch http://deb.debian.org/pool/x.deb  Temporary failure resolving 'deb.debian.org'"
+	if err == nil || err.Error() != want {
+		t.Errorf("Fetch error:\n%v\nwant:\n%s", err, want)
+	}
+	if _, err := Cached(cache, "6.12"); !errors.Is(err, ErrNoKernel) {
+		t.Errorf("a failed fetch left a kernel in the cache: %v", err)
+	}
+}
+
+func TestFetchEmptyIndex(t *testing.T) {
+	log := fakeApt(t, nil, "")
+	_, err := Fetch(t.Context(), t.TempDir(), "6.1")
+	want := "find kernel 6.1: no kernel of series 6.1 in the apt index (no linux-image-6.1.*-cloud-amd64 package)"
+	if !errors.Is(err, ErrNoKernel) || err.Error() != want {
+		t.Errorf("Fetch error = %v, want %s", err, want)
+	}
+	if calls, _ := os.ReadFile(log); string(calls) != "update\n" {
+		t.Errorf("apt-get calls %q, want one update", calls)
 	}
 }
