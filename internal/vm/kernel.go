@@ -1,7 +1,6 @@
 package vm
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -69,7 +68,7 @@ func ModuleRoot() (string, error) {
 	}
 	for {
 		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(data, []byte("module "+ModulePath+"\n")) {
+		if err == nil && declaresModule(string(data)) {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)
@@ -78,6 +77,18 @@ func ModuleRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// declaresModule reports whether a go.mod file's module directive names
+// ModulePath.
+func declaresModule(gomod string) bool {
+	for line := range strings.Lines(gomod) {
+		if path, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			path, _, _ = strings.Cut(path, "//")
+			return strings.Trim(strings.TrimSpace(path), `"`) == ModulePath
+		}
+	}
+	return false
 }
 
 // Resolve turns a kernel name into a kernel: a series such as "6.12" becomes

@@ -321,3 +321,31 @@ func TestFetchEmptyIndex(t *testing.T) {
 		t.Errorf("apt-get calls %q, want one update", calls)
 	}
 }
+
+func TestDeclaresModule(t *testing.T) {
+	for _, tt := range []struct {
+		gomod string
+		want  bool
+	}{
+		{"module kinst.dev/kinst\n\ngo 1.26.0\n", true},
+		{"// The kinst module.\nmodule kinst.dev/kinst // comment\n", true},
+		{"// The kinst module.\nmodule \"kinst.dev/kinst\"\n", true},
+		{"module kinst.dev/kinst/tools\n", false},
+		{"go 1.26\n", false},
+	} {
+		if got := declaresModule(tt.gomod); got != tt.want {
+			t.Errorf("declaresModule(%q) = %v", tt.gomod, got)
+		}
+	}
+}
+
+func TestModuleRoot(t *testing.T) {
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Skipf("not run from inside the module (a guest has no go.mod): %v", err)
+	}
+	wd, _ := os.Getwd()
+	if want := filepath.Dir(filepath.Dir(wd)); root != want {
+		t.Errorf("ModuleRoot() = %s, want %s", root, want)
+	}
+}

@@ -178,12 +178,11 @@ func boot(ctx context.Context, qemu string, cfg Config, accel Accel) (int, error
 	}
 	all := readLog(console)
 	log := excerpt(all)
-	if runCtx.Err() != nil {
-		return -1, &GuestError{Err: ErrTimeout, Detail: "no exit after " + timeout.String(), Log: log}
-	}
 	data, _ := os.ReadFile(status)
 	st, ok := parseStatus(string(data))
 	switch {
+	case !ok && runCtx.Err() != nil:
+		return -1, &GuestError{Err: ErrTimeout, Detail: "no exit after " + timeout.String(), Log: log}
 	case !ok && findLine(all, "Kernel panic") != "":
 		return -1, &GuestError{Err: ErrPanic, Log: log}
 	case !ok:
