@@ -1,0 +1,195 @@
+package elfsym
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"kinst.dev/kinst/internal/testenv"
+)
+
+func TestFrameFormat(t *testing.T) {
+	tests := []struct {
+		f           Frame
+		sym, symOff string
+	}{
+		{Frame{Addr: 0x5609b586416d, Symbol: "mid", Offset: 12}, "mid", "mid+12"},
+		{Frame{Addr: 0x7fde8f0234f7}, "0x7fde8f0234f7", "0x7fde8f0234f7"},
+		{Frame{Addr: 0x10, Path: "/bin/x"}, "0x10", "0x10"},
+		{Frame{Addr: 0x401000, Symbol: "main.leaf"}, "main.leaf", "main.leaf+0"},
+	}
+	for _, tt := range tests {
+		if got := tt.f.Sym(); got != tt.sym {
+			t.Errorf("%+v.Sym() = %q, want %q", tt.f, got, tt.sym)
+		}
+		if got := tt.f.SymOff(); got != tt.symOff {
+			t.Errorf("%+v.SymOff() = %q, want %q", tt.f, got, tt.symOff)
+		}
+	}
+}
+
+// startTarget runs the test target program and returns it with the pid
+// and leaf address it reports; closing stdin ends it.
+func startTarget(t testing.TB) (cmd *exec.Cmd, stdin io.WriteCloser, pid int, leaf uint64) {
+	t.Helper()
+	bin := testenv.Build(t, "./elfsym/testdata/target")
+	cmd = exec.Command(bin)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ten int
+	if _, err := fmt.Sscanf(line, "%d %v %d", &pid, &leaf, &ten); err != nil || ten != 10 {
+		t.Fatalf("target said %q: %v", line, err)
+	}
+	if pid != cmd.Process.Pid {
+		t.Fatalf("target reports pid %d, started %d", pid, cmd.Process.Pid)
+	}
+	return cmd, stdin, pid, leaf
+}
+
+func TestSymbolizeLiveAndExited(t *testing.T) {
+	cmd, stdin, pid, leaf := startTarget(t)
+	path, err := filepath.EvalSymlinks(cmd.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSymbolizer()
+	want := Frame{Addr: leaf + 3, Symbol: "main.leaf", Offset: 3, Path: path}
+	if got := s.Frame(pid, leaf+3); got != want {
+		t.Errorf("Frame(leaf+3) = %+v, want %+v", got, want)
+	}
+	if got := s.Frame(pid, 0x10); got != (Frame{Addr: 0x10}) {
+		t.Errorf("Frame(0x10) = %+v, want the bare address", got)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	// Seen alive, the process still resolves from the cache.
+	if got := s.Frame(pid, leaf); got.SymOff() != "main.leaf+0" {
+		t.Errorf("after exit, cached Frame(leaf) = %+v", got)
+	}
+	// Never seen alive, it resolves to hex, as in bpftrace.
+	fresh := NewSymbolizer().Frame(pid, leaf+3)
+	if fresh != (Frame{Addr: leaf + 3}) || fresh.SymOff() != fmt.Sprintf("0x%x", leaf+3) {
+		t.Errorf("after exit, fresh Frame(leaf+3) = %+v", fresh)
+	}
+}
+
+// startDynamic runs a dynamically linked program that sleeps and waits
+// until the dynamic loader has mapped libc into it.
+func startDynamic(t *testing.T, libc string) (pid int, maps []Mapping) {
+	t.Helper()
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep program")
+	}
+	cmd := exec.Command(sleep, "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	real, err := filepath.EvalSymlinks(libc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		maps, err := ReadMaps(cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range maps {
+			if p, err := filepath.EvalSymlinks(m.Path); err == nil && p == real && m.Perms[2] == 'x' {
+				return cmd.Process.Pid, maps
+			}
+		}
+	}
+	t.Skipf("%s never mapped %s (statically linked?)", sleep, libc)
+	return 0, nil
+}
+
+func TestSymbolizeLibc(t *testing.T) {
+	libc := libcPath(t)
+	pid, maps := startDynamic(t, libc)
+	f, err := Open(libc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sym, err := f.Lookup("getppid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Place getppid in the process by hand: the mapping that holds its
+	// file offset, moved by the mapping's start.
+	var addr uint64
+	var path string
+	for _, m := range maps {
+		if m.File() && strings.HasSuffix(m.Path, filepath.Base(libc)) && sym.Offset >= m.Offset && sym.Offset < m.Offset+(m.End-m.Start) {
+			addr, path = m.Start+sym.Offset-m.Offset+2, m.Path
+		}
+	}
+	if addr == 0 {
+		t.Fatalf("no mapping of %s holds offset %#x", libc, sym.Offset)
+	}
+	want := Frame{Addr: addr, Symbol: "getppid", Offset: 2, Path: path}
+	if got := NewSymbolizer().Frame(pid, addr); got != want {
+		t.Errorf("Frame(getppid+2) = %+v, want %+v", got, want)
+	}
+	if got, err := Resolve("libc", pid); err != nil || got != path {
+		t.Errorf("Resolve(libc, %d) = %q, %v; want the mapped %q", pid, got, err, path)
+	}
+}
+
+func TestSymbolizeNoProcess(t *testing.T) {
+	// pid 0 has no /proc entry; no process, only the address.
+	if got := NewSymbolizer().Frame(0, 0x401000); got != (Frame{Addr: 0x401000}) {
+		t.Errorf("Frame(pid 0) = %+v", got)
+	}
+}
+
+func BenchmarkOpenLibc(b *testing.B) {
+	libc, err := Resolve("libc", 0)
+	if err != nil {
+		b.Skip(err)
+	}
+	for b.Loop() {
+		if _, err := Open(libc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkFrameCached(b *testing.B) {
+	_, _, pid, leaf := startTarget(b)
+	s := NewSymbolizer()
+	s.Frame(pid, leaf)
+	for b.Loop() {
+		if s.Frame(pid, leaf+1).Symbol != "main.leaf" {
+			b.Fatal("wrong symbol")
+		}
+	}
+}
