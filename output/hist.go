@@ -1,0 +1,257 @@
+package output
+
+import (
+	"math"
+	"strconv"
+)
+
+// barWidth is the width of a histogram's bar column, in '@' signs.
+const barWidth = 52
+
+// histRange finds the first and last buckets with a positive count and the
+// largest count. Like 0.17, it reads each count as a C int (its low 32
+// bits), so a bucket over 2^31 counts in the wrong direction.
+func histRange(counts []uint64) (first, last int, max int32) {
+	first, last = -1, -1
+	for i, c := range counts {
+		v := int32(c)
+		if v > 0 {
+			if first == -1 {
+				first = i
+			}
+			last = i
+		}
+		if v > max {
+			max = v
+		}
+	}
+	return first, last, max
+}
+
+// appendRow appends one table row: the label padded to 16 columns, the
+// shown count right-aligned in 8, and a bar of count/max of barWidth '@'
+// signs, computed in float arithmetic and truncated as 0.17 does.
+func appendRow(b []byte, label string, count, shown uint64, max int32) []byte {
+	b = append(b, label...)
+	for i := len(label); i < 16; i++ {
+		b = append(b, ' ')
+	}
+	num := strconv.AppendUint(nil, shown, 10)
+	for i := len(num); i < 8; i++ {
+		b = append(b, ' ')
+	}
+	b = append(b, num...)
+	b = append(b, " |"...)
+	f := float32(count) / float32(max) * barWidth
+	n := barWidth // 0.17 would fail allocating a bar this long; cap it
+	if f < math.MaxInt32 {
+		n = int(f)
+	}
+	for i := 0; i < n; i++ {
+		b = append(b, '@')
+	}
+	for i := n; i < barWidth; i++ {
+		b = append(b, ' ')
+	}
+	return append(b, "|\n"...)
+}
+
+// histLabel is hist_index_label: 2^power with a K, M, G or T suffix.
+func histLabel(b []byte, power int) []byte {
+	suffix := byte(0)
+	switch {
+	case power >= 40:
+		suffix, power = 'T', power-40
+	case power >= 30:
+		suffix, power = 'G', power-30
+	case power >= 20:
+		suffix, power = 'M', power-20
+	case power >= 10:
+		suffix, power = 'K', power-10
+	}
+	b = strconv.AppendInt(b, 1<<power, 10)
+	if suffix != 0 {
+		b = append(b, suffix)
+	}
+	return b
+}
+
+// appendHistText appends hist()'s table, counts divided by div.
+func appendHistText(b []byte, counts []uint64, div uint64) []byte {
+	first, last, max := histRange(counts)
+	if last == -1 {
+		return b
+	}
+	var label []byte
+	for i := first; i <= last; i++ {
+		label = label[:0]
+		switch i {
+		case 0:
+			label = append(label, "(..., 0)"...)
+		case 1:
+			label = append(label, "[0]"...)
+		case 2:
+			label = append(label, "[1]"...)
+		default:
+			label = append(label, '[')
+			label = histLabel(label, i-2)
+			label = append(label, ", "...)
+			label = histLabel(label, i-1)
+			label = append(label, ')')
+		}
+		b = appendRow(b, string(label), counts[i], counts[i]/div, max)
+	}
+	return b
+}
+
+// appendHistJSON appends hist()'s buckets as JSON objects. 0.17 computes
+// bucket bounds in 32-bit int arithmetic, so [2G, 4G) comes out as
+// min -2147483648, max 0, and higher buckets wrap around likewise.
+func appendHistJSON(b []byte, counts []uint64, div uint64) []byte {
+	first, last, _ := histRange(counts)
+	if last == -1 {
+		return append(b, "[]"...)
+	}
+	b = append(b, '[')
+	for i := first; i <= last; i++ {
+		if i > first {
+			b = append(b, ", "...)
+		}
+		b = append(b, '{')
+		switch i {
+		case 0:
+			b = append(b, `"max": -1, `...)
+		case 1:
+			b = append(b, `"min": 0, "max": 0, `...)
+		case 2:
+			b = append(b, `"min": 1, "max": 1, `...)
+		default:
+			low := int32(1) << ((i - 2) & 31)
+			high := int32(1)<<((i-1)&31) - 1
+			b = append(b, `"min": `...)
+			b = strconv.AppendInt(b, int64(low), 10)
+			b = append(b, `, "max": `...)
+			b = strconv.AppendInt(b, int64(high), 10)
+			b = append(b, ", "...)
+		}
+		b = append(b, `"count": `...)
+		b = strconv.AppendUint(b, counts[i]/div, 10)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// lhistRange is lhist_prepare: the last bucket with any count (-1 when all
+// are zero), the largest count read as a C int, and the first and last
+// buckets with a positive count among those in range.
+func lhistRange(l *lhist) (last int, max int32, start, end int) {
+	last = -1
+	for i, c := range l.buckets {
+		v := int32(c)
+		if v != 0 {
+			last = i
+		}
+		if v > max {
+			max = v
+		}
+	}
+	if last == -1 {
+		return
+	}
+	start = -1
+	for i, n := 0, l.nbuckets(); i <= n+1; i++ {
+		if l.buckets[i] > 0 {
+			if start == -1 {
+				start = i
+			}
+			end = i
+		}
+	}
+	if start == -1 {
+		start = 0
+	}
+	return
+}
+
+// nbuckets is the number of in-range buckets, without the two open ones.
+func (l *lhist) nbuckets() int { return int((uint64(l.max) - uint64(l.min)) / uint64(l.step)) }
+
+// lhistLabel is lhist_index_label: n, or n/1024 with K or n/1048576 with M
+// when it divides exactly.
+func lhistLabel(b []byte, n int64) []byte {
+	switch {
+	case n == 0:
+		return append(b, '0')
+	case n%1048576 == 0:
+		return append(strconv.AppendInt(b, n/1048576, 10), 'M')
+	case n%1024 == 0:
+		return append(strconv.AppendInt(b, n/1024, 10), 'K')
+	}
+	return strconv.AppendInt(b, n, 10)
+}
+
+// appendLhistText appends lhist()'s table; 0.17 ignores print()'s divisor
+// for lhist.
+func appendLhistText(b []byte, l *lhist) []byte {
+	last, max, start, end := lhistRange(l)
+	if last == -1 {
+		return b
+	}
+	var label []byte
+	for i := start; i <= end; i++ {
+		label = label[:0]
+		switch i {
+		case 0:
+			label = append(label, "(..., "...)
+			label = lhistLabel(label, l.min)
+			label = append(label, ')')
+		case l.nbuckets() + 1:
+			label = append(label, '[')
+			label = lhistLabel(label, l.max)
+			label = append(label, ", ...)"...)
+		default:
+			label = append(label, '[')
+			label = lhistLabel(label, int64(i-1)*l.step+l.min)
+			label = append(label, ", "...)
+			label = lhistLabel(label, int64(i)*l.step+l.min)
+			label = append(label, ')')
+		}
+		b = appendRow(b, string(label), l.buckets[i], l.buckets[i], max)
+	}
+	return b
+}
+
+// appendLhistJSON appends lhist()'s buckets as JSON objects.
+func appendLhistJSON(b []byte, l *lhist) []byte {
+	last, _, start, end := lhistRange(l)
+	if last == -1 {
+		return append(b, "[]"...)
+	}
+	b = append(b, '[')
+	for i := start; i <= end; i++ {
+		if i > start {
+			b = append(b, ", "...)
+		}
+		b = append(b, '{')
+		switch i {
+		case 0:
+			b = append(b, `"max": `...)
+			b = strconv.AppendInt(b, l.min-1, 10)
+			b = append(b, ", "...)
+		case l.nbuckets() + 1:
+			b = append(b, `"min": `...)
+			b = strconv.AppendInt(b, l.max, 10)
+			b = append(b, ", "...)
+		default:
+			b = append(b, `"min": `...)
+			b = strconv.AppendInt(b, int64(i-1)*l.step+l.min, 10)
+			b = append(b, `, "max": `...)
+			b = strconv.AppendInt(b, int64(i)*l.step+l.min-1, 10)
+			b = append(b, ", "...)
+		}
+		b = append(b, `"count": `...)
+		b = strconv.AppendUint(b, l.buckets[i], 10)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}

@@ -1,0 +1,249 @@
+package output
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Indentation of stack frames: bpftrace indents a stack printed as a value
+// by 8 spaces and one printed as a map key by 4.
+const (
+	valueStackIndent = 8
+	keyStackIndent   = 4
+)
+
+// quotedInJSON reports whether bpftrace 0.17 quotes a value of kind k in
+// JSON. It does not quote strftime() results, strerror() texts or MAC
+// addresses, so those come out as bare (invalid) JSON, as 0.17 prints them.
+func quotedInJSON(k Kind) bool {
+	switch k {
+	case KindString, KindBuffer, KindKsym, KindUsym, KindKstack, KindUstack,
+		KindInet, KindUsername, KindProbe, KindCgroupPath:
+		return true
+	}
+	return false
+}
+
+// appendValue appends v as bpftrace prints a map value or a print()ed
+// value, with integers divided by div (print's third argument; 1 when
+// absent). Tuples and arrays pass div on to their elements, as 0.17 does.
+func appendValue(b []byte, v Value, div uint64, json bool) ([]byte, error) {
+	if json && quotedInJSON(v.kind) {
+		start := len(b)
+		b, err := appendValue(b, v, div, false)
+		if err != nil {
+			return b, err
+		}
+		text := string(b[start:])
+		return appendJSONString(b[:start], text), nil
+	}
+	switch v.kind {
+	case KindInt, KindSum:
+		return appendInt(b, v.n, v.signed, div), nil
+	case KindCount:
+		return strconv.AppendUint(b, v.n/div, 10), nil
+	case KindMin, KindMax:
+		return appendInt(b, v.n, true, div), nil
+	case KindAvg:
+		return strconv.AppendInt(b, v.average()/int64(div), 10), nil
+	case KindStats:
+		return appendStats(b, v, json), nil
+	case KindString, KindUsername, KindProbe, KindTimestamp, KindMacAddr,
+		KindCgroupPath, KindInet:
+		return append(b, v.s...), nil
+	case KindBuffer:
+		return appendHexBuffer(b, v.s, true, true), nil
+	case KindKsym, KindUsym:
+		return appendSymbol(b, v.n, v.s), nil
+	case KindKstack, KindUstack:
+		return appendStack(b, v, valueStackIndent), nil
+	case KindStrerror:
+		return append(b, strerror(int64(v.n))...), nil
+	case KindPointer:
+		b = append(b, "0x"...)
+		return strconv.AppendUint(b, v.n, 16), nil
+	case KindTuple:
+		open, sep, close := "(", ", ", ")"
+		if json {
+			open, sep, close = "[", ",", "]"
+		}
+		return appendElems(b, v.elems(), open, sep, close, div, json)
+	case KindArray:
+		return appendElems(b, v.elems(), "[", ",", "]", div, json)
+	}
+	return b, fmt.Errorf("cannot print a %s value", v.kind)
+}
+
+func appendElems(b []byte, elems []Value, open, sep, close string, div uint64, json bool) ([]byte, error) {
+	b = append(b, open...)
+	for i, e := range elems {
+		if i > 0 {
+			b = append(b, sep...)
+		}
+		var err error
+		if b, err = appendValue(b, e, div, json); err != nil {
+			return b, err
+		}
+	}
+	return append(b, close...), nil
+}
+
+func appendInt(b []byte, n uint64, signed bool, div uint64) []byte {
+	if signed {
+		return strconv.AppendInt(b, int64(n)/int64(div), 10)
+	}
+	return strconv.AppendUint(b, n/div, 10)
+}
+
+func appendStats(b []byte, v Value, json bool) []byte {
+	count, avg, total := int64(v.n), v.average(), v.m
+	if json {
+		b = append(b, `{"count": `...)
+		b = strconv.AppendInt(b, count, 10)
+		b = append(b, `, "average": `...)
+		b = strconv.AppendInt(b, avg, 10)
+		b = append(b, `, "total": `...)
+		b = strconv.AppendInt(b, total, 10)
+		return append(b, '}')
+	}
+	b = append(b, "count "...)
+	b = strconv.AppendInt(b, count, 10)
+	b = append(b, ", average "...)
+	b = strconv.AppendInt(b, avg, 10)
+	b = append(b, ", total "...)
+	return strconv.AppendInt(b, total, 10)
+}
+
+// appendKey appends one element of a map key as bpftrace 0.17 prints keys:
+// integers always signed, stacks indented by 4.
+func appendKey(b []byte, v Value) ([]byte, error) {
+	switch v.kind {
+	case KindInt:
+		return strconv.AppendInt(b, int64(v.n), 10), nil
+	case KindKstack, KindUstack:
+		return appendStack(b, v, keyStackIndent), nil
+	case KindArray:
+		b = append(b, '[')
+		for i, e := range v.elems() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendKey(b, e); err != nil {
+				return b, err
+			}
+		}
+		return append(b, ']'), nil
+	case KindString, KindBuffer, KindKsym, KindUsym, KindInet, KindUsername,
+		KindProbe, KindTimestamp, KindMacAddr, KindPointer:
+		return appendValue(b, v, 1, false)
+	}
+	// 0.17 aborts ("invalid mapkey argument type") on any other key.
+	return b, fmt.Errorf("a %s value cannot be a map key", v.kind)
+}
+
+// appendSymbol appends a resolved symbol, or the address as C++ streams a
+// void pointer when there is none: "0" for null, else 0x and hex digits.
+func appendSymbol(b []byte, addr uint64, symbol string) []byte {
+	if symbol != "" {
+		return append(b, symbol...)
+	}
+	if addr == 0 {
+		return append(b, '0')
+	}
+	b = append(b, "0x"...)
+	return strconv.AppendUint(b, addr, 16)
+}
+
+// appendStack appends a stack as bpftrace's get_stack prints it: a newline,
+// then one line per frame. A stack without frames is an empty string.
+func appendStack(b []byte, v Value, indent int) []byte {
+	frames := v.frames()
+	if len(frames) == 0 {
+		return b
+	}
+	b = append(b, '\n')
+	for _, f := range frames {
+		if v.mode == StackPerf {
+			b = append(b, '\t')
+			b = strconv.AppendUint(b, f.Addr, 16)
+			b = append(b, ' ')
+		} else {
+			for range indent {
+				b = append(b, ' ')
+			}
+		}
+		if f.Symbol != "" {
+			b = append(b, f.Symbol...)
+			b = append(b, '+')
+			b = strconv.AppendUint(b, f.Offset, 10)
+		} else {
+			b = appendSymbol(b, f.Addr, "")
+		}
+		if v.mode == StackPerf && v.kind == KindUstack {
+			switch {
+			case f.Symbol == "":
+				b = append(b, " ([unknown])"...)
+			default:
+				b = append(b, " ("...)
+				b = append(b, f.Module...)
+				b = append(b, ')')
+			}
+		}
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// appendHexBuffer appends buf() bytes as bpftrace's hex_format_buffer does:
+// printable ASCII kept when keepASCII, other bytes as \xNN when escape, or
+// as space-separated hex pairs otherwise (%rh).
+func appendHexBuffer(b []byte, data string, keepASCII, escape bool) []byte {
+	const hex = "0123456789abcdef"
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case keepASCII && c >= 32 && c <= 126:
+			b = append(b, c)
+		case escape:
+			b = append(b, '\\', 'x', hex[c>>4], hex[c&15])
+		default:
+			b = append(b, hex[c>>4], hex[c&15])
+			if i < len(data)-1 {
+				b = append(b, ' ')
+			}
+		}
+	}
+	return b
+}
+
+// appendJSONString appends s quoted and escaped as bpftrace 0.17's
+// json_escape does. Its escape tests a signed char, so every byte from 0x80
+// up comes out as \uffffffXX, breaking UTF-8 text as 0.17 does.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"':
+			b = append(b, '\\', '"')
+		case c == '\\':
+			b = append(b, '\\', '\\')
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\r':
+			b = append(b, '\\', 'r')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+		case c >= 0x80:
+			b = append(b, `\uffffff`...)
+			b = append(b, hex[c>>4], hex[c&15])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
