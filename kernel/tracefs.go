@@ -182,8 +182,8 @@ func sortTracepoints(tps []Tracepoint) {
 type AddrSpace int
 
 const (
-	KernelSpace AddrSpace = iota
-	UserSpace
+	KernelSpace AddrSpace = iota // read with bpf_probe_read_kernel
+	UserSpace                    // read with bpf_probe_read_user
 )
 
 func (a AddrSpace) String() string {
