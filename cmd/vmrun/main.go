@@ -48,10 +48,10 @@ program, streams its output and exits with its exit code.
 
 COMMAND given by a path (it contains a slash) is packed from the host; a bare
 name is looked up on the guest PATH, where each --file comes first. The
-working directory and its testdata/ folder are recreated in the guest. The
-guest gets the host variables named GO*, KINST*, TERM and CI; it sets PATH
-and HOME itself. Passing busybox as a --file makes its applets (sh, cat...)
-usable by name.
+working directory is recreated in the guest with its testdata/ folder and
+its files of up to 1 MiB. The guest gets the host variables named GO*,
+KINST*, TERM and CI; it sets PATH and HOME itself. Standard input is empty.
+Passing busybox as a --file makes its applets (sh, cat...) usable by name.
 
 vmrun kernels fetches the newest kernel of each series (or of those named)
 from the apt index into the cache and prints series, release and image path.

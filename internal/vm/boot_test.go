@@ -61,10 +61,12 @@ func TestGuestHelper(t *testing.T) {
 	case "files":
 		wd, _ := os.Getwd()
 		fmt.Println("wd", wd)
-		for _, f := range []string{filepath.Join(vm.GuestBinDir, "greeting"), "testdata/data.txt"} {
+		for _, f := range []string{filepath.Join(vm.GuestBinDir, "greeting"), "testdata/data.txt", "source.go"} {
 			data, err := os.ReadFile(f)
 			fmt.Printf("%s: %q %v\n", f, data, err)
 		}
+		_, err := os.Stat("big.bin")
+		fmt.Println("big.bin:", err)
 		fmt.Println("PATH", os.Getenv("PATH"))
 		fmt.Println("HOME", os.Getenv("HOME"))
 		fmt.Println("secret", os.Getenv("VMTEST_SECRET"))
@@ -210,6 +212,12 @@ func TestRunFilesDirAndEnv(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "testdata", "data.txt"), []byte("test data"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "source.go"), []byte("package pkg\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big.bin"), make([]byte, vm.MaxDirFile+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r := boot(t, k, "files", func(c *vm.Config) {
 		c.Files = []string{greeting}
 		c.Dir = dir
@@ -222,6 +230,8 @@ func TestRunFilesDirAndEnv(t *testing.T) {
 		"wd " + dir + "\n",
 		`/vmrun/bin/greeting: "hi from the host" <nil>` + "\n",
 		`testdata/data.txt: "test data" <nil>` + "\n",
+		`source.go: "package pkg\n" <nil>` + "\n",
+		"big.bin: stat big.bin: no such file or directory\n",
 		"PATH " + vm.GuestPATH + "\n",
 		"HOME /root\n",
 		"secret 42\n",

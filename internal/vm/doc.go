@@ -1,8 +1,8 @@
 // Package vm runs a command inside a Debian kernel under QEMU, the bench on
 // which kinst proves the kernel-function features that the host refuses.
 //
-// Run packs a static command, its arguments, working directory, a filtered
-// environment, the directory's testdata/ and any extra files into a cpio
+// Run packs a static command, its arguments, working directory (its small
+// files and testdata/), a filtered environment and any extra files into a cpio
 // initramfs whose /init is a static Go binary (see package guestinit). The
 // guest's console output is streamed to the caller without carriage returns,
 // the command's exit status comes back through a separate serial port, and the

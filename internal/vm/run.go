@@ -72,8 +72,9 @@ type Config struct {
 	// by a path (it contains a slash) is packed at the same absolute path;
 	// a bare name is looked up on the guest's PATH.
 	Args []string
-	// Dir is the working directory; the guest recreates the path and a copy
-	// of its testdata/ folder. Empty means /.
+	// Dir is the working directory; the guest recreates the path with a
+	// copy of its testdata/ tree and of its regular files up to MaxDirFile.
+	// Empty means /.
 	Dir string
 	// Env is the command's environment; the guest sets PATH and HOME itself.
 	// See GuestEnv.
@@ -295,9 +296,8 @@ func writeInitramfs(path string, cfg Config) error {
 		if err != nil {
 			return err
 		}
-		c.Dir(dir, 0o755)
-		if st, err := os.Stat(filepath.Join(dir, "testdata")); err == nil && st.IsDir() {
-			c.Tree(filepath.Join(dir, "testdata"), filepath.Join(dir, "testdata"))
+		if err := packDir(c, dir); err != nil {
+			return err
 		}
 		spec.Dir = dir
 	}
@@ -310,6 +310,37 @@ func writeInitramfs(path string, cfg Config) error {
 		return err
 	}
 	return f.Close()
+}
+
+// MaxDirFile is the size up to which the regular files directly in the
+// working directory are copied into the guest.
+const MaxDirFile = 1 << 20
+
+// packDir recreates the working directory: its testdata/ tree, since go test
+// runs tests there, and its regular files up to MaxDirFile, since tests also
+// read their own package's files; larger files stay out of the guest's memory.
+func packDir(c *cpioWriter, dir string) error {
+	c.Dir(dir, 0o755)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		switch {
+		case e.IsDir() && e.Name() == "testdata":
+			c.Tree(path, path)
+		case e.Type().IsRegular():
+			info, err := e.Info()
+			if err != nil {
+				return err
+			}
+			if info.Size() <= MaxDirFile {
+				c.File(path, path)
+			}
+		}
+	}
+	return nil
 }
 
 // checkStatic refuses an ELF file that needs a dynamic loader, since the
