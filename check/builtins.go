@@ -1,0 +1,142 @@
+package check
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"kinst.dev/kinst/syntax"
+)
+
+// Provider groups for builtins that only some probes have.
+var (
+	argProviders  = []string{"kprobe", "uprobe", "rawtracepoint", "fentry", "fexit", "fmod_ret"}
+	retProviders  = []string{"kretprobe", "uretprobe", "fexit", "fmod_ret"}
+	funcProviders = []string{"kprobe", "kretprobe", "uprobe", "uretprobe", "fentry", "fexit", "fmod_ret"}
+	argsProviders = []string{"tracepoint", "fentry", "fexit", "fmod_ret", "kprobe", "kretprobe"}
+)
+
+func has(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// MaxArgs is how many arguments arg0..argN reach: the registers x86-64
+// passes them in.
+const MaxArgs = 6
+
+// builtin types an identifier that names a builtin variable.
+func (c *checker) builtin(id *syntax.Ident) *Type {
+	p := c.probe
+	name := id.Name
+	p.Uses[name] = true
+	switch name {
+	case "pid", "tid", "uid", "gid", "nsecs", "elapsed", "cpu", "cgroup", "rand", "numaid":
+		return TUint64
+	case "comm":
+		return StrType(16)
+	case "username":
+		return StrType(32)
+	case "probe":
+		return TProbe
+	case "cpid":
+		if !c.conf.Cpid {
+			c.errorf(id, "cpid needs a command to run: use -c CMD")
+			return nil
+		}
+		return TUint64
+	case "curtask":
+		if c.conf.Kernel != nil {
+			if t, err := c.conf.Kernel.Type(syntax.STRUCT, "task_struct"); err == nil {
+				return &Type{Kind: Ptr, Size: 8, Elem: t, Space: KernelSpace}
+			}
+		}
+		return TUint64
+	case "kstack", "ustack":
+		if p.Provider == "BEGIN" || p.Provider == "END" {
+			c.errorf(id, "%s has no meaning in %s: no code was interrupted", name, p.Provider)
+			return nil
+		}
+		return &Type{Kind: Stack, Size: 8, User: name == "ustack", Frames: defaultFrames, StackMode: "bpftrace"}
+	case "func":
+		if !has(funcProviders, p.Provider) {
+			c.errorf(id, "func is only available in %s probes", strings.Join(funcProviders, ", "))
+			return nil
+		}
+		return TFunc
+	case "retval":
+		if !has(retProviders, p.Provider) {
+			c.errorf(id, "retval is only available in %s probes", strings.Join(retProviders, ", "))
+			return nil
+		}
+		if p.Ret != nil {
+			return p.Ret
+		}
+		return TUint64
+	case "args":
+		if !has(argsProviders, p.Provider) {
+			c.errorf(id, "args is only available in %s probes", strings.Join(argsProviders, ", "))
+			return nil
+		}
+		if p.Args == nil {
+			c.errorf(id, "args is not available for %s: the kernel has no type information for it", p.Targets[0].FullName())
+			return nil
+		}
+		return p.Args
+	case "ctx":
+		if p.Provider == "BEGIN" || p.Provider == "END" {
+			c.errorf(id, "ctx has no meaning in %s", p.Provider)
+			return nil
+		}
+		return &Type{Kind: Ptr, Size: 8, Space: KernelSpace}
+	}
+	if n, ok := argIndex(name); ok {
+		if !has(argProviders, p.Provider) {
+			c.errorf(id, "%s is only available in %s probes", name, strings.Join(argProviders, ", "))
+			return nil
+		}
+		limit := MaxArgs
+		if t := p.Targets[0]; t.NumArgs > 0 && (p.Provider != "kprobe" && p.Provider != "uprobe") {
+			limit = t.NumArgs
+		}
+		if p.Provider == "rawtracepoint" {
+			limit = 12
+		}
+		if n >= limit {
+			c.errorf(id, "%s is out of range: %s probes have arguments arg0 to arg%d", name, p.Provider, limit-1)
+			return nil
+		}
+		return TUint64
+	}
+	if near := nearest(name, builtinNames); near != "" {
+		c.errorf(id, "unknown identifier %s (did you mean %s?)", name, near)
+	} else {
+		c.errorf(id, "unknown identifier %s", name)
+	}
+	return nil
+}
+
+var builtinNames = []string{
+	"pid", "tid", "uid", "gid", "nsecs", "elapsed", "cpu", "cgroup", "rand", "numaid",
+	"comm", "username", "probe", "cpid", "curtask", "kstack", "ustack", "func",
+	"retval", "args", "ctx", "arg0", "arg1",
+}
+
+// argIndex parses "argN".
+func argIndex(name string) (int, bool) {
+	if !strings.HasPrefix(name, "arg") || len(name) == 3 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(name[3:])
+	if err != nil || n < 0 || fmt.Sprint(n) != name[3:] {
+		return 0, false
+	}
+	return n, true
+}
+
+// defaultFrames is how many frames kstack and ustack keep, as bpftrace.
+const defaultFrames = 127

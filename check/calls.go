@@ -1,0 +1,735 @@
+package check
+
+import (
+	"errors"
+	"sort"
+	"strings"
+
+	"kinst.dev/kinst/output"
+	"kinst.dev/kinst/syntax"
+)
+
+// A function describes how to check calls of one builtin function.
+type function struct {
+	stmt   bool // only as a statement: it has no value
+	unsafe bool // changes the system; needs --unsafe
+	check  func(c *checker, x *syntax.CallExpr, call *Call) *Type
+}
+
+var functions map[string]*function
+
+func init() {
+	functions = map[string]*function{
+		"printf":   {stmt: true, check: (*checker).checkPrintf},
+		"system":   {stmt: true, unsafe: true, check: (*checker).checkPrintf},
+		"cat":      {stmt: true, check: (*checker).checkPrintf},
+		"print":    {stmt: true, check: (*checker).checkPrint},
+		"time":     {stmt: true, check: (*checker).checkTime},
+		"join":     {stmt: true, check: (*checker).checkJoin},
+		"exit":     {stmt: true, check: (*checker).checkExit},
+		"clear":    {stmt: true, check: (*checker).checkMapOp},
+		"zero":     {stmt: true, check: (*checker).checkMapOp},
+		"delete":   {stmt: true, check: (*checker).checkDelete},
+		"signal":   {stmt: true, unsafe: true, check: (*checker).checkSignal},
+		"override": {stmt: true, unsafe: true, check: (*checker).checkOverride},
+		"str":      {check: (*checker).checkStr},
+		"buf":      {check: (*checker).checkBuf},
+		"strncmp":  {check: (*checker).checkStrncmp},
+		"ksym":     {check: (*checker).checkSym},
+		"usym":     {check: (*checker).checkSym},
+		"kaddr":    {check: (*checker).checkKaddr},
+		"ntop":     {check: (*checker).checkNtop},
+		"reg":      {check: (*checker).checkReg},
+		"kstack":   {check: (*checker).checkStack},
+		"ustack":   {check: (*checker).checkStack},
+		"kptr":     {check: (*checker).checkPtrSpace},
+		"uptr":     {check: (*checker).checkPtrSpace},
+	}
+}
+
+func functionNames() []string {
+	names := make([]string, 0, len(functions)+len(aggregations))
+	for n := range functions {
+		names = append(names, n)
+	}
+	for n := range aggregations {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// call checks a function call; stmt says whether it stands as a
+// statement, where functions without a value are allowed.
+func (c *checker) call(x *syntax.CallExpr, stmt bool) *Type {
+	name := x.Fun.Name
+	if aggregations[name] {
+		c.errorf(x, "%s() must be assigned to a map, as in @x = %s(…)", name, name)
+		return nil
+	}
+	f := functions[name]
+	if f == nil {
+		if near := nearest(name, functionNames()); near != "" {
+			c.errorf(x.Fun, "unknown function %s (did you mean %s?)", name, near)
+		} else {
+			c.errorf(x.Fun, "unknown function %s", name)
+		}
+		return nil
+	}
+	if f.stmt && !stmt {
+		c.errorf(x, "%s() has no value: use it as a statement", name)
+		return nil
+	}
+	if f.unsafe && !c.conf.Unsafe {
+		c.errorf(x.Fun, "%s() changes the system it runs on: run kinst with --unsafe to allow it", name)
+		return nil
+	}
+	call := &Call{Func: name}
+	t := f.check(c, x, call)
+	if t == nil {
+		return nil
+	}
+	c.probe.Calls[x] = call
+	return t
+}
+
+func (c *checker) nargs(x *syntax.CallExpr, lo, hi int) bool {
+	n := len(x.Args)
+	if n >= lo && n <= hi {
+		return true
+	}
+	switch {
+	case lo == hi:
+		c.errorf(x, "%s() takes %d argument%s, not %d", x.Fun.Name, lo, plural(lo), n)
+	case n < lo:
+		c.errorf(x, "%s() takes at least %d argument%s, not %d", x.Fun.Name, lo, plural(lo), n)
+	default:
+		c.errorf(x, "%s() takes at most %d argument%s, not %d", x.Fun.Name, hi, plural(hi), n)
+	}
+	return false
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// constString returns the value of a constant string argument.
+func (c *checker) constString(x syntax.Expr, what string) (string, bool) {
+	if c.expr(x) == nil {
+		return "", false
+	}
+	v, ok := c.probe.Consts[x]
+	if !ok || !v.IsStr {
+		c.errorf(x, "%s must be a constant string", what)
+		return "", false
+	}
+	return v.Str, true
+}
+
+// constInt returns the value of a constant integer argument.
+func (c *checker) constInt(x syntax.Expr, what string) (int64, bool) {
+	t := c.expr(x)
+	if t == nil {
+		return 0, false
+	}
+	v, ok := c.probe.Consts[x]
+	if !ok || v.IsStr {
+		c.errorf(x, "%s must be a constant integer", what)
+		return 0, false
+	}
+	return int64(v.Int), true
+}
+
+func (c *checker) checkPrintf(x *syntax.CallExpr, call *Call) *Type {
+	if len(x.Args) == 0 {
+		c.errorf(x, "%s() needs a format string", x.Fun.Name)
+		return nil
+	}
+	text, ok := c.constString(x.Args[0], x.Fun.Name+"() format")
+	if !ok {
+		return nil
+	}
+	kinds := make([]output.Kind, 0, len(x.Args)-1)
+	for _, a := range x.Args[1:] {
+		t := c.expr(a)
+		if t == nil {
+			return nil
+		}
+		if !storable(t) {
+			c.errorf(a, "%s() cannot print a %s value", x.Fun.Name, t)
+			return nil
+		}
+		kinds = append(kinds, OutputKind(t))
+	}
+	f := output.ParseFormat(text)
+	if err := f.Check(x.Fun.Name, kinds); err != nil {
+		var fe *output.FormatError
+		if errors.As(err, &fe) && fe.Offset >= 0 {
+			lit := x.Args[0]
+			pos := lit.Pos() + 1 + syntax.Pos(fe.Offset)
+			if _, isLit := lit.(*syntax.StringLit); !isLit || pos >= lit.End() {
+				pos = lit.Pos()
+			}
+			c.errs.Add(c.file, pos, pos+1, "%s", trimFn(err.Error(), x.Fun.Name))
+		} else {
+			c.errorf(x, "%s", trimFn(err.Error(), x.Fun.Name))
+		}
+		return nil
+	}
+	call.Format = f
+	return TVoid
+}
+
+// trimFn turns output's "printf: Too many …" into "printf(): too many …".
+func trimFn(msg, fn string) string {
+	msg = strings.TrimPrefix(msg, fn+": ")
+	if msg != "" {
+		msg = strings.ToLower(msg[:1]) + msg[1:]
+	}
+	return fn + "(): " + msg
+}
+
+// OutputKind is how package output prints values of type t.
+func OutputKind(t *Type) output.Kind {
+	switch t.Kind {
+	case Int:
+		return output.KindInt
+	case Ptr:
+		return output.KindPointer
+	case Str, FuncName:
+		return output.KindString
+	case Tuple:
+		return output.KindTuple
+	case Array:
+		return output.KindArray
+	case Buffer:
+		return output.KindBuffer
+	case Ksym:
+		return output.KindKsym
+	case Usym:
+		return output.KindUsym
+	case Stack:
+		if t.User {
+			return output.KindUstack
+		}
+		return output.KindKstack
+	case Inet:
+		return output.KindInet
+	case ProbeName:
+		return output.KindProbe
+	case Count:
+		return output.KindCount
+	case Sum:
+		return output.KindSum
+	case Min:
+		return output.KindMin
+	case Max:
+		return output.KindMax
+	case Avg:
+		return output.KindAvg
+	case Stats:
+		return output.KindStats
+	case Hist:
+		return output.KindHist
+	case Lhist:
+		return output.KindLhist
+	}
+	return output.KindInvalid
+}
+
+func (c *checker) checkPrint(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 3) {
+		return nil
+	}
+	if m, ok := x.Args[0].(*syntax.MapExpr); ok && m.Keys == nil {
+		mm := c.prog.mapIndex[m.Name]
+		if mm == nil {
+			c.errorf(m, "map @%s is printed but never assigned", m.Name)
+			return nil
+		}
+		call.Map = mm
+		c.probe.Types[m] = mm.Value
+		for i, a := range x.Args[1:] {
+			v, ok := c.constInt(a, []string{"print() top", "print() divisor"}[i])
+			if !ok {
+				return nil
+			}
+			if v < 0 || (i == 1 && v == 0) {
+				c.errorf(a, "%s must be positive", []string{"print() top", "print() divisor"}[i])
+				return nil
+			}
+			if i == 0 {
+				call.Top = uint64(v)
+			} else {
+				call.Div = uint64(v)
+			}
+		}
+		return TVoid
+	}
+	if len(x.Args) > 1 {
+		c.errorf(x.Args[1], "print() takes top and divisor only for a whole map")
+		return nil
+	}
+	t := c.expr(x.Args[0])
+	if t == nil {
+		return nil
+	}
+	if !storable(t) {
+		c.errorf(x.Args[0], "print() cannot print a %s value", t)
+		return nil
+	}
+	return TVoid
+}
+
+func (c *checker) checkTime(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 0, 1) {
+		return nil
+	}
+	call.Text = "%H:%M:%S\n"
+	if len(x.Args) == 1 {
+		s, ok := c.constString(x.Args[0], "time() format")
+		if !ok {
+			return nil
+		}
+		call.Text = s
+	}
+	return TVoid
+}
+
+func (c *checker) checkJoin(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 2) {
+		return nil
+	}
+	t := c.expr(x.Args[0])
+	if t == nil {
+		return nil
+	}
+	if !t.IsInt() {
+		c.errorf(x.Args[0], "join() needs a pointer to an array of strings, not %s", t)
+		return nil
+	}
+	call.Text = " "
+	if len(x.Args) == 2 {
+		s, ok := c.constString(x.Args[1], "join() separator")
+		if !ok {
+			return nil
+		}
+		call.Text = s
+	}
+	call.Space = c.spaceOf(t)
+	return TVoid
+}
+
+func (c *checker) checkExit(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 0, 0) {
+		return nil
+	}
+	return TVoid
+}
+
+// mapArg checks that an argument names a whole map.
+func (c *checker) mapArg(x *syntax.CallExpr) *Map {
+	m, ok := x.Args[0].(*syntax.MapExpr)
+	if !ok || m.Keys != nil {
+		c.errorf(x.Args[0], "%s() takes a map, as in %s(@name)", x.Fun.Name, x.Fun.Name)
+		return nil
+	}
+	mm := c.prog.mapIndex[m.Name]
+	if mm == nil {
+		c.errorf(m, "map @%s is never assigned", m.Name)
+		return nil
+	}
+	c.probe.Types[m] = mm.Value
+	return mm
+}
+
+func (c *checker) checkMapOp(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 1) {
+		return nil
+	}
+	call.Map = c.mapArg(x)
+	if call.Map == nil {
+		return nil
+	}
+	return TVoid
+}
+
+func (c *checker) checkDelete(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 1) {
+		return nil
+	}
+	m, ok := x.Args[0].(*syntax.MapExpr)
+	if !ok {
+		c.errorf(x.Args[0], "delete() takes a map element, as in delete(@name[key])")
+		return nil
+	}
+	mm := c.useMap(m, nil, false)
+	if mm == nil {
+		return nil
+	}
+	c.probe.Types[m] = mm.Value
+	call.Map = mm
+	return TVoid
+}
+
+// signals are the names signal() accepts.
+var signals = map[string]int64{
+	"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGTRAP": 5, "SIGABRT": 6,
+	"SIGBUS": 7, "SIGFPE": 8, "SIGKILL": 9, "SIGUSR1": 10, "SIGSEGV": 11, "SIGUSR2": 12,
+	"SIGPIPE": 13, "SIGALRM": 14, "SIGTERM": 15, "SIGCHLD": 17, "SIGCONT": 18,
+	"SIGSTOP": 19, "SIGTSTP": 20, "SIGTTIN": 21, "SIGTTOU": 22, "SIGURG": 23,
+	"SIGXCPU": 24, "SIGXFSZ": 25, "SIGVTALRM": 26, "SIGPROF": 27, "SIGWINCH": 28,
+	"SIGIO": 29, "SIGPWR": 30, "SIGSYS": 31,
+}
+
+func (c *checker) checkSignal(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 1) {
+		return nil
+	}
+	if c.probe.Provider == "BEGIN" || c.probe.Provider == "END" {
+		c.errorf(x, "signal() has no process to signal in %s", c.probe.Provider)
+		return nil
+	}
+	t := c.expr(x.Args[0])
+	if t == nil {
+		return nil
+	}
+	v, isConst := c.probe.Consts[x.Args[0]]
+	switch {
+	case isConst && v.IsStr:
+		n, ok := signals[strings.ToUpper(v.Str)]
+		if !ok {
+			n, ok = signals["SIG"+strings.ToUpper(v.Str)]
+		}
+		if !ok {
+			c.errorf(x.Args[0], "unknown signal %q", v.Str)
+			return nil
+		}
+		call.Text = v.Str
+		c.setConst(x.Args[0], Const{Int: uint64(n)})
+		c.probe.Types[x.Args[0]] = TInt64
+	case isConst && (int64(v.Int) < 1 || v.Int > 64):
+		c.errorf(x.Args[0], "signal %d is out of range 1..64", int64(v.Int))
+		return nil
+	case t.Kind != Int:
+		c.errorf(x.Args[0], "signal() takes a signal number or name, not %s", t)
+		return nil
+	}
+	return TVoid
+}
+
+func (c *checker) checkOverride(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 1) {
+		return nil
+	}
+	if c.probe.Provider != "kprobe" && c.probe.Provider != "fmod_ret" {
+		c.errorf(x, "override() works only in kprobe and fmod_ret probes")
+		return nil
+	}
+	t := c.expr(x.Args[0])
+	if t == nil {
+		return nil
+	}
+	if t.Kind != Int {
+		c.errorf(x.Args[0], "override() takes an integer return value, not %s", t)
+		return nil
+	}
+	return TVoid
+}
+
+// spaceOf is where a pointer or address of type t points: its own space
+// for typed pointers, else the probe's (user memory in uprobes and for
+// syscall tracepoint pointers, kernel memory elsewhere).
+func (c *checker) spaceOf(t *Type) AddrSpace {
+	if t.Kind == Ptr {
+		return t.Space
+	}
+	if c.probe.Provider == "uprobe" || c.probe.Provider == "uretprobe" {
+		return UserSpace
+	}
+	return KernelSpace
+}
+
+func (c *checker) checkStr(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 2) {
+		return nil
+	}
+	t := c.expr(x.Args[0])
+	if t == nil {
+		return nil
+	}
+	size := c.conf.StrLen
+	if len(x.Args) == 2 {
+		lt := c.expr(x.Args[1])
+		if lt == nil {
+			return nil
+		}
+		if lt.Kind != Int {
+			c.errorf(x.Args[1], "str() length must be an integer, not %s", lt)
+			return nil
+		}
+		// A constant length makes the result just large enough.
+		if v, ok := c.probe.Consts[x.Args[1]]; ok {
+			if int64(v.Int) < 0 {
+				c.errorf(x.Args[1], "str() length must not be negative")
+				return nil
+			}
+			if int64(v.Int)+1 < int64(size) {
+				size = int(v.Int) + 1
+			}
+		}
+	}
+	switch t.Kind {
+	case Str:
+		if len(x.Args) == 1 {
+			return t
+		}
+		return StrType(min(size, t.Size))
+	case Int, Ptr:
+		call.Space = c.spaceOf(t)
+		return StrType(size)
+	}
+	c.errorf(x.Args[0], "str() reads a string from an address; %s is not one", t)
+	return nil
+}
+
+func (c *checker) checkBuf(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 2) {
+		return nil
+	}
+	t := c.expr(x.Args[0])
+	if t == nil {
+		return nil
+	}
+	var n int64
+	switch {
+	case len(x.Args) == 2:
+		v, ok := c.constInt(x.Args[1], "buf() length")
+		if !ok {
+			return nil
+		}
+		n = v
+	case t.Kind == Array || t.Kind == Str:
+		n = int64(t.Size)
+	default:
+		c.errorf(x, "buf() needs a length for %s", t)
+		return nil
+	}
+	if n < 1 || n > MaxStrLen {
+		c.errorf(x, "buf() length must be between 1 and %d, not %d", MaxStrLen, n)
+		return nil
+	}
+	if !t.IsInt() && t.Kind != Array && t.Kind != Str {
+		c.errorf(x.Args[0], "buf() reads from an address; %s is not one", t)
+		return nil
+	}
+	call.Space = c.spaceOf(t)
+	return &Type{Kind: Buffer, Size: int(n) + 1}
+}
+
+func (c *checker) checkStrncmp(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 3, 3) {
+		return nil
+	}
+	a, b := c.expr(x.Args[0]), c.expr(x.Args[1])
+	if a == nil || b == nil {
+		return nil
+	}
+	if a.Kind != Str || b.Kind != Str {
+		c.errorf(x, "strncmp() compares strings, not %s and %s", a, b)
+		return nil
+	}
+	if n, ok := c.constInt(x.Args[2], "strncmp() length"); !ok {
+		return nil
+	} else if n < 0 {
+		c.errorf(x.Args[2], "strncmp() length must not be negative")
+		return nil
+	}
+	return TUint64
+}
+
+func (c *checker) checkSym(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 1) {
+		return nil
+	}
+	t := c.expr(x.Args[0])
+	if t == nil {
+		return nil
+	}
+	if !t.IsInt() {
+		c.errorf(x.Args[0], "%s() takes an address, not %s", x.Fun.Name, t)
+		return nil
+	}
+	if x.Fun.Name == "ksym" {
+		return TKsym
+	}
+	return TUsym
+}
+
+func (c *checker) checkKaddr(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 1) {
+		return nil
+	}
+	name, ok := c.constString(x.Args[0], "kaddr() symbol")
+	if !ok {
+		return nil
+	}
+	if c.conf.Kernel == nil {
+		c.errorf(x, "kaddr(): kernel symbols are not available")
+		return nil
+	}
+	addr, err := c.conf.Kernel.Symbol(name)
+	if err != nil {
+		c.errorf(x.Args[0], "kaddr(): %v", err)
+		return nil
+	}
+	call.Text = name
+	c.setConst(x, Const{Int: addr})
+	return TUint64
+}
+
+func (c *checker) checkNtop(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 2) {
+		return nil
+	}
+	addr := x.Args[len(x.Args)-1]
+	if len(x.Args) == 2 {
+		af, ok := c.constInt(x.Args[0], "ntop() address family")
+		if !ok {
+			return nil
+		}
+		if af != 2 && af != 10 {
+			c.errorf(x.Args[0], "ntop() address family must be AF_INET (2) or AF_INET6 (10), not %d", af)
+			return nil
+		}
+	}
+	t := c.expr(addr)
+	if t == nil {
+		return nil
+	}
+	switch {
+	case t.Kind == Int && t.Size <= 4:
+	case t.Kind == Int || t.Kind == Ptr:
+	case (t.Kind == Array || t.Kind == Str) && (t.Size == 4 || t.Size == 16):
+	default:
+		c.errorf(addr, "ntop() takes an IPv4 address as an integer, or a 4- or 16-byte array, not %s", t)
+		return nil
+	}
+	call.Space = c.spaceOf(t)
+	return &Type{Kind: Inet, Size: 24}
+}
+
+// registers are the pt_regs names reg() accepts, with their offsets in
+// x86-64's struct pt_regs.
+var registers = map[string]int{
+	"r15": 0, "r14": 8, "r13": 16, "r12": 24, "bp": 32, "bx": 40, "r11": 48,
+	"r10": 56, "r9": 64, "r8": 72, "ax": 80, "cx": 88, "dx": 96, "si": 104,
+	"di": 112, "orig_ax": 120, "ip": 128, "cs": 136, "flags": 144, "sp": 152, "ss": 160,
+}
+
+// RegisterOffset returns a register's offset in struct pt_regs.
+func RegisterOffset(name string) (int, bool) {
+	off, ok := registers[name]
+	return off, ok
+}
+
+func (c *checker) checkReg(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 1) {
+		return nil
+	}
+	switch c.probe.Provider {
+	case "kprobe", "kretprobe", "uprobe", "uretprobe", "profile":
+	default:
+		c.errorf(x, "reg() reads the registers of kprobe, uprobe and profile probes only")
+		return nil
+	}
+	name, ok := c.constString(x.Args[0], "reg() register name")
+	if !ok {
+		return nil
+	}
+	if _, ok := registers[name]; !ok {
+		names := make([]string, 0, len(registers))
+		for n := range registers {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		c.errorf(x.Args[0], "unknown register %q; x86-64 has %s", name, strings.Join(names, ", "))
+		return nil
+	}
+	call.Text = name
+	return TUint64
+}
+
+// stackModes are the layouts kstack and ustack print in.
+var stackModes = map[string]bool{"bpftrace": true, "perf": true}
+
+// MaxFrames bounds kstack(N) and ustack(N), as the kernel's
+// perf_event_max_stack default does.
+const MaxFrames = 127
+
+func (c *checker) checkStack(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 0, 2) {
+		return nil
+	}
+	if c.probe.Provider == "BEGIN" || c.probe.Provider == "END" {
+		c.errorf(x, "%s has no meaning in %s: no code was interrupted", x.Fun.Name, c.probe.Provider)
+		return nil
+	}
+	t := &Type{Kind: Stack, Size: 8, User: x.Fun.Name == "ustack", Frames: defaultFrames, StackMode: "bpftrace"}
+	args := x.Args
+	if len(args) > 0 {
+		if id, ok := args[0].(*syntax.Ident); ok {
+			if !stackModes[id.Name] {
+				c.errorf(id, "unknown stack mode %s: use bpftrace or perf", id.Name)
+				return nil
+			}
+			t.StackMode = id.Name
+			args = args[1:]
+		}
+	}
+	if len(args) > 1 {
+		c.errorf(x, "%s() takes a mode and a frame count", x.Fun.Name)
+		return nil
+	}
+	if len(args) == 1 {
+		n, ok := c.constInt(args[0], x.Fun.Name+"() frame count")
+		if !ok {
+			return nil
+		}
+		if n < 1 || n > MaxFrames {
+			c.errorf(args[0], "%s() frame count must be between 1 and %d", x.Fun.Name, MaxFrames)
+			return nil
+		}
+		t.Frames = int(n)
+	}
+	c.probe.Uses[x.Fun.Name] = true
+	return t
+}
+
+func (c *checker) checkPtrSpace(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 1) {
+		return nil
+	}
+	t := c.expr(x.Args[0])
+	if t == nil {
+		return nil
+	}
+	if !t.IsInt() {
+		c.errorf(x.Args[0], "%s() takes an address, not %s", x.Fun.Name, t)
+		return nil
+	}
+	space := KernelSpace
+	if x.Fun.Name == "uptr" {
+		space = UserSpace
+	}
+	nt := *t
+	if nt.Kind == Int {
+		nt = Type{Kind: Ptr, Size: 8}
+	}
+	nt.Space = space
+	return &nt
+}
+

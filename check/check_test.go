@@ -1,0 +1,234 @@
+package check
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"kinst.dev/kinst/syntax"
+)
+
+// fakeResolver knows a few tracepoints and functions, as a kernel would.
+type fakeResolver struct{}
+
+var openatArgs = &Type{Kind: Record, Name: "struct sys_enter_openat", Size: 48, Fields: []*Field{
+	{Name: "__syscall_nr", Type: TInt32, Offset: 8},
+	{Name: "dfd", Type: TInt64, Offset: 16},
+	{Name: "filename", Type: &Type{Kind: Ptr, Size: 8, Elem: TInt8, Space: UserSpace}, Offset: 24},
+	{Name: "flags", Type: TInt64, Offset: 32},
+	{Name: "mode", Type: TUint64, Offset: 40},
+}}
+
+var switchArgs = &Type{Kind: Record, Name: "struct sched_switch", Size: 64, Fields: []*Field{
+	{Name: "prev_comm", Type: StrType(16), Offset: 8},
+	{Name: "prev_pid", Type: TInt32, Offset: 24},
+}}
+
+func (fakeResolver) Resolve(ap *syntax.AttachPoint) ([]*Target, error) {
+	name := strings.Join(ap.Parts, ":")
+	switch ap.Provider {
+	case "tracepoint":
+		switch name {
+		case "syscalls:sys_enter_openat":
+			return []*Target{{Provider: "tracepoint", Name: name, Func: "sys_enter_openat", Args: openatArgs}}, nil
+		case "sched:sched_switch":
+			return []*Target{{Provider: "tracepoint", Name: name, Func: "sched_switch", Args: switchArgs}}, nil
+		case "syscalls:sys_enter_open*":
+			return []*Target{
+				{Provider: "tracepoint", Name: "syscalls:sys_enter_open", Func: "sys_enter_open", Args: openatArgs},
+				{Provider: "tracepoint", Name: "syscalls:sys_enter_openat", Func: "sys_enter_openat", Args: openatArgs},
+			}, nil
+		}
+		return nil, fmt.Errorf("tracepoint %s does not exist", name)
+	case "interval", "profile", "uprobe", "uretprobe", "kprobe", "kretprobe", "rawtracepoint":
+		return []*Target{{Provider: ap.Provider, Name: name, Func: ap.Parts[len(ap.Parts)-1]}}, nil
+	}
+	return nil, fmt.Errorf("%s probes are not supported", ap.Provider)
+}
+
+func checkSrc(t *testing.T, src string, conf *Config) (*Program, error) {
+	t.Helper()
+	prog, err := syntax.Parse("t", []byte(src))
+	if err != nil {
+		t.Fatalf("parse %q: %v", src, err)
+	}
+	if conf == nil {
+		conf = &Config{}
+	}
+	conf.Resolver = fakeResolver{}
+	return Check(prog, conf)
+}
+
+func TestCheckTypes(t *testing.T) {
+	tests := []struct {
+		src  string
+		want string // @x's value type
+	}{
+		{"BEGIN { @x = 1 }", "int64"},
+		{"BEGIN { @x = 18446744073709551615 }", "uint64"},
+		{"BEGIN { @x = pid }", "uint64"},
+		{"BEGIN { @x = -pid }", "uint64"},
+		{"BEGIN { @x = 1 + pid }", "uint64"},
+		{"BEGIN { @x = 1 - 2 }", "int64"},
+		{"BEGIN { @x = pid < 1 }", "int64"},
+		{"BEGIN { @x = (uint32)1 }", "uint32"},
+		{"BEGIN { @x = (uint32)1 + (uint32)1 }", "uint64"},
+		{"BEGIN { @x = (int8)1; @x = (int32)2 }", "int32"},
+		{"BEGIN { @x = comm }", "string[16]"},
+		{"BEGIN { @x = \"ab\"; @x = \"abcd\" }", "string[5]"},
+		{"BEGIN { @x = (1, \"a\") }", "(int64, string[2])"},
+		{"BEGIN { @x = count() }", "count"},
+		{"BEGIN { @x = hist(5) }", "hist"},
+		{"BEGIN { @x = lhist(5, 0, 100, 10) }", "lhist"},
+		{"BEGIN { @x = sum(-1) }", "sum"},
+		{"t:syscalls:sys_enter_openat { @x = args->flags }", "int64"},
+		{"t:syscalls:sys_enter_openat { @x = str(args->filename) }", "string[64]"},
+		{"t:syscalls:sys_enter_openat { @x = str(args->filename, 10) }", "string[11]"},
+		{"t:sched:sched_switch { @x = args->prev_comm }", "string[16]"},
+		{"uprobe:/bin/sh:main { @x = arg0 }", "uint64"},
+		{"uretprobe:/bin/sh:main { @x = retval }", "uint64"},
+		{"kprobe:f { @x = ksym(arg0) }", "ksym"},
+		{"kprobe:f { @x = kstack }", "kstack"},
+		{"kprobe:f { @x = probe }", "probe"},
+		{"BEGIN { @x = sizeof(uint32) }", "uint64"},
+		{"BEGIN { $t = (1, 2); @x = $t.1 }", "int64"},
+		{"END { @x = @y + 1 } BEGIN { @y = (uint8)1 }", "uint64"},
+	}
+	for _, tt := range tests {
+		prog, err := checkSrc(t, tt.src, nil)
+		if err != nil {
+			t.Errorf("%s: %v", tt.src, err)
+			continue
+		}
+		if got := prog.Map("x").Value.String(); got != tt.want {
+			t.Errorf("%s: @x is %s, want %s", tt.src, got, tt.want)
+		}
+	}
+}
+
+func TestConstants(t *testing.T) {
+	tests := []struct {
+		expr string
+		want int64
+	}{
+		{"1 + 2 * 3", 7},
+		{"-7 / 2", -3},
+		{"-7 % 2", -1},
+		{"(uint64)-7 / 2", 9223372036854775804},
+		{"-8 >> 1", -4},
+		{"(uint8)300", 44},
+		{"(int8)200", -56},
+		{"1 << 63", -9223372036854775808},
+		{"!5", 0},
+		{"~0", -1},
+		{"3 > 2 && 2 > 1", 1},
+		{"1 ? 10 : 20", 10},
+		{"\"a\" == \"a\"", 1},
+		{"$1 + $#", 44},
+		{"sizeof(int16) + 0x10", 18},
+		{"1_000", 1000},
+	}
+	for _, tt := range tests {
+		src := "BEGIN { @x = " + tt.expr + " }"
+		prog, err := checkSrc(t, src, &Config{Params: []string{"42", "x"}})
+		if err != nil {
+			t.Errorf("%s: %v", tt.expr, err)
+			continue
+		}
+		p := prog.Probes[0]
+		rhs := p.Syntax.Body.Stmts[0].(*syntax.AssignStmt).Rhs
+		v, ok := p.Consts[rhs]
+		if !ok {
+			t.Errorf("%s: not constant", tt.expr)
+			continue
+		}
+		if int64(v.Int) != tt.want {
+			t.Errorf("%s = %d, want %d", tt.expr, int64(v.Int), tt.want)
+		}
+	}
+}
+
+func TestCheckErrors(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"BEGIN { @x = $y }", "t:1:14: variable $y is used before it is assigned"},
+		{"BEGIN { @x = foo }", "t:1:14: unknown identifier foo"},
+		{"BEGIN { @x = comn }", "t:1:14: unknown identifier comn (did you mean comm?)"},
+		{"BEGIN { printff(\"x\") }", "t:1:9: unknown function printff (did you mean printf?)"},
+		{"BEGIN { @x = printf(\"x\") }", "t:1:14: printf() has no value: use it as a statement"},
+		{"BEGIN { @x = 1; @x = \"s\" }", "t:1:17: @x holds int64 values; cannot assign string[2]"},
+		{"BEGIN { @x = count(); @x = 1 }", "t:1:23: @x holds count values; cannot assign int64"},
+		{"BEGIN { @x = count(); @y = @x + 1 }", "t:1:28: @x holds count() values, which can only be printed, not read"},
+		{"BEGIN { @x[1] = 1; @x[1, 2] = 2 }", "t:1:20: @x is used with 2 keys here and 1 elsewhere"},
+		{"BEGIN { @x[1] = 1; @x[\"a\"] = 2 }", "t:1:23: key 1 of @x has type string[2] here and int64 elsewhere"},
+		{"BEGIN { @x = \"a\" + 1 }", "t:1:14: invalid operation: string[2] + int64 (strings support only == and !=)"},
+		{"BEGIN { @x = 1 / 0 }", "t:1:14: division by zero"},
+		{"BEGIN { @x = pid / 0 }", "t:1:20: division by zero"},
+		{"BEGIN { printf(\"%d\\n\") }", "t:1:9: printf(): not enough arguments for format string (0 supplied, 1 expected)"},
+		{"BEGIN { printf(\"%s\", 1) }", "t:1:17: printf(): %s specifier expects a value of type string (integer supplied)"},
+		{"BEGIN { printf(\"%d %d\", 1, 2, 3) }", "t:1:9: printf(): too many arguments for format string (3 supplied, 2 expected)"},
+		{"BEGIN { system(\"ls\") }", "t:1:9: system() changes the system it runs on: run kinst with --unsafe to allow it"},
+		{"BEGIN { @x = count(1) }", "t:1:14: count() takes 0 arguments, not 1"},
+		{"BEGIN { @x = lhist(1, 10, 5, 1) }", "t:1:27: lhist() max must be greater than min"},
+		{"BEGIN { @x = lhist(1, 0, 10, pid) }", "t:1:30: lhist() step must be a constant integer"},
+		{"BEGIN { $x = count() }", "t:1:9: count() can only be assigned to a map with ="},
+		{"BEGIN { count() }", "t:1:9: count() must be assigned to a map, as in @x = count(…)"},
+		{"BEGIN { @x = retval }", "t:1:14: retval is only available in kretprobe, uretprobe, fexit, fmod_ret probes"},
+		{"BEGIN { @x = arg0 }", "t:1:14: arg0 is only available in kprobe, uprobe, rawtracepoint, fentry, fexit, fmod_ret probes"},
+		{"kprobe:f { @x = arg9 }", "t:1:17: arg9 is out of range: kprobe probes have arguments arg0 to arg5"},
+		{"BEGIN { @x = kstack }", "t:1:14: kstack has no meaning in BEGIN: no code was interrupted"},
+		{"t:syscalls:sys_enter_openat { @x = args->flagz }", "t:1:36: struct sys_enter_openat has no field flagz (did you mean flags?)"},
+		{"t:syscalls:nope { }", "t:1:1: tracepoint syscalls:nope does not exist"},
+		{"BEGIN { break }", "t:1:9: break is only allowed inside a while loop"},
+		{"BEGIN { unroll(0) { } }", "t:1:16: unroll count must be between 1 and 100, not 0"},
+		{"BEGIN { @x = cpid }", "t:1:14: cpid needs a command to run: use -c CMD"},
+		{"BEGIN { clear(@nope) }", "t:1:15: map @nope is never assigned"},
+		{"BEGIN { @x = @y }", "t:1:14: map @y is read but never assigned"},
+		{"BEGIN { @x = $t.2; $t = (1, 2) }", "t:1:14: variable $t is used before it is assigned"},
+		{"BEGIN { $t = (1, 2); @x = $t.2 }", "t:1:27: tuple (int64, int64) has no element 2"},
+		{"BEGIN { @x = *pid }", "t:1:14: cannot dereference uint64: it is not a pointer"},
+		{"BEGIN { @x = str(\"a\", \"b\") }", "t:1:23: str() length must be an integer, not string[2]"},
+		{"BEGIN { 1 + 2 }", "t:1:9: expression result unused: 1 + 2 is not a statement"},
+		{"BEGIN { @x = ntop(3, 1) }", "t:1:19: ntop() address family must be AF_INET (2) or AF_INET6 (10), not 3"},
+		{"BEGIN { @x = reg(\"ip\") }", "t:1:14: reg() reads the registers of kprobe, uprobe and profile probes only"},
+		{"kprobe:f { @x = reg(\"xx\") }", `t:1:21: unknown register "xx"; x86-64 has ax, bp, bx, cs, cx, di, dx, flags, ip, orig_ax, r10, r11, r12, r13, r14, r15, r8, r9, si, sp, ss`},
+	}
+	for _, tt := range tests {
+		_, err := checkSrc(t, tt.src, nil)
+		var list syntax.ErrorList
+		if !errors.As(err, &list) {
+			t.Errorf("%s: got %v, want an error", tt.src, err)
+			continue
+		}
+		if got := list[0].Error(); got != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.src, got, tt.want)
+		}
+	}
+}
+
+func TestUnitsSplitByContext(t *testing.T) {
+	// Without args, one checked probe covers both tracepoints.
+	prog, err := checkSrc(t, "t:syscalls:sys_enter_open* { @[probe] = count() }", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(prog.Probes); n != 1 || len(prog.Probes[0].Targets) != 2 {
+		t.Fatalf("got %d probes", n)
+	}
+	// With args and the same layout, still one.
+	prog, err = checkSrc(t, "t:syscalls:sys_enter_open* { @[args->flags] = count() }", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(prog.Probes); n != 1 {
+		t.Fatalf("got %d probes for one layout", n)
+	}
+	// Different layouts split.
+	prog, err = checkSrc(t, "t:syscalls:sys_enter_openat, t:sched:sched_switch { @[args->flagz] = count() }", nil)
+	if err == nil {
+		t.Fatal("expected an error for a field missing from one layout")
+	}
+	if n := strings.Count(err.Error(), "no field"); n < 1 {
+		t.Fatalf("unexpected error %v", err)
+	}
+}

@@ -1,0 +1,315 @@
+package check
+
+import (
+	"fmt"
+	"strconv"
+
+	"kinst.dev/kinst/syntax"
+)
+
+// Config says what the checker may assume and allow.
+type Config struct {
+	Resolver Resolver
+	// Params are the positional parameters $1, $2, …
+	Params []string
+	// Unsafe allows functions that change the system: system, signal,
+	// override.
+	Unsafe bool
+	// Kernel answers questions about kernel types and symbols; nil
+	// where the kernel has no BTF.
+	Kernel Kernel
+	// Cpid is set when a command runs under -c, which gives cpid a value.
+	Cpid bool
+	// StrLen is the size of str() results and other strings whose size
+	// the program does not fix; 0 means DefaultStrLen.
+	StrLen int
+}
+
+// Kernel describes the running kernel's types and symbols, for casts,
+// sizeof, offsetof, curtask and kaddr.
+type Kernel interface {
+	// Type looks up struct, union or enum NAME (kind STRUCT, UNION, ENUM)
+	// or a typedef (kind IDENT).
+	Type(kind syntax.Token, name string) (*Type, error)
+	// Symbol returns a kernel symbol's address.
+	Symbol(name string) (uint64, error)
+}
+
+// String sizes. Strings larger than the BPF stack allows live in a
+// per-CPU scratch map, so the limit is well above the stack's 512 bytes.
+const (
+	DefaultStrLen = 64
+	MaxStrLen     = 1024
+)
+
+// maxPasses bounds the passes that settle map types: a map used before
+// the statement that fixes its type needs a second pass.
+const maxPasses = 4
+
+// Check type-checks prog. The returned error, if any, is a
+// syntax.ErrorList whose entries point into the source.
+func Check(prog *syntax.Program, conf *Config) (*Program, error) {
+	if conf.StrLen == 0 {
+		conf.StrLen = DefaultStrLen
+	}
+	c := &checker{conf: conf, file: prog.File, prog: &Program{Syntax: prog, Params: conf.Params, mapIndex: map[string]*Map{}}}
+	if conf.StrLen < 1 || conf.StrLen > MaxStrLen {
+		c.errs.Add(c.file, syntax.NoPos, syntax.NoPos, "string length %d is out of range 1..%d", conf.StrLen, MaxStrLen)
+		return nil, c.errs
+	}
+	units := c.resolve(prog)
+	if len(c.errs) > 0 {
+		c.errs.Sort()
+		return nil, c.errs
+	}
+	// Map types settle over passes; only the last pass reports errors.
+	for pass := 0; ; pass++ {
+		c.changed = false
+		c.errs = nil
+		c.prog.Probes = c.prog.Probes[:0]
+		for _, u := range units {
+			c.checkProbe(u)
+		}
+		if !c.changed || pass == maxPasses-1 {
+			break
+		}
+	}
+	if len(c.errs) > 0 {
+		c.errs.Sort()
+		return nil, c.errs
+	}
+	return c.prog, nil
+}
+
+type checker struct {
+	conf    *Config
+	file    *syntax.File
+	prog    *Program
+	errs    syntax.ErrorList
+	changed bool // a map's type changed during this pass
+	// vars keeps variable types across passes, widened by every
+	// assignment seen.
+	vars map[varKey]map[string]*Type
+
+	// per probe
+	probe  *Probe
+	inLoop int
+}
+
+func (c *checker) errorf(n syntax.Node, format string, args ...any) {
+	c.errs.Add(c.file, n.Pos(), n.End(), format, args...)
+}
+
+// A unit is a source probe with the targets one checked Probe covers.
+type unit struct {
+	probe    *syntax.Probe
+	provider string
+	targets  []*Target
+	args     *Type
+	ret      *Type
+}
+
+// resolve expands every attach point and splits probes into units.
+func (c *checker) resolve(prog *syntax.Program) []unit {
+	var units []unit
+	for _, p := range prog.Probes {
+		usesArgs := usesIdent(p, "args")
+		var mine []unit
+		for _, ap := range p.Points {
+			targets, err := c.resolvePoint(ap)
+			if err != nil {
+				c.errorf(ap, "%v", err)
+				continue
+			}
+			for _, t := range targets {
+				mine = addTarget(mine, p, t, usesArgs)
+			}
+		}
+		units = append(units, mine...)
+	}
+	return units
+}
+
+func (c *checker) resolvePoint(ap *syntax.AttachPoint) ([]*Target, error) {
+	switch ap.Provider {
+	case "BEGIN", "END":
+		if len(ap.Parts) > 0 {
+			return nil, fmt.Errorf("%s takes no arguments", ap.Provider)
+		}
+		return []*Target{{Provider: ap.Provider}}, nil
+	}
+	if c.conf.Resolver == nil {
+		return nil, fmt.Errorf("no resolver for %s probes", ap.Provider)
+	}
+	targets, err := c.conf.Resolver.Resolve(ap)
+	if err != nil {
+		return nil, err
+	}
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("%s matches nothing; kinst -l %q lists what exists", ap.Raw, ap.Raw)
+	}
+	return targets, nil
+}
+
+// addTarget puts t into the unit it shares a context with, or a new one.
+func addTarget(units []unit, p *syntax.Probe, t *Target, usesArgs bool) []unit {
+	for i := range units {
+		u := &units[i]
+		if u.provider != t.Provider {
+			continue
+		}
+		if usesArgs && !sameContext(u.targets[0], t) {
+			continue
+		}
+		u.targets = append(u.targets, t)
+		return units
+	}
+	return append(units, unit{probe: p, provider: t.Provider, targets: []*Target{t}, args: t.Args, ret: t.Ret})
+}
+
+// sameContext reports whether two targets lay out args and retval alike.
+func sameContext(a, b *Target) bool {
+	if (a.Args == nil) != (b.Args == nil) || (a.Ret == nil) != (b.Ret == nil) {
+		return false
+	}
+	if a.Ret != nil && !a.Ret.Equal(b.Ret) {
+		return false
+	}
+	if a.Args == nil {
+		return true
+	}
+	if len(a.Args.Fields) != len(b.Args.Fields) {
+		return false
+	}
+	for i, f := range a.Args.Fields {
+		g := b.Args.Fields[i]
+		if f.Name != g.Name || f.Offset != g.Offset || !f.Type.Equal(g.Type) || f.DataLoc != g.DataLoc {
+			return false
+		}
+	}
+	return true
+}
+
+// usesIdent reports whether the probe mentions the builtin name.
+func usesIdent(p *syntax.Probe, name string) bool {
+	found := false
+	syntax.Inspect(p, func(n syntax.Node) bool {
+		if id, ok := n.(*syntax.Ident); ok && id.Name == name {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+func (c *checker) checkProbe(u unit) {
+	p := &Probe{
+		Syntax:   u.probe,
+		Provider: u.provider,
+		Targets:  u.targets,
+		Args:     u.args,
+		Ret:      u.ret,
+		Types:    map[syntax.Expr]*Type{},
+		Consts:   map[syntax.Expr]Const{},
+		Vars:     map[string]*Var{},
+		Calls:    map[*syntax.CallExpr]*Call{},
+		Uses:     map[string]bool{},
+	}
+	c.probe = p
+	if u.probe.Pred != nil {
+		t := c.expr(u.probe.Pred)
+		if t != nil && !t.IsInt() {
+			c.errorf(u.probe.Pred, "predicate must be an integer, not %s", t)
+		}
+	}
+	c.block(u.probe.Body)
+	c.prog.Probes = append(c.prog.Probes, p)
+}
+
+func (c *checker) block(b *syntax.Block) {
+	for _, s := range b.Stmts {
+		c.stmt(s)
+	}
+}
+
+func (c *checker) stmt(s syntax.Stmt) {
+	switch s := s.(type) {
+	case *syntax.ExprStmt:
+		c.exprStmt(s.X)
+	case *syntax.AssignStmt:
+		c.assign(s)
+	case *syntax.IfStmt:
+		c.cond(s.Cond, "if condition")
+		c.block(s.Then)
+		if s.Else != nil {
+			c.stmt(s.Else)
+		}
+	case *syntax.UnrollStmt:
+		t := c.expr(s.Count)
+		v, ok := c.probe.Consts[s.Count]
+		switch {
+		case t == nil:
+		case !ok || v.IsStr:
+			c.errorf(s.Count, "unroll count must be a constant integer")
+		case int64(v.Int) < 1 || v.Int > 100:
+			c.errorf(s.Count, "unroll count must be between 1 and 100, not %d", int64(v.Int))
+		}
+		c.block(s.Body)
+	case *syntax.WhileStmt:
+		c.cond(s.Cond, "while condition")
+		c.inLoop++
+		c.block(s.Body)
+		c.inLoop--
+	case *syntax.JumpStmt:
+		if s.Tok != syntax.RETURN && c.inLoop == 0 {
+			c.errorf(s, "%s is only allowed inside a while loop", s.Tok)
+		}
+	case *syntax.Block:
+		c.block(s)
+	}
+}
+
+func (c *checker) cond(x syntax.Expr, what string) {
+	t := c.expr(x)
+	if t != nil && !t.IsInt() {
+		c.errorf(x, "%s must be an integer, not %s", what, t)
+	}
+}
+
+// exprStmt checks an expression used as a statement: a call or ++/--.
+func (c *checker) exprStmt(x syntax.Expr) {
+	switch x := x.(type) {
+	case *syntax.CallExpr:
+		c.call(x, true)
+	case *syntax.IncDecExpr:
+		c.expr(x)
+	default:
+		if t := c.expr(x); t != nil {
+			c.errorf(x, "expression result unused: %s is not a statement", syntax.String(x))
+		}
+	}
+}
+
+// param returns the text of positional parameter n, or "" when absent,
+// as bpftrace does.
+func (c *checker) param(n int) string {
+	if n >= 1 && n <= len(c.conf.Params) {
+		return c.conf.Params[n-1]
+	}
+	return ""
+}
+
+// paramInt parses a positional parameter as an integer; ok is false when
+// the parameter is present but not a number.
+func paramInt(s string) (uint64, bool) {
+	if s == "" {
+		return 0, true
+	}
+	if v, err := strconv.ParseInt(s, 0, 64); err == nil {
+		return uint64(v), true
+	}
+	if v, err := strconv.ParseUint(s, 0, 64); err == nil {
+		return v, true
+	}
+	return 0, false
+}

@@ -1,0 +1,603 @@
+package check
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"kinst.dev/kinst/syntax"
+)
+
+// expr checks x and returns its type, or nil after reporting an error.
+func (c *checker) expr(x syntax.Expr) *Type {
+	t := c.expr1(x)
+	if t != nil {
+		c.probe.Types[x] = t
+	}
+	return t
+}
+
+func (c *checker) setConst(x syntax.Expr, v Const) { c.probe.Consts[x] = v }
+
+func (c *checker) expr1(x syntax.Expr) *Type {
+	switch x := x.(type) {
+	case *syntax.IntLit:
+		c.setConst(x, Const{Int: x.Value})
+		if x.Value > math.MaxInt64 {
+			return TUint64
+		}
+		return TInt64
+	case *syntax.StringLit:
+		c.setConst(x, Const{IsStr: true, Str: x.Value})
+		return StrType(len(x.Value) + 1)
+	case *syntax.ParamExpr:
+		return c.paramExpr(x)
+	case *syntax.Ident:
+		return c.builtin(x)
+	case *syntax.VarExpr:
+		v := c.probe.Vars[x.Name]
+		if v == nil {
+			c.errorf(x, "variable $%s is used before it is assigned", x.Name)
+			return nil
+		}
+		return v.Type
+	case *syntax.MapExpr:
+		return c.mapRead(x)
+	case *syntax.CallExpr:
+		return c.call(x, false)
+	case *syntax.ParenExpr:
+		t := c.expr(x.X)
+		if v, ok := c.probe.Consts[x.X]; ok {
+			c.setConst(x, v)
+		}
+		return t
+	case *syntax.UnaryExpr:
+		return c.unary(x)
+	case *syntax.IncDecExpr:
+		return c.incDec(x)
+	case *syntax.BinaryExpr:
+		return c.binary(x)
+	case *syntax.CondExpr:
+		return c.condExpr(x)
+	case *syntax.CastExpr:
+		return c.cast(x)
+	case *syntax.FieldExpr:
+		return c.field(x)
+	case *syntax.IndexExpr:
+		return c.index(x)
+	case *syntax.TupleExpr:
+		elems := make([]*Type, len(x.Elems))
+		for i, e := range x.Elems {
+			t := c.expr(e)
+			if t == nil {
+				return nil
+			}
+			if !storable(t) {
+				c.errorf(e, "a tuple cannot hold a %s value", t)
+				return nil
+			}
+			elems[i] = t
+		}
+		return TupleType(elems)
+	case *syntax.SizeofExpr:
+		var t *Type
+		if x.Type != nil {
+			t = c.typeExpr(x.Type)
+		} else {
+			t = c.expr(x.X)
+		}
+		if t == nil {
+			return nil
+		}
+		c.setConst(x, Const{Int: uint64(t.Size)})
+		return TUint64
+	case *syntax.OffsetofExpr:
+		t := c.typeExpr(x.Type)
+		if t == nil {
+			return nil
+		}
+		f := t.Field(x.Field)
+		if f == nil {
+			c.errorf(x, "%s has no field %s", t, x.Field)
+			return nil
+		}
+		c.setConst(x, Const{Int: uint64(f.Offset)})
+		return TUint64
+	case *syntax.BadExpr:
+		return nil
+	}
+	c.errorf(x, "unexpected expression")
+	return nil
+}
+
+// storable reports whether values of t can be kept in variables, map
+// keys, map values and tuples.
+func storable(t *Type) bool {
+	switch t.Kind {
+	case Void, Record, Array, Count, Sum, Min, Max, Avg, Stats, Hist, Lhist:
+		return false
+	}
+	return true
+}
+
+func (c *checker) paramExpr(x *syntax.ParamExpr) *Type {
+	if x.Count {
+		c.setConst(x, Const{Int: uint64(len(c.conf.Params))})
+		return TInt64
+	}
+	s := c.param(x.N)
+	if v, ok := paramInt(s); ok {
+		c.setConst(x, Const{Int: v})
+		return TInt64
+	}
+	c.setConst(x, Const{IsStr: true, Str: s})
+	return StrType(len(s) + 1)
+}
+
+func (c *checker) unary(x *syntax.UnaryExpr) *Type {
+	t := c.expr(x.X)
+	if t == nil {
+		return nil
+	}
+	v, isConst := c.probe.Consts[x.X]
+	switch x.Op {
+	case syntax.SUB, syntax.TILDE:
+		if t.Kind != Int {
+			c.errorf(x, "operator %s needs an integer, not %s", x.Op, t)
+			return nil
+		}
+		if isConst {
+			r := -v.Int
+			if x.Op == syntax.TILDE {
+				r = ^v.Int
+			}
+			c.setConst(x, Const{Int: truncate(r, t)})
+		}
+		return t
+	case syntax.NOT:
+		if !t.IsInt() {
+			c.errorf(x, "operator ! needs an integer, not %s", t)
+			return nil
+		}
+		if isConst {
+			c.setConst(x, Const{Int: b2u(v.Int == 0)})
+		}
+		return TInt64
+	case syntax.MUL:
+		if t.Kind != Ptr {
+			c.errorf(x, "cannot dereference %s: it is not a pointer", t)
+			return nil
+		}
+		if t.Elem == nil {
+			c.errorf(x, "cannot dereference an untyped pointer: cast it first, for example (uint64 *)")
+			return nil
+		}
+		if t.Elem.Kind != Int && t.Elem.Kind != Ptr && t.Elem.Kind != Record {
+			c.errorf(x, "cannot dereference a pointer to %s", t.Elem)
+			return nil
+		}
+		return t.Elem
+	}
+	c.errorf(x, "operator %s is not supported", x.Op)
+	return nil
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// truncate gives v as a value of integer type t: its low bytes, sign- or
+// zero-extended back to 64 bits.
+func truncate(v uint64, t *Type) uint64 {
+	if t.Kind != Int || t.Size == 8 {
+		return v
+	}
+	bits := uint(t.Size * 8)
+	v &= 1<<bits - 1
+	if t.Signed && v&(1<<(bits-1)) != 0 {
+		v |= ^uint64(0) << bits
+	}
+	return v
+}
+
+func (c *checker) incDec(x *syntax.IncDecExpr) *Type {
+	switch target := x.X.(type) {
+	case *syntax.MapExpr:
+		m := c.useMap(target, TInt64, true)
+		if m == nil {
+			return nil
+		}
+		m.Read = true
+		if m.Value.Kind != Int {
+			c.errorf(x, "%s holds %s values; %s needs integers", m.Display(), m.Value, x.Op)
+			return nil
+		}
+		return m.Value
+	case *syntax.VarExpr:
+		v := c.probe.Vars[target.Name]
+		if v == nil {
+			v = c.defineVar(target, TInt64)
+		}
+		c.probe.Types[target] = v.Type
+		if v.Type.Kind != Int {
+			c.errorf(x, "$%s holds %s values; %s needs integers", target.Name, v.Type, x.Op)
+			return nil
+		}
+		return v.Type
+	}
+	c.errorf(x, "%s applies only to maps and variables", x.Op)
+	return nil
+}
+
+func isComparison(op syntax.Token) bool {
+	switch op {
+	case syntax.EQL, syntax.NEQ, syntax.LSS, syntax.LEQ, syntax.GTR, syntax.GEQ:
+		return true
+	}
+	return false
+}
+
+func (c *checker) binary(x *syntax.BinaryExpr) *Type {
+	lt := c.expr(x.X)
+	rt := c.expr(x.Y)
+	if lt == nil || rt == nil {
+		return nil
+	}
+	op := x.Op
+	// Strings compare with == and !=.
+	if lt.Kind == Str || rt.Kind == Str {
+		if lt.Kind != rt.Kind || (op != syntax.EQL && op != syntax.NEQ) {
+			c.errorf(x, "invalid operation: %s %s %s (strings support only == and !=)", lt, op, rt)
+			return nil
+		}
+		lv, lok := c.probe.Consts[x.X]
+		rv, rok := c.probe.Consts[x.Y]
+		if lok && rok {
+			c.setConst(x, Const{Int: b2u((lv.Str == rv.Str) == (op == syntax.EQL))})
+		}
+		return TInt64
+	}
+	// Pointers take + and - with integers, and compare with anything
+	// that is an address.
+	if lt.Kind == Ptr || rt.Kind == Ptr {
+		switch {
+		case isComparison(op) && lt.IsInt() && rt.IsInt():
+			return TInt64
+		case lt.Kind == Ptr && rt.Kind == Int && (op == syntax.ADD || op == syntax.SUB):
+			return lt
+		case rt.Kind == Ptr && lt.Kind == Int && op == syntax.ADD:
+			return rt
+		case op == syntax.LAND || op == syntax.LOR:
+			return TInt64
+		}
+		c.errorf(x, "invalid operation: %s %s %s", lt, op, rt)
+		return nil
+	}
+	if !lt.IsInt() || !rt.IsInt() {
+		c.errorf(x, "invalid operation: %s %s %s (operands must be integers)", lt, op, rt)
+		return nil
+	}
+	signed := lt.Signed && rt.Signed && lt.Kind == Int && rt.Kind == Int
+	result := TUint64
+	if signed {
+		result = TInt64
+	}
+	if isComparison(op) || op == syntax.LAND || op == syntax.LOR {
+		result = TInt64
+	}
+	lv, lok := c.probe.Consts[x.X]
+	rv, rok := c.probe.Consts[x.Y]
+	if lok && rok {
+		v, ok := fold(op, lv.Int, rv.Int, signed)
+		if !ok {
+			c.errorf(x, "division by zero")
+			return nil
+		}
+		c.setConst(x, Const{Int: v})
+	} else if rok && (op == syntax.QUO || op == syntax.REM) && rv.Int == 0 {
+		c.errorf(x.Y, "division by zero")
+		return nil
+	}
+	return result
+}
+
+// fold evaluates a binary operator on constants, with C's semantics for
+// 64-bit integers of the given signedness.
+func fold(op syntax.Token, a, b uint64, signed bool) (uint64, bool) {
+	sa, sb := int64(a), int64(b)
+	switch op {
+	case syntax.ADD:
+		return a + b, true
+	case syntax.SUB:
+		return a - b, true
+	case syntax.MUL:
+		return a * b, true
+	case syntax.QUO, syntax.REM:
+		if b == 0 {
+			return 0, false
+		}
+		if signed {
+			if sb == -1 { // avoid the MinInt64 / -1 trap; wraps as the CPU would
+				if op == syntax.QUO {
+					return uint64(-sa), true
+				}
+				return 0, true
+			}
+			if op == syntax.QUO {
+				return uint64(sa / sb), true
+			}
+			return uint64(sa % sb), true
+		}
+		if op == syntax.QUO {
+			return a / b, true
+		}
+		return a % b, true
+	case syntax.AND:
+		return a & b, true
+	case syntax.OR:
+		return a | b, true
+	case syntax.XOR:
+		return a ^ b, true
+	case syntax.SHL:
+		return a << (b & 63), true
+	case syntax.SHR:
+		if signed {
+			return uint64(sa >> (b & 63)), true
+		}
+		return a >> (b & 63), true
+	case syntax.LAND:
+		return b2u(a != 0 && b != 0), true
+	case syntax.LOR:
+		return b2u(a != 0 || b != 0), true
+	case syntax.EQL:
+		return b2u(a == b), true
+	case syntax.NEQ:
+		return b2u(a != b), true
+	}
+	var less, equal bool
+	if signed {
+		less, equal = sa < sb, sa == sb
+	} else {
+		less, equal = a < b, a == b
+	}
+	switch op {
+	case syntax.LSS:
+		return b2u(less), true
+	case syntax.LEQ:
+		return b2u(less || equal), true
+	case syntax.GTR:
+		return b2u(!less && !equal), true
+	case syntax.GEQ:
+		return b2u(!less), true
+	}
+	return 0, false
+}
+
+func (c *checker) condExpr(x *syntax.CondExpr) *Type {
+	ct := c.expr(x.Cond)
+	a := c.expr(x.X)
+	b := c.expr(x.Y)
+	if ct == nil || a == nil || b == nil {
+		return nil
+	}
+	if !ct.IsInt() {
+		c.errorf(x.Cond, "condition must be an integer, not %s", ct)
+		return nil
+	}
+	t, ok := unify(a, b)
+	if !ok {
+		c.errorf(x, "the branches of ?: have different types: %s and %s", a, b)
+		return nil
+	}
+	if cv, ok := c.probe.Consts[x.Cond]; ok {
+		pick := x.Y
+		if cv.Int != 0 {
+			pick = x.X
+		}
+		if v, ok := c.probe.Consts[pick]; ok {
+			c.setConst(x, v)
+		}
+	}
+	return t
+}
+
+// unify returns the type that holds values of both a and b: integers
+// widen, strings grow, tuples unify element by element.
+func unify(a, b *Type) (*Type, bool) {
+	switch {
+	case a.Kind == Int && b.Kind == Int:
+		if a.Size == b.Size && a.Signed == b.Signed {
+			return a, true
+		}
+		size := max(a.Size, b.Size)
+		return IntType(size, a.Signed && b.Signed), true
+	case a.Kind == Str && b.Kind == Str:
+		if a.Size >= b.Size {
+			return a, true
+		}
+		return b, true
+	case a.Kind == Tuple && b.Kind == Tuple && len(a.Elems) == len(b.Elems):
+		elems := make([]*Type, len(a.Elems))
+		same := true
+		for i := range a.Elems {
+			e, ok := unify(a.Elems[i], b.Elems[i])
+			if !ok {
+				return nil, false
+			}
+			elems[i] = e
+			same = same && e == a.Elems[i]
+		}
+		if same {
+			return a, true
+		}
+		return TupleType(elems), true
+	case a.Kind == Ptr && b.Kind == Ptr:
+		return a, true
+	}
+	return a, a.Equal(b)
+}
+
+func (c *checker) cast(x *syntax.CastExpr) *Type {
+	t := c.typeExpr(x.Type)
+	xt := c.expr(x.X)
+	if t == nil || xt == nil {
+		return nil
+	}
+	if !xt.IsInt() {
+		c.errorf(x, "cannot cast %s to %s", xt, t)
+		return nil
+	}
+	switch t.Kind {
+	case Int:
+		if v, ok := c.probe.Consts[x.X]; ok {
+			c.setConst(x, Const{Int: truncate(v.Int, t)})
+		}
+		return t
+	case Ptr:
+		if xt.Kind == Ptr {
+			// Keep the address space of what is being cast.
+			nt := *t
+			nt.Space = xt.Space
+			return &nt
+		}
+		return t
+	}
+	c.errorf(x.Type, "cannot cast to %s: only integer and pointer types are allowed", t)
+	return nil
+}
+
+// typeExpr resolves a type name: the integer types, or kernel types by
+// BTF.
+func (c *checker) typeExpr(te *syntax.TypeExpr) *Type {
+	var t *Type
+	if te.Kind == syntax.IDENT && intTypeNames[te.Name] != nil {
+		t = intTypeNames[te.Name]
+	} else {
+		if c.conf.Kernel == nil {
+			c.errorf(te, "kernel types are not available: no BTF")
+			return nil
+		}
+		kt, err := c.conf.Kernel.Type(te.Kind, te.Name)
+		if err != nil {
+			c.errorf(te, "%v", err)
+			return nil
+		}
+		t = kt
+	}
+	space := KernelSpace
+	if c.probe.Provider == "uprobe" || c.probe.Provider == "uretprobe" {
+		space = UserSpace
+	}
+	for i := 0; i < te.Ptr; i++ {
+		t = &Type{Kind: Ptr, Size: 8, Elem: t, Space: space}
+	}
+	return t
+}
+
+var intTypeNames = map[string]*Type{
+	"int8": TInt8, "int16": TInt16, "int32": TInt32, "int64": TInt64,
+	"uint8": TUint8, "uint16": TUint16, "uint32": TUint32, "uint64": TUint64,
+}
+
+func (c *checker) field(x *syntax.FieldExpr) *Type {
+	t := c.expr(x.X)
+	if t == nil {
+		return nil
+	}
+	if t.Kind == Tuple {
+		i, err := strconv.Atoi(x.Name)
+		if err != nil || i < 0 || i >= len(t.Elems) {
+			c.errorf(x, "tuple %s has no element %s", t, x.Name)
+			return nil
+		}
+		return t.Elems[i]
+	}
+	rec := t
+	if t.Kind == Ptr && t.Elem != nil && t.Elem.Kind == Record {
+		rec = t.Elem
+	}
+	if rec.Kind != Record {
+		c.errorf(x, "%s has no fields: it is not a struct, a pointer to one or a tuple", t)
+		return nil
+	}
+	f := rec.Field(x.Name)
+	if f == nil {
+		msg := "%s has no field %s"
+		if near := nearest(x.Name, rec.FieldNames()); near != "" {
+			c.errorf(x, msg+" (did you mean %s?)", rec, x.Name, near)
+		} else {
+			c.errorf(x, msg, rec, x.Name)
+		}
+		return nil
+	}
+	return f.Type
+}
+
+func (c *checker) index(x *syntax.IndexExpr) *Type {
+	t := c.expr(x.X)
+	it := c.expr(x.Index)
+	if t == nil || it == nil {
+		return nil
+	}
+	if it.Kind != Int {
+		c.errorf(x.Index, "index must be an integer, not %s", it)
+		return nil
+	}
+	switch t.Kind {
+	case Array:
+		if v, ok := c.probe.Consts[x.Index]; ok && v.Int >= uint64(t.Len) {
+			c.errorf(x.Index, "index %d is out of range for %s", int64(v.Int), t)
+			return nil
+		}
+		return t.Elem
+	case Ptr:
+		if t.Elem == nil {
+			c.errorf(x, "cannot index an untyped pointer: cast it first")
+			return nil
+		}
+		return t.Elem
+	case Str:
+		if v, ok := c.probe.Consts[x.Index]; ok && v.Int >= uint64(t.Size) {
+			c.errorf(x.Index, "index %d is out of range for %s", int64(v.Int), t)
+			return nil
+		}
+		return TInt8
+	}
+	c.errorf(x, "cannot index %s", t)
+	return nil
+}
+
+// nearest returns the candidate closest to name by edit distance, if
+// it is close enough to be a likely typo.
+func nearest(name string, candidates []string) string {
+	best, bestDist := "", len(name)/2+1
+	for _, cand := range candidates {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(cand)); d < bestDist {
+			best, bestDist = cand, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,293 @@
+package check
+
+import (
+	"kinst.dev/kinst/syntax"
+)
+
+// aggregations are the functions whose results only maps can hold.
+var aggregations = map[string]bool{
+	"count": true, "sum": true, "avg": true, "min": true, "max": true,
+	"stats": true, "hist": true, "lhist": true,
+}
+
+func (c *checker) assign(s *syntax.AssignStmt) {
+	if call, ok := s.Rhs.(*syntax.CallExpr); ok && aggregations[call.Fun.Name] {
+		m, ok := s.Lhs.(*syntax.MapExpr)
+		if !ok || s.Op != syntax.ASSIGN {
+			c.errorf(s, "%s() can only be assigned to a map with =", call.Fun.Name)
+			return
+		}
+		c.aggregate(m, call)
+		return
+	}
+	var t *Type
+	if s.Op == syntax.ASSIGN {
+		t = c.expr(s.Rhs)
+		if t == nil {
+			return
+		}
+		if !storable(t) {
+			c.errorf(s.Rhs, "a %s value cannot be stored", t)
+			return
+		}
+	} else {
+		// x op= y is x = x op y on integers.
+		cur := c.expr(s.Lhs)
+		rt := c.expr(s.Rhs)
+		if cur == nil || rt == nil {
+			return
+		}
+		if cur.Kind != Int || rt.Kind != Int {
+			c.errorf(s, "invalid operation: %s %s %s (operands must be integers)", cur, s.Op, rt)
+			return
+		}
+		t = cur
+	}
+	switch lhs := s.Lhs.(type) {
+	case *syntax.MapExpr:
+		if m := c.useMap(lhs, t, true); m != nil {
+			if s.Op != syntax.ASSIGN {
+				m.Read = true
+			}
+			c.probe.Types[lhs] = m.Value
+		}
+	case *syntax.VarExpr:
+		v := c.probe.Vars[lhs.Name]
+		if v == nil {
+			v = c.defineVar(lhs, t)
+		} else if u, ok := unify(v.Type, t); !ok {
+			c.errorf(s, "$%s holds %s values; cannot assign %s", lhs.Name, v.Type, t)
+			return
+		} else if u != v.Type {
+			v.Type = u
+			c.rememberVar(lhs.Name, u)
+		}
+		c.probe.Types[lhs] = v.Type
+	}
+}
+
+// defineVar creates a variable at its first assignment. A type widened
+// by later assignments in an earlier pass is kept, so that the first
+// assignment does not narrow it again.
+func (c *checker) defineVar(x *syntax.VarExpr, t *Type) *Var {
+	if prev := c.varTypes()[x.Name]; prev != nil {
+		if u, ok := unify(prev, t); ok {
+			t = u
+		}
+	}
+	v := &Var{Name: x.Name, Type: t}
+	c.probe.Vars[x.Name] = v
+	c.rememberVar(x.Name, t)
+	return v
+}
+
+func (c *checker) varTypes() map[string]*Type {
+	key := varKey{c.probe.Syntax, c.probe.Targets[0]}
+	m := c.vars[key]
+	if m == nil {
+		m = map[string]*Type{}
+		if c.vars == nil {
+			c.vars = map[varKey]map[string]*Type{}
+		}
+		c.vars[key] = m
+	}
+	return m
+}
+
+func (c *checker) rememberVar(name string, t *Type) {
+	m := c.varTypes()
+	if prev := m[name]; prev == nil || !prev.Equal(t) {
+		if prev != nil {
+			c.changed = true
+		}
+		m[name] = t
+	}
+}
+
+// varKey names a checked probe across passes.
+type varKey struct {
+	probe  *syntax.Probe
+	target *Target
+}
+
+// keyTypes checks a map's key expressions.
+func (c *checker) keyTypes(x *syntax.MapExpr) ([]*Type, bool) {
+	if x.Keys == nil {
+		return nil, true
+	}
+	keys := make([]*Type, len(x.Keys))
+	for i, k := range x.Keys {
+		t := c.expr(k)
+		if t == nil {
+			return nil, false
+		}
+		if !storable(t) || t.Kind == Void {
+			c.errorf(k, "a %s value cannot be a map key", t)
+			return nil, false
+		}
+		// Integer keys are all 64 bits wide so that @x[1] and @x[pid]
+		// name the same element.
+		if t.Kind == Int {
+			t = IntType(8, t.Signed)
+		}
+		keys[i] = t
+	}
+	return keys, true
+}
+
+// useMap records a use of map x whose elements hold values of type value
+// (nil for a read), creating the map or widening its types.
+func (c *checker) useMap(x *syntax.MapExpr, value *Type, write bool) *Map {
+	keys, ok := c.keyTypes(x)
+	if !ok {
+		return nil
+	}
+	m := c.prog.mapIndex[x.Name]
+	if m == nil {
+		if value == nil {
+			c.errorf(x, "map @%s is read but never assigned", x.Name)
+			return nil
+		}
+		m = &Map{Name: x.Name, Keys: keys, Value: value, Pos: x.Pos()}
+		m.Key = keyOf(keys)
+		c.prog.mapIndex[x.Name] = m
+		c.prog.Maps = append(c.prog.Maps, m)
+		c.changed = true
+		return m
+	}
+	if (m.Keys == nil) != (keys == nil) || len(m.Keys) != len(keys) {
+		c.errorf(x, "@%s is used with %d keys here and %d elsewhere", x.Name, len(keys), len(m.Keys))
+		return nil
+	}
+	for i, k := range keys {
+		u, ok := unify(m.Keys[i], k)
+		if !ok {
+			c.errorf(x.Keys[i], "key %d of @%s has type %s here and %s elsewhere", i+1, x.Name, k, m.Keys[i])
+			return nil
+		}
+		if u != m.Keys[i] && !u.Equal(m.Keys[i]) {
+			m.Keys[i] = u
+			m.Key = keyOf(m.Keys)
+			c.changed = true
+		}
+	}
+	if value == nil {
+		return m
+	}
+	if m.Value.IsAggregation() || value.IsAggregation() {
+		if !m.Value.Equal(value) {
+			c.errorf(x, "@%s holds %s values; cannot assign %s", x.Name, m.Value, value)
+			return nil
+		}
+		return m
+	}
+	u, ok := unify(m.Value, value)
+	if !ok {
+		c.errorf(x, "@%s holds %s values; cannot assign %s", x.Name, m.Value, value)
+		return nil
+	}
+	if !u.Equal(m.Value) {
+		m.Value = u
+		c.changed = true
+	}
+	return m
+}
+
+// keyOf lays out a map's key: a tuple of its key types.
+func keyOf(keys []*Type) *Type {
+	if keys == nil {
+		return nil
+	}
+	return TupleType(keys)
+}
+
+// mapRead types a map element used as a value.
+func (c *checker) mapRead(x *syntax.MapExpr) *Type {
+	m := c.useMap(x, nil, false)
+	if m == nil {
+		return nil
+	}
+	if m.Value.IsAggregation() {
+		c.errorf(x, "@%s holds %s() values, which can only be printed, not read", x.Name, m.Value)
+		return nil
+	}
+	m.Read = true
+	return m.Value
+}
+
+// aggregate checks @m[k] = count() and friends.
+func (c *checker) aggregate(x *syntax.MapExpr, call *syntax.CallExpr) {
+	name := call.Fun.Name
+	want := map[string]int{"count": 0, "sum": 1, "avg": 1, "min": 1, "max": 1, "stats": 1, "hist": 1, "lhist": 4}[name]
+	if len(call.Args) != want {
+		c.errorf(call, "%s() takes %d arguments, not %d", name, want, len(call.Args))
+		return
+	}
+	var value *Type
+	signed := false
+	if want > 0 {
+		t := c.expr(call.Args[0])
+		if t == nil {
+			return
+		}
+		if t.Kind != Int {
+			c.errorf(call.Args[0], "%s() needs an integer, not %s", name, t)
+			return
+		}
+		signed = t.Signed
+	}
+	switch name {
+	case "count":
+		value = TCount
+	case "sum":
+		value = &Type{Kind: Sum, Size: 8, Signed: signed}
+	case "min":
+		value = &Type{Kind: Min, Size: 16, Signed: signed}
+	case "max":
+		value = &Type{Kind: Max, Size: 16, Signed: signed}
+	case "avg":
+		value = &Type{Kind: Avg, Size: 16, Signed: signed}
+	case "stats":
+		value = &Type{Kind: Stats, Size: 16, Signed: signed}
+	case "hist":
+		value = &Type{Kind: Hist, Size: 8}
+	case "lhist":
+		var args [3]int64
+		for i := range args {
+			a := call.Args[i+1]
+			t := c.expr(a)
+			v, ok := c.probe.Consts[a]
+			if t == nil {
+				return
+			}
+			if !ok || v.IsStr {
+				c.errorf(a, "lhist() %s must be a constant integer", []string{"min", "max", "step"}[i])
+				return
+			}
+			args[i] = int64(v.Int)
+		}
+		lo, hi, step := args[0], args[1], args[2]
+		switch {
+		case lo < 0:
+			c.errorf(call.Args[1], "lhist() min must be non-negative")
+			return
+		case hi <= lo:
+			c.errorf(call.Args[2], "lhist() max must be greater than min")
+			return
+		case step <= 0:
+			c.errorf(call.Args[3], "lhist() step must be positive")
+			return
+		case (hi-lo)/step > 1000:
+			c.errorf(call, "lhist() would have %d buckets; at most 1000 are allowed", (hi-lo)/step)
+			return
+		}
+		value = &Type{Kind: Lhist, Size: 8, LhistMin: lo, LhistMax: hi, LhistStep: step}
+	}
+	m := c.useMap(x, value, true)
+	if m == nil {
+		return
+	}
+	c.probe.Types[x] = m.Value
+	c.probe.Calls[call] = &Call{Func: name, Map: m}
+	c.probe.Types[call] = m.Value
+}

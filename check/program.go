@@ -1,0 +1,124 @@
+package check
+
+import (
+	"kinst.dev/kinst/output"
+	"kinst.dev/kinst/syntax"
+)
+
+// A Resolver turns an attach point into the concrete targets it names,
+// expanding wildcards, and describes each target's context. Package
+// attach provides the real one; tests use fakes.
+type Resolver interface {
+	Resolve(ap *syntax.AttachPoint) ([]*Target, error)
+}
+
+// A Target is one concrete place a probe fires.
+type Target struct {
+	Provider string // full provider name, as in syntax.AttachPoint
+	// Name is what follows the provider in the probe's full name:
+	// "syscalls:sys_enter_openat", "vfs_read", "/bin/bash:readline",
+	// "hz:99". The builtin probe prints Provider + ":" + Name.
+	Name string
+	Func string // the function or event name alone: "readline", "sys_enter_openat"
+
+	// Args is the record args refers to, or nil where the target has no
+	// typed arguments.
+	Args *Type
+	// Ret is the type of retval where the target knows it (fexit and
+	// kretprobe with BTF).
+	Ret *Type
+	// NumArgs bounds arg0..argN where the target knows its arity;
+	// 0 means the architecture's limit.
+	NumArgs int
+
+	// Attach holds what package attach needs to attach this target;
+	// the checker does not look inside.
+	Attach any
+}
+
+// FullName is the target's name as the probe builtin prints it.
+func (t *Target) FullName() string {
+	if t.Name == "" {
+		return t.Provider
+	}
+	return t.Provider + ":" + t.Name
+}
+
+// A Program is a checked program: the syntax tree with the side tables
+// code generation needs.
+type Program struct {
+	Syntax *syntax.Program
+	Probes []*Probe
+	Maps   []*Map // in order of first appearance
+	Params []string
+
+	mapIndex map[string]*Map
+}
+
+// Map returns the map called name ("" for @), or nil.
+func (p *Program) Map(name string) *Map { return p.mapIndex[name] }
+
+// A Probe is one probe of the source checked against one set of targets
+// that share a context: the same provider and, where the body reads args,
+// the same argument layout. A source probe whose attach points differ in
+// those respects becomes several Probes.
+type Probe struct {
+	Syntax   *syntax.Probe
+	Provider string
+	Targets  []*Target
+	Args     *Type // the record args refers to, if the body uses it
+	Ret      *Type // retval's type, if known
+
+	Types  map[syntax.Expr]*Type // the type of every expression
+	Consts map[syntax.Expr]Const // the value of constant expressions
+	Vars   map[string]*Var
+	Calls  map[*syntax.CallExpr]*Call
+	// Uses records which context-dependent builtins the body reads, so
+	// code generation and attachment can pick what the probe needs.
+	Uses map[string]bool
+}
+
+// A Var is a scratch variable; it lives as long as one run of a probe.
+type Var struct {
+	Name string
+	Type *Type
+}
+
+// A Map is a BPF map named in the program.
+type Map struct {
+	Name  string  // without the @; "" for @
+	Keys  []*Type // nil for a map without keys
+	Key   *Type   // the key as stored: a tuple of Keys, or nil
+	Value *Type   // an aggregation kind or a plain value type
+	Pos   syntax.Pos
+	// Read is set when some probe reads the map's elements, which rules
+	// out per-CPU storage for non-aggregations.
+	Read bool
+}
+
+// Display is the map's name as output shows it: "@name" or "@".
+func (m *Map) Display() string { return "@" + m.Name }
+
+// A Const is the value of a constant expression: an integer or a string.
+type Const struct {
+	IsStr bool
+	Int   uint64 // two's complement bits; the expression's type gives the sign
+	Str   string
+}
+
+// A Call records how a builtin function call was resolved.
+type Call struct {
+	Func string
+	// Format is the parsed format of printf, system and cat.
+	Format *output.Format
+	// Text is the constant text argument of time, join's separator,
+	// kaddr's symbol and reg's register name.
+	Text string
+	// Space is where str, buf and join read from.
+	Space AddrSpace
+	// Top and Div are print's optional limits for a whole map.
+	Top, Div uint64
+	// Map is the map a map function (print, clear, zero, delete) names,
+	// or that an aggregation is assigned to.
+	Map *Map
+}

@@ -1,0 +1,271 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cilium/ebpf/btf"
+)
+
+// Kind says what sort of value a Type describes.
+type Kind int
+
+// The kinds of value.
+const (
+	Void      Kind = iota // statements and functions with no value
+	Int                   // integers of 1, 2, 4 or 8 bytes, signed or not
+	Str                   // NUL-padded character buffers of fixed size
+	Tuple                 // (a, b, …)
+	Ptr                   // a pointer into kernel or user memory
+	Record                // a struct or union: tracepoint args, BTF types
+	Array                 // a fixed-size array inside a record
+	Stack                 // kstack or ustack: an id into a stack-trace map
+	Ksym                  // a kernel address printed as its symbol
+	Usym                  // a user address printed as its symbol
+	Inet                  // an address printed by ntop
+	Buffer                // raw bytes printed with escapes, from buf()
+	ProbeName             // the probe builtin: a target index printed as its full name
+	FuncName              // the func builtin: a target index printed as its function
+	// Aggregations: values only maps hold; each CPU keeps its own part.
+	Count
+	Sum
+	Min
+	Max
+	Avg
+	Stats
+	Hist
+	Lhist
+)
+
+// AddrSpace says which memory a pointer points into; it picks the
+// helper that reads through it.
+type AddrSpace int
+
+// The address spaces.
+const (
+	KernelSpace AddrSpace = iota
+	UserSpace
+)
+
+// A Type describes a value.
+type Type struct {
+	Kind   Kind
+	Size   int  // bytes the value takes in BPF memory
+	Signed bool // Int, Sum, Min, Max, Avg, Stats
+
+	Elems   []*Type   // Tuple: element types
+	Offsets []int     // Tuple: byte offset of each element
+	Elem    *Type     // Ptr: pointee (nil for void *); Array: element
+	Len     int       // Array: element count
+	Space   AddrSpace // Ptr and Record: where the memory is
+	BTF     btf.Type  // Record and Ptr to kernel types, when known
+	Fields  []*Field  // Record
+	Name    string    // Record: "struct file"; Int: a typedef name, if any
+
+	// Stack: kernel or user, how many frames and how to print.
+	User      bool
+	Frames    int
+	StackMode string // "bpftrace", "perf" or "raw"
+
+	// Lhist: the range and bucket width.
+	LhistMin, LhistMax, LhistStep int64
+}
+
+// A Field is a named member of a Record.
+type Field struct {
+	Name   string
+	Type   *Type
+	Offset int
+	// Bits is the width of a bitfield, with BitOffset its first bit
+	// within the word at Offset; Bits is 0 for ordinary fields.
+	Bits, BitOffset int
+	// DataLoc marks a tracepoint __data_loc field: a 32-bit word whose
+	// low half is the data's offset from the record start.
+	DataLoc bool
+}
+
+// Common types.
+var (
+	TVoid   = &Type{Kind: Void}
+	TInt64  = &Type{Kind: Int, Size: 8, Signed: true}
+	TUint64 = &Type{Kind: Int, Size: 8}
+	TInt32  = &Type{Kind: Int, Size: 4, Signed: true}
+	TUint32 = &Type{Kind: Int, Size: 4}
+	TUint16 = &Type{Kind: Int, Size: 2}
+	TUint8  = &Type{Kind: Int, Size: 1}
+	TInt8   = &Type{Kind: Int, Size: 1, Signed: true}
+	TInt16  = &Type{Kind: Int, Size: 2, Signed: true}
+	TKsym   = &Type{Kind: Ksym, Size: 8}
+	TUsym   = &Type{Kind: Usym, Size: 16} // address and pid
+	TCount  = &Type{Kind: Count, Size: 8}
+	TProbe  = &Type{Kind: ProbeName, Size: 8}
+	TFunc   = &Type{Kind: FuncName, Size: 8}
+)
+
+// IntType returns the integer type of the given size and sign.
+func IntType(size int, signed bool) *Type {
+	switch {
+	case size == 8 && signed:
+		return TInt64
+	case size == 8:
+		return TUint64
+	case size == 4 && signed:
+		return TInt32
+	case size == 4:
+		return TUint32
+	case size == 2 && signed:
+		return TInt16
+	case size == 2:
+		return TUint16
+	case size == 1 && signed:
+		return TInt8
+	}
+	return TUint8
+}
+
+// StrType returns a string type holding up to n bytes including the NUL.
+func StrType(n int) *Type { return &Type{Kind: Str, Size: n} }
+
+// TupleType lays out a tuple with natural alignment, so that every
+// element can be loaded and stored with one aligned instruction.
+func TupleType(elems []*Type) *Type {
+	t := &Type{Kind: Tuple, Elems: elems, Offsets: make([]int, len(elems))}
+	off, maxAlign := 0, 1
+	for i, e := range elems {
+		a := e.Align()
+		off = alignUp(off, a)
+		t.Offsets[i] = off
+		off += e.Size
+		if a > maxAlign {
+			maxAlign = a
+		}
+	}
+	t.Size = alignUp(off, maxAlign)
+	return t
+}
+
+func alignUp(n, a int) int { return (n + a - 1) / a * a }
+
+// Align is the alignment kinst gives a value of type t in BPF memory.
+func (t *Type) Align() int {
+	switch t.Kind {
+	case Int:
+		return t.Size
+	case Str, Buffer:
+		return 1
+	case Tuple:
+		a := 1
+		for _, e := range t.Elems {
+			if e.Align() > a {
+				a = e.Align()
+			}
+		}
+		return a
+	case Record, Array:
+		if t.Size >= 8 {
+			return 8
+		}
+		return 1
+	}
+	return 8
+}
+
+// IsAggregation reports whether t is a map-only aggregation such as count.
+func (t *Type) IsAggregation() bool { return t.Kind >= Count }
+
+// IsInt reports whether values of t are integers in registers: ints,
+// pointers, symbols and the scalar aggregations once read.
+func (t *Type) IsInt() bool {
+	switch t.Kind {
+	case Int, Ptr, Ksym:
+		return true
+	}
+	return false
+}
+
+// InRegister reports whether a value of t fits a register, as opposed to
+// living in memory (strings, tuples, records, usym and inet values).
+func (t *Type) InRegister() bool {
+	switch t.Kind {
+	case Int, Ptr, Ksym, Stack, ProbeName, FuncName, Count, Sum, Min, Max:
+		return true
+	}
+	return false
+}
+
+// Equal reports whether t and u describe the same values.
+func (t *Type) Equal(u *Type) bool {
+	if t == u {
+		return true
+	}
+	if t == nil || u == nil || t.Kind != u.Kind || t.Size != u.Size || t.Signed != u.Signed {
+		return false
+	}
+	switch t.Kind {
+	case Tuple:
+		if len(t.Elems) != len(u.Elems) {
+			return false
+		}
+		for i := range t.Elems {
+			if !t.Elems[i].Equal(u.Elems[i]) {
+				return false
+			}
+		}
+	case Ptr:
+		if (t.Elem == nil) != (u.Elem == nil) || t.Elem != nil && !t.Elem.Equal(u.Elem) {
+			return false
+		}
+	case Record:
+		return t.Name == u.Name
+	case Stack:
+		return t.User == u.User && t.Frames == u.Frames && t.StackMode == u.StackMode
+	case Lhist:
+		return t.LhistMin == u.LhistMin && t.LhistMax == u.LhistMax && t.LhistStep == u.LhistStep
+	}
+	return true
+}
+
+func (t *Type) String() string {
+	if t == nil {
+		return "none"
+	}
+	switch t.Kind {
+	case Void:
+		return "none"
+	case Int:
+		if t.Signed {
+			return fmt.Sprintf("int%d", t.Size*8)
+		}
+		return fmt.Sprintf("uint%d", t.Size*8)
+	case Str:
+		return fmt.Sprintf("string[%d]", t.Size)
+	case Tuple:
+		parts := make([]string, len(t.Elems))
+		for i, e := range t.Elems {
+			parts[i] = e.String()
+		}
+		return "(" + strings.Join(parts, ", ") + ")"
+	case Ptr:
+		if t.Elem == nil {
+			return "void *"
+		}
+		return t.Elem.String() + " *"
+	case Record:
+		return t.Name
+	case Array:
+		return fmt.Sprintf("%s[%d]", t.Elem, t.Len)
+	case Stack:
+		if t.User {
+			return "ustack"
+		}
+		return "kstack"
+	}
+	return kindNames[t.Kind]
+}
+
+var kindNames = map[Kind]string{
+	Ksym: "ksym", Usym: "usym", Inet: "inet", Buffer: "buffer",
+	ProbeName: "probe", FuncName: "func",
+	Count: "count", Sum: "sum", Min: "min", Max: "max", Avg: "avg",
+	Stats: "stats", Hist: "hist", Lhist: "lhist",
+}
