@@ -21,6 +21,9 @@ func golden(t *testing.T, name string, generate func(t *testing.T) []byte) []byt
 	path := filepath.Join("testdata", name)
 	if *update {
 		data := generate(t)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
