@@ -76,6 +76,7 @@ func init() {
 			call{format: "%5r|%-4rx|%.2rh|%r|\n", args: []arg{
 				{`buf("ab", 2)`, Buffer([]byte("ab"))}, {`buf("ab", 2)`, Buffer([]byte("ab"))},
 				{`buf("ab", 2)`, Buffer([]byte("ab"))}, {`buf("", 0)`, Buffer(nil)}}},
+			call{format: "% %r|%%r|\n", args: []arg{{`buf("ab", 2)`, Buffer([]byte("ab"))}, {`buf("ab", 2)`, Buffer([]byte("ab"))}}},
 		),
 		callsCase("printf_literals", nil,
 			call{format: "100%% %d %% %%\n", args: []arg{i64("7", 7)}},

@@ -207,37 +207,53 @@ func atoiClamp(digits string) int {
 }
 
 // scanPart reads s[start:end], which ends with verb v, as glibc's snprintf
-// reads a format, and returns what it prints besides v's argument.
+// reads the piece 0.17 gives it, and returns what it prints besides v's
+// argument.
 func scanPart(s string, start int, v *Verb, end int) part {
+	if v.Arg == ArgBuffer && !v.plain() {
+		// 0.17 turns only a bare %r, %rx or %rh into %s; C prints any
+		// other back as it is, 'r' being no conversion of its.
+		p := scanLiteral(s[start:v.Offset], start)
+		if p.bad != nil {
+			return p
+		}
+		lit := appendUnknownSpec([]byte(p.lit), cspec{left: v.left, zero: v.zero && !v.left, width: v.width, prec: v.prec, conv: 'r'})
+		return part{lit: string(append(lit, s[v.Offset+len(v.Text)-len(v.conv)+1:end]...))}
+	}
+	piece := s[start:end]
+	if v.Arg == ArgBuffer {
+		piece = s[start:v.Offset] + "%s"
+	}
+	p := scanLiteral(piece, start)
+	if p.bad == nil && p.active && (v.width == math.MaxInt32 || v.prec == math.MaxInt32) {
+		p.bad = &FormatError{Offset: v.Offset, Msg: fmt.Sprintf("format verb %q at offset %d is too wide", v.Text, v.Offset)}
+	}
+	return p
+}
+
+// scanLiteral reads piece, found at offset base of the format, as glibc's
+// printf reads a format given one argument: the literal text, then, if
+// piece ends with the conversion that takes it, the argument. "%%" and
+// conversions C does not know print as text; any other conversion before
+// the last would read an argument that is not there.
+func scanLiteral(piece string, base int) part {
 	var lit []byte
-	i := start
-	for i < end {
-		if s[i] != '%' {
-			lit = append(lit, s[i])
+	for i := 0; i < len(piece); {
+		if piece[i] != '%' {
+			lit = append(lit, piece[i])
 			i++
 			continue
 		}
-		if i == v.Offset {
-			if v.Arg == ArgBuffer && !v.plain() {
-				// 0.17 turns only a bare %r, %rx or %rh into %s; C prints
-				// any other as it is, 'r' being no conversion of its.
-				lit = appendUnknownSpec(lit, cspec{left: v.left, zero: v.zero && !v.left, width: v.width, prec: v.prec, conv: 'r'})
-				lit = append(lit, s[v.Offset+len(v.Text)-len(v.conv)+1:end]...)
-				return part{lit: string(lit)}
-			}
-			if v.width == math.MaxInt32 || v.prec == math.MaxInt32 {
-				return part{lit: string(lit), bad: &FormatError{Offset: v.Offset, Msg: fmt.Sprintf("format verb %q at offset %d is too wide", v.Text, v.Offset)}}
-			}
-			return part{lit: string(lit), active: true}
-		}
-		sp, next := parseCSpec(s, i, end)
+		sp, next := parseCSpec(piece, i, len(piece))
 		switch {
 		case sp.conv == '%' && !sp.reads:
 			lit = append(lit, '%')
 		case strings.IndexByte("diouxXeEfFgGaAcspnmCS", sp.conv) < 0 && !sp.reads:
 			lit = appendUnknownSpec(lit, sp)
+		case next == len(piece) && !sp.reads && sp.conv != 'n' && sp.conv != 'm':
+			return part{lit: string(lit), active: true}
 		default:
-			return part{lit: string(lit), bad: &FormatError{Offset: i, Msg: fmt.Sprintf("%q at offset %d is no verb bpftrace knows, but C would read an argument for it; write %%%% for a literal %%", s[i:next], i)}}
+			return part{lit: string(lit), bad: &FormatError{Offset: base + i, Msg: fmt.Sprintf("%q at offset %d is no verb bpftrace knows, but C would read an argument for it; write %%%% for a literal %%", piece[i:next], base+i)}}
 		}
 		i = next
 	}

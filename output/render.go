@@ -34,7 +34,7 @@ func appendValue(b []byte, v Value, div uint64, json bool) ([]byte, error) {
 		if err != nil {
 			return b, err
 		}
-		text := string(b[start:])
+		text := string(b[start:]) // b[:start] is about to be overwritten
 		return appendJSONString(b[:start], text), nil
 	}
 	switch v.kind {
@@ -220,7 +220,7 @@ func appendHexBuffer(b []byte, data string, keepASCII, escape bool) []byte {
 // appendJSONString appends s quoted and escaped as bpftrace 0.17's
 // json_escape does. Its escape tests a signed char, so every byte from 0x80
 // up comes out as \uffffffXX, breaking UTF-8 text as 0.17 does.
-func appendJSONString(b []byte, s string) []byte {
+func appendJSONString[S ~string | ~[]byte](b []byte, s S) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	for i := 0; i < len(s); i++ {

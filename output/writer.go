@@ -23,6 +23,7 @@ type Writer struct {
 	w    io.Writer
 	json bool
 	buf  []byte
+	tmp  []byte // a JSON message's text before it is escaped into buf
 }
 
 // NewText returns a Writer printing bpftrace's text format to w.
@@ -113,17 +114,14 @@ func (w *Writer) Printf(f *Format, args []Value) error {
 		}
 		return w.flush()
 	}
-	// Format into the spare capacity, then escape into the front.
-	b, err := f.Append(w.buf[:0], args)
+	text, err := f.Append(w.tmp[:0], args)
+	w.tmp = text[:0]
 	if err != nil {
-		w.buf = b[:0]
 		return err
 	}
-	n := len(b)
-	b = append(b, `{"type": "printf", "data": `...)
-	b = appendJSONString(b, string(b[:n]))
-	b = append(b, "}\n"...)
-	w.buf = append(w.buf[:0], b[n:]...)
+	b := append(w.buf[:0], `{"type": "printf", "data": `...)
+	b = appendJSONString(b, text)
+	w.buf = append(b, "}\n"...)
 	return w.flush()
 }
 
