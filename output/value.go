@@ -90,7 +90,7 @@ type Frame struct {
 	Addr   uint64
 	Symbol string // the symbol containing Addr; "" when unresolved
 	Offset uint64 // Addr minus the symbol's start
-	Module string // user stacks: the object holding Symbol; "" when unknown
+	Module string // the object holding Symbol, printed after user frames in perf mode
 }
 
 // Value is one thing bpftrace prints: an integer, a string, a tuple, a

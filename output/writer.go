@@ -16,6 +16,12 @@ import (
 // file. The runtime writes it; Maps does not.
 const ExitSeparator = "\n\n"
 
+// Defaults of bpftrace 0.17 for calls that leave out an argument.
+const (
+	DefaultTimeFormat    = "%H:%M:%S\n" // time()
+	DefaultJoinDelimiter = " "          // join(array)
+)
+
 // Writer prints messages in bpftrace 0.17's text or JSON format. Each
 // method writes whole lines (a printf message is written as is) with one
 // Write call. A Writer is not safe for concurrent use.
