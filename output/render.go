@@ -13,12 +13,13 @@ const (
 )
 
 // quotedInJSON reports whether bpftrace 0.17 quotes a value of kind k in
-// JSON. It does not quote strftime() results, strerror() texts or MAC
-// addresses, so those come out as bare (invalid) JSON, as 0.17 prints them.
+// JSON. It does not quote strftime() results, strerror() texts, MAC
+// addresses or cgroup paths, so those come out as bare (invalid) JSON, as
+// 0.17 prints them.
 func quotedInJSON(k Kind) bool {
 	switch k {
 	case KindString, KindBuffer, KindKsym, KindUsym, KindKstack, KindUstack,
-		KindInet, KindUsername, KindProbe, KindCgroupPath:
+		KindInet, KindUsername, KindProbe:
 		return true
 	}
 	return false

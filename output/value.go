@@ -224,8 +224,9 @@ func MacAddr(b [6]byte) Value {
 	return Value{kind: KindMacAddr, s: string(t[:])}
 }
 
-// CgroupPath returns the text of cgroup_path(), as bpftrace 0.17 joins it
-// ("unified:/user.slice,..." ).
+// CgroupPath returns the text of cgroup_path(): each hierarchy's name and
+// path joined as "name:path", separated by commas, as
+// "unified:/user.slice,memory:/user.slice".
 func CgroupPath(path string) Value { return Value{kind: KindCgroupPath, s: path} }
 
 // Pointer returns a pointer value, printed in hex.

@@ -46,6 +46,11 @@ func TestMessages(t *testing.T) {
 			"\x1b[0m=1\n", `{"type": "printf", "data": "\u001b[0m=1\n"}` + "\n"},
 		{"time", func(w *Writer) error { return w.Time("%Y-%m-%d %%f\n", fixedTime) },
 			"2026-11-22 %f\n", `{"type": "time", "data": "2026-11-22 %f\n"}` + "\n"},
+		{"unquoted kinds", func(w *Writer) error {
+			return w.Value(Tuple(CgroupPath("unified:/,memory:/"), MacAddr([6]byte{1, 2, 3, 4, 5, 0xab}),
+				Timestamp("12:00"), Strerror(2), String("q")))
+		}, "(unified:/,memory:/, 01:02:03:04:05:AB, 12:00, No such file or directory, q)\n",
+			`{"type": "value", "data": [unified:/,memory:/,01:02:03:04:05:AB,12:00,No such file or directory,"q"]}` + "\n"},
 		{"helper error", func(w *Writer) error {
 			e := HelperError{Helper: "probe_read", Retcode: -14, Line: 2, Column: 3}
 			e.Warning = "stdin:2:3-9: WARNING: " + e.Message() + "\n"
