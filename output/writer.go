@@ -113,11 +113,11 @@ func (w *Writer) Lost(n uint64) error {
 func (w *Writer) Printf(f *Format, args []Value) error {
 	if !w.json {
 		b, err := f.Append(w.buf[:0], args)
-		w.buf = b
+		w.buf = b[:0]
 		if err != nil {
-			w.buf = w.buf[:0]
 			return err
 		}
+		w.buf = b
 		return w.flush()
 	}
 	text, err := f.Append(w.tmp[:0], args)
