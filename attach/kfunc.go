@@ -1,0 +1,197 @@
+package attach
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf/btf"
+
+	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/kernel"
+	"kinst.dev/kinst/syntax"
+)
+
+// Kprobe targets a kernel function's entry (or an offset into it) or its
+// return, through a kprobe.
+type Kprobe struct {
+	Symbol string
+	Module string
+	Offset uint64
+	Return bool
+}
+
+// Tracing targets a kernel function through a BPF trampoline: fentry,
+// fexit or fmod_ret.
+type Tracing struct {
+	Symbol string
+	Module string
+}
+
+// featureFor is the kernel feature a provider needs.
+var featureFor = map[string]kernel.Feature{
+	"kprobe":    kernel.FeatKprobe,
+	"kretprobe": kernel.FeatKretprobe,
+	"fentry":    kernel.FeatFentry,
+	"fexit":     kernel.FeatFexit,
+	"fmod_ret":  kernel.FeatFmodRet,
+}
+
+// ErrForbidden marks probe types the running kernel refuses.
+var ErrForbidden = errors.New("forbidden by this kernel")
+
+// kernelFuncs resolves kprobe, kretprobe, fentry, fexit and fmod_ret
+// attach points: KIND:FUNC, KIND:MODULE:FUNC, with * wildcards, and for
+// kprobe FUNC+OFFSET.
+func (r *Resolver) kernelFuncs(ap *syntax.AttachPoint) ([]*check.Target, error) {
+	if st := kernel.Probe(featureFor[ap.Provider]); !st.Available {
+		msg := st.Reason
+		if tp := coveringTracepoint(ap); tp != "" {
+			msg += "; the tracepoint " + tp + " covers the same event"
+		}
+		return nil, fmt.Errorf("%w: %s", ErrForbidden, msg)
+	}
+	var module, spec string
+	switch len(ap.Parts) {
+	case 1:
+		spec = ap.Parts[0]
+	case 2:
+		module, spec = ap.Parts[0], ap.Parts[1]
+	default:
+		return nil, fmt.Errorf("%s probes are written %s:FUNCTION or %s:MODULE:FUNCTION", ap.Provider, ap.Provider, ap.Provider)
+	}
+	name, off := spec, uint64(0)
+	if i := strings.LastIndexByte(spec, '+'); i > 0 {
+		if ap.Provider != "kprobe" {
+			return nil, fmt.Errorf("only kprobe takes an offset into a function")
+		}
+		v, err := strconv.ParseUint(spec[i+1:], 0, 64)
+		if err != nil {
+			return nil, fmt.Errorf("bad offset in %q", spec)
+		}
+		name, off = spec[:i], v
+	}
+	funcs, err := kernel.TraceableFunctions()
+	if err != nil {
+		return nil, err
+	}
+	var names []kernel.Func
+	if kernel.HasGlob(name) {
+		for _, f := range funcs.Match(name) {
+			if module == "" || kernel.Match(module, f.Module) {
+				names = append(names, f)
+			}
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf("no traceable kernel function matches %s; kinst -l '%s:*' lists them", name, ap.Provider)
+		}
+	} else {
+		if !funcs.Contains(name) {
+			return nil, fmt.Errorf("kernel function %s does not exist or cannot be traced; kinst -l '%s:%s*' lists similar ones", name, ap.Provider, name)
+		}
+		names = []kernel.Func{{Name: name, Module: module}}
+	}
+	targets := make([]*check.Target, 0, len(names))
+	for _, f := range names {
+		t, err := r.kernelFuncTarget(ap.Provider, f, off, spec)
+		if err != nil {
+			if kernel.HasGlob(name) {
+				continue // a wildcard skips functions it cannot describe
+			}
+			return nil, err
+		}
+		targets = append(targets, t)
+	}
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("no kernel function matching %s can be probed with %s", name, ap.Provider)
+	}
+	return targets, nil
+}
+
+func (r *Resolver) kernelFuncTarget(provider string, f kernel.Func, off uint64, spec string) (*check.Target, error) {
+	t := &check.Target{Provider: provider, Name: f.Name, Func: f.Name}
+	if off != 0 {
+		t.Name = spec
+	}
+	proto, err := kernel.FuncProto(f.Name)
+	switch provider {
+	case "fentry", "fexit", "fmod_ret":
+		if err != nil {
+			return nil, fmt.Errorf("%s:%s needs the function's BTF type: %w", provider, f.Name, err)
+		}
+		args, ret, err := tracingContext(proto)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%s: %w", provider, f.Name, err)
+		}
+		t.Args, t.NumArgs = args, len(proto.Params)
+		if provider != "fentry" {
+			t.Ret = ret
+		}
+		t.Attach = Tracing{Symbol: f.Name, Module: f.Module}
+	default:
+		t.Attach = Kprobe{Symbol: f.Name, Module: f.Module, Offset: off, Return: provider == "kretprobe"}
+	}
+	return t, nil
+}
+
+// tracingContext describes a trampoline program's context: an array of
+// 64-bit words, one per argument, then the return value.
+func tracingContext(fn *kernel.Function) (args, ret *check.Type, err error) {
+	if len(fn.Params) > 12 {
+		return nil, nil, fmt.Errorf("%d arguments are more than a trampoline passes", len(fn.Params))
+	}
+	args = &check.Type{Kind: check.Record, Name: "struct " + fn.Name + "_args", Size: 8 * len(fn.Params)}
+	for i, p := range fn.Params {
+		pt, err := check.FromBTF(p.Type, check.KernelSpace)
+		if err != nil || !pt.InRegister() && pt.Kind != check.Ptr {
+			pt = check.TUint64
+		}
+		args.Fields = append(args.Fields, &check.Field{Name: p.Name, Type: pt, Offset: 8 * i})
+	}
+	if _, void := fn.Return.(*btf.Void); fn.Return != nil && !void {
+		if rt, err := check.FromBTF(fn.Return, check.KernelSpace); err == nil && rt.InRegister() {
+			ret = rt
+		}
+	}
+	return args, ret, nil
+}
+
+// syscallPrefixes are stripped from a function name to find the
+// tracepoint for the same event.
+var syscallPrefixes = []string{"__x64_sys_", "__ia32_sys_", "__se_sys_", "__do_sys_", "do_sys_", "ksys_", "sys_", "do_", "vfs_", "__"}
+
+// coveringTracepoint suggests a tracepoint for the event a kernel
+// function probe names, when one obviously exists.
+func coveringTracepoint(ap *syntax.AttachPoint) string {
+	if len(ap.Parts) == 0 {
+		return ""
+	}
+	name := ap.Parts[len(ap.Parts)-1]
+	if i := strings.IndexByte(name, '+'); i >= 0 {
+		name = name[:i]
+	}
+	if kernel.HasGlob(name) {
+		return ""
+	}
+	all, err := kernel.Tracepoints("*", "*")
+	if err != nil {
+		return ""
+	}
+	stems := []string{name}
+	for _, p := range syscallPrefixes {
+		if s, ok := strings.CutPrefix(name, p); ok && s != "" {
+			stems = append(stems, s)
+		}
+	}
+	for _, stem := range stems {
+		for _, want := range []string{stem, "sys_enter_" + stem} {
+			for _, tp := range all {
+				if tp.Name == want {
+					return "tracepoint:" + tp.String()
+				}
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,294 @@
+package attach
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/elfsym"
+	"kinst.dev/kinst/kernel"
+	"kinst.dev/kinst/syntax"
+)
+
+// ErrUnsupported marks probe types this kernel or kinst cannot attach.
+var ErrUnsupported = errors.New("not supported")
+
+// Resolver resolves attach points against the running system. It
+// implements check.Resolver.
+type Resolver struct {
+	// Pid restricts uprobes to one process and finds libraries in its
+	// memory map; 0 means every process.
+	Pid int
+	// StrLen is the size of tracepoint __data_loc strings.
+	StrLen int
+}
+
+// Tracepoint targets a tracepoint.
+type Tracepoint struct {
+	Category, Name string
+}
+
+// Uprobe targets an instruction in an executable or library.
+type Uprobe struct {
+	Path   string
+	Symbol string
+	Offset uint64 // file offset of the probed instruction
+	Return bool
+}
+
+// PerfEvent targets a software clock for profile and interval probes.
+type PerfEvent struct {
+	// Period is the sampling period in nanoseconds, or Freq a frequency
+	// in Hz.
+	Period uint64
+	Freq   uint64
+	// AllCPUs is set for profile, which samples on every CPU; interval
+	// fires on one.
+	AllCPUs bool
+}
+
+// RawTracepoint targets a raw tracepoint by its kernel name.
+type RawTracepoint struct {
+	Name string
+}
+
+// Resolve implements check.Resolver.
+func (r *Resolver) Resolve(ap *syntax.AttachPoint) ([]*check.Target, error) {
+	switch ap.Provider {
+	case "tracepoint":
+		return r.tracepoints(ap)
+	case "rawtracepoint":
+		return r.rawTracepoint(ap)
+	case "interval", "profile":
+		return timer(ap)
+	case "uprobe", "uretprobe":
+		return r.uprobes(ap)
+	case "kprobe", "kretprobe", "fentry", "fexit", "fmod_ret":
+		return r.kernelFuncs(ap)
+	}
+	return nil, fmt.Errorf("%s probes are %w by kinst", ap.Provider, ErrUnsupported)
+}
+
+func wantParts(ap *syntax.AttachPoint, n int, form string) error {
+	if len(ap.Parts) != n {
+		return fmt.Errorf("%s probes are written %s", ap.Provider, form)
+	}
+	return nil
+}
+
+func (r *Resolver) tracepoints(ap *syntax.AttachPoint) ([]*check.Target, error) {
+	if err := wantParts(ap, 2, "tracepoint:CATEGORY:NAME"); err != nil {
+		return nil, err
+	}
+	cat, name := ap.Parts[0], ap.Parts[1]
+	tps, err := kernel.Tracepoints(cat, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(tps) == 0 {
+		if kernel.HasGlob(cat) || kernel.HasGlob(name) {
+			return nil, fmt.Errorf("no tracepoint matches %s:%s; kinst -l 'tracepoint:*' lists them", cat, name)
+		}
+		return nil, fmt.Errorf("tracepoint %s:%s does not exist; kinst -l 'tracepoint:%s:*' lists the %s tracepoints", cat, name, cat, cat)
+	}
+	targets := make([]*check.Target, 0, len(tps))
+	for _, tp := range tps {
+		f, err := kernel.ReadFormat(tp.Category, tp.Name)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, &check.Target{
+			Provider: "tracepoint",
+			Name:     tp.String(),
+			Func:     tp.Name,
+			Args:     formatRecord(f, r.strLen()),
+			Attach:   Tracepoint{Category: tp.Category, Name: tp.Name},
+		})
+	}
+	return targets, nil
+}
+
+func (r *Resolver) strLen() int {
+	if r.StrLen > 0 {
+		return r.StrLen
+	}
+	return check.DefaultStrLen
+}
+
+// formatRecord turns a tracepoint's format into the record args points to.
+func formatRecord(f *kernel.Format, strLen int) *check.Type {
+	rec := &check.Type{Kind: check.Record, Name: "struct " + f.Category + "_" + f.Name + "_args"}
+	end := 0
+	for _, fl := range f.Fields {
+		t := fieldType(fl, strLen)
+		rec.Fields = append(rec.Fields, &check.Field{Name: fl.Name, Type: t, Offset: fl.Offset, DataLoc: fl.DataLoc})
+		end = max(end, fl.Offset+fl.Size)
+	}
+	rec.Size = end
+	return rec
+}
+
+func fieldType(fl kernel.Field, strLen int) *check.Type {
+	space := check.KernelSpace
+	if fl.AddrSpace == kernel.UserSpace {
+		space = check.UserSpace
+	}
+	switch {
+	case fl.DataLoc:
+		return check.StrType(strLen)
+	case fl.Pointer():
+		var elem *check.Type
+		if base := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(fl.Type, "const "), "*")); base == "char" {
+			elem = check.TInt8
+		}
+		return &check.Type{Kind: check.Ptr, Size: 8, Elem: elem, Space: space}
+	case fl.Array:
+		n := max(fl.ArrayLen, 1)
+		elemSize := max(fl.Size/n, 1)
+		if elemSize == 1 {
+			return check.StrType(n)
+		}
+		elem := check.IntType(elemSize, false)
+		return &check.Type{Kind: check.Array, Size: fl.Size, Elem: elem, Len: n, Space: space}
+	}
+	if size, signed, ok := fl.Int(); ok && (size == 1 || size == 2 || size == 4 || size == 8) {
+		return check.IntType(size, signed)
+	}
+	return &check.Type{Kind: check.Array, Size: fl.Size, Elem: check.TUint8, Len: fl.Size, Space: space}
+}
+
+func (r *Resolver) rawTracepoint(ap *syntax.AttachPoint) ([]*check.Target, error) {
+	// rawtracepoint:NAME, or rawtracepoint:MODULE:NAME as bpftrace allows.
+	if len(ap.Parts) < 1 || len(ap.Parts) > 2 {
+		return nil, fmt.Errorf("rawtracepoint probes are written rawtracepoint:NAME")
+	}
+	name := ap.Parts[len(ap.Parts)-1]
+	tps, err := kernel.Tracepoints("*", name)
+	if err != nil {
+		return nil, err
+	}
+	if len(tps) == 0 {
+		return nil, fmt.Errorf("raw tracepoint %s does not exist; kinst -l 'rawtracepoint:*' lists them", name)
+	}
+	seen := map[string]bool{}
+	var targets []*check.Target
+	for _, tp := range tps {
+		if seen[tp.Name] {
+			continue
+		}
+		seen[tp.Name] = true
+		targets = append(targets, &check.Target{
+			Provider: "rawtracepoint",
+			Name:     tp.Name,
+			Func:     tp.Name,
+			Attach:   RawTracepoint{Name: tp.Name},
+		})
+	}
+	return targets, nil
+}
+
+// timer resolves interval:UNIT:N and profile:UNIT:N.
+func timer(ap *syntax.AttachPoint) ([]*check.Target, error) {
+	form := ap.Provider + ":s|ms|us|hz:N"
+	if len(ap.Parts) != 2 {
+		return nil, fmt.Errorf("%s probes are written %s", ap.Provider, form)
+	}
+	unit, num := ap.Parts[0], ap.Parts[1]
+	n, err := strconv.ParseUint(num, 10, 64)
+	if err != nil || n == 0 {
+		return nil, fmt.Errorf("%s rate %q must be a positive whole number", ap.Provider, num)
+	}
+	ev := PerfEvent{AllCPUs: ap.Provider == "profile"}
+	switch unit {
+	case "s":
+		ev.Period = n * 1e9
+	case "ms":
+		ev.Period = n * 1e6
+	case "us":
+		ev.Period = n * 1e3
+	case "ns":
+		ev.Period = n
+	case "hz":
+		ev.Freq = n
+	default:
+		return nil, fmt.Errorf("unknown %s unit %q: use s, ms, us or hz", ap.Provider, unit)
+	}
+	if ev.Period != 0 && ev.Period < 10000 {
+		return nil, fmt.Errorf("%s period of %dns is too short: at least 10us keeps the system usable", ap.Provider, ev.Period)
+	}
+	return []*check.Target{{Provider: ap.Provider, Name: unit + ":" + num, Func: unit + ":" + num, Attach: ev}}, nil
+}
+
+func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
+	var file, spec string
+	switch {
+	case len(ap.Parts) == 2:
+		file, spec = ap.Parts[0], ap.Parts[1]
+	case len(ap.Parts) == 1 && r.Pid != 0:
+		file, spec = fmt.Sprintf("/proc/%d/exe", r.Pid), ap.Parts[0]
+	default:
+		return nil, fmt.Errorf("%s probes are written %s:PATH:FUNCTION[+OFFSET]", ap.Provider, ap.Provider)
+	}
+	path, err := elfsym.Resolve(file, r.Pid)
+	if err != nil {
+		return nil, err
+	}
+	f, err := elfsym.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	ret := ap.Provider == "uretprobe"
+	target := func(sym string, off uint64) *check.Target {
+		return &check.Target{
+			Provider: ap.Provider,
+			Name:     path + ":" + sym,
+			Func:     sym,
+			Attach:   Uprobe{Path: path, Symbol: sym, Offset: off, Return: ret},
+		}
+	}
+	if kernel.HasGlob(spec) {
+		syms := f.Symbols(spec)
+		if len(syms) == 0 {
+			return nil, fmt.Errorf("no function in %s matches %s; kinst -l 'uprobe:%s:*' lists them", path, spec, path)
+		}
+		targets := make([]*check.Target, len(syms))
+		for i, s := range syms {
+			targets[i] = target(s.Name, s.Offset)
+		}
+		return targets, nil
+	}
+	// An absolute address, FUNCTION, or FUNCTION+OFFSET.
+	if strings.HasPrefix(spec, "0x") {
+		addr, err := strconv.ParseUint(spec[2:], 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("bad address %q", spec)
+		}
+		off, ok := f.AddrOffset(addr)
+		if !ok {
+			return nil, fmt.Errorf("address %s is not in a loadable segment of %s", spec, path)
+		}
+		return []*check.Target{target(spec, off)}, nil
+	}
+	name, rel := spec, uint64(0)
+	if i := strings.LastIndexByte(spec, '+'); i > 0 {
+		name = spec[:i]
+		rel, err = strconv.ParseUint(spec[i+1:], 0, 64)
+		if err != nil {
+			return nil, fmt.Errorf("bad offset in %q", spec)
+		}
+		if ret {
+			return nil, fmt.Errorf("uretprobe cannot take an offset: a return probe fires on the function's return")
+		}
+	}
+	off, err := f.SymbolOffset(name, rel)
+	if err != nil {
+		return nil, err
+	}
+	t := target(name, off)
+	if rel != 0 {
+		t.Name = path + ":" + spec
+	}
+	return []*check.Target{t}, nil
+}

@@ -1,0 +1,155 @@
+package codegen
+
+import (
+	"github.com/cilium/ebpf/asm"
+
+	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/syntax"
+)
+
+// aggregate generates @m[k] = count() and the other aggregations. Their
+// maps are per-CPU, so an element is updated in place without atomics:
+// only this CPU writes its copy.
+func (g *gen) aggregate(x *syntax.MapExpr, call *syntax.CallExpr, c *check.Call) {
+	m := g.c.maps[c.Map]
+	vt := m.Value
+	arg := immOp(1)
+	if len(call.Args) > 0 {
+		arg = g.scalar(call.Args[0])
+	}
+	k := g.key(x, m)
+	switch vt.Kind {
+	case check.Hist, check.Lhist:
+		// The bucket index is the key's last word.
+		bucket := g.bucket(arg, vt)
+		last := m.Key.Offsets[len(m.Key.Offsets)-1]
+		g.emit(asm.StoreMem(k.base, k.off+int16(last), g.reg(bucket, asm.R0), asm.DWord))
+		g.free(bucket)
+		arg = immOp(1)
+	}
+	// The value an absent element starts with.
+	init := g.allocStack(16)
+	switch vt.Kind {
+	case check.Count, check.Hist, check.Lhist:
+		g.storeImm(asm.R10, init.off, 1, asm.DWord)
+	case check.Sum:
+		g.storeOp(init.off, arg)
+	case check.Min, check.Max:
+		g.storeOp(init.off, arg)
+		g.storeImm(asm.R10, init.off+8, 1, asm.DWord)
+	case check.Avg, check.Stats:
+		g.storeImm(asm.R10, init.off, 1, asm.DWord)
+		g.storeOp(init.off+8, arg)
+	}
+	have, done := g.newLabel("have"), g.newLabel("aggregated")
+	g.lookup(m, k)
+	g.emit(asm.JNE.Imm(asm.R0, 0, have))
+	g.update(m, k, mem{base: asm.R10, off: init.off, size: vt.Size}, updateNoExist)
+	g.emit(asm.JEq.Imm(asm.R0, 0, done))
+	// Another CPU created the element first: update the copy it made
+	// for this CPU.
+	g.lookup(m, k)
+	g.emit(asm.JEq.Imm(asm.R0, 0, done))
+	g.place(have)
+	switch vt.Kind {
+	case check.Count, check.Sum, check.Hist, check.Lhist:
+		g.addTo(asm.R0, 0, arg)
+	case check.Avg, check.Stats:
+		g.addTo(asm.R0, 0, immOp(1))
+		g.addTo(asm.R0, 8, arg)
+	case check.Min, check.Max:
+		// Replace when this CPU has no value yet or arg is better.
+		keep := g.newLabel("keep")
+		store := g.newLabel("store")
+		g.emit(asm.LoadMem(asm.R1, asm.R0, 8, asm.DWord), asm.JEq.Imm(asm.R1, 0, store))
+		g.emit(asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord))
+		ra := g.reg(arg, asm.R2)
+		// Keep the current value when it is already at least as good.
+		j := asm.JLE
+		switch {
+		case vt.Kind == check.Min && vt.Signed:
+			j = asm.JSLE
+		case vt.Kind == check.Max && vt.Signed:
+			j = asm.JSGE
+		case vt.Kind == check.Max:
+			j = asm.JGE
+		}
+		g.emit(j.Reg(asm.R1, ra, keep))
+		g.place(store)
+		ra = g.reg(arg, asm.R2)
+		g.emit(asm.StoreMem(asm.R0, 0, ra, asm.DWord))
+		g.storeImm(asm.R0, 8, 1, asm.DWord)
+		g.place(keep)
+	}
+	g.place(done)
+	g.emit(asm.Mov.Reg(asm.R0, asm.R0))
+	g.free(arg)
+}
+
+// storeOp stores an operand into the stack at off.
+func (g *gen) storeOp(off int16, op operand) {
+	if op.kind == opImm && fitsImm(op.imm) {
+		g.storeImm(asm.R10, off, op.imm, asm.DWord)
+		return
+	}
+	g.emit(asm.StoreMem(asm.R10, off, g.reg(op, asm.R1), asm.DWord))
+}
+
+// addTo adds op to the word at base+off.
+func (g *gen) addTo(base asm.Register, off int16, op operand) {
+	g.emit(asm.LoadMem(asm.R1, base, off, asm.DWord))
+	if op.kind == opImm && fitsImm(op.imm) {
+		g.emit(asm.Add.Imm(asm.R1, int32(op.imm)))
+	} else {
+		g.emit(asm.Add.Reg(asm.R1, g.reg(op, asm.R2)))
+	}
+	g.emit(asm.StoreMem(base, off, asm.R1, asm.DWord))
+}
+
+// bucket computes the hist or lhist bucket index of v.
+//
+// hist: 0 for negative values, 1 for zero, 2+floor(log2(v)) otherwise.
+// lhist: 0 below min, 1+(v-min)/step within [min, max), and one past the
+// last bucket from max up.
+func (g *gen) bucket(v operand, t *check.Type) operand {
+	b := g.newTemp()
+	r := g.work(b, asm.R1)
+	g.load(r, v)
+	done := g.newLabel("bucket")
+	if t.Kind == check.Lhist {
+		last := (t.LhistMax-t.LhistMin)/t.LhistStep + 1
+		inRange := g.newLabel("inrange")
+		g.movImm(asm.R2, t.LhistMin)
+		g.emit(asm.JSGE.Reg(r, asm.R2, inRange), asm.Mov.Imm(r, 0), asm.Ja.Label(done))
+		g.place(inRange)
+		below := g.newLabel("belowmax")
+		g.movImm(asm.R2, t.LhistMax)
+		g.emit(asm.JSLT.Reg(r, asm.R2, below))
+		g.movImm(r, last)
+		g.emit(asm.Ja.Label(done))
+		g.place(below)
+		g.movImm(asm.R2, t.LhistMin)
+		g.emit(asm.Sub.Reg(r, asm.R2))
+		g.movImm(asm.R2, t.LhistStep)
+		g.emit(asm.Div.Reg(r, asm.R2), asm.Add.Imm(r, 1))
+	} else {
+		positive, notZero := g.newLabel("positive"), g.newLabel("nonzero")
+		g.emit(asm.JSGT.Imm(r, 0, positive))
+		g.emit(asm.JNE.Imm(r, 0, notZero), asm.Mov.Imm(r, 1), asm.Ja.Label(done))
+		g.place(notZero)
+		g.emit(asm.Mov.Imm(r, 0), asm.Ja.Label(done))
+		g.place(positive)
+		// floor(log2(v)) by halving the search range: 32, 16, 8, 4, 2, 1.
+		g.emit(asm.Mov.Imm(asm.R2, 2))
+		for _, shift := range []int32{32, 16, 8, 4, 2, 1} {
+			skip := g.newLabel("log2")
+			g.emit(asm.Mov.Reg(asm.R3, r), asm.RSh.Imm(asm.R3, shift), asm.JEq.Imm(asm.R3, 0, skip))
+			g.emit(asm.Mov.Reg(r, asm.R3), asm.Add.Imm(asm.R2, shift))
+			g.place(skip)
+		}
+		g.emit(asm.Mov.Reg(r, asm.R2))
+	}
+	g.place(done)
+	g.set(b, r)
+	return b
+}

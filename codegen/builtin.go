@@ -1,0 +1,174 @@
+package codegen
+
+import (
+	"github.com/cilium/ebpf/asm"
+
+	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/syntax"
+)
+
+// argRegs are the pt_regs offsets of the x86-64 argument registers:
+// di, si, dx, cx, r8, r9.
+var argRegs = [check.MaxArgs]int16{112, 104, 96, 88, 72, 64}
+
+// raxOffset is where pt_regs keeps the return value.
+const raxOffset = 80
+
+// Flags of bpf_get_stackid.
+const stackUser = 1 << 8 // BPF_F_USER_STACK
+
+// helperResult calls fn and returns its result as a temporary, after
+// applying the instructions in post to R0.
+func (g *gen) helperResult(fn asm.BuiltinFunc, post ...asm.Instruction) operand {
+	g.call(fn)
+	g.emit(post...)
+	return g.fromReg(asm.R0)
+}
+
+// builtin generates a builtin variable.
+func (g *gen) builtin(id *syntax.Ident) operand {
+	switch id.Name {
+	case "pid":
+		return g.helperResult(asm.FnGetCurrentPidTgid, asm.RSh.Imm(asm.R0, 32))
+	case "tid":
+		return g.helperResult(asm.FnGetCurrentPidTgid, asm.Mov.Reg32(asm.R0, asm.R0))
+	case "uid":
+		return g.helperResult(asm.FnGetCurrentUidGid, asm.Mov.Reg32(asm.R0, asm.R0))
+	case "gid":
+		return g.helperResult(asm.FnGetCurrentUidGid, asm.RSh.Imm(asm.R0, 32))
+	case "nsecs":
+		return g.helperResult(asm.FnKtimeGetNs)
+	case "cpu":
+		return g.helperResult(asm.FnGetSmpProcessorId)
+	case "cgroup":
+		return g.helperResult(asm.FnGetCurrentCgroupId)
+	case "rand":
+		return g.helperResult(asm.FnGetPrandomU32)
+	case "numaid":
+		return g.helperResult(asm.FnGetNumaNodeId)
+	case "curtask":
+		return g.helperResult(asm.FnGetCurrentTask)
+	case "elapsed":
+		now := g.helperResult(asm.FnKtimeGetNs)
+		start := g.constValue(ConstStartTime)
+		r := g.work(now, asm.R1)
+		g.emit(asm.Sub.Reg(r, g.reg(start, asm.R2)))
+		g.set(now, r)
+		g.free(start)
+		return now
+	case "cpid":
+		return g.constValue(ConstCpid)
+	case "probe", "func":
+		return g.targetIndex()
+	case "kstack", "ustack":
+		return g.stackID(g.typeOf(id))
+	case "retval":
+		return g.retval()
+	case "ctx":
+		return g.fromReg(regCtx)
+	}
+	if n, ok := argIndex(id.Name); ok {
+		return g.arg(n)
+	}
+	g.c.errorf(id, "builtin %s is not supported here", id.Name)
+	return immOp(0)
+}
+
+func argIndex(name string) (int, bool) {
+	if len(name) < 4 || name[:3] != "arg" {
+		return 0, false
+	}
+	n := 0
+	for _, c := range name[3:] {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// constValue reads a word user space stored in the consts map.
+func (g *gen) constValue(off int) operand {
+	key := g.allocStack(4)
+	g.storeImm(asm.R10, key.off, 0, asm.Word)
+	g.mapPtr(asm.R1, ConstsMap)
+	g.addr(asm.R2, key)
+	g.call(asm.FnMapLookupElem)
+	done := g.newLabel("const")
+	g.emit(asm.JEq.Imm(asm.R0, 0, done), asm.LoadMem(asm.R0, asm.R0, int16(off), asm.DWord))
+	g.place(done)
+	return g.fromReg(asm.R0)
+}
+
+// targetIndex is the index of the target that fired among the program's
+// targets: a constant for one target, the attach cookie for several.
+func (g *gen) targetIndex() operand {
+	if len(g.p.Targets) == 1 {
+		return immOp(0)
+	}
+	g.cookies = true
+	g.emit(asm.Mov.Reg(asm.R1, regCtx))
+	return g.helperResult(asm.FnGetAttachCookie)
+}
+
+// stackID records the current kernel or user stack in a stack-trace map
+// and returns its id: the low 32 bits are the stack id (negative on
+// failure); ustack puts the pid in the high 32 bits for symbolization.
+func (g *gen) stackID(t *check.Type) operand {
+	name, flags := KstackMap, int32(0)
+	if t.User {
+		name, flags = UstackMap, stackUser
+		g.c.ustackDepth = max(g.c.ustackDepth, t.Frames)
+	} else {
+		g.c.kstackDepth = max(g.c.kstackDepth, t.Frames)
+	}
+	g.emit(asm.Mov.Reg(asm.R1, regCtx))
+	g.mapPtr(asm.R2, name)
+	g.emit(asm.Mov.Imm(asm.R3, flags))
+	g.call(asm.FnGetStackid)
+	g.emit(asm.Mov.Reg32(asm.R0, asm.R0))
+	id := g.fromReg(asm.R0)
+	if !t.User {
+		return id
+	}
+	g.call(asm.FnGetCurrentPidTgid)
+	g.emit(asm.RSh.Imm(asm.R0, 32), asm.LSh.Imm(asm.R0, 32))
+	r := g.work(id, asm.R1)
+	g.emit(asm.Or.Reg(r, asm.R0))
+	g.set(id, r)
+	return id
+}
+
+// ctxWord loads the 64-bit word at off in the context.
+func (g *gen) ctxWord(off int16) operand {
+	t := g.newTemp()
+	r := g.work(t, asm.R0)
+	g.emit(asm.LoadMem(r, regCtx, off, asm.DWord))
+	g.set(t, r)
+	return t
+}
+
+// arg reads argument n: from the saved registers in kprobes and uprobes,
+// from the argument array in raw tracepoints and fentry programs.
+func (g *gen) arg(n int) operand {
+	switch g.p.Provider {
+	case "kprobe", "uprobe":
+		return g.ctxWord(argRegs[n])
+	}
+	return g.ctxWord(int16(8 * n))
+}
+
+func (g *gen) retval() operand {
+	switch g.p.Provider {
+	case "fexit", "fmod_ret":
+		op := g.ctxWord(int16(8 * g.p.Targets[0].NumArgs))
+		if t := g.p.Ret; t != nil {
+			r := g.work(op, asm.R0)
+			g.normalize(r, t)
+			g.set(op, r)
+		}
+		return op
+	}
+	return g.ctxWord(raxOffset)
+}

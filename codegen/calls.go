@@ -1,0 +1,362 @@
+package codegen
+
+import (
+	"github.com/cilium/ebpf/asm"
+
+	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/syntax"
+)
+
+// joinArgs is how many arguments join() reads, as bpftrace.
+const joinArgs = 16
+
+// action registers an action and returns its id.
+func (g *gen) action(a *Action) *Action {
+	a.ID = len(g.c.out.Actions)
+	a.Pos = g.cur
+	g.c.out.Actions = append(g.c.out.Actions, a)
+	return a
+}
+
+// emitRecord sends rec to user space through the ring buffer, counting
+// it as lost when the buffer is full.
+func (g *gen) emitRecord(rec mem) {
+	g.mapPtr(asm.R1, EventsMap)
+	g.addr(asm.R2, rec)
+	g.emit(asm.Mov.Imm(asm.R3, int32(rec.size)), asm.Mov.Imm(asm.R4, 0))
+	g.call(asm.FnRingbufOutput)
+	ok := g.newLabel("sent")
+	g.emit(asm.JEq.Imm(asm.R0, 0, ok))
+	key := g.allocStack(4)
+	g.storeImm(asm.R10, key.off, 0, asm.Word)
+	g.mapPtr(asm.R1, LostMap)
+	g.addr(asm.R2, key)
+	g.call(asm.FnMapLookupElem)
+	g.emit(asm.JEq.Imm(asm.R0, 0, ok))
+	g.addTo(asm.R0, 0, immOp(1))
+	g.place(ok)
+	g.emit(asm.Mov.Reg(asm.R0, asm.R0))
+}
+
+// record allocates a record for action a and writes its header.
+func (g *gen) record(a *Action) mem {
+	rec := g.alloc(a.RecordSize(), 8)
+	g.storeImm(rec.base, rec.off, int64(a.ID), asm.DWord)
+	return rec
+}
+
+// sendArgs sends an action record carrying the values of args.
+func (g *gen) sendArgs(kind ActionKind, c *check.Call, args []syntax.Expr) {
+	a := &Action{Kind: kind}
+	if c != nil {
+		a.Format = c.Format
+	}
+	if len(args) > 0 {
+		types := make([]*check.Type, len(args))
+		for i, x := range args {
+			types[i] = g.typeOf(x)
+		}
+		a.Args = check.TupleType(types)
+	}
+	g.action(a)
+	rec := g.record(a)
+	if a.Args != nil {
+		body := rec.at(headerSize, a.Args.Size)
+		if hasPadding(a.Args) {
+			g.zero(body)
+		}
+		for i, x := range args {
+			et := a.Args.Elems[i]
+			g.storeValue(x, body.at(a.Args.Offsets[i], et.Size), et)
+		}
+	}
+	g.emitRecord(rec)
+}
+
+// callStmt generates a call used as a statement.
+func (g *gen) callStmt(x *syntax.CallExpr) {
+	c := g.p.Calls[x]
+	switch x.Fun.Name {
+	case "printf":
+		g.sendArgs(ActPrintf, c, x.Args[1:])
+	case "system":
+		g.sendArgs(ActSystem, c, x.Args[1:])
+	case "cat":
+		g.sendArgs(ActCat, c, x.Args[1:])
+	case "print":
+		if c.Map != nil {
+			a := g.action(&Action{Kind: ActPrintMap, Map: g.c.maps[c.Map], Top: c.Top, Div: c.Div})
+			g.emitRecord(g.record(a))
+			return
+		}
+		g.sendArgs(ActPrintValue, c, x.Args)
+	case "clear", "zero":
+		kind := ActClear
+		if x.Fun.Name == "zero" {
+			kind = ActZero
+		}
+		a := g.action(&Action{Kind: kind, Map: g.c.maps[c.Map]})
+		g.emitRecord(g.record(a))
+	case "exit":
+		a := g.action(&Action{Kind: ActExit})
+		g.emitRecord(g.record(a))
+		g.emit(asm.Ja.Label(g.exitLabel))
+	case "time":
+		a := g.action(&Action{Kind: ActTime, Text: c.Text})
+		g.emitRecord(g.record(a))
+	case "join":
+		g.join(x, c)
+	case "delete":
+		g.deleteElem(x.Args[0].(*syntax.MapExpr))
+	case "signal":
+		op := g.scalar(x.Args[0])
+		g.load(asm.R1, op)
+		g.free(op)
+		g.call(asm.FnSendSignal)
+	case "override":
+		op := g.scalar(x.Args[0])
+		if g.p.Provider == "fmod_ret" {
+			g.emit(asm.StoreMem(asm.R10, g.retSlot, g.reg(op, asm.R0), asm.DWord))
+		} else {
+			g.load(asm.R2, op)
+			g.emit(asm.Mov.Reg(asm.R1, regCtx))
+			g.call(asm.FnOverrideReturn)
+		}
+		g.free(op)
+	default:
+		// A value-returning call used as a statement: evaluate it for
+		// its effects.
+		t := g.typeOf(x)
+		if t.InRegister() {
+			g.free(g.scalar(x))
+		} else {
+			g.memOf(x)
+		}
+	}
+}
+
+// join reads a NULL-terminated array of string pointers, such as
+// execve's argv, and sends up to joinArgs strings.
+func (g *gen) join(x *syntax.CallExpr, c *check.Call) {
+	strLen := check.DefaultStrLen
+	a := g.action(&Action{Kind: ActJoin, Text: c.Text, JoinArgs: joinArgs, JoinLen: strLen})
+	a.Args = &check.Type{Kind: check.Buffer, Size: joinArgs * strLen}
+	rec := g.record(a)
+	body := rec.at(headerSize, joinArgs*strLen)
+	g.zero(body)
+	base := g.owned(g.scalar(x.Args[0]))
+	ptr := g.allocStack(8)
+	done := g.newLabel("joined")
+	for i := 0; i < joinArgs; i++ {
+		// ptr = base[i]; stop at NULL; read the string it points to.
+		g.addr(asm.R1, ptr)
+		g.emit(asm.Mov.Imm(asm.R2, 8))
+		g.load(asm.R3, base)
+		g.emit(asm.Add.Imm(asm.R3, int32(8*i)))
+		g.call(readHelper(c.Space))
+		g.emit(asm.LoadMem(asm.R3, asm.R10, ptr.off, asm.DWord), asm.JEq.Imm(asm.R3, 0, done))
+		g.addr(asm.R1, body.at(i*strLen, strLen))
+		g.emit(asm.Mov.Imm(asm.R2, int32(strLen)))
+		g.call(readStrHelper(c.Space))
+	}
+	g.place(done)
+	g.emit(asm.Mov.Reg(asm.R0, asm.R0))
+	g.free(base)
+	g.emitRecord(rec)
+}
+
+// readStrHelper is the helper that copies a string from memory in space.
+func readStrHelper(space check.AddrSpace) asm.BuiltinFunc {
+	if space == check.UserSpace {
+		return asm.FnProbeReadUserStr
+	}
+	return asm.FnProbeReadKernelStr
+}
+
+// callScalar generates a call whose value fits a register.
+func (g *gen) callScalar(x *syntax.CallExpr) operand {
+	c := g.p.Calls[x]
+	switch x.Fun.Name {
+	case "ksym", "kptr", "uptr":
+		return g.scalar(x.Args[0])
+	case "kstack", "ustack":
+		return g.stackID(g.typeOf(x))
+	case "reg":
+		off, _ := check.RegisterOffset(c.Text)
+		return g.ctxWord(int16(off))
+	case "strncmp":
+		return g.strncmp(x)
+	}
+	g.c.errorf(x, "%s() has no integer value", x.Fun.Name)
+	return immOp(0)
+}
+
+// strncmp compares at most n bytes, stopping at a NUL; it yields 0 when
+// they match, 1 when not.
+func (g *gen) strncmp(x *syntax.CallExpr) operand {
+	mark := g.mark()
+	defer g.release(mark)
+	a, b := g.memOf(x.Args[0]), g.memOf(x.Args[1])
+	n := int(g.p.Consts[x.Args[2]].Int)
+	n = min(n, a.size, b.size)
+	same, diff, done := g.newLabel("same"), g.newLabel("differ"), g.newLabel("strncmp")
+	for i := 0; i < n; i++ {
+		g.emit(
+			asm.LoadMem(asm.R1, a.base, a.off+int16(i), asm.Byte),
+			asm.LoadMem(asm.R2, b.base, b.off+int16(i), asm.Byte),
+			asm.JNE.Reg(asm.R1, asm.R2, diff),
+			asm.JEq.Imm(asm.R1, 0, same),
+		)
+	}
+	g.place(same)
+	g.emit(asm.Mov.Imm(asm.R0, 0), asm.Ja.Label(done))
+	g.place(diff)
+	g.emit(asm.Mov.Imm(asm.R0, 1))
+	g.place(done)
+	return g.fromReg(asm.R0)
+}
+
+// callMem generates a call whose value lives in memory into dst.
+func (g *gen) callMem(x *syntax.CallExpr, dst mem, t *check.Type) {
+	c := g.p.Calls[x]
+	switch x.Fun.Name {
+	case "str":
+		g.str(x, c, dst, t)
+	case "buf":
+		g.buf(x, c, dst)
+	case "usym":
+		op := g.scalar(x.Args[0])
+		g.emit(asm.StoreMem(dst.base, dst.off, g.reg(op, asm.R0), asm.DWord))
+		g.free(op)
+		g.call(asm.FnGetCurrentPidTgid)
+		g.emit(asm.RSh.Imm(asm.R0, 32), asm.StoreMem(dst.base, dst.off+8, asm.R0, asm.DWord))
+	case "ntop":
+		g.ntop(x, c, dst)
+	default:
+		if g.typeOf(x).InRegister() {
+			g.storeValue(x, dst, t)
+			return
+		}
+		g.c.errorf(x, "cannot generate %s()", x.Fun.Name)
+	}
+}
+
+// str reads a NUL-terminated string into dst; the rest of dst is zero so
+// that equal strings are equal keys.
+func (g *gen) str(x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) {
+	src := g.typeOf(x.Args[0])
+	if src.Kind == check.Str {
+		g.memInto(x.Args[0], dst, t)
+		if len(x.Args) == 2 {
+			// str(s, n) of a string keeps its first n bytes.
+			n := g.scalar(x.Args[1])
+			g.truncateStr(dst, n)
+		}
+		return
+	}
+	ptr := g.scalar(x.Args[0])
+	g.zero(dst)
+	size := immOp(int64(dst.size))
+	if len(x.Args) == 2 {
+		size = g.limit(g.scalar(x.Args[1]), dst.size)
+	}
+	g.load(asm.R3, ptr)
+	g.free(ptr)
+	g.load(asm.R2, size)
+	g.free(size)
+	g.addr(asm.R1, dst)
+	g.call(readStrHelper(c.Space))
+}
+
+// limit returns min(n+1, max) in a register bounded for the verifier:
+// the size of a read that keeps n characters and a NUL.
+func (g *gen) limit(n operand, max int) operand {
+	if n.kind == opImm {
+		return immOp(min(n.imm+1, int64(max)))
+	}
+	r := g.work(n, asm.R1)
+	ok, done := g.newLabel("fits"), g.newLabel("limited")
+	g.emit(asm.Add.Imm(r, 1), asm.JLE.Imm(r, int32(max), ok))
+	g.emit(asm.Mov.Imm(r, int32(max)), asm.Ja.Label(done))
+	g.place(ok)
+	// Negative lengths wrapped to huge values above; zero means nothing.
+	g.emit(asm.JNE.Imm(r, 0, done), asm.Mov.Imm(r, 1))
+	g.place(done)
+	g.set(n, r)
+	return n
+}
+
+// truncateStr puts a NUL at offset n of a string in dst, if n is inside.
+func (g *gen) truncateStr(dst mem, n operand) {
+	if n.kind == opImm {
+		if n.imm >= 0 && n.imm < int64(dst.size) {
+			g.zero(dst.at(int(n.imm), dst.size-int(n.imm)))
+		}
+		return
+	}
+	// A variable length: clear byte by byte from n on.
+	r := g.reg(n, asm.R1)
+	for i := 0; i < dst.size; i++ {
+		skip := g.newLabel("keep")
+		g.emit(asm.JGT.Imm(r, int32(i), skip), asm.StoreImm(dst.base, dst.off+int16(i), 0, asm.Byte))
+		g.place(skip)
+	}
+	g.emit(asm.Mov.Reg(asm.R0, asm.R0))
+	g.free(n)
+}
+
+// buf reads raw bytes; the last byte of dst holds the length read.
+func (g *gen) buf(x *syntax.CallExpr, c *check.Call, dst mem) {
+	n := dst.size - 1
+	src := g.typeOf(x.Args[0])
+	body := dst.at(0, n)
+	if src.Kind == check.Array || src.Kind == check.Str {
+		if l, ok := x.Args[0].(*syntax.FieldExpr); ok {
+			g.readMem(g.placeOf(l), src, nil, body)
+		} else {
+			g.memInto(x.Args[0], body, &check.Type{Kind: check.Str, Size: n})
+		}
+	} else {
+		ptr := g.scalar(x.Args[0])
+		g.load(asm.R3, ptr)
+		g.free(ptr)
+		g.addr(asm.R1, body)
+		g.emit(asm.Mov.Imm(asm.R2, int32(n)))
+		g.call(readHelper(c.Space))
+	}
+	g.emit(asm.StoreImm(dst.base, dst.off+int16(n), int64(n&0xff), asm.Byte))
+}
+
+// ntop stores an address family word and 16 address bytes.
+func (g *gen) ntop(x *syntax.CallExpr, c *check.Call, dst mem) {
+	g.zero(dst)
+	addr := x.Args[len(x.Args)-1]
+	at := g.typeOf(addr)
+	family := int64(2)
+	if len(x.Args) == 2 {
+		family = int64(g.p.Consts[x.Args[0]].Int)
+	} else if (at.Kind == check.Array || at.Kind == check.Str) && at.Size == 16 {
+		family = 10
+	}
+	g.storeImm(dst.base, dst.off, family, asm.DWord)
+	body := dst.at(8, 16)
+	switch {
+	case at.Kind == check.Array || at.Kind == check.Str:
+		g.readMem(g.placeOf(addr), at, nil, body.at(0, at.Size))
+	case at.Kind == check.Int && family == 2:
+		op := g.scalar(addr)
+		g.emit(asm.StoreMem(body.base, body.off, g.reg(op, asm.R0), asm.Word))
+		g.free(op)
+	default:
+		ptr := g.scalar(addr)
+		size := int32(4)
+		if family == 10 {
+			size = 16
+		}
+		g.load(asm.R3, ptr)
+		g.free(ptr)
+		g.addr(asm.R1, body)
+		g.emit(asm.Mov.Imm(asm.R2, size))
+		g.call(readHelper(c.Space))
+	}
+}

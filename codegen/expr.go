@@ -1,0 +1,518 @@
+package codegen
+
+import (
+	"github.com/cilium/ebpf/asm"
+
+	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/syntax"
+)
+
+func (g *gen) typeOf(x syntax.Expr) *check.Type { return g.p.Types[x] }
+
+// scalar generates x, which must have a register-class type, and returns
+// where its value is.
+func (g *gen) scalar(x syntax.Expr) operand {
+	if v, ok := g.p.Consts[x]; ok && !v.IsStr {
+		return immOp(int64(v.Int))
+	}
+	saved := g.cur
+	g.cur = x.Pos()
+	defer func() { g.cur = saved }()
+	switch x := x.(type) {
+	case *syntax.ParenExpr:
+		return g.scalar(x.X)
+	case *syntax.Ident:
+		return g.builtin(x)
+	case *syntax.VarExpr:
+		v := g.vars[x.Name]
+		t := g.newTemp()
+		r := g.work(t, asm.R0)
+		g.emit(asm.LoadMem(r, v.base, v.off, asm.DWord))
+		g.set(t, r)
+		return t
+	case *syntax.MapExpr:
+		return g.mapReadScalar(x)
+	case *syntax.CallExpr:
+		return g.callScalar(x)
+	case *syntax.UnaryExpr:
+		return g.unary(x)
+	case *syntax.IncDecExpr:
+		return g.incDec(x, true)
+	case *syntax.BinaryExpr:
+		return g.binary(x)
+	case *syntax.CondExpr:
+		return g.condScalar(x)
+	case *syntax.CastExpr:
+		op := g.owned(g.scalar(x.X))
+		t := g.typeOf(x)
+		r := g.work(op, asm.R0)
+		g.normalize(r, t)
+		g.set(op, r)
+		return op
+	case *syntax.FieldExpr, *syntax.IndexExpr:
+		pl := g.placeOf(x)
+		return g.readScalar(pl, g.typeOf(x), g.fieldOf(x))
+	}
+	g.c.errorf(x, "cannot generate code for %s", syntax.String(x))
+	return immOp(0)
+}
+
+func (g *gen) unary(x *syntax.UnaryExpr) operand {
+	if x.Op == syntax.MUL {
+		pl := g.placeOf(x)
+		return g.readScalar(pl, g.typeOf(x), nil)
+	}
+	op := g.owned(g.scalar(x.X))
+	r := g.work(op, asm.R0)
+	switch x.Op {
+	case syntax.SUB:
+		g.emit(asm.Neg.Imm(r, 0))
+		g.normalize(r, g.typeOf(x))
+	case syntax.TILDE:
+		g.emit(asm.Xor.Imm(r, -1))
+		g.normalize(r, g.typeOf(x))
+	case syntax.NOT:
+		done := g.newLabel("not")
+		g.emit(asm.Mov.Imm(asm.R1, 1), asm.JEq.Imm(r, 0, done), asm.Mov.Imm(asm.R1, 0))
+		g.place(done)
+		g.emit(asm.Mov.Reg(r, asm.R1))
+	}
+	g.set(op, r)
+	return op
+}
+
+// jumpOp is the conditional jump for a comparison.
+func jumpOp(op syntax.Token, signed bool) asm.JumpOp {
+	switch op {
+	case syntax.EQL:
+		return asm.JEq
+	case syntax.NEQ:
+		return asm.JNE
+	case syntax.LSS:
+		if signed {
+			return asm.JSLT
+		}
+		return asm.JLT
+	case syntax.LEQ:
+		if signed {
+			return asm.JSLE
+		}
+		return asm.JLE
+	case syntax.GTR:
+		if signed {
+			return asm.JSGT
+		}
+		return asm.JGT
+	case syntax.GEQ:
+		if signed {
+			return asm.JSGE
+		}
+		return asm.JGE
+	}
+	panic("not a comparison: " + op.String())
+}
+
+func isComparison(op syntax.Token) bool {
+	switch op {
+	case syntax.EQL, syntax.NEQ, syntax.LSS, syntax.LEQ, syntax.GTR, syntax.GEQ:
+		return true
+	}
+	return false
+}
+
+func fitsImm(v int64) bool { return v >= -1<<31 && v < 1<<31 }
+
+func (g *gen) binary(x *syntax.BinaryExpr) operand {
+	if x.Op == syntax.LAND || x.Op == syntax.LOR {
+		return g.logical(x)
+	}
+	lt, rt := g.typeOf(x.X), g.typeOf(x.Y)
+	if lt.Kind == check.Str {
+		return g.strEqual(x)
+	}
+	signed := lt.Kind == check.Int && rt.Kind == check.Int && lt.Signed && rt.Signed
+	a := g.scalar(x.X)
+	b := g.scalar(x.Y)
+	if isComparison(x.Op) {
+		return g.compare(x.Op, a, b, signed)
+	}
+	// Pointer arithmetic counts in elements, as in C.
+	if lt.Kind == check.Ptr && rt.Kind == check.Int {
+		b = g.scale(b, lt)
+	} else if rt.Kind == check.Ptr && lt.Kind == check.Int {
+		a = g.scale(a, rt)
+	}
+	return g.arith(x.Op, g.owned(a), b, lt, rt)
+}
+
+// scale multiplies an index by the size of what pointer type p points to.
+func (g *gen) scale(op operand, p *check.Type) operand {
+	size := 1
+	if p.Elem != nil {
+		size = p.Elem.Size
+	}
+	if size == 1 {
+		return op
+	}
+	if op.kind == opImm {
+		return immOp(op.imm * int64(size))
+	}
+	r := g.work(op, asm.R1)
+	g.emit(asm.Mul.Imm(r, int32(size)))
+	g.set(op, r)
+	return op
+}
+
+func aluOp(op syntax.Token, signed bool) asm.ALUOp {
+	switch op {
+	case syntax.ADD:
+		return asm.Add
+	case syntax.SUB:
+		return asm.Sub
+	case syntax.MUL:
+		return asm.Mul
+	case syntax.QUO:
+		return asm.Div
+	case syntax.REM:
+		return asm.Mod
+	case syntax.AND:
+		return asm.And
+	case syntax.OR:
+		return asm.Or
+	case syntax.XOR:
+		return asm.Xor
+	case syntax.SHL:
+		return asm.LSh
+	case syntax.SHR:
+		if signed {
+			return asm.ArSh
+		}
+		return asm.RSh
+	}
+	panic("not an arithmetic operator: " + op.String())
+}
+
+// signedDiv divides r by R2 with C's signed semantics: the quotient
+// truncates toward zero and the remainder takes the dividend's sign.
+// BPF's div and mod are unsigned (sdiv needs a 6.6 kernel), so the
+// magnitudes are divided and the sign fixed after.
+func (g *gen) signedDiv(op syntax.Token, r asm.Register) {
+	l1, l2, l3 := g.newLabel("sdiv"), g.newLabel("sdiv"), g.newLabel("sdiv")
+	g.emit(asm.Mov.Imm(asm.R3, 0), asm.JSGE.Imm(r, 0, l1), asm.Neg.Imm(r, 0), asm.Mov.Imm(asm.R3, 1))
+	g.place(l1)
+	g.emit(asm.JSGE.Imm(asm.R2, 0, l2), asm.Neg.Imm(asm.R2, 0))
+	if op == syntax.QUO {
+		g.emit(asm.Xor.Imm(asm.R3, 1))
+	}
+	g.place(l2)
+	if op == syntax.QUO {
+		g.emit(asm.Div.Reg(r, asm.R2))
+	} else {
+		g.emit(asm.Mod.Reg(r, asm.R2))
+	}
+	g.emit(asm.JEq.Imm(asm.R3, 0, l3), asm.Neg.Imm(r, 0))
+	g.place(l3)
+	g.emit(asm.Mov.Reg(r, r)) // carries l3
+}
+
+// compare materializes a comparison as 0 or 1.
+func (g *gen) compare(op syntax.Token, a, b operand, signed bool) operand {
+	if a.kind == opImm {
+		// Put the constant on the right: a < b is b > a.
+		a, b = b, a
+		op = swapComparison(op)
+	}
+	yes, done := g.newLabel("true"), g.newLabel("cmp")
+	ra := g.reg(a, asm.R1)
+	j := jumpOp(op, signed)
+	if b.kind == opImm && fitsImm(b.imm) {
+		g.emit(j.Imm(ra, int32(b.imm), yes))
+	} else {
+		g.emit(j.Reg(ra, g.reg(b, asm.R2), yes))
+	}
+	g.emit(asm.Mov.Imm(asm.R0, 0), asm.Ja.Label(done))
+	g.place(yes)
+	g.emit(asm.Mov.Imm(asm.R0, 1))
+	g.place(done)
+	g.free(a)
+	g.free(b)
+	return g.fromReg(asm.R0)
+}
+
+func swapComparison(op syntax.Token) syntax.Token {
+	switch op {
+	case syntax.LSS:
+		return syntax.GTR
+	case syntax.LEQ:
+		return syntax.GEQ
+	case syntax.GTR:
+		return syntax.LSS
+	case syntax.GEQ:
+		return syntax.LEQ
+	}
+	return op
+}
+
+// logical generates && and || with short circuits.
+func (g *gen) logical(x *syntax.BinaryExpr) operand {
+	short, done := g.newLabel("short"), g.newLabel("logic")
+	// && stops at the first false operand, || at the first true one.
+	stop := asm.JEq
+	if x.Op == syntax.LOR {
+		stop = asm.JNE
+	}
+	for _, side := range []syntax.Expr{x.X, x.Y} {
+		op := g.scalar(side)
+		r := g.reg(op, asm.R0)
+		g.free(op)
+		g.emit(stop.Imm(r, 0, short))
+	}
+	result := int32(1)
+	if x.Op == syntax.LOR {
+		result = 0
+	}
+	g.emit(asm.Mov.Imm(asm.R0, result), asm.Ja.Label(done))
+	g.place(short)
+	g.emit(asm.Mov.Imm(asm.R0, 1-result))
+	g.place(done)
+	return g.fromReg(asm.R0)
+}
+
+func (g *gen) condScalar(x *syntax.CondExpr) operand {
+	dst := g.newTemp()
+	els, done := g.newLabel("else"), g.newLabel("fi")
+	c := g.scalar(x.Cond)
+	r := g.reg(c, asm.R0)
+	g.free(c)
+	g.emit(asm.JEq.Imm(r, 0, els))
+	a := g.scalar(x.X)
+	g.load(asm.R0, a)
+	g.free(a)
+	g.set(dst, asm.R0)
+	g.emit(asm.Ja.Label(done))
+	g.place(els)
+	b := g.scalar(x.Y)
+	g.load(asm.R0, b)
+	g.free(b)
+	g.set(dst, asm.R0)
+	g.place(done)
+	return dst
+}
+
+// strEqual compares two strings byte by byte up to the first NUL.
+func (g *gen) strEqual(x *syntax.BinaryExpr) operand {
+	mark := g.mark()
+	defer g.release(mark)
+	eq, ne, done := g.newLabel("streq"), g.newLabel("strne"), g.newLabel("strcmp")
+	left, right := x.X, x.Y
+	if _, ok := g.p.Consts[left]; ok {
+		left, right = right, left
+	}
+	a := g.memOf(left)
+	if v, ok := g.p.Consts[right]; ok && v.IsStr {
+		// Against a constant: compare each byte with an immediate,
+		// including the terminating NUL.
+		lit := v.Str
+		if len(lit) >= a.size {
+			g.emit(asm.Ja.Label(ne)) // too long to fit: never equal
+		} else {
+			for i := 0; i <= len(lit); i++ {
+				var c byte
+				if i < len(lit) {
+					c = lit[i]
+				}
+				g.emit(asm.LoadMem(asm.R1, a.base, a.off+int16(i), asm.Byte), asm.JNE.Imm(asm.R1, int32(c), ne))
+			}
+			g.emit(asm.Ja.Label(eq))
+		}
+	} else {
+		b := g.memOf(right)
+		n := min(a.size, b.size)
+		for i := 0; i < n; i++ {
+			g.emit(
+				asm.LoadMem(asm.R1, a.base, a.off+int16(i), asm.Byte),
+				asm.LoadMem(asm.R2, b.base, b.off+int16(i), asm.Byte),
+				asm.JNE.Reg(asm.R1, asm.R2, ne),
+				asm.JEq.Imm(asm.R1, 0, eq),
+			)
+		}
+		// All n bytes matched without a NUL: equal only if the longer
+		// string ends there.
+		switch {
+		case a.size > n:
+			g.emit(asm.LoadMem(asm.R1, a.base, a.off+int16(n), asm.Byte), asm.JNE.Imm(asm.R1, 0, ne))
+		case b.size > n:
+			g.emit(asm.LoadMem(asm.R1, b.base, b.off+int16(n), asm.Byte), asm.JNE.Imm(asm.R1, 0, ne))
+		}
+		g.emit(asm.Ja.Label(eq))
+	}
+	want := int32(1)
+	if x.Op == syntax.NEQ {
+		want = 0
+	}
+	g.place(eq)
+	g.emit(asm.Mov.Imm(asm.R0, want), asm.Ja.Label(done))
+	g.place(ne)
+	g.emit(asm.Mov.Imm(asm.R0, 1-want))
+	g.place(done)
+	return g.fromReg(asm.R0)
+}
+
+// memOf returns where the value of memory-class expression x lives,
+// generating it into new memory unless it already has a home.
+func (g *gen) memOf(x syntax.Expr) mem {
+	x = syntax.Unparen(x)
+	if v, ok := x.(*syntax.VarExpr); ok {
+		return g.vars[v.Name]
+	}
+	t := g.typeOf(x)
+	m := g.alloc(t.Size, t.Align())
+	g.memInto(x, m, t)
+	return m
+}
+
+// storeValue writes the value of x, converted to type t, into dst.
+func (g *gen) storeValue(x syntax.Expr, dst mem, t *check.Type) {
+	if t.InRegister() {
+		op := g.scalar(x)
+		size := 8
+		if t.Kind == check.Int {
+			size = t.Size
+		}
+		if op.kind == opImm && fitsImm(op.imm) {
+			g.storeImm(dst.base, dst.off, op.imm, sizeOf(size))
+		} else {
+			g.emit(asm.StoreMem(dst.base, dst.off, g.reg(op, asm.R0), sizeOf(size)))
+		}
+		g.free(op)
+		return
+	}
+	g.memInto(x, dst, t)
+}
+
+// memInto writes the value of memory-class x into dst as type t
+// (dst.size == t.Size), converting strings and tuples as needed.
+func (g *gen) memInto(x syntax.Expr, dst mem, t *check.Type) {
+	saved := g.cur
+	g.cur = x.Pos()
+	defer func() { g.cur = saved }()
+	if v, ok := g.p.Consts[x]; ok && v.IsStr {
+		g.storeBytes(dst, v.Str)
+		return
+	}
+	xt := g.typeOf(x)
+	switch x := x.(type) {
+	case *syntax.ParenExpr:
+		g.memInto(x.X, dst, t)
+		return
+	case *syntax.VarExpr:
+		g.convertMem(dst, t, g.vars[x.Name], xt)
+		return
+	case *syntax.Ident:
+		if x.Name == "comm" {
+			n := min(16, dst.size)
+			g.addr(asm.R1, dst)
+			g.emit(asm.Mov.Imm(asm.R2, int32(n)))
+			g.call(asm.FnGetCurrentComm)
+			if dst.size > n {
+				g.zero(dst.at(n, dst.size-n))
+			}
+			return
+		}
+	case *syntax.MapExpr:
+		g.mapReadMem(x, dst, t)
+		return
+	case *syntax.CallExpr:
+		g.callMem(x, dst, t)
+		return
+	case *syntax.TupleExpr:
+		if hasPadding(t) {
+			g.zero(dst)
+		}
+		for i, e := range x.Elems {
+			et := t.Elems[i]
+			g.storeValue(e, dst.at(t.Offsets[i], et.Size), et)
+		}
+		return
+	case *syntax.CondExpr:
+		els, done := g.newLabel("else"), g.newLabel("fi")
+		c := g.scalar(x.Cond)
+		r := g.reg(c, asm.R0)
+		g.free(c)
+		g.emit(asm.JEq.Imm(r, 0, els))
+		g.memInto(x.X, dst, t)
+		g.emit(asm.Ja.Label(done))
+		g.place(els)
+		g.memInto(x.Y, dst, t)
+		g.place(done)
+		g.emit(asm.Mov.Reg(asm.R0, asm.R0)) // carries the label
+		return
+	case *syntax.FieldExpr, *syntax.IndexExpr, *syntax.UnaryExpr:
+		pl := g.placeOf(x)
+		g.readMem(pl, xt, g.fieldOf(x), dst)
+		return
+	}
+	if xt.InRegister() {
+		g.storeValue(x, dst, t)
+		return
+	}
+	g.c.errorf(x, "cannot generate code for %s", syntax.String(x))
+}
+
+// convertMem copies a value of type st at src into dst as type dt.
+func (g *gen) convertMem(dst mem, dt *check.Type, src mem, st *check.Type) {
+	switch {
+	case st.Equal(dt) || dt.Kind == check.Str:
+		g.copyMem(dst, src)
+	case dt.Kind == check.Tuple:
+		if hasPadding(dt) {
+			g.zero(dst)
+		}
+		for i := range dt.Elems {
+			de, se := dt.Elems[i], st.Elems[i]
+			g.convertMem(dst.at(dt.Offsets[i], de.Size), de, src.at(st.Offsets[i], se.Size), se)
+		}
+	case dt.Kind == check.Int:
+		g.loadInt(asm.R0, src.base, src.off, st)
+		g.emit(asm.StoreMem(dst.base, dst.off, asm.R0, sizeOf(dt.Size)))
+	default:
+		g.copyMem(dst, src)
+	}
+}
+
+// hasPadding reports whether a tuple has bytes no element covers, which
+// must be zeroed so equal keys compare equal.
+func hasPadding(t *check.Type) bool {
+	if t.Kind != check.Tuple {
+		return false
+	}
+	n := 0
+	for _, e := range t.Elems {
+		n += e.Size
+		if hasPadding(e) {
+			return true
+		}
+	}
+	return n != t.Size
+}
+
+// storeBytes writes s into dst, NUL-padded to dst.size.
+func (g *gen) storeBytes(dst mem, s string) {
+	b := make([]byte, dst.size)
+	copy(b, s)
+	if len(s) >= dst.size && dst.size > 0 {
+		b[dst.size-1] = 0
+	}
+	off := 0
+	for off < len(b) {
+		switch {
+		case len(b)-off >= 4 && (int(dst.off)+off)%4 == 0:
+			v := int32(uint32(b[off]) | uint32(b[off+1])<<8 | uint32(b[off+2])<<16 | uint32(b[off+3])<<24)
+			g.emit(asm.StoreImm(dst.base, dst.off+int16(off), int64(v), asm.Word))
+			off += 4
+		default:
+			g.emit(asm.StoreImm(dst.base, dst.off+int16(off), int64(b[off]), asm.Byte))
+			off++
+		}
+	}
+}

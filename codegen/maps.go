@@ -1,0 +1,218 @@
+package codegen
+
+import (
+	"github.com/cilium/ebpf/asm"
+
+	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/syntax"
+)
+
+// Flags of bpf_map_update_elem.
+const (
+	updateAny     = 0 // BPF_ANY
+	updateNoExist = 1 // BPF_NOEXIST
+)
+
+func (g *gen) mapOf(x *syntax.MapExpr) *Map {
+	return g.c.maps[g.c.prog.Map(x.Name)]
+}
+
+// key builds the stored key of map element x. For hist and lhist maps the
+// bucket index goes in the last word, which the caller fills.
+func (g *gen) key(x *syntax.MapExpr, m *Map) mem {
+	k := g.alloc(m.Key.Size, 8)
+	if x.Keys == nil {
+		g.storeImm(k.base, k.off, 0, asm.DWord)
+		return k
+	}
+	if hasPadding(m.Key) {
+		g.zero(k)
+	}
+	for i, kx := range x.Keys {
+		kt := m.Key.Elems[i]
+		g.storeValue(kx, k.at(m.Key.Offsets[i], kt.Size), kt)
+	}
+	return k
+}
+
+// lookup calls bpf_map_lookup_elem; R0 holds the value pointer or null.
+func (g *gen) lookup(m *Map, key mem) {
+	g.mapPtr(asm.R1, m.Spec)
+	g.addr(asm.R2, key)
+	g.call(asm.FnMapLookupElem)
+}
+
+// update calls bpf_map_update_elem.
+func (g *gen) update(m *Map, key, value mem, flags int32) {
+	g.mapPtr(asm.R1, m.Spec)
+	g.addr(asm.R2, key)
+	g.addr(asm.R3, value)
+	g.emit(asm.Mov.Imm(asm.R4, flags))
+	g.call(asm.FnMapUpdateElem)
+}
+
+// mapReadScalar reads an integer element, 0 when absent.
+func (g *gen) mapReadScalar(x *syntax.MapExpr) operand {
+	m := g.mapOf(x)
+	k := g.key(x, m)
+	g.lookup(m, k)
+	done := g.newLabel("mapval")
+	g.emit(asm.JEq.Imm(asm.R0, 0, done))
+	g.loadInt(asm.R0, asm.R0, 0, m.Value)
+	g.place(done)
+	return g.fromReg(asm.R0)
+}
+
+// mapReadMem copies a string or tuple element into dst, zeroes when
+// absent.
+func (g *gen) mapReadMem(x *syntax.MapExpr, dst mem, t *check.Type) {
+	m := g.mapOf(x)
+	k := g.key(x, m)
+	g.lookup(m, k)
+	missing, done := g.newLabel("nokey"), g.newLabel("mapval")
+	g.emit(asm.JEq.Imm(asm.R0, 0, missing), asm.Mov.Reg(asm.R3, asm.R0))
+	g.convertMem(dst, t, mem{base: asm.R3, size: m.Value.Size}, m.Value)
+	g.emit(asm.Ja.Label(done))
+	g.place(missing)
+	g.zero(dst)
+	g.place(done)
+	g.emit(asm.Mov.Reg(asm.R0, asm.R0))
+}
+
+func (g *gen) assignMap(x *syntax.MapExpr, s *syntax.AssignStmt) {
+	m := g.mapOf(x)
+	if s.Op == syntax.ASSIGN {
+		v := g.alloc(m.Value.Size, m.Value.Align())
+		g.storeValue(s.Rhs, v, m.Value)
+		k := g.key(x, m)
+		g.update(m, k, v, updateAny)
+		return
+	}
+	op := s.Op.BinaryOf()
+	rhs := g.scalar(s.Rhs)
+	g.modify(x, m, op, rhs, g.typeOf(s.Rhs), noResult)
+}
+
+// want says which value a read-modify-write returns.
+type want int
+
+const (
+	noResult want = iota
+	oldValue      // x++
+	newValue      // ++x
+)
+
+// incDec generates ++ and --; value says whether the expression's value
+// is used, which rules out the atomic fast path.
+func (g *gen) incDec(x *syntax.IncDecExpr, value bool) operand {
+	op := syntax.ADD
+	if x.Op == syntax.DEC {
+		op = syntax.SUB
+	}
+	switch target := x.X.(type) {
+	case *syntax.VarExpr:
+		v := g.vars[target.Name]
+		t := g.p.Vars[target.Name].Type
+		old := g.newTemp()
+		r := g.work(old, asm.R1)
+		g.emit(asm.LoadMem(r, v.base, v.off, asm.DWord))
+		g.set(old, r)
+		g.emit(asm.Mov.Reg(asm.R2, r))
+		g.emit(aluOp(op, false).Imm(asm.R2, 1))
+		g.normalize(asm.R2, t)
+		g.emit(asm.StoreMem(v.base, v.off, asm.R2, asm.DWord))
+		if x.Prefix {
+			g.set(old, asm.R2)
+		}
+		return old
+	case *syntax.MapExpr:
+		w := noResult
+		switch {
+		case value && x.Prefix:
+			w = newValue
+		case value:
+			w = oldValue
+		}
+		return g.modify(target, g.mapOf(target), op, immOp(1), check.TInt64, w)
+	}
+	return immOp(0)
+}
+
+// modify applies op= rhs to a map element, creating it from zero when
+// absent. Without a result wanted, + and - use an atomic add so that
+// concurrent updates from several CPUs are not lost. With one, the old
+// value (or the new one, for prefix) is returned.
+func (g *gen) modify(x *syntax.MapExpr, m *Map, op syntax.Token, rhs operand, rt *check.Type, w want) operand {
+	vt := m.Value
+	k := g.key(x, m)
+	g.lookup(m, k)
+	create, done := g.newLabel("create"), g.newLabel("modified")
+	g.emit(asm.JEq.Imm(asm.R0, 0, create))
+	result := immOp(0)
+	if w != noResult {
+		result = g.newTemp()
+	}
+	atomic := w == noResult && (op == syntax.ADD || op == syntax.SUB) && vt.Size == 8
+	if atomic {
+		g.load(asm.R1, rhs)
+		if op == syntax.SUB {
+			g.emit(asm.Neg.Imm(asm.R1, 0))
+		}
+		g.emit(asm.StoreXAdd(asm.R0, asm.R1, asm.DWord))
+	} else {
+		g.emit(asm.Mov.Reg(asm.R3, asm.R0))
+		g.loadInt(asm.R1, asm.R3, 0, vt)
+		if w == oldValue {
+			g.set(result, asm.R1)
+		}
+		g.applyOp(op, rhs, vt, rt)
+		g.emit(asm.StoreMem(asm.R3, 0, asm.R1, sizeOf(vt.Size)))
+		if w == newValue {
+			g.set(result, asm.R1)
+		}
+	}
+	g.emit(asm.Ja.Label(done))
+	// Absent: the element starts from zero.
+	g.place(create)
+	g.emit(asm.Mov.Imm(asm.R1, 0))
+	if w == oldValue {
+		g.set(result, asm.R1)
+	}
+	g.emit(asm.Mov.Imm(asm.R3, 0)) // applyOp may divide: keep R3 defined
+	g.applyOp(op, rhs, vt, rt)
+	if w == newValue {
+		g.set(result, asm.R1)
+	}
+	v := g.allocStack(8)
+	g.emit(asm.StoreMem(asm.R10, v.off, asm.R1, asm.DWord))
+	g.update(m, k, mem{base: asm.R10, off: v.off, size: vt.Size}, updateAny)
+	g.place(done)
+	g.emit(asm.Mov.Reg(asm.R0, asm.R0))
+	g.free(rhs)
+	return result
+}
+
+// applyOp computes R1 = R1 op rhs for a value of type vt, normalized.
+func (g *gen) applyOp(op syntax.Token, rhs operand, vt, rt *check.Type) {
+	signed := vt.Signed && rt.Signed
+	if signed && (op == syntax.QUO || op == syntax.REM) {
+		g.emit(asm.Mov.Reg(asm.R4, asm.R3))
+		g.load(asm.R2, rhs)
+		g.signedDiv(op, asm.R1)
+		g.emit(asm.Mov.Reg(asm.R3, asm.R4))
+	} else if rhs.kind == opImm && fitsImm(rhs.imm) {
+		g.emit(aluOp(op, signed).Imm(asm.R1, int32(rhs.imm)))
+	} else {
+		g.emit(aluOp(op, signed).Reg(asm.R1, g.reg(rhs, asm.R2)))
+	}
+	g.normalize(asm.R1, vt)
+}
+
+// deleteElem removes a map element.
+func (g *gen) deleteElem(x *syntax.MapExpr) {
+	m := g.mapOf(x)
+	k := g.key(x, m)
+	g.mapPtr(asm.R1, m.Spec)
+	g.addr(asm.R2, k)
+	g.call(asm.FnMapDeleteElem)
+}

@@ -1,0 +1,145 @@
+package codegen
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/output"
+	"kinst.dev/kinst/syntax"
+)
+
+// Names of the maps every program may use, as the instructions refer to
+// them.
+const (
+	EventsMap  = "events"  // ring buffer carrying action records
+	LostMap    = "lost"    // per-CPU count of records the ring buffer refused
+	ScratchMap = "scratch" // per-CPU memory for values too large for the stack
+	ConstsMap  = "consts"  // values user space fills in before attaching
+	KstackMap  = "kstacks" // stack traces for kstack
+	UstackMap  = "ustacks" // stack traces for ustack
+)
+
+// Offsets of the values user space writes into the consts map.
+const (
+	ConstStartTime = 0 // ktime at start, for elapsed
+	ConstCpid      = 8 // pid of the -c command, for cpid
+	constsSize     = 16
+)
+
+// Output is everything code generation produces for one program.
+type Output struct {
+	Collection *ebpf.CollectionSpec
+	Programs   []*Program
+	Maps       []*Map    // the program's @maps, in order of first appearance
+	Actions    []*Action // indexed by action id
+	// EventsSize is the ring buffer's size in bytes.
+	EventsSize int
+}
+
+// A Program is the BPF program of one checked probe, with the targets it
+// attaches to.
+type Program struct {
+	Name    string // the key of its spec in Collection.Programs
+	Probe   *check.Probe
+	Targets []*check.Target
+	// Cookies is set when the program serves several targets and tells
+	// them apart by the attach cookie, which must then be each target's
+	// index in Targets.
+	Cookies bool
+	// Pos maps an instruction index to the source position it came from,
+	// for -d and for explaining verifier rejections.
+	Pos []syntax.Pos
+}
+
+// Spec returns the program's spec in out's collection.
+func (p *Program) Spec(out *Output) *ebpf.ProgramSpec { return out.Collection.Programs[p.Name] }
+
+// A Map describes how one @map is stored.
+type Map struct {
+	*check.Map
+	Spec   string // the key of its spec in Collection.Maps
+	PerCPU bool   // each CPU keeps its own value, to be combined
+	// Key is the stored key: the map's key tuple, with a trailing uint64
+	// bucket index for hist and lhist; for a map without keys, a single
+	// zero uint64.
+	Key *check.Type
+	// ValueSize is the size of one CPU's value.
+	ValueSize int
+}
+
+// ActionKind says what an action record asks user space to do.
+type ActionKind int
+
+// The kinds of action.
+const (
+	ActPrintf ActionKind = iota
+	ActSystem
+	ActCat
+	ActPrintMap
+	ActPrintValue
+	ActClear
+	ActZero
+	ActExit
+	ActTime
+	ActJoin
+)
+
+// An Action is what one call site asks of user space. Its record in the
+// ring buffer is a uint64 action id followed by Args laid out as a tuple.
+type Action struct {
+	ID     int
+	Kind   ActionKind
+	Pos    syntax.Pos
+	Format *output.Format // printf, system, cat
+	Args   *check.Type    // tuple of the arguments carried, or nil
+	Map    *Map           // print, clear, zero
+	Top    uint64         // print
+	Div    uint64         // print
+	Text   string         // time's format, join's separator
+	// JoinArgs and JoinLen give join's layout: JoinArgs strings of
+	// JoinLen bytes each.
+	JoinArgs, JoinLen int
+}
+
+// headerSize is the size of the action id that starts every record.
+const headerSize = 8
+
+// RecordSize is the size of an action's records.
+func (a *Action) RecordSize() int {
+	if a.Args == nil {
+		return headerSize
+	}
+	return headerSize + a.Args.Size
+}
+
+func (k ActionKind) String() string {
+	switch k {
+	case ActPrintf:
+		return "printf"
+	case ActSystem:
+		return "system"
+	case ActCat:
+		return "cat"
+	case ActPrintMap:
+		return "print map"
+	case ActPrintValue:
+		return "print"
+	case ActClear:
+		return "clear"
+	case ActZero:
+		return "zero"
+	case ActExit:
+		return "exit"
+	case ActTime:
+		return "time"
+	case ActJoin:
+		return "join"
+	}
+	return fmt.Sprintf("action(%d)", int(k))
+}
+
+// Instructions returns a program's instructions.
+func (p *Program) Instructions(out *Output) asm.Instructions { return p.Spec(out).Instructions }
