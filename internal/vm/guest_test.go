@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -75,5 +76,19 @@ func TestGuestErrorMessage(t *testing.T) {
 	}
 	if got := (&GuestError{Err: ErrTimeout}).Error(); got != "guest timed out; the kernel printed nothing" {
 		t.Errorf("empty log message = %q", got)
+	}
+}
+
+func TestQEMUArgs(t *testing.T) {
+	k := Kernel{Release: "6.1.0-56-cloud-amd64", Image: "/c/vmlinuz"}
+	got := strings.Join(qemuArgs(k, TCG, "/t/initrd", "/t/kernel.log", "/t/status"), " ")
+	want := "-nodefaults -no-user-config -display none -no-reboot -accel tcg,thread=single -cpu max -m 1G -smp 2 " +
+		"-kernel /c/vmlinuz -initrd /t/initrd -append console=ttyS1 panic=-1 kinst.vm=1 " +
+		"-chardev stdio,id=out,signal=off -serial chardev:out -serial file:/t/kernel.log -serial file:/t/status"
+	if got != want {
+		t.Errorf("qemu arguments:\n%s\nwant:\n%s", got, want)
+	}
+	if got := qemuArgs(k, KVM, "i", "c", "s"); got[6] != "kvm" {
+		t.Errorf("KVM accelerator argument %q", got[6])
 	}
 }
