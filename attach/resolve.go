@@ -122,8 +122,9 @@ func formatRecord(f *kernel.Format, strLen int) *check.Type {
 	rec := &check.Type{Kind: check.Record, Name: "struct " + f.Category + "_" + f.Name + "_args"}
 	end := 0
 	for _, fl := range f.Fields {
-		t := fieldType(fl, strLen)
-		rec.Fields = append(rec.Fields, &check.Field{Name: fl.Name, Type: t, Offset: fl.Offset, DataLoc: fl.DataLoc})
+		field := &check.Field{Name: fl.Name, Offset: fl.Offset, DataLoc: fl.DataLoc}
+		field.Lazy = func() *check.Type { return fieldType(fl, strLen) }
+		rec.Fields = append(rec.Fields, field)
 		end = max(end, fl.Offset+fl.Size)
 	}
 	rec.Size = end

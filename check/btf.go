@@ -72,7 +72,7 @@ func (t *Type) Field(name string) *Field {
 	}
 	for _, f := range t.Fields {
 		if f.Name == name {
-			return f
+			return f.resolve()
 		}
 	}
 	if t.BTF == nil {

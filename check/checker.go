@@ -182,7 +182,8 @@ func sameContext(a, b *Target) bool {
 		return false
 	}
 	for i, f := range a.Args.Fields {
-		g := b.Args.Fields[i]
+		f.resolve()
+		g := b.Args.Fields[i].resolve()
 		if f.Name != g.Name || f.Offset != g.Offset || !f.Type.Equal(g.Type) || f.DataLoc != g.DataLoc {
 			return false
 		}

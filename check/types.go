@@ -82,6 +82,19 @@ type Field struct {
 	// DataLoc marks a tracepoint __data_loc field: a 32-bit word whose
 	// low half is the data's offset from the record start.
 	DataLoc bool
+	// Lazy, when set, computes Type on first use: some field types take
+	// the kernel's BTF to work out, which costs more than most programs
+	// that never read the field should pay.
+	Lazy func() *Type
+}
+
+// resolve fills in a lazily typed field.
+func (f *Field) resolve() *Field {
+	if f.Type == nil && f.Lazy != nil {
+		f.Type = f.Lazy()
+		f.Lazy = nil
+	}
+	return f
 }
 
 // Common types.

@@ -101,11 +101,11 @@ func (g *gen) constValue(off int) operand {
 	return g.fromReg(asm.R0)
 }
 
-// targetIndex is the index of the target that fired among the program's
-// targets: a constant for one target, the attach cookie for several.
+// targetIndex is the index in Output.Targets of the target that fired:
+// a constant for a program of one target, the attach cookie for several.
 func (g *gen) targetIndex() operand {
 	if len(g.p.Targets) == 1 {
-		return immOp(0)
+		return immOp(int64(g.firstTarget))
 	}
 	g.cookies = true
 	g.emit(asm.Mov.Reg(asm.R1, regCtx))

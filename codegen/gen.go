@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -21,6 +22,9 @@ type Options struct {
 	EventsSize int
 	// StackEntries bounds the stack-trace maps; 0 means DefaultMapEntries.
 	StackEntries int
+	// KprobeMulti and UprobeMulti say the kernel attaches many functions
+	// with one link; probes with several targets are then loaded for it.
+	KprobeMulti, UprobeMulti bool
 }
 
 // Defaults. bpftrace caps maps at 4096 keys too.
@@ -65,12 +69,24 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 				Programs: map[string]*ebpf.ProgramSpec{},
 			},
 			EventsSize: o.EventsSize,
+			File:       prog.Syntax.File,
 		},
 		maps: map[*check.Map]*Map{},
 	}
 	c.declareMaps()
-	for i, p := range prog.Probes {
-		c.compileProbe(i, p)
+	for _, p := range prog.Probes {
+		if onePerTarget(p.Provider) && len(p.Targets) > 1 {
+			// A trampoline program is bound to one function when it is
+			// loaded, and raw tracepoints take attach cookies only from
+			// 6.10 on: each target gets a program of its own.
+			for _, t := range p.Targets {
+				one := *p
+				one.Targets = []*check.Target{t}
+				c.compileProbe(&one)
+			}
+			continue
+		}
+		c.compileProbe(p)
 	}
 	if len(c.errs) > 0 {
 		c.errs.Sort()
@@ -194,9 +210,55 @@ func programType(provider string, multi bool) (ebpf.ProgramType, ebpf.AttachType
 	return ebpf.UnspecifiedProgram, ebpf.AttachNone
 }
 
+// multi decides whether one multi link attaches all of p's targets.
+func (c *compiler) multi(p *check.Probe) bool {
+	if len(p.Targets) < 2 {
+		return false
+	}
+	switch p.Provider {
+	case "kprobe", "kretprobe":
+		if !c.opts.KprobeMulti {
+			return false
+		}
+		for _, t := range p.Targets {
+			if t.Name != t.Func { // an offset into a function needs a kprobe
+				return false
+			}
+		}
+		return true
+	case "uprobe", "uretprobe":
+		return c.opts.UprobeMulti && sameFile(p.Targets)
+	}
+	return false
+}
+
+// sameFile reports whether uprobe targets are all in one file, which a
+// uprobe.multi link requires.
+func sameFile(targets []*check.Target) bool {
+	path := func(t *check.Target) string {
+		file, _, _ := strings.Cut(t.Name, ":")
+		return file
+	}
+	for _, t := range targets[1:] {
+		if path(t) != path(targets[0]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isTrampoline(provider string) bool {
+	return provider == "fentry" || provider == "fexit" || provider == "fmod_ret"
+}
+
+func onePerTarget(provider string) bool {
+	return isTrampoline(provider) || provider == "rawtracepoint"
+}
+
 // compileProbe generates the program of one checked probe.
-func (c *compiler) compileProbe(index int, p *check.Probe) {
-	g := &gen{c: c, p: p, vars: map[string]mem{}, aliases: map[string]string{}}
+func (c *compiler) compileProbe(p *check.Probe) {
+	index := len(c.out.Programs)
+	g := &gen{c: c, p: p, vars: map[string]mem{}, aliases: map[string]string{}, firstTarget: len(c.out.Targets)}
 	g.scratchBase = c.scratchSize
 	g.exitLabel = g.newLabel("exit")
 	g.body()
@@ -205,8 +267,8 @@ func (c *compiler) compileProbe(index int, p *check.Probe) {
 	}
 	c.scratchSize += g.scratch.max
 	name := fmt.Sprintf("probe%d", index)
-	multi := len(p.Targets) > 1
-	ptype, atype := programType(p.Provider, multi && p.Provider != "tracepoint")
+	multi := c.multi(p)
+	ptype, atype := programType(p.Provider, multi)
 	spec := &ebpf.ProgramSpec{
 		Name:         mapName("", fmt.Sprintf("p%d_%s", index, p.Provider)),
 		Type:         ptype,
@@ -214,16 +276,19 @@ func (c *compiler) compileProbe(index int, p *check.Probe) {
 		License:      "GPL",
 		Instructions: g.insns,
 	}
-	if atype == ebpf.AttachTraceFEntry || atype == ebpf.AttachTraceFExit || atype == ebpf.AttachModifyReturn {
+	if isTrampoline(p.Provider) {
 		spec.AttachTo = p.Targets[0].Func
 	}
 	c.out.Collection.Programs[name] = spec
+	c.out.Targets = append(c.out.Targets, p.Targets...)
 	c.out.Programs = append(c.out.Programs, &Program{
-		Name:    name,
-		Probe:   p,
-		Targets: p.Targets,
-		Cookies: g.cookies,
-		Pos:     g.pos,
+		Name:        name,
+		Probe:       p,
+		Targets:     p.Targets,
+		FirstTarget: g.firstTarget,
+		Multi:       multi,
+		Cookies:     g.cookies,
+		Pos:         g.pos,
 	})
 }
 

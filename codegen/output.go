@@ -31,10 +31,14 @@ const (
 
 // Output is everything code generation produces for one program.
 type Output struct {
+	File       *syntax.File // the source, for positions
 	Collection *ebpf.CollectionSpec
 	Programs   []*Program
 	Maps       []*Map    // the program's @maps, in order of first appearance
 	Actions    []*Action // indexed by action id
+	// Targets lists every target of every program. The probe and func
+	// builtins evaluate to an index into it.
+	Targets []*check.Target
 	// EventsSize is the ring buffer's size in bytes.
 	EventsSize int
 }
@@ -45,9 +49,15 @@ type Program struct {
 	Name    string // the key of its spec in Collection.Programs
 	Probe   *check.Probe
 	Targets []*check.Target
+	// FirstTarget is the index in Output.Targets of Targets[0]; the
+	// others follow it.
+	FirstTarget int
+	// Multi is set when one kprobe.multi or uprobe.multi link attaches
+	// all targets; the program was loaded for that.
+	Multi bool
 	// Cookies is set when the program serves several targets and tells
 	// them apart by the attach cookie, which must then be each target's
-	// index in Targets.
+	// index in Output.Targets.
 	Cookies bool
 	// Pos maps an instruction index to the source position it came from,
 	// for -d and for explaining verifier rejections.

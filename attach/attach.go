@@ -1,0 +1,236 @@
+package attach
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+
+	"kinst.dev/kinst/check"
+)
+
+// Options say how to attach one program.
+type Options struct {
+	// FirstID is the global index of targets[0]; cookies carry
+	// FirstID+i for target i.
+	FirstID int
+	// Multi attaches all targets with one kprobe.multi or uprobe.multi
+	// link; the program must have been loaded for it.
+	Multi bool
+	// Pid restricts uprobes to one process.
+	Pid int
+}
+
+// Attach attaches prog to every target. On failure it detaches what it
+// attached before returning, so nothing is left behind.
+func Attach(prog *ebpf.Program, targets []*check.Target, opts Options) (links []io.Closer, err error) {
+	defer func() {
+		if err != nil {
+			Detach(links)
+			links = nil
+		}
+	}()
+	if opts.Multi {
+		l, err := attachMulti(prog, targets, opts)
+		if err != nil {
+			return nil, err
+		}
+		return []io.Closer{l}, nil
+	}
+	for i, t := range targets {
+		cookie := uint64(opts.FirstID + i)
+		ls, err := attachOne(prog, t, cookie, opts.Pid)
+		if err != nil {
+			return links, fmt.Errorf("attach %s: %w", t.FullName(), err)
+		}
+		links = append(links, ls...)
+	}
+	return links, nil
+}
+
+func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, pid int) ([]io.Closer, error) {
+	switch a := t.Attach.(type) {
+	case Tracepoint:
+		l, err := link.Tracepoint(a.Category, a.Name, prog, &link.TracepointOptions{Cookie: cookie})
+		return one(l, err)
+	case RawTracepoint:
+		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: a.Name, Program: prog})
+		return one(l, err)
+	case Uprobe:
+		ex, err := link.OpenExecutable(a.Path)
+		if err != nil {
+			return nil, err
+		}
+		opts := &link.UprobeOptions{Address: a.Offset, PID: pid, Cookie: cookie}
+		if a.Return {
+			l, err := ex.Uretprobe(a.Symbol, prog, opts)
+			return one(l, err)
+		}
+		l, err := ex.Uprobe(a.Symbol, prog, opts)
+		return one(l, err)
+	case Kprobe:
+		opts := &link.KprobeOptions{Offset: a.Offset, Cookie: cookie}
+		if a.Return {
+			l, err := link.Kretprobe(a.Symbol, prog, opts)
+			return one(l, err)
+		}
+		l, err := link.Kprobe(a.Symbol, prog, opts)
+		return one(l, err)
+	case Tracing:
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog, Cookie: cookie})
+		return one(l, err)
+	case PerfEvent:
+		return attachPerf(prog, a)
+	}
+	return nil, fmt.Errorf("%s probes are %w", t.Provider, ErrUnsupported)
+}
+
+func one(l link.Link, err error) ([]io.Closer, error) {
+	if err != nil {
+		return nil, err
+	}
+	return []io.Closer{l}, nil
+}
+
+// attachMulti attaches every target through one multi link.
+func attachMulti(prog *ebpf.Program, targets []*check.Target, opts Options) (io.Closer, error) {
+	cookies := make([]uint64, len(targets))
+	for i := range targets {
+		cookies[i] = uint64(opts.FirstID + i)
+	}
+	switch first := targets[0].Attach.(type) {
+	case Kprobe:
+		syms := make([]string, len(targets))
+		for i, t := range targets {
+			syms[i] = t.Attach.(Kprobe).Symbol
+		}
+		kopts := link.KprobeMultiOptions{Symbols: syms, Cookies: cookies}
+		if first.Return {
+			return link.KretprobeMulti(prog, kopts)
+		}
+		return link.KprobeMulti(prog, kopts)
+	case Uprobe:
+		ex, err := link.OpenExecutable(first.Path)
+		if err != nil {
+			return nil, err
+		}
+		addrs := make([]uint64, len(targets))
+		for i, t := range targets {
+			u := t.Attach.(Uprobe)
+			if u.Path != first.Path {
+				return nil, fmt.Errorf("one uprobe.multi link covers one file, not %s and %s", first.Path, u.Path)
+			}
+			addrs[i] = u.Offset
+		}
+		uopts := &link.UprobeMultiOptions{Addresses: addrs, Cookies: cookies, PID: uint32(opts.Pid)}
+		if first.Return {
+			return ex.UretprobeMulti(nil, prog, uopts)
+		}
+		return ex.UprobeMulti(nil, prog, uopts)
+	}
+	return nil, fmt.Errorf("%s probes cannot share a multi link", targets[0].Provider)
+}
+
+// perfLink is a perf event with a program attached; closing it detaches
+// the program and closes the event.
+type perfLink struct {
+	link io.Closer
+	fd   int
+}
+
+func (p *perfLink) Close() error {
+	err := p.link.Close()
+	return errors.Join(err, unix.Close(p.fd))
+}
+
+// attachPerf opens a software clock event per CPU (profile) or on CPU 0
+// (interval) and attaches prog to each.
+func attachPerf(prog *ebpf.Program, ev PerfEvent) (links []io.Closer, err error) {
+	cpus := []int{0}
+	if ev.AllCPUs {
+		cpus, err = onlineCPUs()
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, cpu := range cpus {
+		attr := unix.PerfEventAttr{
+			Type:   unix.PERF_TYPE_SOFTWARE,
+			Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+			Size:   uint32(unsafeSizeofPerfAttr),
+		}
+		if ev.Freq != 0 {
+			attr.Sample = ev.Freq
+			attr.Bits |= unix.PerfBitFreq
+		} else {
+			attr.Sample = ev.Period
+		}
+		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err != nil {
+			Detach(links)
+			return nil, fmt.Errorf("open perf event on cpu %d: %w", cpu, err)
+		}
+		l, err := link.AttachRawLink(link.RawLinkOptions{Target: fd, Program: prog, Attach: ebpf.AttachPerfEvent})
+		if err != nil {
+			unix.Close(fd)
+			Detach(links)
+			return nil, fmt.Errorf("attach to perf event on cpu %d: %w", cpu, err)
+		}
+		links = append(links, &perfLink{link: l, fd: fd})
+	}
+	return links, nil
+}
+
+// unsafeSizeofPerfAttr is sizeof(struct perf_event_attr) as x/sys/unix
+// lays it out.
+const unsafeSizeofPerfAttr = unix.PERF_ATTR_SIZE_VER7
+
+// onlineCPUs lists the CPUs in /sys/devices/system/cpu/online, which
+// reads like "0-3,5".
+func onlineCPUs() ([]int, error) {
+	data, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return nil, err
+	}
+	return parseCPUList(strings.TrimSpace(string(data)))
+}
+
+func parseCPUList(s string) ([]int, error) {
+	var cpus []int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		first, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, fmt.Errorf("cpu list %q: %w", s, err)
+		}
+		last := first
+		if isRange {
+			if last, err = strconv.Atoi(hi); err != nil {
+				return nil, fmt.Errorf("cpu list %q: %w", s, err)
+			}
+		}
+		for c := first; c <= last; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}
+
+// Detach closes links concurrently: closing a tracepoint or a kprobe
+// waits for an RCU grace period, and concurrent closes share one.
+func Detach(links []io.Closer) error {
+	errs := make([]error, len(links))
+	var wg sync.WaitGroup
+	for i, l := range links {
+		wg.Go(func() { errs[i] = l.Close() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,48 @@
+package attach
+
+import (
+	"fmt"
+
+	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/kernel"
+	"kinst.dev/kinst/syntax"
+)
+
+// Kernel answers the checker's questions about kernel types and symbols
+// from BTF and kallsyms. It implements check.Kernel.
+type Kernel struct{}
+
+// Type looks up a kernel type by name.
+func (Kernel) Type(kind syntax.Token, name string) (*check.Type, error) {
+	full := name
+	switch kind {
+	case syntax.STRUCT:
+		full = "struct " + name
+	case syntax.UNION:
+		full = "union " + name
+	case syntax.ENUM:
+		full = "enum " + name
+	}
+	bt, err := kernel.TypeByName(full)
+	if err != nil {
+		return nil, fmt.Errorf("unknown kernel type %s: %w", full, err)
+	}
+	t, err := check.FromBTF(bt, check.KernelSpace)
+	if err != nil {
+		return nil, fmt.Errorf("kernel type %s: %w", full, err)
+	}
+	return t, nil
+}
+
+// Symbol returns a kernel symbol's address.
+func (Kernel) Symbol(name string) (uint64, error) {
+	k, err := kernel.LoadKallsyms()
+	if err != nil {
+		return 0, err
+	}
+	addr, ok := k.Address(name)
+	if !ok {
+		return 0, fmt.Errorf("no kernel symbol %s", name)
+	}
+	return addr, nil
+}

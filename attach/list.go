@@ -1,0 +1,203 @@
+package attach
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"kinst.dev/kinst/elfsym"
+	"kinst.dev/kinst/kernel"
+)
+
+// listers lists the probes of one provider matching a pattern over what
+// follows "provider:".
+var listers = map[string]func(w *bufio.Writer, pattern string, verbose bool) error{
+	"tracepoint":    listTracepoints,
+	"rawtracepoint": listRawTracepoints,
+	"kprobe":        listFuncs("kprobe"),
+	"kretprobe":     listFuncs("kretprobe"),
+	"fentry":        listFuncs("fentry"),
+	"fexit":         listFuncs("fexit"),
+	"uprobe":        listUprobes("uprobe"),
+	"uretprobe":     listUprobes("uretprobe"),
+}
+
+// providerAliases maps the short and old provider names -l accepts.
+var providerAliases = map[string]string{
+	"t": "tracepoint", "rt": "rawtracepoint", "k": "kprobe", "kr": "kretprobe",
+	"f": "fentry", "fr": "fexit", "kfunc": "fentry", "kretfunc": "fexit",
+	"u": "uprobe", "ur": "uretprobe",
+}
+
+// List writes the probes matching pattern, one full name per line; with
+// verbose, each with its arguments. A pattern without a provider is
+// matched against tracepoints, raw tracepoints and kprobes.
+func List(w io.Writer, pattern string, verbose bool) error {
+	bw := bufio.NewWriter(w)
+	defer bw.Flush()
+	if pattern == "" {
+		pattern = "*"
+	}
+	provider, rest, hasProvider := strings.Cut(pattern, ":")
+	if !hasProvider {
+		for _, p := range []string{"tracepoint", "rawtracepoint", "kprobe"} {
+			if err := listMatching(bw, p, pattern, verbose); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if full, ok := providerAliases[provider]; ok {
+		provider = full
+	}
+	if kernel.HasGlob(provider) {
+		for p := range listers {
+			if kernel.Match(provider, p) {
+				if err := listers[p](bw, rest, verbose); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	l := listers[provider]
+	if l == nil {
+		return fmt.Errorf("kinst cannot list %s probes", provider)
+	}
+	return l(bw, rest, verbose)
+}
+
+// listMatching lists a provider's probes whose full name matches a
+// pattern given without a provider.
+func listMatching(w *bufio.Writer, provider, pattern string, verbose bool) error {
+	var sub string
+	switch provider {
+	case "tracepoint":
+		sub = "*:*"
+	default:
+		sub = "*"
+	}
+	var buf strings.Builder
+	inner := bufio.NewWriter(&buf)
+	if err := listers[provider](inner, sub, false); err != nil {
+		return err
+	}
+	inner.Flush()
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if line == "" {
+			continue
+		}
+		_, name, _ := strings.Cut(line, ":")
+		if kernel.Match(pattern, name) || kernel.Match(pattern, line) {
+			fmt.Fprintln(w, line)
+		}
+	}
+	return nil
+}
+
+func listTracepoints(w *bufio.Writer, pattern string, verbose bool) error {
+	cat, name, ok := strings.Cut(pattern, ":")
+	if !ok {
+		cat, name = "*", pattern
+	}
+	tps, err := kernel.Tracepoints(cat, name)
+	if err != nil {
+		return err
+	}
+	for _, tp := range tps {
+		fmt.Fprintf(w, "tracepoint:%s\n", tp)
+		if !verbose {
+			continue
+		}
+		f, err := kernel.ReadFormat(tp.Category, tp.Name)
+		if err != nil {
+			continue
+		}
+		for _, fl := range f.Fields {
+			fmt.Fprintf(w, "    %s\n", fl.Decl())
+		}
+	}
+	return nil
+}
+
+func listRawTracepoints(w *bufio.Writer, pattern string, verbose bool) error {
+	tps, err := kernel.Tracepoints("*", pattern)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, tp := range tps {
+		if !seen[tp.Name] {
+			seen[tp.Name] = true
+			fmt.Fprintf(w, "rawtracepoint:%s\n", tp.Name)
+		}
+	}
+	return nil
+}
+
+func listFuncs(provider string) func(*bufio.Writer, string, bool) error {
+	return func(w *bufio.Writer, pattern string, verbose bool) error {
+		funcs, err := kernel.TraceableFunctions()
+		if err != nil {
+			return err
+		}
+		module := ""
+		if m, f, ok := strings.Cut(pattern, ":"); ok {
+			module, pattern = m, f
+		}
+		for _, f := range funcs.Match(pattern) {
+			if module != "" && !kernel.Match(module, f.Module) {
+				continue
+			}
+			if f.Module != "" {
+				fmt.Fprintf(w, "%s:%s:%s\n", provider, f.Module, f.Name)
+			} else {
+				fmt.Fprintf(w, "%s:%s\n", provider, f.Name)
+			}
+			if verbose {
+				listProto(w, provider, f.Name)
+			}
+		}
+		return nil
+	}
+}
+
+// listProto writes a kernel function's arguments, and its return type
+// for the return probes.
+func listProto(w *bufio.Writer, provider, name string) {
+	fn, err := kernel.FuncProto(name)
+	if err != nil {
+		return
+	}
+	for _, p := range fn.Params {
+		fmt.Fprintf(w, "    %s\n", p)
+	}
+	if provider == "kretprobe" || provider == "fexit" {
+		fmt.Fprintf(w, "    %s retval\n", kernel.TypeString(fn.Return))
+	}
+}
+
+func listUprobes(provider string) func(*bufio.Writer, string, bool) error {
+	return func(w *bufio.Writer, pattern string, verbose bool) error {
+		file, sym, ok := strings.Cut(pattern, ":")
+		if !ok {
+			return fmt.Errorf("list %s probes as %s:PATH:PATTERN", provider, provider)
+		}
+		if sym == "" {
+			sym = "*"
+		}
+		path, err := elfsym.Resolve(file, 0)
+		if err != nil {
+			return err
+		}
+		f, err := elfsym.Open(path)
+		if err != nil {
+			return err
+		}
+		for _, s := range f.Symbols(sym) {
+			fmt.Fprintf(w, "%s:%s:%s\n", provider, path, s.Name)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,271 @@
+// Command kinst instruments a live Linux kernel: it compiles programs in
+// bpftrace's language to BPF in-process and runs them.
+//
+// Usage:
+//
+//	kinst [options] -e PROGRAM [ARGS...]
+//	kinst [options] FILE [ARGS...]
+//	kinst -l [PATTERN]
+//	kinst features
+//
+// Run "kinst -h" for the options.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"kinst.dev/kinst/attach"
+	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/kernel"
+	"kinst.dev/kinst/runtime"
+	"kinst.dev/kinst/syntax"
+)
+
+const usage = `usage:
+  kinst [options] -e PROGRAM [ARGS...]
+  kinst [options] FILE|- [ARGS...]
+  kinst -l [-v] [PATTERN]
+  kinst features [-f text|json]
+
+options:
+  -e PROGRAM     run PROGRAM
+  -l [PATTERN]   list probes matching PATTERN (-v adds argument types)
+  -p PID         restrict uprobes to process PID
+  -c CMD         run CMD under tracing; stop when it exits
+  -f text|json   output format (default text)
+  -o FILE        write output to FILE
+  -q             quiet: no "Attaching N probes..." line
+  -v             verbose: the verifier's log with load errors, types with -l
+  -d STAGE       print a stage and continue: ast, types, bpf or all
+  --dry-run      compile and load into the kernel, then stop
+  --unsafe       allow system(), signal() and override()
+
+environment:
+  KINST_STRLEN (or BPFTRACE_STRLEN)            size of str() strings (default 64, at most 1024)
+  KINST_MAP_KEYS_MAX (or BPFTRACE_MAP_KEYS_MAX)  elements per map (default 4096)
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// exitError carries an exit status with an already printed message.
+type exitError int
+
+func (e exitError) Error() string { return "exit status " + strconv.Itoa(int(e)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "features" {
+		return features(args[1:], stdout, stderr)
+	}
+	fs := flag.NewFlagSet("kinst", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	var (
+		prog    = fs.String("e", "", "")
+		list    = fs.Bool("l", false, "")
+		pid     = fs.Int("p", 0, "")
+		command = fs.String("c", "", "")
+		format  = fs.String("f", "text", "")
+		outFile = fs.String("o", "", "")
+		quiet   = fs.Bool("q", false, "")
+		verbose = fs.Bool("v", false, "")
+		debug   = fs.String("d", "", "")
+		dryRun  = fs.Bool("dry-run", false, "")
+		unsafe  = fs.Bool("unsafe", false, "")
+	)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	rest := fs.Args()
+	if *list {
+		pattern := ""
+		if len(rest) > 0 {
+			pattern = rest[0]
+		}
+		if *prog != "" {
+			pattern = *prog
+		}
+		return listProbes(pattern, *verbose, stdout, stderr)
+	}
+	var rf runtime.Format
+	switch *format {
+	case "text":
+	case "json":
+		rf = runtime.JSON
+	default:
+		fmt.Fprintf(stderr, "kinst: unknown output format %q: use text or json\n", *format)
+		return 2
+	}
+	switch *debug {
+	case "", "ast", "types", "bpf", "all":
+	default:
+		fmt.Fprintf(stderr, "kinst: unknown stage %q for -d: use ast, types, bpf or all\n", *debug)
+		return 2
+	}
+	name, src, params, err := source(*prog, rest)
+	if err != nil {
+		fmt.Fprintf(stderr, "kinst: %v\n", err)
+		return 2
+	}
+	var argv []string
+	if *command != "" {
+		if argv, err = runtime.SplitCommand(*command); err != nil {
+			fmt.Fprintf(stderr, "kinst: -c: %v\n", err)
+			return 2
+		}
+	}
+	strLen, err := envInt(check.DefaultStrLen, "KINST_STRLEN", "BPFTRACE_STRLEN")
+	if err != nil {
+		fmt.Fprintf(stderr, "kinst: %v\n", err)
+		return 2
+	}
+	mapKeys, err := envInt(codegen.DefaultMapEntries, "KINST_MAP_KEYS_MAX", "BPFTRACE_MAP_KEYS_MAX")
+	if err != nil {
+		fmt.Fprintf(stderr, "kinst: %v\n", err)
+		return 2
+	}
+
+	parsed, err := syntax.Parse(name, src)
+	if err != nil {
+		return report(err, *verbose, stderr)
+	}
+	if *debug == "ast" || *debug == "all" {
+		fmt.Fprintln(stderr, "syntax tree:")
+		syntax.Dump(stderr, parsed)
+	}
+	checked, err := check.Check(parsed, &check.Config{
+		Resolver: &attach.Resolver{Pid: *pid, StrLen: strLen},
+		Kernel:   kernelTypes{},
+		Params:   params,
+		Unsafe:   *unsafe,
+		Cpid:     len(argv) > 0,
+		StrLen:   strLen,
+	})
+	if err != nil {
+		return report(err, *verbose, stderr)
+	}
+	if *debug == "types" || *debug == "all" {
+		dumpTypes(stderr, checked)
+	}
+	kmulti, umulti := multiLinks(checked)
+	out, err := codegen.Generate(checked, &codegen.Options{
+		MapEntries:  mapKeys,
+		KprobeMulti: kmulti,
+		UprobeMulti: umulti,
+	})
+	if err != nil {
+		return report(err, *verbose, stderr)
+	}
+	if *debug == "bpf" || *debug == "all" {
+		dumpBPF(stderr, out)
+	}
+
+	w := stdout
+	if *outFile != "" {
+		f, err := os.Create(*outFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "kinst: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		w = f
+	}
+	if *dryRun {
+		return report(runtime.Load(out), *verbose, stderr)
+	}
+	err = runtime.Run(context.Background(), out, &runtime.Options{
+		Out:     w,
+		Format:  rf,
+		Stdout:  stdout,
+		Stderr:  stderr,
+		Quiet:   *quiet,
+		Verbose: *verbose,
+		Command: argv,
+		Pid:     *pid,
+	})
+	return report(err, *verbose, stderr)
+}
+
+// multiLinks says whether the kernel attaches many kprobes or uprobes
+// with one link, asking only when some probe has several targets: the
+// question costs a probe of the kernel.
+func multiLinks(prog *check.Program) (kprobe, uprobe bool) {
+	for _, p := range prog.Probes {
+		if len(p.Targets) < 2 {
+			continue
+		}
+		switch p.Provider {
+		case "kprobe", "kretprobe":
+			kprobe = kernel.Available(kernel.FeatKprobeMulti)
+		case "uprobe", "uretprobe":
+			uprobe = kernel.Available(kernel.FeatUprobeMulti)
+		}
+	}
+	return kprobe, uprobe
+}
+
+// source finds the program: -e, a file, or standard input for "-"; the
+// remaining arguments are its positional parameters.
+func source(prog string, rest []string) (name string, src []byte, params []string, err error) {
+	if prog != "" {
+		return "-e", []byte(prog), rest, nil
+	}
+	if len(rest) == 0 {
+		return "", nil, nil, errors.New("no program: give -e PROGRAM or a file (kinst -h for help)")
+	}
+	if rest[0] == "-" {
+		src, err = io.ReadAll(os.Stdin)
+		return "stdin", src, rest[1:], err
+	}
+	src, err = os.ReadFile(rest[0])
+	return rest[0], src, rest[1:], err
+}
+
+// envInt reads the first of names that is set, as a positive integer.
+func envInt(def int, names ...string) (int, error) {
+	for _, n := range names {
+		v := os.Getenv(n)
+		if v == "" {
+			continue
+		}
+		i, err := strconv.Atoi(v)
+		if err != nil || i < 1 {
+			return 0, fmt.Errorf("%s=%q is not a positive integer", n, v)
+		}
+		return i, nil
+	}
+	return def, nil
+}
+
+// report prints err as users should see it and returns the exit status.
+func report(err error, verbose bool, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	var list syntax.ErrorList
+	var ve *runtime.VerifierError
+	var ee exitError
+	switch {
+	case errors.As(err, &list):
+		fmt.Fprintln(stderr, list.Detail())
+	case errors.As(err, &ve):
+		fmt.Fprintln(stderr, ve.Detail(verbose))
+	case errors.As(err, &ee):
+		return int(ee)
+	default:
+		fmt.Fprintf(stderr, "kinst: %v\n", strings.TrimSpace(err.Error()))
+	}
+	return 1
+}

@@ -1,0 +1,182 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/binary"
+	"sync"
+
+	"github.com/cilium/ebpf"
+
+	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/elfsym"
+	"kinst.dev/kinst/kernel"
+	"kinst.dev/kinst/output"
+)
+
+var le = binary.LittleEndian
+
+// decoder turns bytes BPF wrote into values package output prints.
+type decoder struct {
+	out     *codegen.Output
+	kstacks *ebpf.Map
+	ustacks *ebpf.Map
+
+	ksymsOnce sync.Once
+	ksyms     *kernel.Kallsyms
+	usyms     *elfsym.Symbolizer
+}
+
+// role says where a value is printed; pointers print as addresses in
+// keys and as plain integers in values, as bpftrace does.
+type role int
+
+const (
+	asValue role = iota
+	asKey
+)
+
+func (d *decoder) kallsyms() *kernel.Kallsyms {
+	d.ksymsOnce.Do(func() {
+		d.ksyms, _ = kernel.LoadKallsyms()
+	})
+	return d.ksyms
+}
+
+func (d *decoder) ksym(addr uint64) string {
+	if k := d.kallsyms(); k != nil {
+		return k.Sym(addr)
+	}
+	return ""
+}
+
+func word(b []byte, size int) uint64 {
+	switch size {
+	case 1:
+		return uint64(b[0])
+	case 2:
+		return uint64(le.Uint16(b))
+	case 4:
+		return uint64(le.Uint32(b))
+	}
+	return le.Uint64(b)
+}
+
+func cstring(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// value decodes a value of type t from b.
+func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
+	switch t.Kind {
+	case check.Int:
+		return output.IntN(word(b, t.Size), t.Size, t.Signed)
+	case check.Ptr:
+		if r == asKey {
+			return output.Pointer(le.Uint64(b))
+		}
+		return output.Uint(le.Uint64(b))
+	case check.Str:
+		return output.String(cstring(b[:t.Size]))
+	case check.Tuple:
+		elems := make([]output.Value, len(t.Elems))
+		for i, e := range t.Elems {
+			elems[i] = d.value(e, b[t.Offsets[i]:], r)
+		}
+		return output.Tuple(elems...)
+	case check.Array:
+		elems := make([]output.Value, t.Len)
+		for i := range elems {
+			off := i * t.Elem.Size
+			elems[i] = d.value(t.Elem, b[off:off+t.Elem.Size], r)
+		}
+		return output.Array(elems...)
+	case check.Buffer:
+		return output.Buffer(append([]byte(nil), b[:t.Size-1]...))
+	case check.Ksym:
+		addr := le.Uint64(b)
+		return output.Ksym(addr, d.ksym(addr))
+	case check.Usym:
+		addr, pid := le.Uint64(b), int(le.Uint64(b[8:]))
+		return output.Usym(addr, d.usym(pid, addr).Sym())
+	case check.Inet:
+		family := int64(le.Uint64(b))
+		addr := b[8:24]
+		if family == output.AFInet {
+			addr = addr[:4]
+		}
+		return output.Inet(family, append([]byte(nil), addr...))
+	case check.ProbeName:
+		return output.Probe(d.target(le.Uint64(b)).FullName())
+	case check.FuncName:
+		return output.String(d.target(le.Uint64(b)).Func)
+	case check.Stack:
+		return d.stack(t, le.Uint64(b))
+	}
+	return output.Uint(le.Uint64(b))
+}
+
+func (d *decoder) target(i uint64) *check.Target {
+	if i < uint64(len(d.out.Targets)) {
+		return d.out.Targets[i]
+	}
+	return &check.Target{Provider: "unknown"}
+}
+
+func (d *decoder) usym(pid int, addr uint64) elfsym.Frame {
+	if d.usyms == nil {
+		d.usyms = elfsym.NewSymbolizer()
+	}
+	return d.usyms.Frame(pid, addr)
+}
+
+// stack looks a stack id up in its stack-trace map and symbolizes it.
+func (d *decoder) stack(t *check.Type, v uint64) output.Value {
+	id := uint32(v)
+	mode := output.StackBpftrace
+	if t.StackMode == "perf" {
+		mode = output.StackPerf
+	}
+	var frames []output.Frame
+	m := d.kstacks
+	if t.User {
+		m = d.ustacks
+	}
+	var addrs []uint64
+	if m != nil && int32(id) >= 0 {
+		raw, err := m.LookupBytes(id)
+		if err == nil {
+			for i := 0; i+8 <= len(raw); i += 8 {
+				a := le.Uint64(raw[i:])
+				if a == 0 {
+					break
+				}
+				addrs = append(addrs, a)
+			}
+		}
+	}
+	if len(addrs) > t.Frames {
+		addrs = addrs[:t.Frames]
+	}
+	for _, a := range addrs {
+		if t.User {
+			f := d.usym(int(v>>32), a)
+			frames = append(frames, output.Frame{Addr: a, Symbol: f.Symbol, Offset: f.Offset, Module: f.Path})
+			continue
+		}
+		fr := output.Frame{Addr: a}
+		if k := d.kallsyms(); k != nil {
+			if s, off, ok := k.Lookup(a); ok {
+				fr.Symbol, fr.Offset = s.Name, off
+			}
+		}
+		frames = append(frames, fr)
+	}
+	if t.User {
+		return output.Ustack(mode, frames)
+	}
+	return output.Kstack(mode, frames)
+}

@@ -1,0 +1,112 @@
+package runtime
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"time"
+
+	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/output"
+)
+
+// handle carries out one action record.
+func (s *Session) handle(rec []byte) {
+	if len(rec) < 8 {
+		return
+	}
+	id := le.Uint64(rec)
+	if id >= uint64(len(s.out.Actions)) {
+		fmt.Fprintf(s.opts.Stderr, "kinst: record for unknown action %d\n", id)
+		return
+	}
+	a := s.out.Actions[id]
+	body := rec[8:]
+	var err error
+	switch a.Kind {
+	case codegen.ActPrintf:
+		err = s.w.Printf(a.Format, s.decodeArgs(a, body))
+	case codegen.ActSystem:
+		err = s.system(a, body)
+	case codegen.ActCat:
+		err = s.cat(a, body)
+	case codegen.ActPrintMap:
+		var m *output.Map
+		if m, err = s.readMap(a.Map); err == nil {
+			err = s.w.Map(m, uint32(a.Top), uint32(a.Div))
+		}
+	case codegen.ActPrintValue:
+		err = s.w.Value(s.dec.value(a.Args.Elems[0], body[a.Args.Offsets[0]:], asValue))
+	case codegen.ActClear:
+		err = s.clearMap(a.Map, false)
+	case codegen.ActZero:
+		err = s.clearMap(a.Map, true)
+	case codegen.ActExit:
+		s.exited = true
+		s.stopping.Store(true)
+	case codegen.ActTime:
+		err = s.w.Time(a.Text, time.Now())
+	case codegen.ActJoin:
+		var elems []string
+		for i := 0; i < a.JoinArgs; i++ {
+			e := cstring(body[i*a.JoinLen : (i+1)*a.JoinLen])
+			if e == "" {
+				break
+			}
+			elems = append(elems, e)
+		}
+		err = s.w.Join(elems, a.Text)
+	}
+	if err != nil {
+		fmt.Fprintf(s.opts.Stderr, "kinst: %s: %v\n", a.Kind, err)
+	}
+}
+
+// decodeArgs decodes a record's arguments into a slice reused across
+// records of the same action.
+func (s *Session) decodeArgs(a *codegen.Action, body []byte) []output.Value {
+	if a.Args == nil {
+		return nil
+	}
+	vals := s.args[a.ID]
+	if vals == nil {
+		vals = make([]output.Value, len(a.Args.Elems))
+		s.args[a.ID] = vals
+	}
+	for i, t := range a.Args.Elems {
+		vals[i] = s.dec.value(t, body[a.Args.Offsets[i]:], asKey)
+	}
+	return vals
+}
+
+// system runs a command through the shell and prints what it printed.
+func (s *Session) system(a *codegen.Action, body []byte) error {
+	line, err := a.Format.Sprint(s.decodeArgs(a, body))
+	if err != nil {
+		return err
+	}
+	s.buf.Flush()
+	out, err := exec.Command("/bin/sh", "-c", line).Output()
+	if len(out) > 0 {
+		if werr := s.w.System(string(out)); werr != nil {
+			return werr
+		}
+	}
+	if _, isExit := err.(*exec.ExitError); isExit {
+		return nil // the command's own failure is its output's business
+	}
+	return err
+}
+
+// cat prints a file's contents.
+func (s *Session) cat(a *codegen.Action, body []byte) error {
+	path, err := a.Format.Sprint(s.decodeArgs(a, body))
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return s.w.Cat(string(data))
+}

@@ -1,0 +1,204 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+
+	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/output"
+)
+
+// pair is one CPU's part of a 16-byte aggregation: min and max keep the
+// value and a set flag, avg and stats a count and a total.
+type pair struct{ A, B uint64 }
+
+// Hist buckets: 0 for negatives, 1 for zero, then one per power of two.
+const histBuckets = 66
+
+// readMap reads a whole map and decodes it for printing.
+func (s *Session) readMap(gm *codegen.Map) (*output.Map, error) {
+	m := s.coll.Maps[gm.Spec]
+	om := &output.Map{Name: gm.Display(), Kind: check.OutputKind(gm.Value)}
+	vt := gm.Value
+	keyed := gm.Keys != nil
+	// Hist and lhist elements are spread over one key per bucket; they
+	// are gathered per user key.
+	type hist struct {
+		key     []output.Value
+		buckets []uint64
+	}
+	var hists map[string]*hist
+	var order []string
+	it := m.Iterate()
+	var key []byte
+	switch {
+	case !gm.PerCPU:
+		var val []byte
+		for it.Next(&key, &val) {
+			om.Entries = append(om.Entries, output.Entry{Key: s.decodeKey(gm, key, keyed), Value: s.dec.value(vt, val, asValue)})
+		}
+	case gm.ValueSize == 8:
+		var vals []uint64
+		for it.Next(&key, &vals) {
+			switch vt.Kind {
+			case check.Hist, check.Lhist:
+				userKey := key[:len(key)-8]
+				bucket := le.Uint64(key[len(key)-8:])
+				if hists == nil {
+					hists = map[string]*hist{}
+				}
+				h := hists[string(userKey)]
+				if h == nil {
+					n := histBuckets
+					if vt.Kind == check.Lhist {
+						n = int((vt.LhistMax-vt.LhistMin)/vt.LhistStep) + 2
+					}
+					h = &hist{key: s.decodeKey(gm, key, keyed), buckets: make([]uint64, n)}
+					hists[string(userKey)] = h
+					order = append(order, string(userKey))
+				}
+				if bucket < uint64(len(h.buckets)) {
+					h.buckets[bucket] += sumU64(vals)
+				}
+			case check.Count:
+				om.Entries = append(om.Entries, output.Entry{Key: s.decodeKey(gm, key, keyed), Value: output.Count(sumU64(vals))})
+			case check.Sum:
+				om.Entries = append(om.Entries, output.Entry{Key: s.decodeKey(gm, key, keyed), Value: output.Sum(sumU64(vals), vt.Signed)})
+			}
+		}
+	default:
+		var vals []pair
+		for it.Next(&key, &vals) {
+			v, ok := combine(vt, vals)
+			if ok {
+				om.Entries = append(om.Entries, output.Entry{Key: s.decodeKey(gm, key, keyed), Value: v})
+			}
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", gm.Display(), err)
+	}
+	for _, k := range order {
+		h := hists[k]
+		var v output.Value
+		if vt.Kind == check.Hist {
+			v = output.Hist(h.buckets)
+		} else {
+			v = output.Lhist(vt.LhistMin, vt.LhistMax, vt.LhistStep, h.buckets)
+		}
+		om.Entries = append(om.Entries, output.Entry{Key: h.key, Value: v})
+	}
+	return om, nil
+}
+
+func sumU64(vals []uint64) uint64 {
+	var n uint64
+	for _, v := range vals {
+		n += v
+	}
+	return n
+}
+
+// combine merges the CPUs' parts of a 16-byte aggregation; ok is false
+// when no CPU holds a value.
+func combine(t *check.Type, vals []pair) (output.Value, bool) {
+	switch t.Kind {
+	case check.Avg, check.Stats:
+		var count, total uint64
+		for _, v := range vals {
+			count += v.A
+			total += v.B
+		}
+		if t.Kind == check.Avg {
+			return output.Avg(int64(count), int64(total)), true
+		}
+		return output.Stats(int64(count), int64(total)), true
+	case check.Min, check.Max:
+		var best uint64
+		found := false
+		for _, v := range vals {
+			if v.B == 0 {
+				continue
+			}
+			if !found || better(t, v.A, best) {
+				best, found = v.A, true
+			}
+		}
+		if !found {
+			return output.Value{}, false
+		}
+		if t.Kind == check.Min {
+			return output.Min(int64(best)), true
+		}
+		return output.Max(int64(best)), true
+	}
+	return output.Value{}, false
+}
+
+// better reports whether a should replace b as the min or max.
+func better(t *check.Type, a, b uint64) bool {
+	if t.Signed {
+		if t.Kind == check.Min {
+			return int64(a) < int64(b)
+		}
+		return int64(a) > int64(b)
+	}
+	if t.Kind == check.Min {
+		return a < b
+	}
+	return a > b
+}
+
+// decodeKey decodes a stored key into the map's key values.
+func (s *Session) decodeKey(gm *codegen.Map, key []byte, keyed bool) []output.Value {
+	if !keyed {
+		return nil
+	}
+	kt := check.TupleType(gm.Keys)
+	vals := make([]output.Value, len(gm.Keys))
+	for i, t := range gm.Keys {
+		vals[i] = s.dec.value(t, key[kt.Offsets[i]:], asKey)
+	}
+	return vals
+}
+
+// clearMap deletes every element, or with zero sets every value to zero.
+func (s *Session) clearMap(gm *codegen.Map, zero bool) error {
+	m := s.coll.Maps[gm.Spec]
+	var keys [][]byte
+	var cur []byte
+	for {
+		var next []byte
+		if err := m.NextKey(cur, &next); err != nil {
+			if errors.Is(err, ebpf.ErrKeyNotExist) {
+				break
+			}
+			return fmt.Errorf("clear %s: %w", gm.Display(), err)
+		}
+		keys = append(keys, next)
+		cur = next
+	}
+	var errs []error
+	for _, k := range keys {
+		var err error
+		switch {
+		case !zero:
+			if err = m.Delete(k); errors.Is(err, ebpf.ErrKeyNotExist) {
+				err = nil
+			}
+		case !gm.PerCPU:
+			err = m.Put(k, make([]byte, gm.ValueSize))
+		case gm.ValueSize == 8:
+			err = m.Put(k, make([]uint64, s.ncpu))
+		default:
+			err = m.Put(k, make([]pair, s.ncpu))
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,316 @@
+package runtime
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"kinst.dev/kinst/attach"
+	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/output"
+)
+
+// Options say how to run a program.
+type Options struct {
+	// Out receives everything the program prints; Format picks text or
+	// JSON.
+	Out    io.Writer
+	Format Format
+	// Stdout receives the blank lines bpftrace prints before the maps at
+	// exit, which go to standard output even when Out is a file.
+	Stdout io.Writer
+	// Stderr receives warnings.
+	Stderr io.Writer
+	// Quiet drops the "Attaching N probes..." line.
+	Quiet bool
+	// Verbose adds the verifier's log to load errors.
+	Verbose bool
+	// Command is run under -c: started before attaching, released once
+	// every probe is attached, and waited for.
+	Command []string
+	// Pid restricts uprobes to one process.
+	Pid int
+	// Signals stop the run; nil means SIGINT and SIGTERM.
+	Signals []os.Signal
+}
+
+// Format is an output format.
+type Format int
+
+// The output formats.
+const (
+	Text Format = iota
+	JSON
+)
+
+// Session is one run of a compiled program.
+type Session struct {
+	out   *codegen.Output
+	opts  *Options
+	coll  *ebpf.Collection
+	dec   *decoder
+	w     *output.Writer
+	buf   *bufio.Writer
+	rd    *ringbuf.Reader
+	links []io.Closer
+	ncpu  int
+	cmd   *command
+
+	stopping atomic.Bool // a signal, the command's end or exit()
+	exited   bool        // exit() was called
+	lost     uint64      // lost records already reported
+	args     []byteArgs  // per-action reusable argument slices
+}
+
+type byteArgs = []output.Value
+
+// ErrLoad wraps failures to load programs into the kernel.
+var ErrLoad = errors.New("load")
+
+// Run runs a compiled program until it exits, its -c command ends, a
+// signal arrives or ctx is done. Whatever happens, probes are detached
+// and maps printed before it returns.
+func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
+	s := &Session{out: out, opts: opts, args: make([]byteArgs, len(out.Actions))}
+	if opts.Stderr == nil {
+		opts.Stderr = os.Stderr
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
+	}
+	s.buf = bufio.NewWriterSize(opts.Out, 64<<10)
+	if opts.Format == JSON {
+		s.w = output.NewJSON(s.buf)
+	} else {
+		s.w = output.NewText(s.buf)
+	}
+	defer s.buf.Flush()
+	if s.ncpu, err = ebpf.PossibleCPU(); err != nil {
+		return err
+	}
+	if err := s.load(); err != nil {
+		return err
+	}
+	defer s.coll.Close()
+	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap]}
+	if s.rd, err = ringbuf.NewReader(s.coll.Maps[codegen.EventsMap]); err != nil {
+		return fmt.Errorf("open ring buffer: %w", err)
+	}
+	defer s.rd.Close()
+
+	if len(opts.Command) > 0 {
+		if s.cmd, err = startCommand(opts.Command); err != nil {
+			return err
+		}
+		defer s.cmd.kill()
+	}
+	if err := s.setConsts(); err != nil {
+		return err
+	}
+	stopSignals := opts.Signals
+	if stopSignals == nil {
+		stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM}
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, stopSignals...)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-sigs:
+		case <-ctx.Done():
+		}
+		s.stop()
+	}()
+
+	if !opts.Quiet {
+		s.w.AttachedProbes(uint64(len(out.Targets)))
+		s.buf.Flush()
+	}
+	// BEGIN runs before anything else attaches, so that what it sets up
+	// is in place when the first event fires.
+	if err := s.runSpecial("BEGIN"); err != nil {
+		return err
+	}
+	s.drain()
+	if !s.exited {
+		if err := s.attachAll(); err != nil {
+			s.detach()
+			return err
+		}
+		if s.cmd != nil {
+			if err := s.cmd.release(); err != nil {
+				s.detach()
+				return err
+			}
+			go func() {
+				s.cmd.wait()
+				s.stop()
+			}()
+		}
+		s.loop()
+	}
+	// Detaching takes an RCU grace period per probe; it runs while END
+	// and the maps are printed, and is waited for before returning.
+	detached := make(chan error, 1)
+	go func() { detached <- s.detach() }()
+	if err := s.runSpecial("END"); err != nil {
+		<-detached
+		return err
+	}
+	s.drain()
+	s.reportLost()
+	printErr := s.printMaps()
+	return errors.Join(printErr, <-detached)
+}
+
+// stop ends the event loop.
+// It may be called from any goroutine: Flush wakes a blocked read, which
+// then returns what is pending and ringbuf.ErrFlushed.
+func (s *Session) stop() {
+	s.stopping.Store(true)
+	s.rd.Flush()
+}
+
+// setConsts fills the values programs read from the consts map.
+func (s *Session) setConsts() error {
+	m := s.coll.Maps[codegen.ConstsMap]
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return err
+	}
+	val := make([]byte, 16)
+	le.PutUint64(val[codegen.ConstStartTime:], uint64(ts.Nano()))
+	if s.cmd != nil {
+		le.PutUint64(val[codegen.ConstCpid:], uint64(s.cmd.pid()))
+	}
+	if err := m.Put(uint32(0), val); err != nil {
+		return fmt.Errorf("set constants: %w", err)
+	}
+	return nil
+}
+
+// runSpecial runs the BEGIN or END programs once, in kinst's own context.
+func (s *Session) runSpecial(provider string) error {
+	for _, p := range s.out.Programs {
+		if p.Probe.Provider != provider {
+			continue
+		}
+		if _, err := s.coll.Programs[p.Name].Run(&ebpf.RunOptions{Context: make([]byte, 8)}); err != nil {
+			return fmt.Errorf("run %s: %w", provider, err)
+		}
+	}
+	return nil
+}
+
+// attachAll attaches every program but BEGIN and END.
+func (s *Session) attachAll() error {
+	for _, p := range s.out.Programs {
+		switch p.Probe.Provider {
+		case "BEGIN", "END":
+			continue
+		}
+		links, err := attach.Attach(s.coll.Programs[p.Name], p.Targets, attach.Options{
+			FirstID: p.FirstTarget,
+			Multi:   p.Multi,
+			Pid:     s.opts.Pid,
+		})
+		if err != nil {
+			return err
+		}
+		s.links = append(s.links, links...)
+	}
+	return nil
+}
+
+func (s *Session) detach() error {
+	err := attach.Detach(s.links)
+	s.links = nil
+	return err
+}
+
+// loop handles records until something stops the run.
+func (s *Session) loop() {
+	var rec ringbuf.Record
+	lostCheck := time.Now()
+	for !s.stopping.Load() {
+		if time.Since(lostCheck) > time.Second {
+			s.reportLost()
+			lostCheck = time.Now()
+		}
+		if s.rd.AvailableBytes() == 0 {
+			s.buf.Flush()
+			s.rd.SetDeadline(time.Now().Add(time.Second))
+		}
+		err := s.rd.ReadInto(&rec)
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrFlushed):
+			continue
+		case err != nil:
+			fmt.Fprintf(s.opts.Stderr, "kinst: read events: %v\n", err)
+			return
+		}
+		s.handle(rec.RawSample)
+		if s.exited {
+			return
+		}
+	}
+	s.drain()
+}
+
+// drain handles the records already in the ring buffer without waiting.
+func (s *Session) drain() {
+	var rec ringbuf.Record
+	for !s.exited {
+		s.rd.SetDeadline(time.Now())
+		if err := s.rd.ReadInto(&rec); err != nil {
+			break
+		}
+		s.handle(rec.RawSample)
+	}
+	s.buf.Flush()
+}
+
+// reportLost prints how many records the ring buffer refused since the
+// last report.
+func (s *Session) reportLost() {
+	var perCPU []uint64
+	if err := s.coll.Maps[codegen.LostMap].Lookup(uint32(0), &perCPU); err != nil {
+		return
+	}
+	total := sumU64(perCPU)
+	if total > s.lost {
+		s.w.Lost(total - s.lost)
+		s.lost = total
+	}
+}
+
+// printMaps prints every map, as bpftrace does at exit.
+func (s *Session) printMaps() error {
+	maps := make([]*output.Map, 0, len(s.out.Maps))
+	var errs []error
+	for _, gm := range s.out.Maps {
+		m, err := s.readMap(gm)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		maps = append(maps, m)
+	}
+	s.buf.Flush()
+	io.WriteString(s.opts.Stdout, output.ExitSeparator)
+	errs = append(errs, s.w.Maps(maps), s.buf.Flush())
+	return errors.Join(errs...)
+}
