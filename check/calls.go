@@ -732,4 +732,3 @@ func (c *checker) checkPtrSpace(x *syntax.CallExpr, call *Call) *Type {
 	nt.Space = space
 	return &nt
 }
-
