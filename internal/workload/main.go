@@ -1,0 +1,100 @@
+// Command workload makes exactly the system calls it is told to, so that
+// tests and benchmarks can compare what kinst counts with what happened.
+//
+// Usage:
+//
+//	workload getppid N          N getppid calls
+//	workload openat N PATH      N openat calls on PATH (each file is closed)
+//	workload nanosleep N USEC   N sleeps of USEC microseconds
+//	workload write N BYTES      N writes of BYTES bytes to /dev/null
+//	workload spin MS            burn CPU for MS milliseconds
+//
+// The calls are raw system calls from one locked thread, so none come
+// from the Go runtime, and the pid and tid the probes see are the
+// process's own.
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+func main() {
+	runtime.LockOSThread()
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "workload: %v\n", err)
+		os.Exit(2)
+	}
+}
+
+func run(args []string) error {
+	if len(args) < 2 {
+		return fmt.Errorf("usage: workload getppid|openat|nanosleep|write|spin ARGS")
+	}
+	n, err := strconv.Atoi(args[1])
+	if err != nil || n < 0 {
+		return fmt.Errorf("bad count %q", args[1])
+	}
+	switch args[0] {
+	case "getppid":
+		for i := 0; i < n; i++ {
+			unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0)
+		}
+	case "openat":
+		if len(args) < 3 {
+			return fmt.Errorf("openat needs a path")
+		}
+		path, err := unix.BytePtrFromString(args[2])
+		if err != nil {
+			return err
+		}
+		dirfd := unix.AT_FDCWD
+		for i := 0; i < n; i++ {
+			fd, _, _ := unix.Syscall6(unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(path)), unix.O_RDONLY, 0, 0, 0)
+			if int(fd) >= 0 {
+				unix.Syscall(unix.SYS_CLOSE, fd, 0, 0)
+			}
+		}
+	case "nanosleep":
+		if len(args) < 3 {
+			return fmt.Errorf("nanosleep needs microseconds")
+		}
+		us, err := strconv.Atoi(args[2])
+		if err != nil {
+			return err
+		}
+		ts := unix.NsecToTimespec(int64(us) * 1000)
+		for i := 0; i < n; i++ {
+			unix.Syscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
+		}
+	case "write":
+		if len(args) < 3 {
+			return fmt.Errorf("write needs a size")
+		}
+		size, err := strconv.Atoi(args[2])
+		if err != nil {
+			return err
+		}
+		fd, err := unix.Open("/dev/null", unix.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		buf := make([]byte, size)
+		for i := 0; i < n; i++ {
+			unix.Syscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(size))
+		}
+	case "spin":
+		end := time.Now().Add(time.Duration(n) * time.Millisecond)
+		for time.Now().Before(end) {
+		}
+	default:
+		return fmt.Errorf("unknown workload %q", args[0])
+	}
+	return nil
+}
