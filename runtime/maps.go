@@ -81,6 +81,10 @@ func (s *Session) readMap(gm *codegen.Map) (*output.Map, error) {
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("read %s: %w", gm.Display(), err)
 	}
+	// bpftrace shows a count map without keys as 0 until it counts.
+	if vt.Kind == check.Count && !keyed && len(om.Entries) == 0 {
+		om.Entries = append(om.Entries, output.Entry{Value: output.Count(0)})
+	}
 	for _, k := range order {
 		h := hists[k]
 		var v output.Value
@@ -169,7 +173,7 @@ func (s *Session) decodeKey(gm *codegen.Map, key []byte, keyed bool) []output.Va
 func (s *Session) clearMap(gm *codegen.Map, zero bool) error {
 	m := s.coll.Maps[gm.Spec]
 	var keys [][]byte
-	var cur []byte
+	var cur any // nil asks for the first key
 	for {
 		var next []byte
 		if err := m.NextKey(cur, &next); err != nil {
