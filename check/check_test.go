@@ -42,6 +42,9 @@ func (fakeResolver) Resolve(ap *syntax.AttachPoint) ([]*Target, error) {
 		}
 		return nil, fmt.Errorf("tracepoint %s does not exist", name)
 	case "interval", "profile", "uprobe", "uretprobe", "kprobe", "kretprobe", "rawtracepoint":
+		if len(ap.Parts) == 0 {
+			return nil, fmt.Errorf("%s needs a target", ap.Provider)
+		}
 		return []*Target{{Provider: ap.Provider, Name: name, Func: ap.Parts[len(ap.Parts)-1]}}, nil
 	}
 	return nil, fmt.Errorf("%s probes are not supported", ap.Provider)

@@ -281,7 +281,9 @@ func (c *checker) cond(x syntax.Expr, what string) {
 func (c *checker) exprStmt(x syntax.Expr) {
 	switch x := x.(type) {
 	case *syntax.CallExpr:
-		c.call(x, true)
+		if t := c.call(x, true); t != nil {
+			c.probe.Types[x] = t
+		}
 	case *syntax.IncDecExpr:
 		c.expr(x)
 	default:

@@ -40,6 +40,7 @@ const (
 	stackBudget  = 384 // what memory values may take, leaving room for spills and variables
 	maxOnStack   = 128 // a value larger than this always goes to scratch
 	scratchLimit = 1 << 16
+	maxInsns     = 1 << 20 // BPF_COMPLEXITY_LIMIT_INSNS
 )
 
 // Registers with fixed roles.

@@ -143,6 +143,11 @@ func (g *gen) stmt(s syntax.Stmt, lp *loop) {
 		n := int(g.p.Consts[s.Count].Int)
 		for i := 0; i < n; i++ {
 			g.block(s.Body, lp)
+			if len(g.insns) > maxInsns {
+				// Nested unrolls multiply; stop before memory runs out.
+				g.c.errorf(s, "unrolling makes the probe longer than the %d instructions BPF allows", maxInsns)
+				return
+			}
 		}
 	case *syntax.WhileStmt:
 		l := &loop{cont: g.newLabel("while"), brk: g.newLabel("wend")}
