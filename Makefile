@@ -1,6 +1,6 @@
 # kinst: build and test entry points. `make help` lists the targets.
 
-GO     ?= go
+GO     ?= $(shell command -v go || echo /usr/local/go/bin/go)
 SERIES ?= 6.1 6.12
 # tcg (software emulation) is the safe default; auto uses KVM where a probe
 # boot shows that it works.
@@ -10,15 +10,37 @@ BIN    := $(CURDIR)/bin
 # Every binary is static, so that the QEMU guests can run it.
 export CGO_ENABLED := 0
 
-.PHONY: help test vet hosttest vmtest kernels vmrun kinst
+.PHONY: help test deps vet hosttest fuzz vmtest kernels vmrun kinst
+
+# What the tests run besides Go: QEMU for the guest kernels, busybox for
+# workloads inside them, bpftrace as the reference for differential tests,
+# cpio to cross-check the initramfs writer.
+DEPS := qemu-system-x86_64:qemu-system-x86 busybox:busybox-static bpftrace:bpftrace cpio:cpio
+FUZZTIME ?= 20s
 
 help:
-	@echo "make test      go vet, host tests, then the whole suite in each guest kernel"
+	@echo "make test      install missing tools, go vet, host tests, fuzzing, then the suite in each guest kernel"
+	@echo "make deps      install the Debian packages the tests need, if missing"
+	@echo "make fuzz      run each fuzz target for FUZZTIME ($(FUZZTIME))"
 	@echo "make hosttest  go test ./... on the host"
 	@echo "make vmtest    go test ./... inside Debian $(SERIES) kernels under QEMU"
 	@echo "make kernels   fetch the newest kernel of each series into .cache/kernels"
 
-test: vet hosttest vmtest
+test: deps vet hosttest fuzz vmtest
+
+deps:
+	@missing=""; for d in $(DEPS); do command -v $${d%%:*} >/dev/null || missing="$$missing $${d#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing"; \
+		sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+		$$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+# Each fuzz target runs from its seed corpus for a bounded time.
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./syntax
+	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./check
+	$(GO) test -run '^$$' -fuzz '^FuzzGenerate$$' -fuzztime $(FUZZTIME) ./codegen
 
 vet:
 	$(GO) vet ./...
@@ -29,22 +51,20 @@ hosttest:
 vmrun:
 	$(GO) build -o $(BIN)/vmrun ./cmd/vmrun
 
-# cmd/kinst arrives with the first working pipeline; until then there is
-# nothing to build or to pass to the guests.
+# kinst and the workload command go into the guests too.
 kinst:
-	@if [ -d cmd/kinst ]; then echo "$(GO) build -o $(BIN)/kinst ./cmd/kinst"; $(GO) build -o $(BIN)/kinst ./cmd/kinst; \
-	else echo "no ./cmd/kinst yet: guests run without a kinst binary"; rm -f $(BIN)/kinst; fi
+	$(GO) build -o $(BIN)/kinst ./cmd/kinst
+	$(GO) build -o $(BIN)/workload ./internal/workload
 
 kernels: vmrun
 	$(BIN)/vmrun kernels $(SERIES)
 
-# The guests get kinst (when built) and Debian's static busybox on their PATH.
+# The guests get kinst, workload and Debian's static busybox on their PATH.
 # All paths are absolute: go test runs vmrun from each package's folder.
 vmtest: vmrun kinst kernels
 	@status=0; for k in $(SERIES); do \
 		echo "=== guest kernel $$k: $$($(BIN)/vmrun kernels $$k | cut -d' ' -f2)"; \
-		files=""; \
-		if [ -x $(BIN)/kinst ]; then files="$$files --file $(BIN)/kinst"; fi; \
+		files="--file $(BIN)/kinst --file $(BIN)/workload"; \
 		bb=$$(command -v busybox || true); if [ -n "$$bb" ]; then files="$$files --file $$bb"; fi; \
 		$(GO) test -exec "$(BIN)/vmrun --kernel $$k --accel $(ACCEL) $$files --" ./... || status=1; \
 	done; exit $$status

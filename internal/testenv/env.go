@@ -41,6 +41,9 @@ func containsWord(s, word string) bool {
 // KinstPackage is the main package Kinst builds.
 const KinstPackage = "./cmd/kinst"
 
+// WorkloadPackage is the main package Workload builds.
+const WorkloadPackage = "./internal/workload"
+
 // Kinst returns the path of a kinst binary for t to run: $KINST_BINARY if it
 // names an existing file; else, where a go command is on PATH, ./cmd/kinst
 // built once per test binary (see Build); else kinst found on PATH, as in a
@@ -52,12 +55,26 @@ func Kinst(t testing.TB) string {
 			return p
 		}
 	}
+	return program(t, KinstPackage, "kinst")
+}
+
+// Workload returns the path of the workload command, built or found as
+// Kinst finds kinst.
+func Workload(t testing.TB) string {
+	t.Helper()
+	return program(t, WorkloadPackage, "workload")
+}
+
+// program builds pkg where a go command exists, and otherwise looks name
+// up on PATH, where vmrun --file puts it in a guest.
+func program(t testing.TB, pkg, name string) string {
+	t.Helper()
 	if _, err := exec.LookPath("go"); err == nil {
-		return Build(t, KinstPackage)
+		return Build(t, pkg)
 	}
-	p, err := exec.LookPath("kinst")
+	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Fatalf("no kinst binary: set KINST_BINARY, put go on PATH, or pass it to vmrun with --file (%v)", err)
+		t.Fatalf("no %s binary: put go on PATH, or pass it to vmrun with --file (%v)", name, err)
 	}
 	return p
 }
