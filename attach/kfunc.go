@@ -41,6 +41,12 @@ var featureFor = map[string]kernel.Feature{
 // ErrForbidden marks probe types the running kernel refuses.
 var ErrForbidden = errors.New("forbidden by this kernel")
 
+// forbidden is a refusal whose message is the kernel's reason alone.
+type forbidden string
+
+func (f forbidden) Error() string        { return string(f) }
+func (f forbidden) Is(target error) bool { return target == ErrForbidden }
+
 // kernelFuncs resolves kprobe, kretprobe, fentry, fexit and fmod_ret
 // attach points: KIND:FUNC, KIND:MODULE:FUNC, with * wildcards, and for
 // kprobe FUNC+OFFSET.
@@ -50,7 +56,7 @@ func (r *Resolver) kernelFuncs(ap *syntax.AttachPoint) ([]*check.Target, error) 
 		if tp := coveringTracepoint(ap); tp != "" {
 			msg += "; the tracepoint " + tp + " covers the same event"
 		}
-		return nil, fmt.Errorf("%w: %s", ErrForbidden, msg)
+		return nil, forbidden(msg)
 	}
 	var module, spec string
 	switch len(ap.Parts) {
