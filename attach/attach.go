@@ -24,8 +24,15 @@ type Options struct {
 	// Multi attaches all targets with one kprobe.multi or uprobe.multi
 	// link; the program must have been loaded for it.
 	Multi bool
+	// Trampoline attaches a kprobe target's program, loaded as fentry or
+	// fexit for its function, through a BPF trampoline.
+	Trampoline bool
 	// Pid restricts uprobes to one process.
 	Pid int
+	// Cookies gives each target's link its id as the attach cookie; the
+	// program needs them when it serves several targets and reads probe
+	// or func. Older kernels refuse cookies on some link types.
+	Cookies bool
 }
 
 // Attach attaches prog to every target. On failure it detaches what it
@@ -45,8 +52,11 @@ func Attach(prog *ebpf.Program, targets []*check.Target, opts Options) (links []
 		return []io.Closer{l}, nil
 	}
 	for i, t := range targets {
-		cookie := uint64(opts.FirstID + i)
-		ls, err := attachOne(prog, t, cookie, opts.Pid)
+		var cookie uint64
+		if opts.Cookies {
+			cookie = uint64(opts.FirstID + i)
+		}
+		ls, err := attachOne(prog, t, cookie, opts)
 		if err != nil {
 			return links, fmt.Errorf("attach %s: %w", t.FullName(), err)
 		}
@@ -55,7 +65,12 @@ func Attach(prog *ebpf.Program, targets []*check.Target, opts Options) (links []
 	return links, nil
 }
 
-func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, pid int) ([]io.Closer, error) {
+func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options) ([]io.Closer, error) {
+	pid := opts.Pid
+	if _, isKprobe := t.Attach.(Kprobe); isKprobe && opts.Trampoline {
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog, Cookie: cookie})
+		return one(l, err)
+	}
 	switch a := t.Attach.(type) {
 	case Tracepoint:
 		l, err := link.Tracepoint(a.Category, a.Name, prog, &link.TracepointOptions{Cookie: cookie})
@@ -101,9 +116,12 @@ func one(l link.Link, err error) ([]io.Closer, error) {
 
 // attachMulti attaches every target through one multi link.
 func attachMulti(prog *ebpf.Program, targets []*check.Target, opts Options) (io.Closer, error) {
-	cookies := make([]uint64, len(targets))
-	for i := range targets {
-		cookies[i] = uint64(opts.FirstID + i)
+	var cookies []uint64
+	if opts.Cookies {
+		cookies = make([]uint64, len(targets))
+		for i := range targets {
+			cookies[i] = uint64(opts.FirstID + i)
+		}
 	}
 	switch first := targets[0].Attach.(type) {
 	case Kprobe:

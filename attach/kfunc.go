@@ -121,21 +121,34 @@ func (r *Resolver) kernelFuncTarget(provider string, f kernel.Func, off uint64, 
 		t.Name = spec
 	}
 	proto, err := kernel.FuncProto(f.Name)
-	switch provider {
-	case "fentry", "fexit", "fmod_ret":
-		if err != nil {
+	trampoline := provider == "fentry" || provider == "fexit" || provider == "fmod_ret"
+	if err != nil {
+		if trampoline {
 			return nil, fmt.Errorf("%s:%s needs the function's BTF type: %w", provider, f.Name, err)
 		}
-		args, ret, err := tracingContext(proto)
-		if err != nil {
-			return nil, fmt.Errorf("%s:%s: %w", provider, f.Name, err)
-		}
-		t.Args, t.NumArgs = args, len(proto.Params)
-		if provider != "fentry" {
+	} else if args, ret, err := tracingContext(proto); err == nil {
+		// The arguments are numbered by word: a trampoline finds them in
+		// its context array, a kprobe in the argument registers. A
+		// kretprobe has no arguments: by the return they are gone.
+		t.Typed, t.NumArgs = true, len(proto.Params)
+		switch provider {
+		case "kprobe":
+			if off == 0 { // inside the function the registers have moved on
+				t.Args = args
+			}
+		case "fentry":
+			t.Args = args
+		case "kretprobe":
 			t.Ret = ret
+		default:
+			t.Args, t.Ret = args, ret
 		}
+	} else if trampoline {
+		return nil, fmt.Errorf("%s:%s: %w", provider, f.Name, err)
+	}
+	if trampoline {
 		t.Attach = Tracing{Symbol: f.Name, Module: f.Module}
-	default:
+	} else {
 		t.Attach = Kprobe{Symbol: f.Name, Module: f.Module, Offset: off, Return: provider == "kretprobe"}
 	}
 	return t, nil

@@ -30,6 +30,9 @@ type Target struct {
 	// NumArgs bounds arg0..argN where the target knows its arity;
 	// 0 means the architecture's limit.
 	NumArgs int
+	// Typed is set for a kernel function that BTF describes: a BPF
+	// trampoline can reach it, and NumArgs is its arity.
+	Typed bool
 
 	// Attach holds what package attach needs to attach this target;
 	// the checker does not look inside.

@@ -150,18 +150,18 @@ func (g *gen) ctxWord(off int16) operand {
 }
 
 // arg reads argument n: from the saved registers in kprobes and uprobes,
-// from the argument array in raw tracepoints and fentry programs.
+// from the argument array in raw tracepoints and trampolines.
 func (g *gen) arg(n int) operand {
-	switch g.p.Provider {
-	case "kprobe", "uprobe":
+	if g.mech.regsContext() {
 		return g.ctxWord(argRegs[n])
 	}
 	return g.ctxWord(int16(8 * n))
 }
 
+// retval reads the return value: a trampoline finds it after the
+// arguments, a return probe in the saved rax.
 func (g *gen) retval() operand {
-	switch g.p.Provider {
-	case "fexit", "fmod_ret":
+	if g.mech.IsTrampoline() {
 		op := g.ctxWord(int16(8 * g.p.Targets[0].NumArgs))
 		if t := g.p.Ret; t != nil {
 			r := g.work(op, asm.R0)
@@ -170,5 +170,11 @@ func (g *gen) retval() operand {
 		}
 		return op
 	}
-	return g.ctxWord(raxOffset)
+	op := g.ctxWord(raxOffset)
+	if t := g.p.Ret; t != nil {
+		r := g.work(op, asm.R0)
+		g.normalize(r, t)
+		g.set(op, r)
+	}
+	return op
 }

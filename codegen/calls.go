@@ -115,7 +115,7 @@ func (g *gen) callStmt(x *syntax.CallExpr) {
 		g.call(asm.FnSendSignal)
 	case "override":
 		op := g.scalar(x.Args[0])
-		if g.p.Provider == "fmod_ret" {
+		if g.mech == MechFmodRet {
 			g.emit(asm.StoreMem(asm.R10, g.retSlot, g.reg(op, asm.R0), asm.DWord))
 		} else {
 			g.load(asm.R2, op)
@@ -165,12 +165,13 @@ func (g *gen) join(x *syntax.CallExpr, c *check.Call) {
 	g.emitRecord(rec)
 }
 
-// readStrHelper is the helper that copies a string from memory in space.
+// readStrHelper is the helper that copies a string from memory in space,
+// deciding by the address for kernel pointers as readHelper does.
 func readStrHelper(space check.AddrSpace) asm.BuiltinFunc {
 	if space == check.UserSpace {
 		return asm.FnProbeReadUserStr
 	}
-	return asm.FnProbeReadKernelStr
+	return asm.FnProbeReadStr
 }
 
 // callScalar generates a call whose value fits a register.

@@ -11,8 +11,9 @@ import (
 
 // gen generates one program.
 type gen struct {
-	c *compiler
-	p *check.Probe
+	c    *compiler
+	p    *check.Probe
+	mech Mechanism
 
 	insns   asm.Instructions
 	pos     []syntax.Pos

@@ -2,9 +2,7 @@ package codegen
 
 import (
 	"fmt"
-	"os"
 	"strconv"
-	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -22,9 +20,13 @@ type Options struct {
 	EventsSize int
 	// StackEntries bounds the stack-trace maps; 0 means DefaultMapEntries.
 	StackEntries int
-	// KprobeMulti and UprobeMulti say the kernel attaches many functions
-	// with one link; probes with several targets are then loaded for it.
-	KprobeMulti, UprobeMulti bool
+	// Supports says whether the kernel offers a mechanism; it is asked
+	// only about the mechanisms a probe could use, since the answer costs
+	// a probe of the kernel.
+	Supports func(Mechanism) bool
+	// Force makes kprobes and kretprobes use one mechanism, for
+	// comparisons; "" picks the cheapest.
+	Force Mechanism
 }
 
 // Defaults. bpftrace caps maps at 4096 keys too.
@@ -76,18 +78,19 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 	}
 	c.declareMaps()
 	for _, p := range prog.Probes {
-		if onePerTarget(p.Provider) && len(p.Targets) > 1 {
+		mech, why := c.choose(p)
+		if (mech.IsTrampoline() || mech == MechRawTracepoint) && len(p.Targets) > 1 {
 			// A trampoline program is bound to one function when it is
 			// loaded, and raw tracepoints take attach cookies only from
 			// 6.10 on: each target gets a program of its own.
 			for _, t := range p.Targets {
 				one := *p
 				one.Targets = []*check.Target{t}
-				c.compileProbe(&one)
+				c.compile(&one, mech, why)
 			}
 			continue
 		}
-		c.compileProbe(p)
+		c.compile(p, mech, why)
 	}
 	if len(c.errs) > 0 {
 		c.errs.Sort()
@@ -105,6 +108,7 @@ type compiler struct {
 	maps map[*check.Map]*Map
 	errs syntax.ErrorList
 
+	nprogs      int // programs generated so far, for naming
 	scratchSize int // total scratch, summed over programs
 	kstackDepth int // deepest kstack asked for
 	ustackDepth int
@@ -181,122 +185,55 @@ func (c *compiler) declareInternalMaps() {
 
 func alignUp(n, a int) int { return (n + a - 1) / a * a }
 
-// programType maps a provider to the BPF program type and attach type
-// its programs load as.
-func programType(provider string, multi bool) (ebpf.ProgramType, ebpf.AttachType) {
-	switch provider {
-	case "BEGIN", "END", "rawtracepoint":
-		return ebpf.RawTracepoint, ebpf.AttachNone
-	case "tracepoint":
-		return ebpf.TracePoint, ebpf.AttachNone
-	case "profile", "interval", "software", "hardware":
-		return ebpf.PerfEvent, ebpf.AttachNone
-	case "kprobe", "kretprobe":
-		if multi {
-			return ebpf.Kprobe, ebpf.AttachTraceKprobeMulti
-		}
-		return ebpf.Kprobe, ebpf.AttachNone
-	case "uprobe", "uretprobe":
-		if multi {
-			return ebpf.Kprobe, ebpf.AttachTraceUprobeMulti
-		}
-		return ebpf.Kprobe, ebpf.AttachNone
-	case "fentry":
-		return ebpf.Tracing, ebpf.AttachTraceFEntry
-	case "fexit":
-		return ebpf.Tracing, ebpf.AttachTraceFExit
-	case "fmod_ret":
-		return ebpf.Tracing, ebpf.AttachModifyReturn
+// compile generates a probe's program, and for a kprobe running as a
+// trampoline also a kprobe program to fall back on: some functions that
+// BTF describes still refuse trampolines, which only loading reveals.
+func (c *compiler) compile(p *check.Probe, mech Mechanism, why string) {
+	prog := c.compileProbe(p, mech, why, len(c.out.Targets))
+	if prog == nil {
+		return
 	}
-	return ebpf.UnspecifiedProgram, ebpf.AttachNone
+	if mech.IsTrampoline() && (p.Provider == "kprobe" || p.Provider == "kretprobe") {
+		prog.Fallback = c.compileProbe(p, MechKprobe, "the kernel refused a trampoline for this function", prog.FirstTarget)
+	}
+	c.out.Targets = append(c.out.Targets, p.Targets...)
+	c.out.Programs = append(c.out.Programs, prog)
 }
 
-// multi decides whether one multi link attaches all of p's targets.
-func (c *compiler) multi(p *check.Probe) bool {
-	if len(p.Targets) < 2 {
-		return false
-	}
-	switch p.Provider {
-	case "kprobe", "kretprobe":
-		if !c.opts.KprobeMulti {
-			return false
-		}
-		for _, t := range p.Targets {
-			if t.Name != t.Func { // an offset into a function needs a kprobe
-				return false
-			}
-		}
-		return true
-	case "uprobe", "uretprobe":
-		return c.opts.UprobeMulti && sameFile(p.Targets)
-	}
-	return false
-}
-
-// sameFile reports whether uprobe targets are all in one file, which a
-// uprobe.multi link requires.
-func sameFile(targets []*check.Target) bool {
-	path := func(t *check.Target) string {
-		file, _, _ := strings.Cut(t.Name, ":")
-		return file
-	}
-	for _, t := range targets[1:] {
-		if path(t) != path(targets[0]) {
-			return false
-		}
-	}
-	return true
-}
-
-func isTrampoline(provider string) bool {
-	return provider == "fentry" || provider == "fexit" || provider == "fmod_ret"
-}
-
-func onePerTarget(provider string) bool {
-	return isTrampoline(provider) || provider == "rawtracepoint"
-}
-
-// compileProbe generates the program of one checked probe.
-func (c *compiler) compileProbe(p *check.Probe) {
-	index := len(c.out.Programs)
-	g := &gen{c: c, p: p, vars: map[string]mem{}, aliases: map[string]string{}, firstTarget: len(c.out.Targets)}
+// compileProbe generates one program whose targets start at firstTarget
+// in Output.Targets.
+func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firstTarget int) *Program {
+	g := &gen{c: c, p: p, mech: mech, vars: map[string]mem{}, aliases: map[string]string{}, firstTarget: firstTarget}
 	g.scratchBase = c.scratchSize
 	g.exitLabel = g.newLabel("exit")
 	g.body()
 	if len(g.insns) == 0 {
-		return
+		return nil
 	}
 	c.scratchSize += g.scratch.max
-	name := fmt.Sprintf("probe%d", index)
-	multi := c.multi(p)
-	ptype, atype := programType(p.Provider, multi)
+	c.nprogs++
+	name := fmt.Sprintf("probe%d", c.nprogs)
+	ret := p.Provider == "kretprobe" || p.Provider == "uretprobe"
+	ptype, atype := programType(mech, ret)
 	spec := &ebpf.ProgramSpec{
-		Name:         mapName("", fmt.Sprintf("p%d_%s", index, p.Provider)),
+		Name:         mapName("", fmt.Sprintf("p%d_%s", c.nprogs, p.Provider)),
 		Type:         ptype,
 		AttachType:   atype,
 		License:      "GPL",
 		Instructions: g.insns,
 	}
-	if isTrampoline(p.Provider) {
+	if mech.IsTrampoline() {
 		spec.AttachTo = p.Targets[0].Func
 	}
 	c.out.Collection.Programs[name] = spec
-	c.out.Targets = append(c.out.Targets, p.Targets...)
-	c.out.Programs = append(c.out.Programs, &Program{
+	return &Program{
 		Name:        name,
 		Probe:       p,
 		Targets:     p.Targets,
-		FirstTarget: g.firstTarget,
-		Multi:       multi,
+		FirstTarget: firstTarget,
+		Mechanism:   mech,
+		Why:         why,
 		Cookies:     g.cookies,
 		Pos:         g.pos,
-	})
-}
-
-// debugf prints code generation traces when KINST_DEBUG_CODEGEN is set;
-// it helps when a verifier rejection needs to be traced back.
-func debugf(format string, args ...any) {
-	if os.Getenv("KINST_DEBUG_CODEGEN") != "" {
-		fmt.Fprintf(os.Stderr, format+"\n", args...)
 	}
 }

@@ -52,9 +52,14 @@ type Program struct {
 	// FirstTarget is the index in Output.Targets of Targets[0]; the
 	// others follow it.
 	FirstTarget int
-	// Multi is set when one kprobe.multi or uprobe.multi link attaches
-	// all targets; the program was loaded for that.
-	Multi bool
+	// Mechanism is how the program attaches, and Why says why it was
+	// chosen.
+	Mechanism Mechanism
+	Why       string
+	// Fallback is the same probe compiled as a kprobe, for a kprobe
+	// compiled as a trampoline: it is loaded instead if the kernel
+	// refuses the trampoline.
+	Fallback *Program
 	// Cookies is set when the program serves several targets and tells
 	// them apart by the attach cookie, which must then be each target's
 	// index in Output.Targets.

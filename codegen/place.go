@@ -142,12 +142,15 @@ func (g *gen) dynamicIndex(base loc, x *syntax.IndexExpr, elemSize int) loc {
 	return loc{kind: locPtr, ptr: p, space: space}
 }
 
-// readHelper is the helper that copies from memory in space.
+// readHelper is the helper that copies from memory in space. Kernel
+// pointers that BTF describes may still point into user memory (BTF
+// mostly lacks __user), so they are read with bpf_probe_read, which on
+// x86's separate address spaces picks the right access by the address.
 func readHelper(space check.AddrSpace) asm.BuiltinFunc {
 	if space == check.UserSpace {
 		return asm.FnProbeReadUser
 	}
-	return asm.FnProbeReadKernel
+	return asm.FnProbeRead
 }
 
 // ptrArg puts the address l denotes into register dst.
@@ -185,14 +188,24 @@ func (g *gen) readScalar(l loc, t *check.Type, f *check.Field) operand {
 	switch l.kind {
 	case locCtx:
 		r := g.work(dst, asm.R0)
-		if g.p.Provider == "tracepoint" {
+		switch {
+		case g.mech == MechTracepoint:
 			g.emit(asm.LoadMem(r, regCtx, int16(l.off), sizeOf(size)))
 			if t.Kind == check.Int && t.Signed && (f == nil || f.Bits == 0) {
 				g.extend(r, size, true)
 			}
-		} else {
-			// Other contexts are arrays of 64-bit words: registers or
-			// argument slots.
+		case g.mech.regsContext():
+			// A function's arguments, numbered by word, are in the
+			// registers the calling convention passes them in.
+			n := l.off / 8
+			if n >= len(argRegs) {
+				g.c.errs.Add(g.c.prog.Syntax.File, g.cur, g.cur+1, "argument %d of the function is passed on the stack, which a kprobe cannot read; fentry can", n)
+				n = 0
+			}
+			g.emit(asm.LoadMem(r, regCtx, argRegs[n], asm.DWord))
+			g.normalize(r, t)
+		default:
+			// Trampolines and raw tracepoints pass an array of words.
 			g.emit(asm.LoadMem(r, regCtx, int16(l.off), asm.DWord))
 			g.normalize(r, t)
 		}

@@ -18,7 +18,7 @@ func (g *gen) body() {
 	probe := g.p.Syntax
 	g.cur = probe.Pos()
 	g.allocVars()
-	if g.p.Provider == "fmod_ret" {
+	if g.mech == MechFmodRet {
 		g.retSlot = g.allocStack(8).off
 	}
 	if probe.Pred != nil {

@@ -15,18 +15,56 @@ import (
 	"kinst.dev/kinst/syntax"
 )
 
-// load creates the maps and loads the programs.
+// load creates the maps, then loads the programs one by one, so that a
+// refusal names its probe and a kprobe compiled as a trampoline can fall
+// back to its kprobe version.
 func (s *Session) load() error {
-	var opts ebpf.CollectionOptions
-	if s.needsBTF() {
-		opts.Programs.KernelTypes = kernelTypes()
-	}
-	coll, err := ebpf.NewCollectionWithOptions(s.out.Collection, opts)
+	spec := s.out.Collection
+	coll, err := ebpf.NewCollection(&ebpf.CollectionSpec{Maps: spec.Maps, Programs: map[string]*ebpf.ProgramSpec{}})
 	if err != nil {
-		return s.explain(err)
+		return fmt.Errorf("%w: create maps: %v", ErrLoad, err)
 	}
 	s.coll = coll
+	var kernelTypes *btf.Spec
+	if s.needsBTF() {
+		kernelTypes = loadKernelTypes()
+	}
+	for _, p := range s.out.Programs {
+		prog, err := s.loadProgram(p, kernelTypes)
+		if err != nil && p.Fallback != nil {
+			fb, fbErr := s.loadProgram(p.Fallback, kernelTypes)
+			if fbErr == nil {
+				if s.opts.Verbose {
+					fmt.Fprintf(s.opts.Stderr, "kinst: %s: %s refused (%v); using a kprobe\n", p.Targets[0].FullName(), p.Mechanism, err)
+				}
+				p, prog, err = p.Fallback, fb, nil
+			}
+		}
+		if err != nil {
+			coll.Close()
+			return s.explain(p, err)
+		}
+		coll.Programs[p.Name] = prog
+		s.loaded = append(s.loaded, p)
+	}
 	return nil
+}
+
+// loadProgram loads one program with its map references resolved.
+func (s *Session) loadProgram(p *codegen.Program, kernelTypes *btf.Spec) (*ebpf.Program, error) {
+	ps := p.Spec(s.out).Copy()
+	done := map[string]bool{}
+	for _, ins := range ps.Instructions {
+		ref := ins.Reference()
+		if !ins.IsLoadFromMap() || ref == "" || done[ref] {
+			continue
+		}
+		done[ref] = true
+		if err := ps.Instructions.AssociateMap(ref, s.coll.Maps[ref]); err != nil {
+			return nil, fmt.Errorf("map %s: %w", ref, err)
+		}
+	}
+	return ebpf.NewProgramWithOptions(ps, ebpf.ProgramOptions{KernelTypes: kernelTypes})
 }
 
 // needsBTF reports whether loading needs the kernel's types, which take
@@ -40,9 +78,9 @@ func (s *Session) needsBTF() bool {
 	return false
 }
 
-// kernelTypes is the kernel's BTF, shared so that it is parsed once;
+// loadKernelTypes is the kernel's BTF, shared so that it is parsed once;
 // nil where the kernel has none.
-func kernelTypes() *btf.Spec {
+func loadKernelTypes() *btf.Spec {
 	spec, err := kernel.KernelBTF()
 	if err != nil {
 		return nil
@@ -77,24 +115,14 @@ var insnLine = regexp.MustCompile(`^(\d+): \(`)
 
 // explain turns a load failure into an error that names the probe and
 // points at the source.
-func (s *Session) explain(err error) error {
-	name, _, _ := strings.Cut(strings.TrimPrefix(err.Error(), "program "), ":")
-	var prog *codegen.Program
-	for _, p := range s.out.Programs {
-		if p.Name == name {
-			prog = p
-		}
-	}
-	if prog == nil {
-		return fmt.Errorf("%w: %v", ErrLoad, err)
-	}
+func (s *Session) explain(prog *codegen.Program, err error) error {
 	probe := prog.Probe.Syntax
 	file := s.out.File
 	where := probe.Pos()
 	var ve *ebpf.VerifierError
 	if !errors.As(err, &ve) {
 		return &VerifierError{Err: &syntax.Error{File: file, Pos: where, End: probe.Points[0].End(),
-			Msg: fmt.Sprintf("cannot load probe %s: %v", prog.Targets[0].FullName(), errors.Unwrap(err))}}
+			Msg: fmt.Sprintf("cannot load probe %s as %s: %v", prog.Targets[0].FullName(), prog.Mechanism, err)}}
 	}
 	// The last instruction the verifier reached is where it gave up.
 	reason := ""
@@ -123,8 +151,8 @@ func (s *Session) explain(err error) error {
 
 // Load loads a compiled program into the kernel and unloads it again:
 // what --dry-run does to prove the verifier accepts every probe.
-func Load(out *codegen.Output) error {
-	s := &Session{out: out}
+func Load(out *codegen.Output, opts *Options) error {
+	s := &Session{out: out, opts: opts}
 	if err := s.load(); err != nil {
 		return err
 	}

@@ -65,6 +65,9 @@ type Session struct {
 	rd    *ringbuf.Reader
 	links []io.Closer
 	ncpu  int
+	// loaded are the programs in the kernel: each codegen program, or
+	// its fallback where the kernel refused it.
+	loaded []*codegen.Program
 	cmd   *command
 
 	stopping atomic.Bool // a signal, the command's end or exit()
@@ -204,7 +207,7 @@ func (s *Session) setConsts() error {
 
 // runSpecial runs the BEGIN or END programs once, in kinst's own context.
 func (s *Session) runSpecial(provider string) error {
-	for _, p := range s.out.Programs {
+	for _, p := range s.loaded {
 		if p.Probe.Provider != provider {
 			continue
 		}
@@ -217,15 +220,16 @@ func (s *Session) runSpecial(provider string) error {
 
 // attachAll attaches every program but BEGIN and END.
 func (s *Session) attachAll() error {
-	for _, p := range s.out.Programs {
-		switch p.Probe.Provider {
-		case "BEGIN", "END":
+	for _, p := range s.loaded {
+		if p.Mechanism == codegen.MechTestRun {
 			continue
 		}
 		links, err := attach.Attach(s.coll.Programs[p.Name], p.Targets, attach.Options{
-			FirstID: p.FirstTarget,
-			Multi:   p.Multi,
-			Pid:     s.opts.Pid,
+			FirstID:    p.FirstTarget,
+			Multi:      p.Mechanism == codegen.MechKprobeMulti || p.Mechanism == codegen.MechUprobeMulti,
+			Trampoline: p.Mechanism.IsTrampoline(),
+			Pid:        s.opts.Pid,
+			Cookies:    p.Cookies,
 		})
 		if err != nil {
 			return err

@@ -47,6 +47,8 @@ options:
   -d STAGE       print a stage and continue: ast, types, bpf or all
   --dry-run      compile and load into the kernel, then stop
   --unsafe       allow system(), signal() and override()
+  --attach MECH  run kprobes and kretprobes as kprobe, kprobe.multi or fentry
+                 (fexit for kretprobes) instead of the cheapest the kernel offers
 
 environment:
   KINST_STRLEN (or BPFTRACE_STRLEN)            size of str() strings (default 64, at most 1024)
@@ -81,6 +83,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		debug   = fs.String("d", "", "")
 		dryRun  = fs.Bool("dry-run", false, "")
 		unsafe  = fs.Bool("unsafe", false, "")
+		mech    = fs.String("attach", "", "")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -99,6 +102,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return listProbes(pattern, *verbose, stdout, stderr)
 	}
+	var err error
 	var rf runtime.Format
 	switch *format {
 	case "text":
@@ -113,6 +117,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	default:
 		fmt.Fprintf(stderr, "kinst: unknown stage %q for -d: use ast, types, bpf or all\n", *debug)
 		return 2
+	}
+	var force codegen.Mechanism
+	if *mech != "" {
+		if force, err = codegen.ParseMechanism(*mech); err != nil {
+			fmt.Fprintf(stderr, "kinst: --attach: %v\n", err)
+			return 2
+		}
 	}
 	name, src, params, err := source(*prog, rest)
 	if err != nil {
@@ -159,11 +170,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *debug == "types" || *debug == "all" {
 		dumpTypes(stderr, checked)
 	}
-	kmulti, umulti := multiLinks(checked)
 	out, err := codegen.Generate(checked, &codegen.Options{
-		MapEntries:  mapKeys,
-		KprobeMulti: kmulti,
-		UprobeMulti: umulti,
+		MapEntries: mapKeys,
+		Supports:   supports,
+		Force:      force,
 	})
 	if err != nil {
 		return report(err, *verbose, stderr)
@@ -183,7 +193,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		w = f
 	}
 	if *dryRun {
-		return report(runtime.Load(out), *verbose, stderr)
+		return report(runtime.Load(out, &runtime.Options{Stderr: stderr, Verbose: *verbose}), *verbose, stderr)
 	}
 	err = runtime.Run(context.Background(), out, &runtime.Options{
 		Out:     w,
@@ -198,22 +208,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return report(err, *verbose, stderr)
 }
 
-// multiLinks says whether the kernel attaches many kprobes or uprobes
-// with one link, asking only when some probe has several targets: the
-// question costs a probe of the kernel.
-func multiLinks(prog *check.Program) (kprobe, uprobe bool) {
-	for _, p := range prog.Probes {
-		if len(p.Targets) < 2 {
-			continue
-		}
-		switch p.Provider {
-		case "kprobe", "kretprobe":
-			kprobe = kernel.Available(kernel.FeatKprobeMulti)
-		case "uprobe", "uretprobe":
-			uprobe = kernel.Available(kernel.FeatUprobeMulti)
-		}
-	}
-	return kprobe, uprobe
+// supports answers code generation's questions about mechanisms from
+// the kernel's features, each probed once and only when asked.
+func supports(m codegen.Mechanism) bool {
+	f, ok := map[codegen.Mechanism]kernel.Feature{
+		codegen.MechKprobe:      kernel.FeatKprobe,
+		codegen.MechKprobeMulti: kernel.FeatKprobeMulti,
+		codegen.MechFentry:      kernel.FeatFentry,
+		codegen.MechFexit:       kernel.FeatFexit,
+		codegen.MechFmodRet:     kernel.FeatFmodRet,
+		codegen.MechUprobeMulti: kernel.FeatUprobeMulti,
+	}[m]
+	return ok && kernel.Available(f)
 }
 
 // source finds the program: -e, a file, or standard input for "-"; the

@@ -94,30 +94,34 @@ func dumpTypes(w io.Writer, prog *check.Program) {
 }
 
 // dumpBPF prints each program's instructions, each run of them under
-// the source line it came from.
+// the source line it came from, with the mechanism chosen and why.
 func dumpBPF(w io.Writer, out *codegen.Output) {
 	for _, p := range out.Programs {
-		spec := p.Spec(out)
-		mech := "one link per target"
-		if p.Multi {
-			mech = "one multi link"
+		dumpProgram(w, out, p)
+		if p.Fallback != nil {
+			fmt.Fprintln(w, "fallback if the kernel refuses the trampoline:")
+			dumpProgram(w, out, p.Fallback)
 		}
-		fmt.Fprintf(w, "program %s: %s, %s, %d targets (%s)\n", p.Name, p.Targets[0].FullName(), spec.Type, len(p.Targets), mech)
-		lastLine := 0
-		slot := 0
-		for _, ins := range spec.Instructions {
-			if slot < len(p.Pos) && p.Pos[slot].IsValid() {
-				pos := out.File.Position(p.Pos[slot])
-				if pos.Line != lastLine {
-					fmt.Fprintf(w, "; %d: %s\n", pos.Line, out.File.Line(pos.Line))
-					lastLine = pos.Line
-				}
+	}
+}
+
+func dumpProgram(w io.Writer, out *codegen.Output, p *codegen.Program) {
+	spec := p.Spec(out)
+	fmt.Fprintf(w, "program %s: %s, %d targets, %s, %s: %s\n", p.Name, p.Targets[0].FullName(), len(p.Targets), spec.Type, p.Mechanism, p.Why)
+	lastLine := 0
+	slot := 0
+	for _, ins := range spec.Instructions {
+		if slot < len(p.Pos) && p.Pos[slot].IsValid() {
+			pos := out.File.Position(p.Pos[slot])
+			if pos.Line != lastLine {
+				fmt.Fprintf(w, "; %d: %s\n", pos.Line, out.File.Line(pos.Line))
+				lastLine = pos.Line
 			}
-			if sym := ins.Symbol(); sym != "" {
-				fmt.Fprintf(w, "%s:\n", sym)
-			}
-			fmt.Fprintf(w, "  %4d: %v\n", slot, ins)
-			slot += int(ins.Width() / 8)
 		}
+		if sym := ins.Symbol(); sym != "" {
+			fmt.Fprintf(w, "%s:\n", sym)
+		}
+		fmt.Fprintf(w, "  %4d: %v\n", slot, ins)
+		slot += int(ins.Width() / 8)
 	}
 }

@@ -1,0 +1,187 @@
+package codegen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cilium/ebpf"
+
+	"kinst.dev/kinst/check"
+)
+
+// A Mechanism is how a program reaches its targets.
+type Mechanism string
+
+// The mechanisms. A kprobe or kretprobe probe may run as any of the
+// kernel-function mechanisms; the others follow from the probe type.
+const (
+	MechTestRun       Mechanism = "test_run"       // BEGIN and END, run by kinst itself
+	MechTracepoint    Mechanism = "tracepoint"     // a perf event on a tracepoint
+	MechRawTracepoint Mechanism = "raw_tracepoint" // a raw tracepoint link
+	MechPerfEvent     Mechanism = "perf_event"     // profile and interval clocks
+	MechKprobe        Mechanism = "kprobe"         // one int3 kprobe link per function
+	MechKprobeMulti   Mechanism = "kprobe.multi"   // one fprobe link for every function
+	MechFentry        Mechanism = "fentry"         // a BPF trampoline at function entry
+	MechFexit         Mechanism = "fexit"          // a BPF trampoline at function return
+	MechFmodRet       Mechanism = "fmod_ret"       // a trampoline that may replace the return value
+	MechUprobe        Mechanism = "uprobe"         // one uprobe link per function
+	MechUprobeMulti   Mechanism = "uprobe.multi"   // one link for every function of a file
+)
+
+// ParseMechanism reads a mechanism name, as --attach takes it.
+func ParseMechanism(s string) (Mechanism, error) {
+	switch m := Mechanism(s); m {
+	case MechKprobe, MechKprobeMulti, MechFentry:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown attach mechanism %q: use kprobe, kprobe.multi or fentry", s)
+}
+
+// usesRegisters reports whether a probe's body needs the saved registers
+// that only a kprobe gives: reg(), ctx, or override().
+func usesRegisters(p *check.Probe) bool {
+	if p.Uses["ctx"] {
+		return true
+	}
+	for _, c := range p.Calls {
+		if c.Func == "reg" || c.Func == "override" {
+			return true
+		}
+	}
+	return false
+}
+
+// hasOffset reports whether a kernel-function target probes inside the
+// function rather than at its entry.
+func hasOffset(t *check.Target) bool { return t.Name != t.Func }
+
+// choose picks the mechanism for a probe and says why.
+func (c *compiler) choose(p *check.Probe) (Mechanism, string) {
+	ret := p.Provider == "kretprobe" || p.Provider == "uretprobe"
+	switch p.Provider {
+	case "BEGIN", "END":
+		return MechTestRun, "BEGIN and END run once, in kinst's own context"
+	case "tracepoint":
+		return MechTracepoint, "tracepoints attach through perf events"
+	case "rawtracepoint":
+		return MechRawTracepoint, "raw tracepoints attach by name"
+	case "profile", "interval":
+		return MechPerfEvent, "timers are perf events"
+	case "fentry":
+		return MechFentry, "asked for fentry"
+	case "fexit":
+		return MechFexit, "asked for fexit"
+	case "fmod_ret":
+		return MechFmodRet, "asked for fmod_ret"
+	case "uprobe", "uretprobe":
+		if len(p.Targets) > 1 && c.supports(MechUprobeMulti) && sameFile(p.Targets) {
+			return MechUprobeMulti, fmt.Sprintf("one uprobe.multi link attaches all %d functions", len(p.Targets))
+		}
+		if len(p.Targets) > 1 {
+			return MechUprobe, "this kernel has no uprobe.multi, or the functions are in several files: one link each"
+		}
+		return MechUprobe, "one function"
+	}
+	// kprobe and kretprobe: the cheapest correct mechanism.
+	entry, multi := MechFentry, MechKprobeMulti
+	if ret {
+		entry = MechFexit
+	}
+	for _, t := range p.Targets {
+		if hasOffset(t) {
+			return MechKprobe, "an offset into a function needs a kprobe"
+		}
+	}
+	if usesRegisters(p) {
+		return MechKprobe, "the program reads saved registers, which only a kprobe gives"
+	}
+	if m := c.opts.Force; m != "" {
+		if m == MechFentry {
+			m = entry
+		}
+		if m.IsTrampoline() && !allTyped(p.Targets) {
+			return MechKprobe, "--attach asked for a trampoline, but BTF does not describe every function"
+		}
+		return m, "forced with --attach"
+	}
+	if len(p.Targets) > 1 {
+		if c.supports(multi) {
+			return multi, fmt.Sprintf("one kprobe.multi link attaches all %d functions", len(p.Targets))
+		}
+		return MechKprobe, "this kernel has no kprobe.multi: one kprobe link per function"
+	}
+	if !p.Targets[0].Typed {
+		return MechKprobe, "the function has no BTF type, which a trampoline needs"
+	}
+	if c.supports(entry) {
+		return entry, fmt.Sprintf("a BPF trampoline (%s) costs a call where a kprobe costs a breakpoint", entry)
+	}
+	return MechKprobe, fmt.Sprintf("this kernel refuses %s programs", entry)
+}
+
+func allTyped(targets []*check.Target) bool {
+	for _, t := range targets {
+		if !t.Typed {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *compiler) supports(m Mechanism) bool {
+	return c.opts.Supports != nil && c.opts.Supports(m)
+}
+
+// programType is the BPF program type and attach type of a mechanism.
+func programType(m Mechanism, ret bool) (ebpf.ProgramType, ebpf.AttachType) {
+	switch m {
+	case MechTestRun, MechRawTracepoint:
+		return ebpf.RawTracepoint, ebpf.AttachNone
+	case MechTracepoint:
+		return ebpf.TracePoint, ebpf.AttachNone
+	case MechPerfEvent:
+		return ebpf.PerfEvent, ebpf.AttachNone
+	case MechKprobeMulti:
+		return ebpf.Kprobe, ebpf.AttachTraceKprobeMulti
+	case MechUprobeMulti:
+		return ebpf.Kprobe, ebpf.AttachTraceUprobeMulti
+	case MechFentry:
+		return ebpf.Tracing, ebpf.AttachTraceFEntry
+	case MechFexit:
+		return ebpf.Tracing, ebpf.AttachTraceFExit
+	case MechFmodRet:
+		return ebpf.Tracing, ebpf.AttachModifyReturn
+	}
+	return ebpf.Kprobe, ebpf.AttachNone
+}
+
+// IsTrampoline reports whether m binds a program to one function when it
+// is loaded.
+func (m Mechanism) IsTrampoline() bool {
+	return m == MechFentry || m == MechFexit || m == MechFmodRet
+}
+
+// regsContext reports whether the program's context is saved registers
+// (struct pt_regs), as opposed to an array of argument words.
+func (m Mechanism) regsContext() bool {
+	switch m {
+	case MechKprobe, MechKprobeMulti, MechUprobe, MechUprobeMulti, MechPerfEvent:
+		return true
+	}
+	return false
+}
+
+// sameFile reports whether uprobe targets are all in one file, which a
+// uprobe.multi link requires.
+func sameFile(targets []*check.Target) bool {
+	path := func(t *check.Target) string {
+		file, _, _ := strings.Cut(t.Name, ":")
+		return file
+	}
+	for _, t := range targets[1:] {
+		if path(t) != path(targets[0]) {
+			return false
+		}
+	}
+	return true
+}
