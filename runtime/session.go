@@ -68,7 +68,7 @@ type Session struct {
 	// loaded are the programs in the kernel: each codegen program, or
 	// its fallback where the kernel refused it.
 	loaded []*codegen.Program
-	cmd   *command
+	cmd    *command
 
 	stopping atomic.Bool // a signal, the command's end or exit()
 	exited   bool        // exit() was called
