@@ -1,0 +1,133 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"kinst.dev/kinst/internal/testenv"
+)
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"-run", "begin,bogus"}, `bench: unknown item "bogus" in -run: use size,begin,tracepoint,latency,event,printf`},
+		{[]string{"-n", "-1"}, "bench: -n, -events and -printf-events must be positive"},
+		{[]string{"extra"}, `bench: unexpected arguments ["extra"]`},
+		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
+	}
+	for _, tt := range tests {
+		var out, errs strings.Builder
+		if code := mainBench(tt.args, &out, &errs); code != 2 {
+			t.Errorf("%q: exit status %d, want 2", tt.args, code)
+		}
+		if !strings.Contains(errs.String(), tt.msg) {
+			t.Errorf("%q: standard error %q, want %q", tt.args, errs.String(), tt.msg)
+		}
+	}
+}
+
+func TestSelectItems(t *testing.T) {
+	sel, err := selectItems(" event ,printf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sel) != 2 || !sel["event"] || !sel["printf"] {
+		t.Errorf("selected %v, want event and printf", sel)
+	}
+	all, err := selectItems("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != len(items) {
+		t.Errorf("selected %d items by default, want all %d", len(all), len(items))
+	}
+}
+
+func TestSetDefault(t *testing.T) {
+	for _, tt := range []struct {
+		v     int
+		short bool
+		want  int
+	}{{0, false, 20}, {0, true, 5}, {3, true, 3}, {7, false, 7}} {
+		v := tt.v
+		if setDefault(&v, tt.short, 20, 5); v != tt.want {
+			t.Errorf("setDefault(%d, short %v) = %d, want %d", tt.v, tt.short, v, tt.want)
+		}
+	}
+}
+
+func TestIsKinstModule(t *testing.T) {
+	for gomod, want := range map[string]bool{
+		"module kinst.dev/kinst\n\ngo 1.26.0\n": true,
+		"// c\nmodule kinst.dev/kinst\n":        true,
+		"module kinst.dev/kinst/bench\n":        false,
+		"module example.com/other\n":            false,
+		"go 1.26.0\n":                           false,
+	} {
+		if got := isKinstModule([]byte(gomod)); got != want {
+			t.Errorf("isKinstModule(%q) = %v, want %v", gomod, got, want)
+		}
+	}
+}
+
+func TestComm(t *testing.T) {
+	for path, want := range map[string]string{
+		"/work/main/bin/workload":       "workload",
+		"workload":                      "workload",
+		"/tmp/a_very_long_binary_name_": "a_very_long_bin",
+	} {
+		if got := comm(path); got != want {
+			t.Errorf("comm(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
+
+// TestBenchKinst runs every timed item once with small workloads against
+// kinst alone. It checks the harness end to end, not kinst's speed: the
+// figures must be there, whatever they are.
+func TestBenchKinst(t *testing.T) {
+	testenv.Root(t)
+	testenv.Require(t, testenv.Tracepoint, testenv.Ringbuf)
+	kinst := testenv.Kinst(t)
+	workload := testenv.Build(t, "./internal/workload")
+	var out, errs strings.Builder
+	code := mainBench([]string{"-n", "1", "-bpftrace", "none", "-kinst", kinst, "-workload", workload,
+		"-events", "20000", "-printf-events", "2000", "-run", "begin,tracepoint,latency,event,printf"}, &out, &errs)
+	if code != 0 {
+		t.Fatalf("exit status %d\n%s\n%s", code, out.String(), errs.String())
+	}
+	rows := map[string][]string{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Split(line, "  "); len(f) > 1 {
+			rows[f[0]] = f
+		}
+	}
+	for _, name := range []string{
+		"BEGIN { exit(); } wall",
+		"BEGIN { exit(); } peak RSS",
+		"openat count -c /bin/true wall",
+		"openat count -c /bin/true peak RSS",
+		"maps printed after -c command exit",
+		"tool exit after -c command exit",
+		"@[comm] = count() cost per event",
+		"printf events delivered per second",
+		"printf events lost, reported",
+		"printf events missing, unreported",
+	} {
+		if _, ok := rows[name]; !ok {
+			t.Errorf("no row %q in\n%s", name, out.String())
+		}
+	}
+	// 2000 records fit in kinst's ring buffer many times over: none may
+	// go missing.
+	for _, name := range []string{"printf events lost, reported", "printf events missing, unreported"} {
+		if f := strings.Fields(strings.TrimPrefix(strings.Join(rows[name], "  "), name)); len(f) < 2 || f[0] != "0" || f[1] != "-" {
+			t.Errorf("row %q: kinst and bpftrace columns %q, want 0 and -", name, f)
+		}
+	}
+	if !strings.Contains(out.String(), "note: getppid() without a tool: ") {
+		t.Errorf("no note on the bare getppid() cost in\n%s", out.String())
+	}
+}
