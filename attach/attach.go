@@ -35,21 +35,27 @@ type Options struct {
 	Cookies bool
 }
 
-// Attach attaches prog to every target. On failure it detaches what it
-// attached before returning, so nothing is left behind.
-func Attach(prog *ebpf.Program, targets []*check.Target, opts Options) (links []io.Closer, err error) {
-	defer func() {
-		if err != nil {
-			Detach(links)
-			links = nil
-		}
-	}()
+// Attached is what Attach attached.
+type Attached struct {
+	Links []io.Closer
+	// Skipped holds one error per target that could not be attached
+	// when others could: wildcards name functions some of which the
+	// kernel will not probe.
+	Skipped []error
+}
+
+// Attach attaches prog to every target. A program with several targets
+// skips the ones that fail, as long as one attaches; otherwise a failure
+// detaches what was attached before returning, so nothing is left behind.
+func Attach(prog *ebpf.Program, targets []*check.Target, opts Options) (*Attached, error) {
+	a := &Attached{}
 	if opts.Multi {
 		l, err := attachMulti(prog, targets, opts)
 		if err != nil {
 			return nil, err
 		}
-		return []io.Closer{l}, nil
+		a.Links = []io.Closer{l}
+		return a, nil
 	}
 	for i, t := range targets {
 		var cookie uint64
@@ -58,11 +64,20 @@ func Attach(prog *ebpf.Program, targets []*check.Target, opts Options) (links []
 		}
 		ls, err := attachOne(prog, t, cookie, opts)
 		if err != nil {
-			return links, fmt.Errorf("attach %s: %w", t.FullName(), err)
+			err = fmt.Errorf("attach %s: %w", t.FullName(), err)
+			if len(targets) > 1 {
+				a.Skipped = append(a.Skipped, err)
+				continue
+			}
+			Detach(a.Links)
+			return nil, err
 		}
-		links = append(links, ls...)
+		a.Links = append(a.Links, ls...)
 	}
-	return links, nil
+	if len(a.Links) == 0 && len(a.Skipped) > 0 {
+		return nil, a.Skipped[0]
+	}
+	return a, nil
 }
 
 func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options) ([]io.Closer, error) {

@@ -186,15 +186,20 @@ func (c *compiler) declareInternalMaps() {
 func alignUp(n, a int) int { return (n + a - 1) / a * a }
 
 // compile generates a probe's program, and for a kprobe running as a
-// trampoline also a kprobe program to fall back on: some functions that
-// BTF describes still refuse trampolines, which only loading reveals.
+// trampoline or through kprobe.multi also a kprobe program to fall back
+// on: some functions that BTF describes still refuse trampolines, and
+// one function the kernel will not probe fails a whole multi link, which
+// only loading and attaching reveal.
 func (c *compiler) compile(p *check.Probe, mech Mechanism, why string) {
 	prog := c.compileProbe(p, mech, why, len(c.out.Targets))
 	if prog == nil {
 		return
 	}
-	if mech.IsTrampoline() && (p.Provider == "kprobe" || p.Provider == "kretprobe") {
+	switch {
+	case mech.IsTrampoline() && (p.Provider == "kprobe" || p.Provider == "kretprobe"):
 		prog.Fallback = c.compileProbe(p, MechKprobe, "the kernel refused a trampoline for this function", prog.FirstTarget)
+	case mech == MechKprobeMulti:
+		prog.Fallback = c.compileProbe(p, MechKprobe, "the kernel refused the kprobe.multi link: one kprobe link per function", prog.FirstTarget)
 	}
 	c.out.Targets = append(c.out.Targets, p.Targets...)
 	c.out.Programs = append(c.out.Programs, prog)

@@ -57,8 +57,8 @@ type Program struct {
 	Mechanism Mechanism
 	Why       string
 	// Fallback is the same probe compiled as a kprobe, for a kprobe
-	// compiled as a trampoline: it is loaded instead if the kernel
-	// refuses the trampoline.
+	// compiled as a trampoline or for kprobe.multi: it is used instead
+	// if the kernel refuses to load or attach the first choice.
 	Fallback *Program
 	// Cookies is set when the program serves several targets and tells
 	// them apart by the attach cookie, which must then be each target's

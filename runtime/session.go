@@ -220,28 +220,63 @@ func (s *Session) runSpecial(provider string) error {
 
 // attachAll attaches every program but BEGIN and END.
 func (s *Session) attachAll() error {
-	for _, p := range s.loaded {
+	for i, p := range s.loaded {
 		if p.Mechanism == codegen.MechTestRun {
 			continue
 		}
-		links, err := attach.Attach(s.coll.Programs[p.Name], p.Targets, attach.Options{
-			FirstID:    p.FirstTarget,
-			Multi:      p.Mechanism == codegen.MechKprobeMulti || p.Mechanism == codegen.MechUprobeMulti,
-			Trampoline: p.Mechanism.IsTrampoline(),
-			Pid:        s.opts.Pid,
-			Cookies:    p.Cookies,
-		})
+		a, err := s.attach(p)
+		if err != nil && p.Fallback != nil {
+			// The kernel refused the multi link as a whole; one kprobe
+			// per function can still attach those it allows.
+			fb, fbErr := s.loadProgram(p.Fallback, nil)
+			if fbErr == nil {
+				s.coll.Programs[p.Fallback.Name] = fb
+				if s.opts.Verbose {
+					fmt.Fprintf(s.opts.Stderr, "kinst: %s: %s refused (%v)\n", p.Targets[0].FullName(), p.Mechanism, err)
+				}
+				p = p.Fallback
+				s.loaded[i] = p
+				a, err = s.attach(p)
+			}
+		}
 		if err != nil {
 			return err
 		}
-		s.links = append(s.links, links...)
+		if n := len(a.Skipped); n > 0 {
+			fmt.Fprintf(s.opts.Stderr, "kinst: warning: %d of the %d targets of %s could not be attached and are skipped; the first: %v\n",
+				n, len(p.Targets), p.Probe.Syntax.Points[0].Raw, a.Skipped[0])
+		}
+		s.links = append(s.links, a.Links...)
 	}
 	return nil
 }
 
+// attach attaches one loaded program.
+func (s *Session) attach(p *codegen.Program) (*attach.Attached, error) {
+	if s.opts.Verbose {
+		fmt.Fprintf(s.opts.Stderr, "kinst: %s (%d targets): %s: %s\n", p.Targets[0].FullName(), len(p.Targets), p.Mechanism, p.Why)
+	}
+	start := time.Now()
+	a, err := attach.Attach(s.coll.Programs[p.Name], p.Targets, attach.Options{
+		FirstID:    p.FirstTarget,
+		Multi:      p.Mechanism == codegen.MechKprobeMulti || p.Mechanism == codegen.MechUprobeMulti,
+		Trampoline: p.Mechanism.IsTrampoline(),
+		Pid:        s.opts.Pid,
+		Cookies:    p.Cookies,
+	})
+	if err == nil && s.opts.Verbose {
+		fmt.Fprintf(s.opts.Stderr, "kinst: attached %s in %v\n", p.Targets[0].FullName(), time.Since(start).Round(time.Microsecond))
+	}
+	return a, err
+}
+
 func (s *Session) detach() error {
+	start, n := time.Now(), len(s.links)
 	err := attach.Detach(s.links)
 	s.links = nil
+	if s.opts.Verbose && n > 0 {
+		fmt.Fprintf(s.opts.Stderr, "kinst: detached %d links in %v\n", n, time.Since(start).Round(time.Microsecond))
+	}
 	return err
 }
 

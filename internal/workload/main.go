@@ -9,9 +9,10 @@
 //	workload write N BYTES      N writes of BYTES bytes to /dev/null
 //	workload spin MS            burn CPU for MS milliseconds
 //
-// The calls are raw system calls from one locked thread, so none come
-// from the Go runtime, and the pid and tid the probes see are the
-// process's own.
+// The calls are raw system calls from one locked thread, so the pid and
+// tid the probes see are the process's own. The Go runtime opens a few
+// files of its own before main runs (cgroup limits, huge page size), so
+// tests of openat filter on the path.
 package main
 
 import (
