@@ -93,7 +93,7 @@ func (r *Resolver) kernelFuncs(ap *syntax.AttachPoint) ([]*check.Target, error) 
 			return nil, fmt.Errorf("no traceable kernel function matches %s; kinst -l '%s:*' lists them", name, ap.Provider)
 		}
 	} else {
-		if !funcs.Contains(name) {
+		if !funcs.Contains(name) && !(isKprobe(ap.Provider) && inKallsyms(name)) {
 			return nil, fmt.Errorf("kernel function %s does not exist or cannot be traced; kinst -l '%s:%s*' lists similar ones", name, ap.Provider, name)
 		}
 		names = []kernel.Func{{Name: name, Module: module}}
@@ -113,6 +113,23 @@ func (r *Resolver) kernelFuncs(ap *syntax.AttachPoint) ([]*check.Target, error) 
 		return nil, fmt.Errorf("no kernel function matching %s can be probed with %s", name, ap.Provider)
 	}
 	return targets, nil
+}
+
+func isKprobe(provider string) bool { return provider == "kprobe" || provider == "kretprobe" }
+
+// inKallsyms reports whether name is a kernel function symbol. A kprobe
+// can reach functions ftrace cannot, such as the syscall entry points.
+func inKallsyms(name string) bool {
+	k, err := kernel.LoadKallsyms()
+	if err != nil {
+		return false
+	}
+	for _, s := range k.ByName(name) {
+		if s.IsFunc() {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Resolver) kernelFuncTarget(provider string, f kernel.Func, off uint64, spec string) (*check.Target, error) {

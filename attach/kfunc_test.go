@@ -1,0 +1,283 @@
+package attach_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"kinst.dev/kinst/internal/testenv"
+	"kinst.dev/kinst/kernel"
+)
+
+// run runs kinst with args and returns its stdout and stderr; it fails t
+// unless kinst exits with want.
+func run(t *testing.T, want int, args ...string) (string, string) {
+	t.Helper()
+	cmd := exec.Command(testenv.Kinst(t), args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if code != want {
+		t.Fatalf("kinst %q exited %d, want %d\nstdout:\n%s\nstderr:\n%s", args, code, want, stdout.String(), stderr.String())
+	}
+	return stdout.String(), stderr.String()
+}
+
+// target makes a file for the workload to open, so that a probe can
+// tell the workload's opens from the Go runtime's own.
+func target(t *testing.T) string {
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// mechanismOf reads the mechanism -v reports for the probe named probe.
+func mechanismOf(stderr, probe string) string {
+	re := regexp.MustCompile(`kinst: ` + regexp.QuoteMeta(probe) + ` \(\d+ targets\): (\S+):`)
+	m := re.FindAllStringSubmatch(stderr, -1)
+	if m == nil {
+		return ""
+	}
+	return m[len(m)-1][1]
+}
+
+// hasLine reports whether out has line as one of its lines.
+func hasLine(out, line string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		if l == line {
+			return true
+		}
+	}
+	return false
+}
+
+// TestKprobeCounts counts the opens of a workload with a kprobe on
+// do_sys_openat2 through every mechanism the kernel offers: each must
+// count exactly, and the automatic choice must be the cheapest.
+func TestKprobeCounts(t *testing.T) {
+	testenv.Require(t, testenv.Kprobe)
+	path := target(t)
+	const n = 300
+	prog := fmt.Sprintf(`kprobe:do_sys_openat2 /pid == cpid && str(args.filename) == %q/ { @ = count(); }`, path)
+	cmd := fmt.Sprintf("%s openat %d %s", testenv.Workload(t), n, path)
+	auto := "kprobe"
+	if kernel.Available(kernel.FeatFentry) {
+		auto = "fentry"
+	}
+	tests := []struct {
+		force string
+		need  []testenv.Feature
+		mech  string
+	}{
+		{"", nil, auto},
+		{"kprobe", nil, "kprobe"},
+		{"fentry", []testenv.Feature{testenv.Fentry}, "fentry"},
+		{"kprobe.multi", []testenv.Feature{testenv.KprobeMulti}, "kprobe.multi"},
+	}
+	for _, tt := range tests {
+		t.Run("attach="+tt.force, func(t *testing.T) {
+			testenv.Require(t, tt.need...)
+			args := []string{"-v", "-e", prog, "-c", cmd}
+			if tt.force != "" {
+				args = append([]string{"--attach", tt.force}, args...)
+			}
+			stdout, stderr := run(t, 0, args...)
+			if want := fmt.Sprintf("@: %d", n); !hasLine(stdout, want) {
+				t.Errorf("got\n%s\nwant the line %q", stdout, want)
+			}
+			if got := mechanismOf(stderr, "kprobe:do_sys_openat2"); got != tt.mech {
+				t.Errorf("mechanism %q, want %q; stderr:\n%s", got, tt.mech, stderr)
+			}
+		})
+	}
+}
+
+// TestReturnValues checks that kretprobe and fexit see the exact value
+// a function returns, here ENOENT for a file that does not exist.
+func TestReturnValues(t *testing.T) {
+	testenv.Require(t, testenv.Kprobe, testenv.Kretprobe)
+	missing := filepath.Join(t.TempDir(), "missing")
+	const n = 200
+	cmd := fmt.Sprintf("%s openat %d %s", testenv.Workload(t), n, missing)
+	t.Run("kretprobe", func(t *testing.T) {
+		// The entry marks the thread when it opens the file; the return
+		// counts by value and clears the mark.
+		prog := fmt.Sprintf(`kprobe:do_sys_openat2 /pid == cpid && str(args.filename) == %q/ { @open[tid] = 1; }
+kretprobe:do_sys_openat2 /@open[tid] == 1/ { @ret[(int64)retval] = count(); delete(@open[tid]); }`, missing)
+		stdout, _ := run(t, 0, "--attach", "kprobe", "-e", prog, "-c", cmd)
+		if want := fmt.Sprintf("@ret[-2]: %d", n); !hasLine(stdout, want) {
+			t.Errorf("got\n%s\nwant the line %q", stdout, want)
+		}
+	})
+	t.Run("fexit", func(t *testing.T) {
+		testenv.Require(t, testenv.Fexit)
+		prog := fmt.Sprintf(`fexit:do_sys_openat2 /pid == cpid && str(args.filename) == %q/ { @ret[retval] = count(); }`, missing)
+		stdout, _ := run(t, 0, "-e", prog, "-c", cmd)
+		if want := fmt.Sprintf("@ret[-2]: %d", n); !hasLine(stdout, want) {
+			t.Errorf("got\n%s\nwant the line %q", stdout, want)
+		}
+	})
+}
+
+// TestTypedArguments reads a file name through the typed arguments and
+// follows struct pointers to the opened file's name.
+func TestTypedArguments(t *testing.T) {
+	testenv.Require(t, testenv.Kprobe)
+	path := target(t)
+	cmd := fmt.Sprintf("%s openat 7 %s", testenv.Workload(t), path)
+	prog := fmt.Sprintf(`kprobe:do_sys_openat2 /pid == cpid && str(args.filename) == %q/ { @name[str(args->filename), args.dfd] = count(); }
+kprobe:vfs_open /pid == cpid && str(args.path->dentry->d_name.name) == "f"/ { @dentry[str(args.path->dentry->d_name.name)] = count(); @comm[str(((struct task_struct *)curtask)->comm)] = count(); }`, path)
+	stdout, _ := run(t, 0, "-e", prog, "-c", cmd)
+	for _, want := range []string{
+		fmt.Sprintf("@name[%s, -100]: 7", path),
+		"@dentry[f]: 7",
+		"@comm[workload]: 7",
+	} {
+		if !hasLine(stdout, want) {
+			t.Errorf("got\n%s\nwant the line %q", stdout, want)
+		}
+	}
+}
+
+// TestOffsetProbe probes the second instruction of a function: past the
+// 5-byte call ftrace patches, itself after a 4-byte endbr64 on kernels
+// built with IBT. The first offset that is an instruction boundary
+// attaches; at the other the kernel refuses the probe.
+func TestOffsetProbe(t *testing.T) {
+	testenv.Require(t, testenv.Kprobe)
+	const n = 50
+	cmd := fmt.Sprintf("%s getppid %d", testenv.Workload(t), n)
+	for _, off := range []int{5, 9} {
+		probe := fmt.Sprintf("kprobe:__x64_sys_getppid+%d", off)
+		c := exec.Command(testenv.Kinst(t), "-v", "-e", probe+` /pid == cpid/ { @[probe] = count(); }`, "-c", cmd)
+		var stdout, stderr bytes.Buffer
+		c.Stdout, c.Stderr = &stdout, &stderr
+		if err := c.Run(); err != nil {
+			if !strings.Contains(stderr.String(), "attach "+probe) {
+				t.Fatalf("%s: %v\n%s", probe, err, stderr.String())
+			}
+			continue
+		}
+		if want := fmt.Sprintf("@[%s]: %d", probe, n); !hasLine(stdout.String(), want) {
+			t.Errorf("got\n%s\nwant the line %q", stdout.String(), want)
+		}
+		if got := mechanismOf(stderr.String(), probe); got != "kprobe" {
+			t.Errorf("mechanism %q, want kprobe", got)
+		}
+		return
+	}
+	t.Fatal("no offset attached")
+}
+
+// TestWildcardCounts attaches every vfs_ function and counts exactly the
+// writes a workload makes.
+func TestWildcardCounts(t *testing.T) {
+	testenv.Require(t, testenv.Kprobe)
+	const n = 321
+	cmd := fmt.Sprintf("%s write %d 8", testenv.Workload(t), n)
+	stdout, stderr := run(t, 0, "-v", "-e", `kprobe:vfs_* /pid == cpid/ { @[func] = count(); }`, "-c", cmd)
+	if want := fmt.Sprintf("@[vfs_write]: %d", n); !hasLine(stdout, want) {
+		t.Errorf("got\n%s\nwant the line %q", stdout, want)
+	}
+	want := "kprobe"
+	if kernel.Available(kernel.FeatKprobeMulti) {
+		want = "kprobe.multi"
+	}
+	if m := regexp.MustCompile(`\((\d+) targets\): (\S+):`).FindStringSubmatch(stderr); m == nil || m[2] != want {
+		t.Errorf("mechanism: got %v, want %s; stderr:\n%s", m, want, stderr)
+	}
+}
+
+// TestManyFunctions attaches a wildcard of about a thousand functions
+// and reports how long attaching and detaching take.
+func TestManyFunctions(t *testing.T) {
+	testenv.Require(t, testenv.KprobeMulti)
+	start := time.Now()
+	_, stderr := run(t, 0, "-v", "-e", `kprobe:*alloc* { @ = count(); }`, "-c", "true")
+	total := time.Since(start)
+	m := regexp.MustCompile(`\((\d+) targets\)`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no target count in\n%s", stderr)
+	}
+	attached := regexp.MustCompile(`attached \S+ in (\S+)`).FindStringSubmatch(stderr)
+	detached := regexp.MustCompile(`detached \d+ links in (\S+)`).FindStringSubmatch(stderr)
+	if attached == nil || detached == nil {
+		t.Fatalf("no attach or detach time in\n%s", stderr)
+	}
+	t.Logf("%s functions: attached in %s, detached in %s, %v in all", m[1], attached[1], detached[1], total)
+	if d, _ := time.ParseDuration(detached[1]); d > 10*time.Second {
+		t.Errorf("detaching one kprobe.multi link took %v", d)
+	}
+}
+
+// TestNothingLeftAttached stops kinst by SIGINT, SIGTERM and a failure
+// half-way through attaching, and checks that no kprobe stays behind.
+func TestNothingLeftAttached(t *testing.T) {
+	testenv.Require(t, testenv.Kprobe)
+	dir, err := kernel.TracefsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	probes := func() string {
+		b, _ := os.ReadFile(filepath.Join(dir, "kprobe_events"))
+		k, _ := os.ReadFile("/sys/kernel/debug/kprobes/list")
+		return string(b) + string(k)
+	}
+	if p := probes(); p != "" {
+		t.Fatalf("kprobes attached before the test:\n%s", p)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := exec.Command(testenv.Kinst(t), "--attach", "kprobe", "-e", `kprobe:vfs_read { @ = count(); } END { printf("end\n"); }`)
+			var out bytes.Buffer
+			cmd.Stdout = &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(60 * time.Second)
+			for !strings.Contains(out.String(), "Attaching") || probes() == "" {
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatalf("kinst never attached; output:\n%s", out.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			cmd.Process.Signal(sig)
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("kinst after %v: %v", sig, err)
+			}
+			if !strings.Contains(out.String(), "end\n") {
+				t.Errorf("END did not run; output:\n%s", out.String())
+			}
+			if p := probes(); p != "" {
+				t.Errorf("kprobes left after %v:\n%s", sig, p)
+			}
+		})
+	}
+	t.Run("failure", func(t *testing.T) {
+		// The second attach point cannot attach at an offset that is
+		// not an instruction boundary; the first must be undone.
+		_, stderr := run(t, 1, "--attach", "kprobe", "-e", `kprobe:vfs_read { @a = count(); } kprobe:vfs_write+1 { @b = count(); }`)
+		if !strings.Contains(stderr, "vfs_write+1") {
+			t.Errorf("the error does not name the probe:\n%s", stderr)
+		}
+		if p := probes(); p != "" {
+			t.Errorf("kprobes left after a failed attach:\n%s", p)
+		}
+	})
+}
