@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"kinst.dev/kinst/elfsym"
@@ -138,7 +139,7 @@ func listRawTracepoints(w *bufio.Writer, pattern string, verbose bool) error {
 
 func listFuncs(provider string) func(*bufio.Writer, string, bool) error {
 	return func(w *bufio.Writer, pattern string, verbose bool) error {
-		funcs, err := kernel.TraceableFunctions()
+		funcs, err := listableFuncs(provider, verbose)
 		if err != nil {
 			return err
 		}
@@ -161,6 +162,31 @@ func listFuncs(provider string) func(*bufio.Writer, string, bool) error {
 		}
 		return nil
 	}
+}
+
+// listableFuncs lists the functions a provider can probe, cheaply: a
+// kprobe reaches any function kallsyms lists, so without ftrace's list
+// kallsyms serves, and only trampolines (and -v) need BTF.
+func listableFuncs(provider string, verbose bool) (*kernel.FuncList, error) {
+	if verbose || (provider != "kprobe" && provider != "kretprobe") {
+		return kernel.TraceableFunctions()
+	}
+	if list, err := kernel.FilterFunctions(); err == nil {
+		return list, nil
+	}
+	k, err := kernel.LoadKallsyms()
+	if err != nil {
+		return nil, err
+	}
+	list := &kernel.FuncList{}
+	for _, s := range k.Symbols() {
+		if s.IsFunc() {
+			list.Funcs = append(list.Funcs, kernel.Func{Name: s.Name, Module: s.Module})
+		}
+	}
+	slices.SortFunc(list.Funcs, func(a, b kernel.Func) int { return strings.Compare(a.Name, b.Name) })
+	list.Funcs = slices.CompactFunc(list.Funcs, func(a, b kernel.Func) bool { return a.Name == b.Name })
+	return list, nil
 }
 
 // listProto writes a kernel function's arguments, and its return type

@@ -72,21 +72,29 @@ func TraceableFunctions() (*FuncList, error) {
 }
 
 func traceableFunctions() (*FuncList, error) {
-	var filterErr error
-	if dir, err := TracefsDir(); err == nil {
-		data, err := os.ReadFile(filepath.Join(dir, "available_filter_functions"))
-		if err == nil {
-			return &FuncList{Source: SourceFilterFunctions, Funcs: ParseFilterFunctions(data)}, nil
-		}
-		filterErr = err
-	} else {
-		filterErr = err
+	list, filterErr := FilterFunctions()
+	if filterErr == nil {
+		return list, nil
 	}
 	funcs, err := btfKallsymsFunctions()
 	if err != nil {
 		return nil, fmt.Errorf("list traceable functions: %w", errors.Join(filterErr, err))
 	}
 	return &FuncList{Source: SourceBTFKallsyms, Funcs: funcs}, nil
+}
+
+// FilterFunctions reads ftrace's list of the functions it can trace,
+// available_filter_functions, which some kernels do not let anyone read.
+func FilterFunctions() (*FuncList, error) {
+	dir, err := TracefsDir()
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "available_filter_functions"))
+	if err != nil {
+		return nil, err
+	}
+	return &FuncList{Source: SourceFilterFunctions, Funcs: ParseFilterFunctions(data)}, nil
 }
 
 // ParseFilterFunctions parses available_filter_functions: one function a

@@ -85,7 +85,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		unsafe  = fs.Bool("unsafe", false, "")
 		mech    = fs.String("attach", "", "")
 	)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(expandFlags(args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
@@ -220,6 +220,34 @@ func supports(m codegen.Mechanism) bool {
 		codegen.MechUprobeMulti: kernel.FeatUprobeMulti,
 	}[m]
 	return ok && kernel.Available(f)
+}
+
+// valueFlags are the options that take a value.
+var valueFlags = map[string]bool{"e": true, "p": true, "c": true, "f": true, "o": true, "d": true, "attach": true}
+
+// expandFlags splits grouped one-letter switches as getopt does, so
+// that "-lv" means "-l -v" as in bpftrace.
+func expandFlags(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
+			return append(out, args[i:]...)
+		}
+		name := strings.TrimLeft(a, "-")
+		if strings.HasPrefix(a, "--") || len(name) < 2 || strings.Trim(name, "lvq") != "" {
+			out = append(out, a)
+			if valueFlags[name] && !strings.Contains(name, "=") && i+1 < len(args) {
+				i++
+				out = append(out, args[i])
+			}
+			continue
+		}
+		for _, c := range name {
+			out = append(out, "-"+string(c))
+		}
+	}
+	return out
 }
 
 // source finds the program: -e, a file, or standard input for "-"; the
