@@ -2,6 +2,9 @@ package attach
 
 import (
 	"fmt"
+	"sync"
+
+	"github.com/cilium/ebpf/btf"
 
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/kernel"
@@ -45,4 +48,33 @@ func (Kernel) Symbol(name string) (uint64, error) {
 		return 0, fmt.Errorf("no kernel symbol %s", name)
 	}
 	return addr, nil
+}
+
+var enums struct {
+	once   sync.Once
+	values map[string]int64
+}
+
+// Enum returns the value of a kernel enum constant, from every enum the
+// kernel's BTF describes; the table is built on first use.
+func (Kernel) Enum(name string) (int64, bool) {
+	enums.once.Do(func() {
+		enums.values = map[string]int64{}
+		spec, err := kernel.KernelBTF()
+		if err != nil {
+			return
+		}
+		for t, err := range spec.All() {
+			if err != nil {
+				return
+			}
+			if e, ok := t.(*btf.Enum); ok {
+				for _, v := range e.Values {
+					enums.values[v.Name] = int64(v.Value)
+				}
+			}
+		}
+	})
+	v, ok := enums.values[name]
+	return v, ok
 }

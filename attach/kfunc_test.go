@@ -281,3 +281,42 @@ func TestNothingLeftAttached(t *testing.T) {
 		}
 	})
 }
+
+// TestRefused runs every kernel-function probe type this kernel forbids
+// and expects its one-line reason, the source line and caret, exit
+// status 1, and nothing attached. Where the kernel allows them all (the
+// guests) there is nothing to test.
+func TestRefused(t *testing.T) {
+	testenv.Root(t)
+	tests := []struct {
+		prog    string
+		feature kernel.Feature
+	}{
+		{"kprobe:vfs_read { @ = count(); }", kernel.FeatKprobe},
+		{"kretprobe:vfs_read { @ = count(); }", kernel.FeatKretprobe},
+		{"fentry:vfs_read { @ = count(); }", kernel.FeatFentry},
+		{"kfunc:vfs_read { @ = count(); }", kernel.FeatFentry},
+		{"fexit:vfs_read { @ = count(); }", kernel.FeatFexit},
+		{"kretfunc:vfs_read { @ = count(); }", kernel.FeatFexit},
+		{"fmod_ret:security_file_open { @ = count(); }", kernel.FeatFmodRet},
+	}
+	refused := 0
+	for _, tt := range tests {
+		st := kernel.Probe(tt.feature)
+		if st.Available {
+			continue
+		}
+		refused++
+		t.Run(strings.Fields(tt.prog)[0], func(t *testing.T) {
+			_, stderr := run(t, 1, "-e", tt.prog)
+			lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+			caret := "^" + strings.Repeat("~", len(strings.Fields(tt.prog)[0])-1)
+			if len(lines) != 3 || !strings.HasPrefix(lines[0], "-e:1:1: "+st.Reason) || lines[1] != tt.prog || lines[2] != caret {
+				t.Errorf("stderr:\n%s\nwant the reason %q, the program and %q", stderr, st.Reason, caret)
+			}
+		})
+	}
+	if refused == 0 {
+		t.Skip("this kernel allows every kernel-function probe type")
+	}
+}

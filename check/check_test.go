@@ -235,3 +235,65 @@ func TestUnitsSplitByContext(t *testing.T) {
 		t.Fatalf("unexpected error %v", err)
 	}
 }
+
+// fakeKernel knows one enum constant and one struct.
+type fakeKernel struct{}
+
+var fakeTask = &Type{Kind: Record, Name: "struct task_struct", Size: 64, Fields: []*Field{
+	{Name: "pid", Type: TInt32, Offset: 8},
+	{Name: "comm", Type: StrType(16), Offset: 16},
+}}
+
+func (fakeKernel) Type(kind syntax.Token, name string) (*Type, error) {
+	if kind == syntax.STRUCT && name == "task_struct" {
+		return fakeTask, nil
+	}
+	return nil, fmt.Errorf("unknown kernel type %s", name)
+}
+
+func (fakeKernel) Symbol(name string) (uint64, error) { return 0, fmt.Errorf("no kernel symbol %s", name) }
+
+func (fakeKernel) Enum(name string) (int64, bool) {
+	if name == "TASK_COMM_LEN" {
+		return 16, true
+	}
+	return 0, false
+}
+
+func TestKernelTypes(t *testing.T) {
+	tests := []struct {
+		expr string
+		want int64
+	}{
+		{"TASK_COMM_LEN", 16},
+		{"TASK_COMM_LEN * 2", 32},
+		{"sizeof(struct task_struct)", 64},
+		{"offsetof(struct task_struct, comm)", 16},
+	}
+	for _, tt := range tests {
+		prog, err := checkSrc(t, "BEGIN { @x = "+tt.expr+" }", &Config{Kernel: fakeKernel{}})
+		if err != nil {
+			t.Errorf("%s: %v", tt.expr, err)
+			continue
+		}
+		p := prog.Probes[0]
+		v, ok := p.Consts[p.Syntax.Body.Stmts[0].(*syntax.AssignStmt).Rhs]
+		if !ok || int64(v.Int) != tt.want {
+			t.Errorf("%s = %d (constant %v), want %d", tt.expr, int64(v.Int), ok, tt.want)
+		}
+	}
+	prog, err := checkSrc(t, "kprobe:f { @c = ((struct task_struct *)curtask)->comm; @p = ((struct task_struct *)arg0)->pid }", &Config{Kernel: fakeKernel{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := prog.Map("c").Value.String(); got != "string[16]" {
+		t.Errorf("@c is %s", got)
+	}
+	if got := prog.Map("p").Value.String(); got != "int32" {
+		t.Errorf("@p is %s", got)
+	}
+	_, err = checkSrc(t, "BEGIN { @x = offsetof(struct task_struct, nope) }", &Config{Kernel: fakeKernel{}})
+	if err == nil || err.Error() != "t:1:14: struct task_struct has no field nope" {
+		t.Errorf("got %v", err)
+	}
+}

@@ -33,6 +33,8 @@ type Kernel interface {
 	Type(kind syntax.Token, name string) (*Type, error)
 	// Symbol returns a kernel symbol's address.
 	Symbol(name string) (uint64, error)
+	// Enum returns the value of a kernel enum constant.
+	Enum(name string) (int64, bool)
 }
 
 // String sizes. Strings larger than the BPF stack allows live in a
