@@ -251,7 +251,9 @@ func (fakeKernel) Type(kind syntax.Token, name string) (*Type, error) {
 	return nil, fmt.Errorf("unknown kernel type %s", name)
 }
 
-func (fakeKernel) Symbol(name string) (uint64, error) { return 0, fmt.Errorf("no kernel symbol %s", name) }
+func (fakeKernel) Symbol(name string) (uint64, error) {
+	return 0, fmt.Errorf("no kernel symbol %s", name)
+}
 
 func (fakeKernel) Enum(name string) (int64, bool) {
 	if name == "TASK_COMM_LEN" {
