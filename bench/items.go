@@ -166,9 +166,10 @@ func (b *bench) tracepoint() []*row {
 
 // latency measures how long after its -c command ends a tool prints the
 // maps and exits. The command is this executable writing the time just
-// before it exits.
+// before it exits, so the time from the tool's start to that stamp is
+// the tool's start-up and attachment, plus the helper's own start.
 func (b *bench) latency() []*row {
-	maps, exit := figures{}, figures{}
+	ready, maps, exit := figures{}, figures{}, figures{}
 	stamp := filepath.Join(b.tmp, "exit-stamp")
 	b.repeat("latency", b.order, func(tool string, rep int) error {
 		os.Remove(stamp)
@@ -184,14 +185,17 @@ func (b *bench) latency() []*row {
 		if r.out.firstMap == 0 {
 			return fmt.Errorf("no map printed")
 		}
-		b.logRun("latency", tool, rep, "maps after %v, exit after %v", ns(r.out.firstMap-end), ns(r.exit-end))
+		b.logRun("latency", tool, rep, "command ended %v after start; maps after %v, exit after %v",
+			ns(end-r.start), ns(r.out.firstMap-end), ns(r.exit-end))
 		if rep >= 0 {
+			ready.add(tool, float64(end-r.start))
 			maps.add(tool, float64(r.out.firstMap-end))
 			exit.add(tool, float64(r.exit-end))
 		}
 		return nil
 	})
 	return []*row{
+		ready.row("-c command exit after tool start", nanos, target{}),
 		maps.row("maps printed after -c command exit", nanos, kinstMedianAtMost(30e6, "kinst <= 30 ms")),
 		exit.row("tool exit after -c command exit", nanos, target{}),
 	}

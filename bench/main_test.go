@@ -109,6 +109,7 @@ func TestBenchKinst(t *testing.T) {
 		"BEGIN { exit(); } peak RSS",
 		"openat count -c /bin/true wall",
 		"openat count -c /bin/true peak RSS",
+		"-c command exit after tool start",
 		"maps printed after -c command exit",
 		"tool exit after -c command exit",
 		"@[comm] = count() cost per event",
