@@ -27,12 +27,14 @@ const (
 	// arguments in its own place, so the command keeps the pid the tool
 	// knows as cpid.
 	execStamp = "exec-stamp"
-	// timeRun runs the rest of its arguments as a child and writes how
-	// long it ran, so the tool's own start and exit are not counted.
-	timeRun = "time"
+	// cpuTime runs the rest of its arguments as a child and writes the
+	// CPU time it used, user and system: what the probes add to its
+	// system calls, without the tool's own start and exit, and without
+	// the time other load on the machine keeps it waiting.
+	cpuTime = "cpu-time"
 )
 
-var errChildUsage = errors.New("usage: bench child exit-stamp FILE | exec-stamp FILE CMD... | time FILE CMD...")
+var errChildUsage = errors.New("usage: bench child exit-stamp FILE | exec-stamp FILE CMD... | cpu-time FILE CMD...")
 
 // runChild carries out one helper mode.
 func runChild(args []string) error {
@@ -58,17 +60,16 @@ func runChild(args []string) error {
 			return err
 		}
 		return fmt.Errorf("exec %s: %w", path, syscall.Exec(path, cmd, os.Environ()))
-	case timeRun:
+	case cpuTime:
 		if len(cmd) == 0 {
 			return errChildUsage
 		}
 		c := exec.Command(cmd[0], cmd[1:]...)
 		c.Stdout, c.Stderr = os.Stdout, os.Stderr
-		start := monotonic()
 		if err := c.Run(); err != nil {
 			return fmt.Errorf("run %s: %w", cmd[0], err)
 		}
-		return writeNanos(file, monotonic()-start)
+		return writeNanos(file, int64(c.ProcessState.UserTime()+c.ProcessState.SystemTime()))
 	}
 	return fmt.Errorf("unknown mode %q: %w", mode, errChildUsage)
 }

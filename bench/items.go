@@ -202,8 +202,8 @@ func (b *bench) latency() []*row {
 }
 
 // perEvent measures what a counting probe adds to each getppid call:
-// the workload's own run time, taken by a helper around it, with the
-// tool attached less without.
+// the workload's CPU time, taken by a helper around it, with the tool
+// attached less without.
 func (b *bench) perEvent() []*row {
 	actors := append([]string{bare}, b.order...)
 	times := map[string][]float64{}
@@ -214,7 +214,7 @@ func (b *bench) perEvent() []*row {
 	n := strconv.Itoa(b.events)
 	b.repeat("per-event", actors, func(actor string, rep int) error {
 		os.Remove(file)
-		child := []string{b.self, childArg, timeRun, file, b.workload, "getppid", n}
+		child := []string{b.self, childArg, cpuTime, file, b.workload, "getppid", n}
 		argv := child
 		if actor != bare {
 			argv = []string{b.tools[actor], "-e", progCount, "-c", strings.Join(child, " ")}
@@ -234,7 +234,7 @@ func (b *bench) perEvent() []*row {
 		if err != nil {
 			return fmt.Errorf("the workload helper left no time: %w", err)
 		}
-		b.logRun("per-event", actor, rep, "workload ran %v", ns(t))
+		b.logRun("per-event", actor, rep, "workload used %v of CPU", ns(t))
 		if rep >= 0 {
 			times[actor][rep] = float64(t)
 		}
