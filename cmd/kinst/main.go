@@ -21,10 +21,9 @@ import (
 	"strconv"
 	"strings"
 
-	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
-	"kinst.dev/kinst/kernel"
+	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/runtime"
 	"kinst.dev/kinst/syntax"
 )
@@ -112,9 +111,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kinst: unknown output format %q: use text or json\n", *format)
 		return 2
 	}
-	switch *debug {
-	case "", "ast", "types", "bpf", "all":
-	default:
+	if !pipeline.ValidStage(*debug) {
 		fmt.Fprintf(stderr, "kinst: unknown stage %q for -d: use ast, types, bpf or all\n", *debug)
 		return 2
 	}
@@ -148,38 +145,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
-	parsed, err := syntax.Parse(name, src)
-	if err != nil {
-		return report(err, *verbose, stderr)
-	}
-	if *debug == "ast" || *debug == "all" {
-		fmt.Fprintln(stderr, "syntax tree:")
-		syntax.Dump(stderr, parsed)
-	}
-	checked, err := check.Check(parsed, &check.Config{
-		Resolver: &attach.Resolver{Pid: *pid, StrLen: strLen},
-		Kernel:   kernelTypes{},
-		Params:   params,
-		Unsafe:   *unsafe,
-		Cpid:     len(argv) > 0,
-		StrLen:   strLen,
-	})
-	if err != nil {
-		return report(err, *verbose, stderr)
-	}
-	if *debug == "types" || *debug == "all" {
-		dumpTypes(stderr, checked)
-	}
-	out, err := codegen.Generate(checked, &codegen.Options{
+	out, err := pipeline.Compile(name, src, &pipeline.Options{
+		Params:     params,
+		Pid:        *pid,
+		Unsafe:     *unsafe,
+		Cpid:       len(argv) > 0,
+		StrLen:     strLen,
 		MapEntries: mapKeys,
-		Supports:   supports,
 		Force:      force,
+		Dump:       stderr,
+		Stages:     *debug,
 	})
 	if err != nil {
 		return report(err, *verbose, stderr)
-	}
-	if *debug == "bpf" || *debug == "all" {
-		dumpBPF(stderr, out)
 	}
 
 	w := stdout
@@ -206,20 +184,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Pid:     *pid,
 	})
 	return report(err, *verbose, stderr)
-}
-
-// supports answers code generation's questions about mechanisms from
-// the kernel's features, each probed once and only when asked.
-func supports(m codegen.Mechanism) bool {
-	f, ok := map[codegen.Mechanism]kernel.Feature{
-		codegen.MechKprobe:      kernel.FeatKprobe,
-		codegen.MechKprobeMulti: kernel.FeatKprobeMulti,
-		codegen.MechFentry:      kernel.FeatFentry,
-		codegen.MechFexit:       kernel.FeatFexit,
-		codegen.MechFmodRet:     kernel.FeatFmodRet,
-		codegen.MechUprobeMulti: kernel.FeatUprobeMulti,
-	}[m]
-	return ok && kernel.Available(f)
 }
 
 // valueFlags are the options that take a value.

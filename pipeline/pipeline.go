@@ -1,0 +1,163 @@
+package pipeline
+
+import (
+	"fmt"
+	"io"
+	"sort"
+
+	"kinst.dev/kinst/attach"
+	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/kernel"
+	"kinst.dev/kinst/syntax"
+)
+
+// Options configure a compilation.
+type Options struct {
+	Params []string // positional parameters $1, $2, …
+	Pid    int      // -p: uprobes in this process
+	Unsafe bool     // allow system(), signal() and override()
+	Cpid   bool     // a -c command runs, so cpid has a value
+	StrLen int      // size of str() results; 0 for the default
+	// MapEntries bounds every map; 0 for the default.
+	MapEntries int
+	// Force runs kprobes through one mechanism; "" picks the cheapest.
+	Force codegen.Mechanism
+	// Dump receives the stages named in Stages: "ast", "types", "bpf"
+	// or "all".
+	Dump   io.Writer
+	Stages string
+}
+
+// ValidStage reports whether s names stages to print.
+func ValidStage(s string) bool {
+	switch s {
+	case "", "ast", "types", "bpf", "all":
+		return true
+	}
+	return false
+}
+
+func (o *Options) dumps(stage string) bool {
+	return o.Dump != nil && (o.Stages == stage || o.Stages == "all")
+}
+
+// Compile turns a program's source into BPF for the running kernel.
+// Errors in the program are a syntax.ErrorList.
+func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
+	parsed, err := syntax.Parse(name, src)
+	if err != nil {
+		return nil, err
+	}
+	if opts.dumps("ast") {
+		fmt.Fprintln(opts.Dump, "syntax tree:")
+		syntax.Dump(opts.Dump, parsed)
+	}
+	strLen := opts.StrLen
+	if strLen == 0 {
+		strLen = check.DefaultStrLen
+	}
+	checked, err := check.Check(parsed, &check.Config{
+		Resolver: &attach.Resolver{Pid: opts.Pid, StrLen: strLen},
+		Kernel:   attach.Kernel{},
+		Params:   opts.Params,
+		Unsafe:   opts.Unsafe,
+		Cpid:     opts.Cpid,
+		StrLen:   strLen,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if opts.dumps("types") {
+		DumpTypes(opts.Dump, checked)
+	}
+	out, err := codegen.Generate(checked, &codegen.Options{
+		MapEntries: opts.MapEntries,
+		Supports:   Supports,
+		Force:      opts.Force,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if opts.dumps("bpf") {
+		DumpBPF(opts.Dump, out)
+	}
+	return out, nil
+}
+
+// Supports answers code generation's questions about mechanisms from
+// the kernel's features, each probed once and only when asked.
+func Supports(m codegen.Mechanism) bool {
+	f, ok := map[codegen.Mechanism]kernel.Feature{
+		codegen.MechKprobe:      kernel.FeatKprobe,
+		codegen.MechKprobeMulti: kernel.FeatKprobeMulti,
+		codegen.MechFentry:      kernel.FeatFentry,
+		codegen.MechFexit:       kernel.FeatFexit,
+		codegen.MechFmodRet:     kernel.FeatFmodRet,
+		codegen.MechUprobeMulti: kernel.FeatUprobeMulti,
+	}[m]
+	return ok && kernel.Available(f)
+}
+
+// DumpTypes prints every checked probe's expressions with their types.
+func DumpTypes(w io.Writer, prog *check.Program) {
+	fmt.Fprintln(w, "maps:")
+	for _, m := range prog.Maps {
+		fmt.Fprintf(w, "  %s[%v]: %s\n", m.Display(), m.Keys, m.Value)
+	}
+	for _, p := range prog.Probes {
+		fmt.Fprintf(w, "probe %s (%d targets):\n", p.Targets[0].FullName(), len(p.Targets))
+		names := make([]string, 0, len(p.Vars))
+		for n := range p.Vars {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(w, "  $%s: %s\n", n, p.Vars[n].Type)
+		}
+		syntax.Inspect(p.Syntax.Body, func(n syntax.Node) bool {
+			x, ok := n.(syntax.Expr)
+			if !ok {
+				return true
+			}
+			if t := p.Types[x]; t != nil {
+				pos := prog.Syntax.File.Position(x.Pos())
+				fmt.Fprintf(w, "  %d:%d  %s  :: %s\n", pos.Line, pos.Column, syntax.String(x), t)
+			}
+			return true
+		})
+	}
+}
+
+// DumpBPF prints each program's instructions, each run of them under
+// the source line it came from, with the mechanism chosen and why.
+func DumpBPF(w io.Writer, out *codegen.Output) {
+	for _, p := range out.Programs {
+		dumpProgram(w, out, p)
+		if p.Fallback != nil {
+			fmt.Fprintln(w, "fallback if the kernel refuses the first choice:")
+			dumpProgram(w, out, p.Fallback)
+		}
+	}
+}
+
+func dumpProgram(w io.Writer, out *codegen.Output, p *codegen.Program) {
+	spec := p.Spec(out)
+	fmt.Fprintf(w, "program %s: %s, %d targets, %s, %s: %s\n", p.Name, p.Targets[0].FullName(), len(p.Targets), spec.Type, p.Mechanism, p.Why)
+	lastLine := 0
+	slot := 0
+	for _, ins := range spec.Instructions {
+		if slot < len(p.Pos) && p.Pos[slot].IsValid() {
+			pos := out.File.Position(p.Pos[slot])
+			if pos.Line != lastLine {
+				fmt.Fprintf(w, "; %d: %s\n", pos.Line, out.File.Line(pos.Line))
+				lastLine = pos.Line
+			}
+		}
+		if sym := ins.Symbol(); sym != "" {
+			fmt.Fprintf(w, "%s:\n", sym)
+		}
+		fmt.Fprintf(w, "  %4d: %v\n", slot, ins)
+		slot += int(ins.Width() / 8)
+	}
+}
