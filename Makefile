@@ -10,7 +10,7 @@ BIN    := $(CURDIR)/bin
 # Every binary is static, so that the QEMU guests can run it.
 export CGO_ENABLED := 0
 
-.PHONY: help test deps vet hosttest fuzz vmtest kernels vmrun kinst
+.PHONY: help test deps vet hosttest fuzz vmtest kernels vmrun kinst kbench
 
 # What the tests run besides Go: QEMU for the guest kernels, busybox for
 # workloads inside them, bpftrace as the reference for differential tests,
@@ -22,6 +22,7 @@ help:
 	@echo "make test      install missing tools, go vet, host tests, fuzzing, then the suite in each guest kernel"
 	@echo "make deps      install the Debian packages the tests need, if missing"
 	@echo "make fuzz      run each fuzz target for FUZZTIME ($(FUZZTIME))"
+	@echo "make kbench    kernel-function probe costs and attach times, inside each guest kernel"
 	@echo "make hosttest  go test ./... on the host"
 	@echo "make vmtest    go test ./... inside Debian $(SERIES) kernels under QEMU"
 	@echo "make kernels   fetch the newest kernel of each series into .cache/kernels"
@@ -68,3 +69,12 @@ vmtest: vmrun kinst kernels
 		bb=$$(command -v busybox || true); if [ -n "$$bb" ]; then files="$$files --file $$bb"; fi; \
 		$(GO) test -exec "$(BIN)/vmrun --kernel $$k --accel $(ACCEL) $$files --" ./... || status=1; \
 	done; exit $$status
+
+# The costs of the kernel-function mechanisms can only be measured in the
+# guests: this host refuses kprobes and trampolines.
+kbench: vmrun kinst kernels
+	@for k in $(SERIES); do \
+		echo "=== guest kernel $$k: $$($(BIN)/vmrun kernels $$k | cut -d' ' -f2)"; \
+		$(GO) test -exec "$(BIN)/vmrun --kernel $$k --accel $(ACCEL) --file $(BIN)/kinst --file $(BIN)/workload --" \
+			-run '^$$' -bench . -benchtime 3x ./attach || exit 1; \
+	done

@@ -55,4 +55,3 @@ func listProbes(pattern string, verbose bool, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
-
