@@ -96,6 +96,7 @@ func mainBench(args []string, stdout, stderr io.Writer) int {
 	b.runner.timeout = *timeout
 
 	fmt.Fprintln(stdout, header(b))
+	loadBefore := loadAverage()
 	var rows []*row
 	for _, it := range items {
 		if selected[it.name] {
@@ -107,6 +108,7 @@ func mainBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bench: %v\n", err)
 		return 1
 	}
+	b.note("load average (1 minute) %s before, %s after: other work on the machine widens the ranges", loadBefore, loadAverage())
 	for _, n := range b.notes {
 		fmt.Fprintf(stdout, "note: %s\n", n)
 	}
@@ -292,4 +294,14 @@ func header(b *bench) string {
 		h += "\nbpftrace: " + p + " (" + strings.TrimSpace(string(v)) + ")"
 	}
 	return h
+}
+
+// loadAverage is the one-minute load average, or "?" where /proc has
+// none.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(data)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }

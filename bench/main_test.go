@@ -128,7 +128,9 @@ func TestBenchKinst(t *testing.T) {
 			t.Errorf("row %q: kinst and bpftrace columns %q, want 0 and -", name, f)
 		}
 	}
-	if !strings.Contains(out.String(), "note: getppid() without a tool: ") {
-		t.Errorf("no note on the bare getppid() cost in\n%s", out.String())
+	for _, note := range []string{"note: getppid() without a tool: ", "note: load average (1 minute) "} {
+		if !strings.Contains(out.String(), note) {
+			t.Errorf("no %q in\n%s", note, out.String())
+		}
 	}
 }
