@@ -484,9 +484,8 @@ func (c *checker) checkStr(x *syntax.CallExpr, call *Call) *Type {
 	}
 	switch t.Kind {
 	case Str:
-		if len(x.Args) == 1 {
-			return t
-		}
+		// Strings are cut to the string length too, as bpftrace cuts
+		// str($1) of a long parameter.
 		return StrType(min(size, t.Size))
 	case Int, Ptr:
 		call.Space = c.spaceOf(t)

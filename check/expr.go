@@ -1,7 +1,6 @@
 package check
 
 import (
-	"math"
 	"strconv"
 	"strings"
 
@@ -22,10 +21,9 @@ func (c *checker) setConst(x syntax.Expr, v Const) { c.probe.Consts[x] = v }
 func (c *checker) expr1(x syntax.Expr) *Type {
 	switch x := x.(type) {
 	case *syntax.IntLit:
+		// bpftrace 0.17 types every literal int64, so literals past
+		// MaxInt64 are negative: 0xffffffffffffffff prints as -1.
 		c.setConst(x, Const{Int: x.Value})
-		if x.Value > math.MaxInt64 {
-			return TUint64
-		}
 		return TInt64
 	case *syntax.StringLit:
 		c.setConst(x, Const{IsStr: true, Str: x.Value})

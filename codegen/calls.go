@@ -200,6 +200,11 @@ func (g *gen) strncmp(x *syntax.CallExpr) operand {
 	a, b := g.memOf(x.Args[0]), g.memOf(x.Args[1])
 	n := int(g.p.Consts[x.Args[2]].Int)
 	n = min(n, a.size, b.size)
+	if n == 0 {
+		// Nothing to compare is a match; the code below would leave
+		// its "differ" branch unreachable, which the verifier rejects.
+		return immOp(0)
+	}
 	same, diff, done := g.newLabel("same"), g.newLabel("differ"), g.newLabel("strncmp")
 	for i := 0; i < n; i++ {
 		g.emit(

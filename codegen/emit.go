@@ -155,6 +155,16 @@ func (g *gen) mark() frameMark { return frameMark{g.stack.used, g.scratch.used} 
 
 func (g *gen) release(m frameMark) {
 	g.stack.used, g.scratch.used = m.stack, m.scratch
+	// Spill slots in the released stack are free memory again; handing
+	// them out as slots too would let a spilled temporary and a later
+	// buffer share bytes.
+	live := g.spills[:0]
+	for _, s := range g.spills {
+		if -int(s) <= m.stack {
+			live = append(live, s)
+		}
+	}
+	g.spills = live
 }
 
 // addr puts the address of m in register dst.

@@ -104,7 +104,24 @@ func (g *gen) prologue() {
 func (g *gen) block(b *syntax.Block, lp *loop) {
 	for _, s := range b.Stmts {
 		g.stmt(s, lp)
+		// What follows exit(), return, break or continue never runs, and
+		// the verifier rejects instructions no path reaches.
+		if jumps(s) {
+			return
+		}
 	}
+}
+
+// jumps reports whether s always leaves the statements after it.
+func jumps(s syntax.Stmt) bool {
+	switch s := s.(type) {
+	case *syntax.JumpStmt:
+		return true
+	case *syntax.ExprStmt:
+		call, ok := s.X.(*syntax.CallExpr)
+		return ok && call.Fun.Name == "exit"
+	}
+	return false
 }
 
 func (g *gen) stmt(s syntax.Stmt, lp *loop) {
@@ -119,7 +136,7 @@ func (g *gen) stmt(s syntax.Stmt, lp *loop) {
 		case *syntax.CallExpr:
 			g.callStmt(x)
 		case *syntax.IncDecExpr:
-			g.incDec(x, false)
+			g.free(g.incDec(x, false))
 		}
 	case *syntax.AssignStmt:
 		g.assign(s)

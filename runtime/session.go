@@ -169,6 +169,8 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	// and the maps are printed, and is waited for before returning.
 	detached := make(chan error, 1)
 	go func() { detached <- s.detach() }()
+	// END runs after exit() too, and what it prints must still be read.
+	s.exited = false
 	if err := s.runSpecial("END"); err != nil {
 		<-detached
 		return err

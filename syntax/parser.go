@@ -1,6 +1,7 @@
 package syntax
 
 import (
+	"math"
 	"strconv"
 	"strings"
 )
@@ -558,7 +559,7 @@ func (p *parser) parseOperand() Expr {
 	switch p.tok {
 	case INT:
 		x := &IntLit{ValuePos: p.pos, Raw: string(p.file.Src[p.file.Offset(p.pos):p.file.Offset(p.end)])}
-		v, err := strconv.ParseUint(p.lit, 0, 64)
+		v, err := parseInt(p.lit)
 		if err != nil {
 			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
 				p.error(p.pos, p.end, "integer literal %s does not fit in 64 bits", x.Raw)
@@ -706,4 +707,44 @@ func (p *parser) parsePostfix(x Expr) Expr {
 			return x
 		}
 	}
+}
+
+// parseInt converts an integer literal as bpftrace 0.17 reads them: C's
+// u, l, ul and ll suffixes on decimal and octal literals, and scientific
+// notation with a one-digit coefficient, such as 5e3.
+func parseInt(lit string) (uint64, error) {
+	if !strings.HasPrefix(lit, "0x") && !strings.HasPrefix(lit, "0X") {
+		lit = trimIntSuffix(lit)
+		if mant, exp, ok := strings.Cut(strings.ToLower(lit), "e"); ok && len(mant) == 1 && isDigit(mant[0]) && exp != "" {
+			n, err := strconv.ParseUint(exp, 10, 8)
+			if err != nil {
+				return 0, err
+			}
+			v := uint64(mant[0] - '0')
+			for ; n > 0; n-- {
+				if v > math.MaxUint64/10 {
+					return 0, &strconv.NumError{Func: "parseInt", Num: lit, Err: strconv.ErrRange}
+				}
+				v *= 10
+			}
+			return v, nil
+		}
+	}
+	return strconv.ParseUint(lit, 0, 64)
+}
+
+// trimIntSuffix removes a suffix of the form u, or an optional u followed
+// by one or two l's, in any case.
+func trimIntSuffix(lit string) string {
+	t := lit
+	for i := 0; i < 2 && strings.HasSuffix(strings.ToLower(t), "l"); i++ {
+		t = t[:len(t)-1]
+	}
+	if strings.HasSuffix(strings.ToLower(t), "u") {
+		t = t[:len(t)-1]
+	}
+	if t == "" || !isDigit(t[len(t)-1]) {
+		return lit
+	}
+	return t
 }
