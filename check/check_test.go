@@ -155,6 +155,7 @@ func TestConstants(t *testing.T) {
 func TestCheckErrors(t *testing.T) {
 	tests := []struct{ src, want string }{
 		{"BEGIN { @x = $y }", "t:1:14: variable $y is used before it is assigned"},
+		{"BEGIN { @m[(1, 2)] = 1 }", "t:1:12: a tuple cannot be a map key: give its elements as keys, as in @m[a, b]"},
 		{"BEGIN { @x = foo }", "t:1:14: unknown identifier foo"},
 		{"BEGIN { @x = comn }", "t:1:14: unknown identifier comn (did you mean comm?)"},
 		{"BEGIN { printff(\"x\") }", "t:1:9: unknown function printff (did you mean printf?)"},
@@ -296,6 +297,20 @@ func TestKernelTypes(t *testing.T) {
 	}
 	_, err = checkSrc(t, "BEGIN { @x = offsetof(struct task_struct, nope) }", &Config{Kernel: fakeKernel{}})
 	if err == nil || err.Error() != "t:1:14: struct task_struct has no field nope" {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestMapTypedByLaterPass(t *testing.T) {
+	prog, err := checkSrc(t, "BEGIN { $i = 1; @fib[$i] = $i <= 2 ? $i : @fib[$i - 1] + @fib[$i - 2]; }", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := prog.Map("fib").Value.String(); got != "int64" {
+		t.Errorf("@fib holds %s", got)
+	}
+	_, err = checkSrc(t, "BEGIN { @x = @y + 1; @y = @x; }", nil)
+	if err == nil || err.Error() != "t:1:14: the type of @y cannot be worked out: every value assigned to it comes from maps without a type yet (and 1 more errors)" {
 		t.Errorf("got %v", err)
 	}
 }

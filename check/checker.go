@@ -64,16 +64,25 @@ func Check(prog *syntax.Program, conf *Config) (*Program, error) {
 		c.errs.Sort()
 		return nil, c.errs
 	}
+	c.assigned = assignedMaps(prog)
 	// Map types settle over passes; only the last pass reports errors.
+	// A map read before any pass has typed it is left untyped until the
+	// last pass, which is strict about it.
 	for pass := 0; ; pass++ {
-		c.changed = false
+		c.changed, c.pending = false, false
 		c.errs = nil
 		c.prog.Probes = c.prog.Probes[:0]
 		for _, u := range units {
 			c.checkProbe(u)
 		}
-		if !c.changed || pass == maxPasses-1 {
+		if c.strict || pass == maxPasses-1 {
 			break
+		}
+		if !c.changed {
+			if !c.pending {
+				break
+			}
+			c.strict = true
 		}
 	}
 	if len(c.errs) > 0 {
@@ -89,6 +98,10 @@ type checker struct {
 	prog    *Program
 	errs    syntax.ErrorList
 	changed bool // a map's type changed during this pass
+	pending bool // a map assigned somewhere was read before it had a type
+	strict  bool // the last pass: reading an untyped map is an error
+	// assigned names the maps the program assigns somewhere.
+	assigned map[string]bool
 	// vars keeps variable types across passes, widened by every
 	// assignment seen.
 	vars map[varKey]map[string]*Type
@@ -191,6 +204,25 @@ func sameContext(a, b *Target) bool {
 		}
 	}
 	return true
+}
+
+// assignedMaps names the maps a program assigns or increments.
+func assignedMaps(prog *syntax.Program) map[string]bool {
+	names := map[string]bool{}
+	syntax.Inspect(prog, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.AssignStmt:
+			if m, ok := n.Lhs.(*syntax.MapExpr); ok {
+				names[m.Name] = true
+			}
+		case *syntax.IncDecExpr:
+			if m, ok := n.X.(*syntax.MapExpr); ok {
+				names[m.Name] = true
+			}
+		}
+		return true
+	})
+	return names
 }
 
 // usesIdent reports whether the probe mentions the builtin name.

@@ -375,9 +375,19 @@ func fold(op syntax.Token, a, b uint64, signed bool) (uint64, bool) {
 }
 
 func (c *checker) condExpr(x *syntax.CondExpr) *Type {
+	nerr := len(c.errs)
 	ct := c.expr(x.Cond)
 	a := c.expr(x.X)
 	b := c.expr(x.Y)
+	if ct != nil && len(c.errs) == nerr && (a == nil) != (b == nil) && c.pending {
+		// One branch reads a map that has no type yet, such as the map
+		// being assigned (@fib[$i] = ... ? $i : @fib[$i-1]): the other
+		// branch gives the type until a later pass knows both.
+		if a == nil {
+			return b
+		}
+		return a
+	}
 	if ct == nil || a == nil || b == nil {
 		return nil
 	}

@@ -125,6 +125,10 @@ func (c *checker) keyTypes(x *syntax.MapExpr) ([]*Type, bool) {
 			c.errorf(k, "a %s value cannot be a map key", t)
 			return nil, false
 		}
+		if t.Kind == Tuple {
+			c.errorf(k, "a tuple cannot be a map key: give its elements as keys, as in @m[a, b]")
+			return nil, false
+		}
 		// Integer keys are all 64 bits wide so that @x[1] and @x[pid]
 		// name the same element.
 		if t.Kind == Int {
@@ -145,7 +149,14 @@ func (c *checker) useMap(x *syntax.MapExpr, value *Type, write bool) *Map {
 	m := c.prog.mapIndex[x.Name]
 	if m == nil {
 		if value == nil {
-			c.errorf(x, "map @%s is read but never assigned", x.Name)
+			switch {
+			case c.assigned[x.Name] && !c.strict:
+				c.pending = true
+			case c.assigned[x.Name]:
+				c.errorf(x, "the type of @%s cannot be worked out: every value assigned to it comes from maps without a type yet", x.Name)
+			default:
+				c.errorf(x, "map @%s is read but never assigned", x.Name)
+			}
 			return nil
 		}
 		m = &Map{Name: x.Name, Keys: keys, Value: value, Pos: x.Pos()}

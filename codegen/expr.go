@@ -215,6 +215,23 @@ func (g *gen) signedDiv(op syntax.Token, r asm.Register) {
 	g.emit(asm.Mov.Reg(r, r)) // carries l3
 }
 
+// signedDivConst divides r by a positive constant with C's signed
+// semantics. Only the dividend's sign needs fixing, and with an immediate
+// divisor the verifier keeps the result's range, which loops whose
+// bodies test x % K depend on.
+func (g *gen) signedDivConst(op syntax.Token, r asm.Register, d int32) {
+	neg, done := g.newLabel("negdiv"), g.newLabel("sdiv")
+	alu := asm.Div
+	if op == syntax.REM {
+		alu = asm.Mod
+	}
+	g.emit(asm.JSLT.Imm(r, 0, neg), alu.Imm(r, d), asm.Ja.Label(done))
+	g.place(neg)
+	g.emit(asm.Neg.Imm(r, 0), alu.Imm(r, d), asm.Neg.Imm(r, 0))
+	g.place(done)
+	g.emit(asm.Mov.Reg(r, r)) // carries the label
+}
+
 // compare materializes a comparison as 0 or 1.
 func (g *gen) compare(op syntax.Token, a, b operand, signed bool) operand {
 	if a.kind == opImm {

@@ -231,7 +231,9 @@ func (g *gen) assign(s *syntax.AssignStmt) {
 func (g *gen) arith(op syntax.Token, a, b operand, at, bt *check.Type) operand {
 	signed := at.Signed && bt.Signed
 	r := g.work(a, asm.R1)
-	if signed && (op == syntax.QUO || op == syntax.REM) {
+	if signed && (op == syntax.QUO || op == syntax.REM) && b.kind == opImm && b.imm > 0 && fitsImm(b.imm) {
+		g.signedDivConst(op, r, int32(b.imm))
+	} else if signed && (op == syntax.QUO || op == syntax.REM) {
 		g.load(asm.R2, b)
 		g.signedDiv(op, r)
 	} else if b.kind == opImm && fitsImm(b.imm) {
