@@ -91,7 +91,7 @@ func TestBenchKinst(t *testing.T) {
 	testenv.Root(t)
 	testenv.Require(t, testenv.Tracepoint, testenv.Ringbuf)
 	kinst := testenv.Kinst(t)
-	workload := testenv.Build(t, "./internal/workload")
+	workload := testenv.Workload(t)
 	var out, errs strings.Builder
 	code := mainBench([]string{"-n", "1", "-bpftrace", "none", "-kinst", kinst, "-workload", workload,
 		"-events", "20000", "-printf-events", "2000", "-run", "begin,tracepoint,latency,event,printf"}, &out, &errs)

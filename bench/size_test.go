@@ -38,7 +38,7 @@ func TestParseLddMissing(t *testing.T) {
 }
 
 func TestStaticFootprint(t *testing.T) {
-	bin := testenv.Build(t, "./internal/workload")
+	bin := testenv.Workload(t)
 	fp, err := staticFootprint(bin)
 	if err != nil {
 		t.Fatal(err)
