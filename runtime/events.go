@@ -25,7 +25,11 @@ func (s *Session) handle(rec []byte) {
 	var err error
 	switch a.Kind {
 	case codegen.ActPrintf:
-		err = s.w.Printf(a.Format, s.decodeArgs(a, body))
+		if s.opts.Printf != nil {
+			err = s.opts.Printf(s.buf, a, s.decodeArgs(a, body))
+		} else {
+			err = s.w.Printf(a.Format, s.decodeArgs(a, body))
+		}
 	case codegen.ActSystem:
 		err = s.system(a, body)
 	case codegen.ActCat:

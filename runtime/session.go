@@ -43,6 +43,19 @@ type Options struct {
 	Pid int
 	// Signals stop the run; nil means SIGINT and SIGTERM.
 	Signals []os.Signal
+
+	// Printf, when set, receives every printf record in place of the
+	// output writer, with its arguments decoded, and writes what it
+	// makes of it to w, a buffer onto Out flushed whenever the ring
+	// buffer is drained: instruments render their own log lines. The
+	// slice is reused after Printf returns.
+	Printf func(w io.Writer, a *codegen.Action, args []output.Value) error
+	// ExitMaps, when set, receives the maps at exit in place of the
+	// output writer, which prints them as bpftrace does.
+	ExitMaps func(maps []*output.Map) error
+	// Lost, when set, receives each report of lost records in place of
+	// the writer's "Lost N events" line.
+	Lost func(n uint64) error
 }
 
 // Format is an output format.
@@ -333,7 +346,11 @@ func (s *Session) reportLost() {
 	}
 	total := sumU64(perCPU)
 	if total > s.lost {
-		s.w.Lost(total - s.lost)
+		if s.opts.Lost != nil {
+			s.opts.Lost(total - s.lost)
+		} else {
+			s.w.Lost(total - s.lost)
+		}
 		s.lost = total
 	}
 }
@@ -351,6 +368,9 @@ func (s *Session) printMaps() error {
 		maps = append(maps, m)
 	}
 	s.buf.Flush()
+	if s.opts.ExitMaps != nil {
+		return errors.Join(append(errs, s.opts.ExitMaps(maps))...)
+	}
 	io.WriteString(s.opts.Stdout, output.ExitSeparator)
 	errs = append(errs, s.w.Maps(maps), s.buf.Flush())
 	return errors.Join(errs...)
