@@ -23,6 +23,7 @@ import (
 
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/instruments"
 	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/runtime"
 	"kinst.dev/kinst/syntax"
@@ -67,9 +68,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "features" {
 		return features(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 {
+		if c := instruments.Lookup(args[0]); c != nil {
+			err := c.Run(context.Background(), args[1:], stdout, stderr)
+			if errors.Is(err, instruments.ErrUsage) {
+				fmt.Fprintf(stderr, "kinst %s: %v\n", c.Name, errors.Unwrap(err))
+				return 2
+			}
+			return report(err, false, stderr)
+		}
+	}
 	fs := flag.NewFlagSet("kinst", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		if cmds := instruments.Commands(); len(cmds) > 0 {
+			fmt.Fprintln(stderr, "\ninstruments (kinst NAME -h for their options):")
+			for _, c := range cmds {
+				fmt.Fprintf(stderr, "  %-10s %s\n", c.Name, c.Summary)
+			}
+		}
+	}
 	var (
 		prog    = fs.String("e", "", "")
 		list    = fs.Bool("l", false, "")

@@ -1,0 +1,253 @@
+package instruments
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/output"
+	"kinst.dev/kinst/pipeline"
+	"kinst.dev/kinst/runtime"
+	"kinst.dev/kinst/syntax"
+)
+
+// Common holds the options every instrument takes.
+type Common struct {
+	Pid      int
+	Comm     string
+	Command  string
+	Duration time.Duration
+	Output   string
+	Format   string
+	Show     bool
+	Verbose  bool
+	Quiet    bool
+	Unsafe   bool
+}
+
+// AddFlags registers the common options on fs.
+func (c *Common) AddFlags(fs *flag.FlagSet) {
+	fs.IntVar(&c.Pid, "pid", 0, "only this process")
+	fs.StringVar(&c.Comm, "comm", "", "only processes with this name")
+	fs.StringVar(&c.Command, "c", "", "run `CMD`, trace only it, and stop when it exits")
+	fs.DurationVar(&c.Duration, "duration", 0, "stop after this long, for example 10s")
+	fs.StringVar(&c.Output, "o", "", "write to `FILE` (a named pipe works)")
+	fs.StringVar(&c.Format, "f", "text", "output format: text or json")
+	fs.BoolVar(&c.Show, "show", false, "print the kinst program instead of running it")
+	fs.BoolVar(&c.Verbose, "v", false, "say which mechanism each probe uses, and why")
+	fs.BoolVar(&c.Quiet, "q", false, "print less")
+	fs.BoolVar(&c.Unsafe, "unsafe", false, "allow changing the system")
+}
+
+// Check validates the common options.
+func (c *Common) Check() error {
+	if c.Format != "text" && c.Format != "json" {
+		return fmt.Errorf("unknown output format %q: use text or json", c.Format)
+	}
+	if c.Duration < 0 || c.Duration > 0 && c.Duration < time.Millisecond {
+		return fmt.Errorf("--duration %v is too short: at least 1ms", c.Duration)
+	}
+	if c.Pid < 0 {
+		return fmt.Errorf("--pid %d is not a process id", c.Pid)
+	}
+	return nil
+}
+
+// Predicate is the condition the options put on events, as kinst
+// source without the slashes, or "" for none. With -c only the command
+// is traced.
+func (c *Common) Predicate() string {
+	var conds []string
+	if c.Pid != 0 {
+		conds = append(conds, fmt.Sprintf("pid == %d", c.Pid))
+	}
+	if c.Command != "" {
+		conds = append(conds, "pid == cpid")
+	}
+	if c.Comm != "" {
+		conds = append(conds, "comm == "+syntax.Quote(c.Comm))
+	}
+	return strings.Join(conds, " && ")
+}
+
+// And joins conditions with &&, leaving out empty ones.
+func And(conds ...string) string {
+	var out []string
+	for _, c := range conds {
+		if c != "" {
+			out = append(out, c)
+		}
+	}
+	return strings.Join(out, " && ")
+}
+
+// Pred formats a predicate for a probe header: " /cond/" or "".
+func Pred(cond string) string {
+	if cond == "" {
+		return ""
+	}
+	return " /" + cond + "/"
+}
+
+// Stop is the probe that ends the run after --duration, or "".
+func (c *Common) Stop() string {
+	if c.Duration == 0 {
+		return ""
+	}
+	return fmt.Sprintf("interval:ms:%d { exit(); }\n", c.Duration.Milliseconds())
+}
+
+// Hooks let an instrument render the run's output itself; nil fields
+// leave the output as kinst -e prints it.
+type Hooks struct {
+	Printf   func(w io.Writer, a *codegen.Action, args []output.Value) error
+	ExitMaps func(w io.Writer, maps []*output.Map) error
+	Lost     func(w io.Writer, n uint64) error
+}
+
+// Run prints the program with --show; otherwise it compiles and runs it,
+// sending its output to -o or stdout.
+func (c *Common) Run(ctx context.Context, name, src string, hooks Hooks, stdout, stderr io.Writer) error {
+	if c.Show {
+		_, err := io.WriteString(stdout, src)
+		return err
+	}
+	var argv []string
+	if c.Command != "" {
+		var err error
+		if argv, err = runtime.SplitCommand(c.Command); err != nil {
+			return fmt.Errorf("-c: %w", err)
+		}
+	}
+	out, err := pipeline.Compile(name, []byte(src), &pipeline.Options{
+		Pid:    c.Pid,
+		Unsafe: c.Unsafe,
+		Cpid:   c.Command != "",
+	})
+	if err != nil {
+		return err
+	}
+	w := stdout
+	if c.Output != "" {
+		// O_WRONLY without O_TRUNC semantics matter for a named pipe:
+		// opening blocks until a reader comes, and writes stream to it.
+		f, err := os.OpenFile(c.Output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	opts := &runtime.Options{
+		Out:     w,
+		Stdout:  w,
+		Stderr:  stderr,
+		Quiet:   true,
+		Verbose: c.Verbose,
+		Command: argv,
+		Pid:     c.Pid,
+	}
+	if c.Format == "json" {
+		opts.Format = runtime.JSON
+	}
+	if hooks.Printf != nil {
+		opts.Printf = hooks.Printf
+	}
+	if hooks.ExitMaps != nil {
+		opts.ExitMaps = func(maps []*output.Map) error { return hooks.ExitMaps(w, maps) }
+	}
+	if hooks.Lost != nil {
+		opts.Lost = func(n uint64) error { return hooks.Lost(stderr, n) }
+	}
+	return runtime.Run(ctx, out, opts)
+}
+
+// A Target is what an instrument probes: the attach point that fires on
+// entry and the one that fires on return, either of which may be "".
+type Target struct {
+	Spec  string // as the user wrote it
+	Entry string
+	Exit  string
+	// Kernel is set for kernel functions, which trampolines and
+	// kprobes reach.
+	Kernel bool
+}
+
+// ErrTarget marks a target an instrument cannot use.
+var ErrTarget = errors.New("bad target")
+
+// ParseTarget reads a target as users write it: a kernel function
+// (vfs_read, or kprobe:, fentry: forms), a user function
+// (uprobe:PATH:FUNC), a system call (syscall:openat), or a tracepoint
+// (tracepoint:CAT:NAME, whose sys_enter_ and sys_exit_ pairs are paired).
+func ParseTarget(spec string) (Target, error) {
+	provider, rest, ok := strings.Cut(spec, ":")
+	if !ok {
+		provider, rest = "kprobe", spec
+	}
+	if rest == "" {
+		return Target{}, fmt.Errorf("%w: %q names nothing", ErrTarget, spec)
+	}
+	t := Target{Spec: spec}
+	switch provider {
+	case "kprobe", "k", "kretprobe", "kr":
+		t.Entry, t.Exit, t.Kernel = "kprobe:"+rest, "kretprobe:"+rest, true
+		if strings.Contains(rest, "+") {
+			t.Exit = "" // an offset has no return
+		}
+	case "fentry", "kfunc", "f", "fexit", "kretfunc", "fr":
+		t.Entry, t.Exit, t.Kernel = "fentry:"+rest, "fexit:"+rest, true
+	case "uprobe", "u", "uretprobe", "ur":
+		t.Entry, t.Exit = "uprobe:"+rest, "uretprobe:"+rest
+	case "syscall":
+		t.Entry, t.Exit = "tracepoint:syscalls:sys_enter_"+rest, "tracepoint:syscalls:sys_exit_"+rest
+	case "tracepoint", "t":
+		t.Entry = "tracepoint:" + rest
+		if cat, name, ok := strings.Cut(rest, ":"); ok && cat == "syscalls" && strings.HasPrefix(name, "sys_enter_") {
+			t.Exit = "tracepoint:syscalls:sys_exit_" + strings.TrimPrefix(name, "sys_enter_")
+		}
+	default:
+		return Target{}, fmt.Errorf("%w: %q: use a kernel function, kprobe:, fentry:, uprobe:PATH:FUNC, syscall:NAME or tracepoint:CAT:NAME", ErrTarget, spec)
+	}
+	return t, nil
+}
+
+// A Command is one instrument, as a subcommand of kinst.
+type Command struct {
+	Name    string
+	Summary string // one line for kinst -h
+	Run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]*Command{}
+
+// register adds an instrument; each instrument's file registers itself.
+func register(c *Command) { commands[c.Name] = c }
+
+// Lookup returns the instrument called name, or nil.
+func Lookup(name string) *Command { return commands[name] }
+
+// Commands lists the instruments by name.
+func Commands() []*Command {
+	list := make([]*Command, 0, len(commands))
+	for _, c := range commands {
+		list = append(list, c)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	return list
+}
+
+// ErrUsage marks a bad command line; the message says what is wrong.
+var ErrUsage = errors.New("usage")
+
+// usageError reports a bad command line.
+func usageError(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
+}
