@@ -8,6 +8,8 @@
 //	workload nanosleep N USEC   N sleeps of USEC microseconds
 //	workload write N BYTES      N writes of BYTES bytes to /dev/null
 //	workload spin MS            burn CPU for MS milliseconds
+//	workload open N PATH        N opens of PATH; exits with the errno of the
+//	                            last one that failed, 0 if none did
 //
 // The calls are raw system calls from one locked thread, so the pid and
 // tid the probes see are the process's own. The Go runtime opens a few
@@ -89,6 +91,22 @@ func run(args []string) error {
 		buf := make([]byte, size)
 		for i := 0; i < n; i++ {
 			unix.Syscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(size))
+		}
+	case "open":
+		if len(args) < 3 {
+			return fmt.Errorf("open needs a path")
+		}
+		failed := 0
+		for i := 0; i < n; i++ {
+			fd, err := unix.Open(args[2], unix.O_RDONLY, 0)
+			if err != nil {
+				failed = int(err.(unix.Errno))
+				continue
+			}
+			unix.Close(fd)
+		}
+		if failed != 0 {
+			os.Exit(failed)
 		}
 	case "spin":
 		end := time.Now().Add(time.Duration(n) * time.Millisecond)
