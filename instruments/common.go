@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/pipeline"
@@ -250,4 +252,25 @@ var ErrUsage = errors.New("usage")
 // usageError reports a bad command line.
 func usageError(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
+}
+
+// Clock turns the monotonic nanoseconds probes read (nsecs) into wall
+// time, with the offset between the two clocks taken once.
+type Clock struct{ offset int64 }
+
+// NewClock reads both clocks.
+func NewClock() (*Clock, error) {
+	var mono, real unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono); err != nil {
+		return nil, err
+	}
+	if err := unix.ClockGettime(unix.CLOCK_REALTIME, &real); err != nil {
+		return nil, err
+	}
+	return &Clock{offset: real.Nano() - mono.Nano()}, nil
+}
+
+// Wall returns the wall time of a monotonic timestamp.
+func (c *Clock) Wall(nsecs uint64) time.Time {
+	return time.Unix(0, int64(nsecs)+c.offset)
 }
