@@ -270,6 +270,35 @@ func Lhist(min, max, step int64, buckets []uint64) Value {
 	return Value{kind: KindLhist, ref: &lhist{min: min, max: max, step: step, buckets: buckets}}
 }
 
+// Accessors, for programs that render values their own way.
+
+// Uint returns the bits of an integer, pointer, count, sum, min or max,
+// the address of a ksym or usym, and the count of an avg or stats.
+func (v Value) Uint() uint64 { return v.n }
+
+// Int returns Uint's bits as a signed integer.
+func (v Value) Int() int64 { return int64(v.n) }
+
+// Total returns the total of an avg or stats.
+func (v Value) Total() int64 { return v.m }
+
+// Text returns a string's text, or the symbol of a ksym or usym.
+func (v Value) Text() string { return v.s }
+
+// Elems returns the elements of a tuple or an array.
+func (v Value) Elems() []Value { return v.elems() }
+
+// Frames returns the frames of a stack.
+func (v Value) Frames() []Frame { return v.frames() }
+
+// Buckets returns the buckets of a hist, or of an lhist.
+func (v Value) Buckets() []uint64 {
+	if l := v.lhist(); l != nil {
+		return l.buckets
+	}
+	return v.buckets()
+}
+
 func (v Value) elems() []Value    { e, _ := v.ref.([]Value); return e }
 func (v Value) frames() []Frame   { f, _ := v.ref.([]Frame); return f }
 func (v Value) buckets() []uint64 { b, _ := v.ref.([]uint64); return b }
