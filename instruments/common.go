@@ -274,3 +274,24 @@ func NewClock() (*Clock, error) {
 func (c *Clock) Wall(nsecs uint64) time.Time {
 	return time.Unix(0, int64(nsecs)+c.offset)
 }
+
+// ParseFlags parses options given before, between or after the
+// positional arguments, which it returns: instruments read as
+// "kinst trace vfs_read --args".
+func ParseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}

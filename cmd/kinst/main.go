@@ -72,7 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if c := instruments.Lookup(args[0]); c != nil {
 			err := c.Run(context.Background(), args[1:], stdout, stderr)
 			if errors.Is(err, instruments.ErrUsage) {
-				fmt.Fprintf(stderr, "kinst %s: %v\n", c.Name, errors.Unwrap(err))
+				fmt.Fprintf(stderr, "kinst %s: %s\n", c.Name, strings.TrimPrefix(err.Error(), instruments.ErrUsage.Error()+": "))
 				return 2
 			}
 			return report(err, false, stderr)
