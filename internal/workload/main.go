@@ -8,6 +8,8 @@
 //	workload nanosleep N USEC   N sleeps of USEC microseconds
 //	workload write N BYTES      N writes of BYTES bytes to /dev/null
 //	workload spin MS            burn CPU for MS milliseconds
+//	workload clocksleep N USEC  N clock_nanosleep calls of USEC microseconds,
+//	                            a call the Go runtime never makes itself
 //	workload open N PATH        N opens of PATH; exits with the errno of the
 //	                            last one that failed, 0 if none did
 //
@@ -107,6 +109,18 @@ func run(args []string) error {
 		}
 		if failed != 0 {
 			os.Exit(failed)
+		}
+	case "clocksleep":
+		if len(args) < 3 {
+			return fmt.Errorf("clocksleep needs microseconds")
+		}
+		us, err := strconv.Atoi(args[2])
+		if err != nil {
+			return err
+		}
+		ts := unix.NsecToTimespec(int64(us) * 1000)
+		for i := 0; i < n; i++ {
+			unix.Syscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, 0, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
 		}
 	case "spin":
 		end := time.Now().Add(time.Duration(n) * time.Millisecond)
