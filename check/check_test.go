@@ -97,6 +97,8 @@ func TestCheckTypes(t *testing.T) {
 		{"BEGIN { @x = sizeof(uint32) }", "uint64"},
 		{"BEGIN { $t = (1, 2); @x = $t.1 }", "int64"},
 		{"END { @x = @y + 1 } BEGIN { @y = (uint8)1 }", "uint64"},
+		{"BEGIN { @x += 5 }", "int64"},
+		{"BEGIN { @x -= pid }", "uint64"},
 	}
 	for _, tt := range tests {
 		prog, err := checkSrc(t, tt.src, nil)

@@ -30,6 +30,18 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 			c.errorf(s.Rhs, "a %s value cannot be stored", t)
 			return
 		}
+	} else if m, ok := s.Lhs.(*syntax.MapExpr); ok && c.prog.mapIndex[m.Name] == nil {
+		// @x op= y on a map not yet typed starts it from zero, as an
+		// integer of y's type.
+		t = c.expr(s.Rhs)
+		if t == nil {
+			return
+		}
+		if t.Kind != Int {
+			c.errorf(s, "invalid operation: %s on %s (operands must be integers)", s.Op, t)
+			return
+		}
+		t, _ = unify(TInt64, t)
 	} else {
 		// x op= y is x = x op y on integers.
 		cur := c.expr(s.Lhs)

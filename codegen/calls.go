@@ -25,15 +25,15 @@ func (g *gen) emitRecord(rec mem) {
 	g.addr(asm.R2, rec)
 	g.emit(asm.Mov.Imm(asm.R3, int32(rec.size)), asm.Mov.Imm(asm.R4, 0))
 	g.call(asm.FnRingbufOutput)
+	// A full buffer counts the record as lost, with an atomic add to a
+	// counter user space reads through a memory mapping.
 	ok := g.newLabel("sent")
-	g.emit(asm.JEq.Imm(asm.R0, 0, ok))
-	key := g.allocStack(4)
-	g.storeImm(asm.R10, key.off, 0, asm.Word)
-	g.mapPtr(asm.R1, LostMap)
-	g.addr(asm.R2, key)
-	g.call(asm.FnMapLookupElem)
-	g.emit(asm.JEq.Imm(asm.R0, 0, ok))
-	g.addTo(asm.R0, 0, immOp(1))
+	g.emit(
+		asm.JEq.Imm(asm.R0, 0, ok),
+		asm.LoadMapValue(asm.R1, 0, 0).WithReference(LostMap),
+		asm.Mov.Imm(asm.R2, 1),
+		asm.StoreXAdd(asm.R1, asm.R2, asm.DWord),
+	)
 	g.place(ok)
 	g.emit(asm.Mov.Reg(asm.R0, asm.R0))
 }

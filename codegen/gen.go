@@ -6,6 +6,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/syntax"
@@ -32,7 +33,7 @@ type Options struct {
 // Defaults. bpftrace caps maps at 4096 keys too.
 const (
 	DefaultMapEntries = 4096
-	DefaultEventsSize = 8 << 20
+	DefaultEventsSize = 2 << 20
 )
 
 // Frame budget: the BPF stack is 512 bytes; buffers beyond this much of
@@ -170,7 +171,7 @@ func (c *compiler) declareMaps() {
 func (c *compiler) declareInternalMaps() {
 	specs := c.out.Collection.Maps
 	specs[EventsMap] = &ebpf.MapSpec{Name: EventsMap, Type: ebpf.RingBuf, MaxEntries: uint32(c.opts.EventsSize)}
-	specs[LostMap] = &ebpf.MapSpec{Name: LostMap, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+	specs[LostMap] = &ebpf.MapSpec{Name: LostMap, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1, Flags: unix.BPF_F_MMAPABLE}
 	specs[ConstsMap] = &ebpf.MapSpec{Name: ConstsMap, Type: ebpf.Array, KeySize: 4, ValueSize: constsSize, MaxEntries: 1}
 	if c.scratchSize > 0 {
 		specs[ScratchMap] = &ebpf.MapSpec{Name: ScratchMap, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(alignUp(c.scratchSize, 8)), MaxEntries: 1}

@@ -15,7 +15,7 @@ import (
 // them.
 const (
 	EventsMap  = "events"  // ring buffer carrying action records
-	LostMap    = "lost"    // per-CPU count of records the ring buffer refused
+	LostMap    = "lost"    // count of records the ring buffer refused, memory-mapped
 	ScratchMap = "scratch" // per-CPU memory for values too large for the stack
 	ConstsMap  = "consts"  // values user space fills in before attaching
 	KstackMap  = "kstacks" // stack traces for kstack

@@ -114,6 +114,13 @@ func Tracepoints(category, name string) ([]Tracepoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !HasGlob(category) && !HasGlob(name) && category != "ftrace" {
+		// One tracepoint: look for it rather than read all of them.
+		if _, err := os.Stat(filepath.Join(dir, "events", category, name, "id")); err != nil {
+			return nil, nil
+		}
+		return []Tracepoint{{category, name}}, nil
+	}
 	all, err := allTracepoints(dir)
 	if err != nil {
 		return nil, err
@@ -174,7 +181,31 @@ func walkEvents(dir string) ([]Tracepoint, error) {
 }
 
 func sortTracepoints(tps []Tracepoint) {
-	slices.SortFunc(tps, func(a, b Tracepoint) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(tps, compareTracepoints)
+}
+
+// compareTracepoints orders tracepoints as their "category:name"
+// strings, without building them.
+func compareTracepoints(a, b Tracepoint) int {
+	for i := 0; ; i++ {
+		cx, cy := joinedByte(a, i), joinedByte(b, i)
+		if cx != cy || cx < 0 {
+			return cx - cy
+		}
+	}
+}
+
+// joinedByte is byte i of "category:name", or -1 past its end.
+func joinedByte(t Tracepoint, i int) int {
+	switch {
+	case i < len(t.Category):
+		return int(t.Category[i])
+	case i == len(t.Category):
+		return ':'
+	case i-len(t.Category)-1 < len(t.Name):
+		return int(t.Name[i-len(t.Category)-1])
+	}
+	return -1
 }
 
 // AddrSpace tells which address space a pointer points into, which decides

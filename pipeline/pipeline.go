@@ -21,6 +21,8 @@ type Options struct {
 	StrLen int      // size of str() results; 0 for the default
 	// MapEntries bounds every map; 0 for the default.
 	MapEntries int
+	// EventsSize is the ring buffer's size in bytes; 0 for the default.
+	EventsSize int
 	// Force runs kprobes through one mechanism; "" picks the cheapest.
 	Force codegen.Mechanism
 	// Dump receives the stages named in Stages: "ast", "types", "bpf"
@@ -73,6 +75,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	}
 	out, err := codegen.Generate(checked, &codegen.Options{
 		MapEntries: opts.MapEntries,
+		EventsSize: opts.EventsSize,
 		Supports:   Supports,
 		Force:      opts.Force,
 	})

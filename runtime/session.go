@@ -78,6 +78,7 @@ type Session struct {
 	rd    *ringbuf.Reader
 	links []io.Closer
 	ncpu  int
+	lostMem *ebpf.Memory // the lost-records counter, mapped
 	// loaded are the programs in the kernel: each codegen program, or
 	// its fallback where the kernel refused it.
 	loaded []*codegen.Program
@@ -120,6 +121,9 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	}
 	defer s.coll.Close()
 	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap]}
+	if s.lostMem, err = s.coll.Maps[codegen.LostMap].Memory(); err != nil {
+		return fmt.Errorf("map the lost-records counter: %w", err)
+	}
 	if s.rd, err = ringbuf.NewReader(s.coll.Maps[codegen.EventsMap]); err != nil {
 		return fmt.Errorf("open ring buffer: %w", err)
 	}
@@ -340,11 +344,17 @@ func (s *Session) drain() {
 // reportLost prints how many records the ring buffer refused since the
 // last report.
 func (s *Session) reportLost() {
-	var perCPU []uint64
-	if err := s.coll.Maps[codegen.LostMap].Lookup(uint32(0), &perCPU); err != nil {
+	// Reading through the mapping makes no system call: a map syscall
+	// would hold off tracing programs on its CPU for its duration, and
+	// probes such as sched_switch would miss events.
+	if s.lostMem == nil {
 		return
 	}
-	total := sumU64(perCPU)
+	var buf [8]byte
+	if _, err := s.lostMem.ReadAt(buf[:], 0); err != nil {
+		return
+	}
+	total := le.Uint64(buf[:])
 	if total > s.lost {
 		if s.opts.Lost != nil {
 			s.opts.Lost(total - s.lost)

@@ -53,6 +53,7 @@ options:
 environment:
   KINST_STRLEN (or BPFTRACE_STRLEN)            size of str() strings (default 64, at most 1024)
   KINST_MAP_KEYS_MAX (or BPFTRACE_MAP_KEYS_MAX)  elements per map (default 4096)
+  KINST_BUFFER_KB                              size of the ring buffer events travel in (default 2048)
 `
 
 func main() {
@@ -103,13 +104,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		unsafe  = fs.Bool("unsafe", false, "")
 		mech    = fs.String("attach", "", "")
 	)
-	if err := fs.Parse(expandFlags(args)); err != nil {
+	// Options may follow the program file, as getopt allows; "--" ends
+	// them, for parameters that start with a dash.
+	rest, err := instruments.ParseFlags(fs, expandFlags(args))
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	rest := fs.Args()
 	if *list {
 		pattern := ""
 		if len(rest) > 0 {
@@ -120,7 +123,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return listProbes(pattern, *verbose, stdout, stderr)
 	}
-	var err error
 	var rf runtime.Format
 	switch *format {
 	case "text":
@@ -163,6 +165,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kinst: %v\n", err)
 		return 2
 	}
+	bufKB, err := envInt(codegen.DefaultEventsSize>>10, "KINST_BUFFER_KB")
+	if err != nil || bufKB < 4 || bufKB&(bufKB-1) != 0 {
+		fmt.Fprintf(stderr, "kinst: KINST_BUFFER_KB must be a power of two of at least 4\n")
+		return 2
+	}
 
 	out, err := pipeline.Compile(name, src, &pipeline.Options{
 		Params:     params,
@@ -171,6 +178,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Cpid:       len(argv) > 0,
 		StrLen:     strLen,
 		MapEntries: mapKeys,
+		EventsSize: bufKB << 10,
 		Force:      force,
 		Dump:       stderr,
 		Stages:     *debug,
