@@ -69,15 +69,15 @@ const (
 
 // Session is one run of a compiled program.
 type Session struct {
-	out   *codegen.Output
-	opts  *Options
-	coll  *ebpf.Collection
-	dec   *decoder
-	w     *output.Writer
-	buf   *bufio.Writer
-	rd    *ringbuf.Reader
-	links []io.Closer
-	ncpu  int
+	out     *codegen.Output
+	opts    *Options
+	coll    *ebpf.Collection
+	dec     *decoder
+	w       *output.Writer
+	buf     *bufio.Writer
+	rd      *ringbuf.Reader
+	links   []io.Closer
+	ncpu    int
 	lostMem *ebpf.Memory // the lost-records counter, mapped
 	// loaded are the programs in the kernel: each codegen program, or
 	// its fallback where the kernel refused it.
