@@ -12,6 +12,9 @@
 //	                            a call the Go runtime never makes itself
 //	workload open N PATH        N opens of PATH; exits with the errno of the
 //	                            last one that failed, 0 if none did
+//	workload call N             N calls of the Go function main.callee, which
+//	                            returns 2*i+1 for its i-th call (from 0), for
+//	                            uprobes; it makes no system call
 //
 // The calls are raw system calls from one locked thread, so the pid and
 // tid the probes see are the process's own. The Go runtime opens a few
@@ -122,6 +125,14 @@ func run(args []string) error {
 		for i := 0; i < n; i++ {
 			unix.Syscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, 0, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
 		}
+	case "call":
+		sum := 0
+		for i := 0; i < n; i++ {
+			sum += callee(i)
+		}
+		if sum != n*n {
+			return fmt.Errorf("callee returned a sum of %d, want %d", sum, n*n)
+		}
 	case "spin":
 		end := time.Now().Add(time.Duration(n) * time.Millisecond)
 		for time.Now().Before(end) {
@@ -131,3 +142,11 @@ func run(args []string) error {
 	}
 	return nil
 }
+
+// callee is what uprobe tests probe: its i-th call returns 2*i+1. It is
+// not inlined, so every call is a real call; it allocates nothing and
+// keeps no stack frame, so a uretprobe's return address never meets the
+// Go runtime's stack copying or garbage collector.
+//
+//go:noinline
+func callee(i int) int { return 2*i + 1 }
