@@ -1,0 +1,257 @@
+package instruments
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"kinst.dev/kinst/output"
+)
+
+func init() {
+	register(&Command{
+		Name:    "count",
+		Summary: "count the calls of functions, tracepoints and system calls, at the end or every interval",
+		Run:     count,
+	})
+}
+
+// countMap is the map the count program counts in.
+const countMap = "@calls"
+
+func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("kinst count", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c Common
+	c.AddFlags(fs)
+	interval := fs.Duration("interval", 0, "print the calls of each interval, for example 1s, instead of the total at the end")
+	top := fs.Int("top", 0, "print only the `N` most called")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: kinst count PATTERN... [--interval D] [--top N] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-f text|json] [-o FILE] [--show]")
+		fmt.Fprintln(stderr, "PATTERN is a kernel function or wildcard (vfs_*, kprobe:tcp_*), uprobe:PATH:FUNC, syscall:NAME or tracepoint:CAT:NAME, with * wildcards")
+		fs.PrintDefaults()
+	}
+	pos, err := ParseFlags(fs, args)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	if err := c.Check(); err != nil {
+		return usageError("%v", err)
+	}
+	if len(pos) == 0 {
+		return usageError("name at least one function or pattern to count")
+	}
+	if *interval < 0 || *interval > 0 && *interval < time.Millisecond {
+		return usageError("--interval %v is too short: at least 1ms", *interval)
+	}
+	if *top < 0 {
+		return usageError("--top %d: give a positive number of rows", *top)
+	}
+	var targets []Target
+	for _, p := range pos {
+		t, err := ParseTarget(p)
+		if err != nil {
+			return usageError("%v", err)
+		}
+		targets = append(targets, t)
+	}
+	src := countProgram(&c, targets, *interval)
+	if c.Show {
+		return c.Run(ctx, "count", src, Hooks{}, stdout, stderr)
+	}
+
+	out := stdout
+	if c.Output != "" {
+		// As Common.Run opens it: a named pipe blocks here until its
+		// reader comes.
+		f, err := os.OpenFile(c.Output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		out = f
+	}
+	table := &countTable{json: c.Format == "json", top: *top, last: map[string]uint64{}}
+	// The runtime prints what print() shows in its own format; the
+	// interval tables are read back from its JSON lines, so the run's
+	// own output is JSON whatever the user asked for.
+	run := c
+	run.Output, run.Format = "", "json"
+	prints := &mapLines{print: func(calls map[string]uint64) error { return table.print(out, calls) }}
+	hooks := Hooks{
+		ExitMaps: func(_ io.Writer, maps []*output.Map) error {
+			calls := map[string]uint64{}
+			for _, m := range maps {
+				if m.Name != countMap {
+					continue
+				}
+				for _, e := range m.Entries {
+					if len(e.Key) == 1 {
+						calls[e.Key[0].Text()] = e.Value.Uint()
+					}
+				}
+			}
+			return table.print(out, calls)
+		},
+		Lost: func(w io.Writer, n uint64) error {
+			_, err := fmt.Fprintf(w, "kinst count: %d interval tables lost: the output's reader fell behind\n", n)
+			return err
+		},
+	}
+	err = run.Run(ctx, "count", src, hooks, prints, stderr)
+	if err == nil {
+		err = prints.err
+	}
+	return err
+}
+
+// countProgram counts the calls of every target per probe; with an
+// interval it prints the running counts every interval.
+func countProgram(c *Common, targets []Target, interval time.Duration) string {
+	var b strings.Builder
+	points := make([]string, len(targets))
+	for i, t := range targets {
+		points[i] = t.Entry
+	}
+	fmt.Fprintf(&b, "%s%s {\n\t%s[probe] = count();\n}\n", strings.Join(points, ",\n"), Pred(c.Predicate()), countMap)
+	if interval > 0 {
+		fmt.Fprintf(&b, "\ninterval:ms:%d {\n\tprint(%s);\n}\n", interval.Milliseconds(), countMap)
+	}
+	if stop := c.Stop(); stop != "" {
+		b.WriteString("\n" + stop)
+	}
+	return b.String()
+}
+
+// countTable prints the calls made since the previous table, most
+// called first.
+type countTable struct {
+	json bool
+	top  int
+	last map[string]uint64 // the running counts at the previous table
+}
+
+type countRow struct {
+	probe string
+	name  string
+	calls uint64
+}
+
+// print prints one table from the running counts.
+func (t *countTable) print(w io.Writer, calls map[string]uint64) error {
+	var rows []countRow
+	for probe, n := range calls {
+		if d := n - t.last[probe]; d > 0 {
+			rows = append(rows, countRow{probe: probe, name: describeProbe(probe).name, calls: d})
+		}
+		t.last[probe] = n
+	}
+	slices.SortFunc(rows, func(a, b countRow) int {
+		if a.calls != b.calls {
+			if a.calls > b.calls {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.probe, b.probe)
+	})
+	if t.top > 0 && len(rows) > t.top {
+		rows = rows[:t.top]
+	}
+	// Two probes in one function (a kprobe and a tracepoint, or two
+	// binaries' uprobes) are told apart by their full names.
+	names := map[string]int{}
+	for _, r := range rows {
+		names[r.name]++
+	}
+	for i := range rows {
+		if names[rows[i].name] > 1 {
+			rows[i].name = rows[i].probe
+		}
+	}
+	now := time.Now()
+	var b []byte
+	if t.json {
+		b = append(b, `{"time": "`...)
+		b = now.AppendFormat(b, "2006-01-02T15:04:05.000000000Z07:00")
+		b = append(b, `", "counts": [`...)
+		for i, r := range rows {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = append(b, `{"function": `...)
+			b = appendJSONString(b, r.name)
+			b = append(b, `, "probe": `...)
+			b = appendJSONString(b, r.probe)
+			b = append(b, `, "calls": `...)
+			b = strconv.AppendUint(b, r.calls, 10)
+			b = append(b, '}')
+		}
+		b = append(b, "]}\n"...)
+	} else {
+		width := len("FUNCTION")
+		for _, r := range rows {
+			width = max(width, len(r.name))
+		}
+		b = now.AppendFormat(b, "15:04:05\n")
+		b = fmt.Appendf(b, "%-*s %12s\n", width, "FUNCTION", "CALLS")
+		for _, r := range rows {
+			b = fmt.Appendf(b, "%-*s %12d\n", width, r.name, r.calls)
+		}
+		b = append(b, '\n')
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+// mapLines reads the maps that print() writes as JSON lines and hands
+// each one's running counts to print.
+type mapLines struct {
+	print   func(calls map[string]uint64) error
+	partial []byte
+	err     error // the first failure, reported when the run ends
+}
+
+func (m *mapLines) Write(p []byte) (int, error) {
+	m.partial = append(m.partial, p...)
+	for {
+		i := bytes.IndexByte(m.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := m.partial[:i]
+		if len(bytes.TrimSpace(line)) > 0 {
+			if err := m.line(line); err != nil && m.err == nil {
+				m.err = err
+			}
+		}
+		m.partial = m.partial[i+1:]
+	}
+	// Keep what is left in a buffer of its own, so the line buffer
+	// does not grow without bound.
+	m.partial = append([]byte(nil), m.partial...)
+	return len(p), nil
+}
+
+func (m *mapLines) line(line []byte) error {
+	var rec struct {
+		Type string                       `json:"type"`
+		Data map[string]map[string]uint64 `json:"data"`
+	}
+	if err := json.Unmarshal(line, &rec); err != nil || rec.Type != "map" {
+		return fmt.Errorf("count: unexpected output from the run: %s", line)
+	}
+	calls, ok := rec.Data[countMap]
+	if !ok {
+		return fmt.Errorf("count: unexpected output from the run: %s", line)
+	}
+	return m.print(calls)
+}
