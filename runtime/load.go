@@ -113,6 +113,30 @@ func (e *VerifierError) Detail(verbose bool) string {
 
 var insnLine = regexp.MustCompile(`^(\d+): \(`)
 
+// verifierNoise starts the log lines that describe state, not the fault.
+var verifierNoise = []string{"processed ", "verification time", "stack depth", "cur state:", "old state:", "from ", "last_idx", "regs=", "parent ", "mark_precise"}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// verifierHints say in the program's terms what common rejections mean.
+var verifierHints = []struct{ match, say string }{
+	{"infinite loop detected", "this loop may never end: the verifier cannot see its condition become false"},
+	{"BPF program is too large", "the verifier gave up: loops run many times or branch on values it cannot follow; bound the loop or simplify its body"},
+	{"back-edge", "this loop cannot be proven to end"},
+	{"invalid mem access", "memory is read through a value the verifier does not know to be a valid pointer"},
+	{"invalid indirect read from stack", "a buffer is read before all of it was written"},
+	{"unbounded memory access", "an index or size has no bound the verifier can see; compare it with a constant first"},
+	{"combined stack size", "the probe uses more than the 512 bytes of stack BPF allows"},
+	{"unknown func", "this kernel lacks a helper the program needs"},
+}
+
 // explain turns a load failure into an error that names the probe and
 // points at the source.
 func (s *Session) explain(prog *codegen.Program, err error) error {
@@ -134,11 +158,17 @@ func (s *Session) explain(prog *codegen.Program, err error) error {
 	}
 	for i := len(ve.Log) - 1; i >= 0; i-- {
 		l := strings.TrimSpace(ve.Log[i])
-		if l == "" || strings.HasPrefix(l, "processed ") || strings.HasPrefix(l, "verification time") || strings.HasPrefix(l, "stack depth") {
+		if l == "" || insnLine.MatchString(l) || strings.HasPrefix(l, ";") || hasAnyPrefix(l, verifierNoise) {
 			continue
 		}
 		reason = l
 		break
+	}
+	for _, h := range verifierHints {
+		if strings.Contains(reason, h.match) {
+			reason = h.say + " (" + reason + ")"
+			break
+		}
 	}
 	end := where + 1
 	if insn >= 0 && insn < len(prog.Pos) && prog.Pos[insn].IsValid() {
