@@ -1,0 +1,164 @@
+package attach_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"kinst.dev/kinst/internal/testenv"
+	"kinst.dev/kinst/kernel"
+)
+
+// hitsPerRun is how many calls of the probed function one workload run
+// makes; the workload's start-up is measured apart and subtracted.
+const hitsPerRun = 200_000
+
+// probedFunc is called once by every getppid: getppid returns
+// task_tgid_vnr(current->real_parent).
+const probedFunc = "__task_pid_nr_ns"
+
+// startKinst runs kinst in the background until the probes are
+// attached, and returns a function that stops it.
+func startKinst(b *testing.B, args ...string) func() {
+	b.Helper()
+	cmd := exec.Command(testenv.Kinst(b), append([]string{"-v"}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	attached := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "kinst: attached ") {
+				attached <- nil
+				io.Copy(io.Discard, stderr)
+				return
+			}
+		}
+		attached <- fmt.Errorf("kinst ended before attaching")
+	}()
+	select {
+	case err := <-attached:
+		if err != nil {
+			b.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		b.Fatal("kinst did not attach")
+	}
+	return func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		cmd.Wait()
+	}
+}
+
+// workloadTime runs the getppid workload and returns its wall time.
+func workloadTime(b *testing.B, calls int) time.Duration {
+	start := time.Now()
+	if out, err := exec.Command(testenv.Workload(b), "getppid", fmt.Sprint(calls)).CombinedOutput(); err != nil {
+		b.Fatalf("workload: %v\n%s", err, out)
+	}
+	return time.Since(start)
+}
+
+// BenchmarkHitCost measures what one probe hit costs through each
+// mechanism on the same function, in ns and as a ratio to fentry.
+// Emulation distorts absolute times; the ratios are what compare.
+func BenchmarkHitCost(b *testing.B) {
+	testenv.Require(b, testenv.Kprobe, testenv.Kretprobe, testenv.Fentry, testenv.Fexit)
+	type mech struct {
+		name, attach, probe string
+	}
+	mechs := []mech{
+		{"fentry", "fentry", "kprobe"},
+		{"fexit", "fentry", "kretprobe"},
+		{"kprobe", "kprobe", "kprobe"},
+		{"kretprobe", "kprobe", "kretprobe"},
+	}
+	if kernel.Available(kernel.FeatKprobeMulti) {
+		mechs = append(mechs, mech{"kprobe.multi", "kprobe.multi", "kprobe"})
+	}
+	cost := map[string]float64{}
+	for i := 0; i < b.N; i++ {
+		bare := workloadTime(b, hitsPerRun) - workloadTime(b, 0)
+		for _, m := range mechs {
+			stop := startKinst(b, "--attach", m.attach, "-e", fmt.Sprintf("%s:%s { @ = count(); }", m.probe, probedFunc))
+			traced := workloadTime(b, hitsPerRun) - workloadTime(b, 0)
+			stop()
+			cost[m.name] += float64(traced-bare) / hitsPerRun / float64(b.N)
+		}
+	}
+	for _, m := range mechs {
+		b.ReportMetric(cost[m.name], m.name+"-ns/hit")
+		if m.name != "fentry" && cost["fentry"] > 0 {
+			b.ReportMetric(cost[m.name]/cost["fentry"], m.name+"/fentry")
+		}
+	}
+}
+
+// BenchmarkAttachDetach measures attaching and detaching 10, 100 and
+// 1,000 functions through one kprobe.multi link and through one kprobe
+// link each.
+func BenchmarkAttachDetach(b *testing.B) {
+	testenv.Require(b, testenv.Kprobe)
+	funcs, err := kernel.FilterFunctions()
+	if err != nil {
+		b.Skipf("ftrace's function list is unreadable: %v", err)
+	}
+	// Functions whose names say they belong to boot or to tracing
+	// itself are left out: the kernel refuses to probe many of them.
+	skip := regexp.MustCompile(`^(_|.*(init|exit|trace|ftrace|kprobe|rcu|lock|irq|nmi|entry|idle))`)
+	var names []string
+	for _, f := range funcs.Funcs {
+		if f.Module == "" && !skip.MatchString(f.Name) {
+			names = append(names, f.Name)
+		}
+	}
+	mechs := []string{"kprobe"}
+	if kernel.Available(kernel.FeatKprobeMulti) {
+		mechs = append(mechs, "kprobe.multi")
+	}
+	attachRe := regexp.MustCompile(`attached \S+ in (\S+)`)
+	detachRe := regexp.MustCompile(`detached \d+ links in (\S+)`)
+	for _, n := range []int{10, 100, 1000} {
+		if n > len(names) {
+			break
+		}
+		points := make([]string, n)
+		for i := range points {
+			points[i] = "kprobe:" + names[i*len(names)/n]
+		}
+		prog := strings.Join(points, ",") + " { @ = count(); }"
+		for _, m := range mechs {
+			b.Run(fmt.Sprintf("%s/%d", m, n), func(b *testing.B) {
+				var att, det time.Duration
+				for i := 0; i < b.N; i++ {
+					out, err := exec.Command(testenv.Kinst(b), "-v", "-q", "--attach", m, "-e", prog, "-c", testenv.Workload(b)+" getppid 0").CombinedOutput()
+					if err != nil {
+						b.Fatalf("kinst: %v\n%s", err, out)
+					}
+					a, d := attachRe.FindSubmatch(out), detachRe.FindSubmatch(out)
+					if a == nil || d == nil {
+						b.Fatalf("no times in\n%s", out)
+					}
+					ad, _ := time.ParseDuration(string(a[1]))
+					dd, _ := time.ParseDuration(string(d[1]))
+					att += ad
+					det += dd
+				}
+				b.ReportMetric(float64(att.Milliseconds())/float64(b.N), "attach-ms")
+				b.ReportMetric(float64(det.Milliseconds())/float64(b.N), "detach-ms")
+			})
+		}
+	}
+}
