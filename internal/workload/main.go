@@ -15,6 +15,8 @@
 //	workload call N             N calls of the Go function main.callee, which
 //	                            returns 2*i+1 for its i-th call (from 0), for
 //	                            uprobes; it makes no system call
+//	workload paced N RATE       N getppid calls at RATE calls a second, evenly
+//	                            spaced (by spinning, not sleeping)
 //
 // The calls are raw system calls from one locked thread, so the pid and
 // tid the probes see are the process's own. The Go runtime opens a few
@@ -132,6 +134,21 @@ func run(args []string) error {
 		}
 		if sum != n*n {
 			return fmt.Errorf("callee returned a sum of %d, want %d", sum, n*n)
+		}
+	case "paced":
+		if len(args) < 3 {
+			return fmt.Errorf("paced needs a rate")
+		}
+		rate, err := strconv.Atoi(args[2])
+		if err != nil || rate <= 0 {
+			return fmt.Errorf("bad rate %q", args[2])
+		}
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			due := start.Add(time.Duration(i) * time.Second / time.Duration(rate))
+			for time.Now().Before(due) {
+			}
+			unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0)
 		}
 	case "spin":
 		end := time.Now().Add(time.Duration(n) * time.Millisecond)
