@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/output"
 )
 
@@ -56,10 +57,16 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError("--top %d: give a positive number of rows", *top)
 	}
 	var targets []Target
+	r := &attach.Resolver{Pid: c.Pid}
 	for _, p := range pos {
 		t, err := ParseTarget(p)
 		if err != nil {
 			return usageError("%v", err)
+		}
+		// Resolved here, a bad target fails in one sentence rather
+		// than as an error in the generated program.
+		if _, err := resolvePoint(r, t.Entry); err != nil {
+			return fmt.Errorf("count %s: %w", p, err)
 		}
 		targets = append(targets, t)
 	}
@@ -134,9 +141,10 @@ func countProgram(c *Common, targets []Target, interval time.Duration) string {
 // countTable prints the calls made since the previous table, most
 // called first.
 type countTable struct {
-	json bool
-	top  int
-	last map[string]uint64 // the running counts at the previous table
+	json  bool
+	top   int
+	last  map[string]uint64 // the running counts at the previous table
+	names describer
 }
 
 type countRow struct {
@@ -150,7 +158,7 @@ func (t *countTable) print(w io.Writer, calls map[string]uint64) error {
 	var rows []countRow
 	for probe, n := range calls {
 		if d := n - t.last[probe]; d > 0 {
-			rows = append(rows, countRow{probe: probe, name: describeProbe(probe).name, calls: d})
+			rows = append(rows, countRow{probe: probe, name: t.names.describe(probe).name, calls: d})
 		}
 		t.last[probe] = n
 	}

@@ -57,6 +57,11 @@ func trace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := newTraceLog(clock, records, c.Format == "json")
+	if !c.Show {
+		// Reading kallsyms takes tens of milliseconds, in which a busy
+		// function fills the ring buffer: it is done before attaching.
+		log.describeAll()
+	}
 	hooks := Hooks{
 		Printf: log.printf,
 		Lost: func(w io.Writer, n uint64) error {
@@ -87,6 +92,11 @@ type traceSpec struct {
 	// how it is rendered.
 	retval string
 	retFmt valueFormat
+	// wildcard is set for a target of several functions, whose records
+	// carry the probe that fired; otherwise entryProbe and exitProbe
+	// name the one probe of each.
+	wildcard              bool
+	entryProbe, exitProbe string
 }
 
 // A traceArg is one argument in the log: its name, the kinst expression
@@ -106,7 +116,6 @@ const (
 	unsignedValue
 	hexValue
 	stringValue
-	stackValue
 )
 
 // verb is the printf conversion that carries a value of the format.
@@ -116,7 +125,7 @@ func (f valueFormat) verb() string {
 		return "%llu"
 	case hexValue:
 		return "%p"
-	case stringValue, stackValue:
+	case stringValue:
 		return "%s"
 	}
 	return "%lld"
@@ -135,6 +144,9 @@ func traceSpecs(pos []string, c *Common, withArgs, withStack bool) ([]*traceSpec
 		if err != nil {
 			return nil, usageError("%v", err)
 		}
+		if strings.Contains(p, "%") {
+			return nil, usageError("%q: trace cannot log a name with %% in it", p)
+		}
 		if seen[t.Entry] {
 			continue
 		}
@@ -144,7 +156,11 @@ func traceSpecs(pos []string, c *Common, withArgs, withStack bool) ([]*traceSpec
 		if err != nil {
 			return nil, fmt.Errorf("trace %s: %w", p, err)
 		}
-		wildcard := len(entry) > 1 || strings.Contains(t.Entry, "*")
+		wildcard := len(entry) > 1 || kernel.HasGlob(t.Entry)
+		s.wildcard = wildcard
+		if !wildcard {
+			s.entryProbe = entry[0].FullName()
+		}
 		if withArgs {
 			if wildcard {
 				return nil, usageError("--args needs one function per target, and %s matches %d: name them one by one", p, len(entry))
@@ -163,6 +179,9 @@ func traceSpecs(pos []string, c *Common, withArgs, withStack bool) ([]*traceSpec
 				return nil, fmt.Errorf("trace %s: %w", p, err)
 			}
 			s.retval, s.retFmt = returnValue(t, exit[0], wildcard)
+			if !wildcard {
+				s.exitProbe = exit[0].FullName()
+			}
 		}
 		specs = append(specs, s)
 	}
@@ -252,14 +271,14 @@ func returnValue(t Target, exit *check.Target, wildcard bool) (string, valueForm
 	return "retval", signedValue
 }
 
-// The fields every trace record starts with, in order.
+// The fields every trace record starts with, in order. A wildcard's
+// records then carry the probe that fired.
 const (
 	recNsecs = iota
 	recCPU
 	recPid
 	recTid
 	recComm
-	recProbe
 	recDepth
 	recFixed // the first field after the common ones
 )
@@ -268,10 +287,33 @@ const (
 type traceRecord struct {
 	header bool // the text log's column header, printed from BEGIN
 	exit   bool
-	args   []traceArg // entry: the arguments, after the common fields
+	hit    bool // an event with no return: a tracepoint, a kprobe inside a function
+	// probe names the probe of a single function's records; "" for a
+	// wildcard's, which carry it. fn is what it says of the function.
+	probe  string
+	fn     *probeFunc
+	args   []traceArg // entry: the arguments
 	stack  bool       // entry: a stack follows the arguments
 	ret    bool       // exit: the return value follows the common fields
 	retFmt valueFormat
+}
+
+// fields is how many values the record carries.
+func (r *traceRecord) fields() int {
+	n := recFixed + len(r.args)
+	if r.probe == "" {
+		n++
+	}
+	if r.stack {
+		n++
+	}
+	if r.exit {
+		n++ // the duration
+		if r.ret {
+			n++
+		}
+	}
+	return n
 }
 
 // traceHeader is the header of the text log, which BEGIN prints.
@@ -283,6 +325,9 @@ const traceHeader = "TIME               CPU     PID     TID COMM             CAL
 // pushes its time, and the exit pops it, so nested and recursive calls
 // each get their own duration. An exit whose entry was not seen (the
 // call began before the probes were attached) is not logged.
+//
+// A single function's format names it, which tells its records apart;
+// a wildcard's records carry the probe that fired.
 func traceProgram(c *Common, specs []*traceSpec) (string, map[string]*traceRecord) {
 	records := map[string]*traceRecord{}
 	var b strings.Builder
@@ -291,10 +336,12 @@ func traceProgram(c *Common, specs []*traceSpec) (string, map[string]*traceRecor
 		records[traceHeader] = &traceRecord{header: true}
 	}
 	pred := c.Predicate()
-	common := "$t, cpu, pid, tid, comm, probe, $d"
 	for k, s := range specs {
-		entryFmt := "%llu cpu=%llu pid=%llu tid=%llu comm=%s -> %s depth=%lld"
-		entryArgs := common
+		arrow := "->"
+		if s.Exit == "" {
+			arrow = "--"
+		}
+		entryFmt, entryArgs := traceFields(s, arrow, s.entryProbe)
 		for _, a := range s.args {
 			entryFmt += " " + a.name + "=" + a.fmt.verb()
 			entryArgs += ", " + a.expr
@@ -304,7 +351,7 @@ func traceProgram(c *Common, specs []*traceSpec) (string, map[string]*traceRecor
 			entryArgs += ", " + s.stack
 		}
 		entryFmt += "\n"
-		records[entryFmt] = &traceRecord{args: s.args, stack: s.stack != ""}
+		records[entryFmt] = &traceRecord{hit: s.Exit == "", probe: s.entryProbe, args: s.args, stack: s.stack != ""}
 
 		fmt.Fprintf(&b, "// %s\n", s.Spec)
 		fmt.Fprintf(&b, "%s%s {\n", s.Entry, Pred(pred))
@@ -319,15 +366,14 @@ func traceProgram(c *Common, specs []*traceSpec) (string, map[string]*traceRecor
 			continue
 		}
 
-		exitFmt := "%llu cpu=%llu pid=%llu tid=%llu comm=%s <- %s depth=%lld"
-		exitArgs := common
+		exitFmt, exitArgs := traceFields(s, "<-", s.exitProbe)
 		if s.retval != "" {
 			exitFmt += " ret=" + s.retFmt.verb()
 			exitArgs += ", " + s.retval
 		}
 		exitFmt += " duration=%llu\n"
 		exitArgs += ", $t - $s"
-		records[exitFmt] = &traceRecord{exit: true, ret: s.retval != "", retFmt: s.retFmt}
+		records[exitFmt] = &traceRecord{exit: true, probe: s.exitProbe, ret: s.retval != "", retFmt: s.retFmt}
 
 		fmt.Fprintf(&b, "%s%s {\n", s.Exit, Pred(pred))
 		fmt.Fprintf(&b, "\t$t = nsecs;\n\tif (@__depth[tid, %d] > 0) {\n", k)
@@ -336,10 +382,24 @@ func traceProgram(c *Common, specs []*traceSpec) (string, map[string]*traceRecor
 		fmt.Fprintf(&b, "\t\tif ($d == 0) {\n\t\t\tdelete(@__depth[tid, %d]);\n\t\t}\n", k)
 		fmt.Fprintf(&b, "\t\tprintf(%s, %s);\n\t}\n}\n\n", syntax.Quote(exitFmt), exitArgs)
 	}
+	src := b.String()
 	if stop := c.Stop(); stop != "" {
-		b.WriteString(stop)
+		src += stop
+	} else {
+		src = strings.TrimSuffix(src, "\n")
 	}
-	return strings.TrimSuffix(b.String(), "\n"), records
+	return src, records
+}
+
+// traceFields is the start of a record's format and arguments: the
+// common fields, with the target's name or the probe that fired.
+func traceFields(s *traceSpec, arrow, probe string) (format, args string) {
+	if probe == "" {
+		return "%llu cpu=%llu pid=%llu tid=%llu comm=%s depth=%lld " + arrow + " %s",
+			"$t, cpu, pid, tid, comm, $d, probe"
+	}
+	return "%llu cpu=%llu pid=%llu tid=%llu comm=%s depth=%lld " + arrow + " " + s.Spec,
+		"$t, cpu, pid, tid, comm, $d"
 }
 
 // traceLog renders the records of the trace program as log lines.
@@ -349,14 +409,19 @@ type traceLog struct {
 	records map[string]*traceRecord
 	// byAction caches each printf call site's record layout.
 	byAction []*traceRecord
-	funcs    map[string]*probeFunc // by probe name
+	funcs    map[string]*probeFunc // a wildcard's functions, by probe name
+	names    describer
 	buf      []byte
 	events   uint64 // records logged
 	lost     uint64 // records the ring buffer refused
+	// The wall time of the current second, formatted once: sec, and
+	// the text before and after the nanoseconds.
+	sec            int64
+	prefix, suffix []byte
 }
 
 func newTraceLog(clock *Clock, records map[string]*traceRecord, json bool) *traceLog {
-	return &traceLog{clock: clock, json: json, records: records, funcs: map[string]*probeFunc{}}
+	return &traceLog{clock: clock, json: json, records: records, funcs: map[string]*probeFunc{}, sec: -1}
 }
 
 // printf is the Printf hook: it writes one record as a log line, into
@@ -370,33 +435,38 @@ func (l *traceLog) printf(w io.Writer, a *codegen.Action, args []output.Value) e
 		_, err := io.WriteString(w, traceHeader)
 		return err
 	}
-	want := recFixed + len(rec.args)
-	if rec.stack {
-		want++
+	if len(args) != rec.fields() {
+		return fmt.Errorf("trace: a record of %d values, want %d", len(args), rec.fields())
 	}
-	if rec.exit {
-		want = recFixed + 1
-		if rec.ret {
-			want++
+	probe, fn, i := rec.probe, rec.fn, recFixed
+	if probe == "" {
+		probe = args[i].Text()
+		i++
+		if fn = l.funcs[probe]; fn == nil {
+			fn = l.names.describe(probe)
+			l.funcs[probe] = fn
 		}
 	}
-	if len(args) != want {
-		return fmt.Errorf("trace: a record of %d values, want %d", len(args), want)
-	}
-	probe := args[recProbe].Text()
-	fn := l.funcs[probe]
-	if fn == nil {
-		fn = describeProbe(probe)
-		l.funcs[probe] = fn
-	}
 	if l.json {
-		l.buf = l.appendJSON(l.buf[:0], rec, fn, args)
+		l.buf = l.appendJSON(l.buf[:0], rec, probe, fn, args, i)
 	} else {
-		l.buf = l.appendText(l.buf[:0], rec, fn, args)
+		l.buf = l.appendText(l.buf[:0], rec, probe, fn, args, i)
 	}
 	l.events++
 	_, err := w.Write(l.buf)
 	return err
+}
+
+// describeAll describes the function of every single-function record,
+// and loads what a wildcard's records will need.
+func (l *traceLog) describeAll() {
+	for _, rec := range l.records {
+		if rec.probe != "" {
+			rec.fn = l.names.describe(rec.probe)
+		} else if !rec.header {
+			kernel.LoadKallsyms()
+		}
+	}
 }
 
 func (l *traceLog) record(a *codegen.Action) *traceRecord {
@@ -414,36 +484,73 @@ func (l *traceLog) record(a *codegen.Action) *traceRecord {
 	return rec
 }
 
+// appendTime appends the wall time of a monotonic timestamp: in the
+// text log the time of day, in JSON RFC 3339, both to the nanosecond.
+// Formatting the second once for all its events keeps the cost of a
+// line down.
+func (l *traceLog) appendTime(b []byte, nsecs uint64) []byte {
+	t := l.clock.Wall(nsecs)
+	if sec := t.Unix(); sec != l.sec {
+		l.sec = sec
+		if l.json {
+			l.prefix = t.AppendFormat(l.prefix[:0], "2006-01-02T15:04:05.")
+			l.suffix = t.AppendFormat(l.suffix[:0], "Z07:00")
+		} else {
+			l.prefix = t.AppendFormat(l.prefix[:0], "15:04:05.")
+		}
+	}
+	b = append(b, l.prefix...)
+	ns := t.Nanosecond()
+	for div := 100_000_000; div > 0; div /= 10 {
+		b = append(b, byte('0'+ns/div%10))
+	}
+	return append(b, l.suffix...)
+}
+
+// name is what the log calls the function of a record: a tracepoint
+// that has no exit to pair with is named as itself, not as the system
+// call it belongs to.
+func (l *traceLog) name(rec *traceRecord, probe string, fn *probeFunc) string {
+	if tp, ok := strings.CutPrefix(probe, "tracepoint:"); ok && rec.hit {
+		return tp
+	}
+	return fn.name
+}
+
 // maxIndent bounds the indentation that shows call depth.
 const maxIndent = 32
 
-func (l *traceLog) appendText(b []byte, rec *traceRecord, fn *probeFunc, args []output.Value) []byte {
-	b = l.clock.Wall(args[recNsecs].Uint()).AppendFormat(b, "15:04:05.000000000")
+// appendText appends a record as a text line; args[i:] are the values
+// after the common fields and the probe.
+func (l *traceLog) appendText(b []byte, rec *traceRecord, probe string, fn *probeFunc, args []output.Value, i int) []byte {
+	b = l.appendTime(b, args[recNsecs].Uint())
 	b = appendRight(b, args[recCPU].Uint(), 4)
 	b = appendRight(b, args[recPid].Uint(), 8)
 	b = appendRight(b, args[recTid].Uint(), 8)
 	b = append(b, ' ')
 	comm := args[recComm].Text()
 	b = append(b, comm...)
-	for i := len(comm); i < 17; i++ {
+	for n := len(comm); n < 17; n++ {
 		b = append(b, ' ')
 	}
-	for i := int64(0); i < min(args[recDepth].Int(), maxIndent); i++ {
+	for d := int64(0); d < min(args[recDepth].Int(), maxIndent); d++ {
 		b = append(b, "  "...)
 	}
-	if rec.exit {
+	switch {
+	case rec.exit:
 		b = append(b, "<- "...)
-	} else {
+	case rec.hit:
+		b = append(b, "-- "...)
+	default:
 		b = append(b, "-> "...)
 	}
-	b = append(b, fn.name...)
+	b = append(b, l.name(rec, probe, fn)...)
 	if fn.addr != 0 {
 		b = append(b, " (0x"...)
 		b = strconv.AppendUint(b, fn.addr, 16)
 		b = append(b, ')')
 	}
 	if rec.exit {
-		i := recFixed
 		if rec.ret {
 			b = append(b, " = "...)
 			b = appendFormatted(b, args[i], rec.retFmt, false)
@@ -454,15 +561,16 @@ func (l *traceLog) appendText(b []byte, rec *traceRecord, fn *probeFunc, args []
 		b = append(b, ')')
 		return append(b, '\n')
 	}
-	for i, a := range rec.args {
+	for _, a := range rec.args {
 		b = append(b, ' ')
 		b = append(b, a.name...)
 		b = append(b, '=')
-		b = appendFormatted(b, args[recFixed+i], a.fmt, false)
+		b = appendFormatted(b, args[i], a.fmt, false)
+		i++
 	}
 	b = append(b, '\n')
 	if rec.stack {
-		for _, f := range args[len(args)-1].Frames() {
+		for _, f := range args[i].Frames() {
 			b = append(b, "        "...)
 			b = appendFrame(b, f)
 			b = append(b, '\n')
@@ -471,10 +579,12 @@ func (l *traceLog) appendText(b []byte, rec *traceRecord, fn *probeFunc, args []
 	return b
 }
 
-func (l *traceLog) appendJSON(b []byte, rec *traceRecord, fn *probeFunc, args []output.Value) []byte {
+// appendJSON appends a record as a JSON line; args[i:] are the values
+// after the common fields and the probe.
+func (l *traceLog) appendJSON(b []byte, rec *traceRecord, probe string, fn *probeFunc, args []output.Value, i int) []byte {
 	ns := args[recNsecs].Uint()
 	b = append(b, `{"time": "`...)
-	b = l.clock.Wall(ns).AppendFormat(b, "2006-01-02T15:04:05.000000000Z07:00")
+	b = l.appendTime(b, ns)
 	b = append(b, `", "nsecs": `...)
 	b = strconv.AppendUint(b, ns, 10)
 	b = append(b, `, "cpu": `...)
@@ -485,13 +595,16 @@ func (l *traceLog) appendJSON(b []byte, rec *traceRecord, fn *probeFunc, args []
 	b = strconv.AppendUint(b, args[recTid].Uint(), 10)
 	b = append(b, `, "comm": `...)
 	b = appendJSONString(b, args[recComm].Text())
-	if rec.exit {
+	switch {
+	case rec.exit:
 		b = append(b, `, "event": "exit"`...)
-	} else {
+	case rec.hit:
+		b = append(b, `, "event": "hit"`...)
+	default:
 		b = append(b, `, "event": "entry"`...)
 	}
 	b = append(b, `, "function": `...)
-	b = appendJSONString(b, fn.name)
+	b = appendJSONString(b, l.name(rec, probe, fn))
 	if fn.symbol != "" {
 		b = append(b, `, "symbol": `...)
 		b = appendJSONString(b, fn.symbol)
@@ -502,11 +615,10 @@ func (l *traceLog) appendJSON(b []byte, rec *traceRecord, fn *probeFunc, args []
 		b = append(b, '"')
 	}
 	b = append(b, `, "probe": `...)
-	b = appendJSONString(b, args[recProbe].Text())
+	b = appendJSONString(b, probe)
 	b = append(b, `, "depth": `...)
 	b = strconv.AppendInt(b, args[recDepth].Int(), 10)
 	if rec.exit {
-		i := recFixed
 		if rec.ret {
 			b = append(b, `, "retval": `...)
 			b = appendFormatted(b, args[i], rec.retFmt, true)
@@ -518,20 +630,21 @@ func (l *traceLog) appendJSON(b []byte, rec *traceRecord, fn *probeFunc, args []
 	}
 	if len(rec.args) > 0 {
 		b = append(b, `, "args": {`...)
-		for i, a := range rec.args {
-			if i > 0 {
+		for n, a := range rec.args {
+			if n > 0 {
 				b = append(b, ", "...)
 			}
 			b = appendJSONString(b, a.name)
 			b = append(b, ": "...)
-			b = appendFormatted(b, args[recFixed+i], a.fmt, true)
+			b = appendFormatted(b, args[i], a.fmt, true)
+			i++
 		}
 		b = append(b, '}')
 	}
 	if rec.stack {
 		b = append(b, `, "stack": [`...)
-		for i, f := range args[len(args)-1].Frames() {
-			if i > 0 {
+		for n, f := range args[i].Frames() {
+			if n > 0 {
 				b = append(b, ", "...)
 			}
 			b = append(b, '"')
@@ -651,11 +764,17 @@ type probeFunc struct {
 // behind a system call.
 var syscallSymbols = []string{"__x64_sys_", "__se_sys_", "__do_sys_", "sys_"}
 
-// describeProbe names the function of a probe such as "kprobe:vfs_read",
+// A describer describes the functions of probes, reading each binary's
+// symbols once.
+type describer struct {
+	files map[string]*elfsym.File // nil for a file that cannot be read
+}
+
+// describe names the function of a probe such as "kprobe:vfs_read",
 // "uretprobe:/bin/bash:readline" or "tracepoint:syscalls:sys_exit_openat"
 // and finds its address. A system call's tracepoints name the call and
 // give the address of the kernel function that implements it.
-func describeProbe(probe string) *probeFunc {
+func (d *describer) describe(probe string) *probeFunc {
 	provider, rest, _ := strings.Cut(probe, ":")
 	switch provider {
 	case "kprobe", "kretprobe", "fentry", "fexit":
@@ -679,7 +798,15 @@ func describeProbe(probe string) *probeFunc {
 			return fn
 		}
 		sym, off := splitOffset(spec)
-		if f, err := elfsym.Open(path); err == nil {
+		f, ok := d.files[path]
+		if !ok {
+			f, _ = elfsym.Open(path)
+			if d.files == nil {
+				d.files = map[string]*elfsym.File{}
+			}
+			d.files[path] = f
+		}
+		if f != nil {
 			if s, err := f.Lookup(sym); err == nil {
 				fn.addr = s.Addr + off
 			}
