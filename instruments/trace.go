@@ -446,6 +446,9 @@ func (l *traceLog) printf(w io.Writer, a *codegen.Action, args []output.Value) e
 			fn = l.names.describe(probe)
 			l.funcs[probe] = fn
 		}
+	} else if fn == nil {
+		fn = l.names.describe(probe)
+		rec.fn = fn
 	}
 	if l.json {
 		l.buf = l.appendJSON(l.buf[:0], rec, probe, fn, args, i)

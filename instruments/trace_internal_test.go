@@ -1,0 +1,273 @@
+package instruments
+
+import (
+	"debug/elf"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/internal/testenv"
+	"kinst.dev/kinst/kernel"
+	"kinst.dev/kinst/output"
+)
+
+func TestAppendDuration(t *testing.T) {
+	tests := []struct {
+		ns   uint64
+		want string
+	}{
+		{0, "0ns"},
+		{999, "999ns"},
+		{1000, "1.000us"},
+		{12345, "12.345us"},
+		{100_050, "100.050us"},
+		{1_000_000, "1.000ms"},
+		{3_210_987, "3.210ms"},
+		{1_500_000_000, "1.500s"},
+		{61_007_000_000, "61.007s"},
+	}
+	for _, tt := range tests {
+		if got := string(appendDuration(nil, tt.ns)); got != tt.want {
+			t.Errorf("appendDuration(%d) = %q, want %q", tt.ns, got, tt.want)
+		}
+	}
+}
+
+func TestAppendJSONString(t *testing.T) {
+	for _, s := range []string{"", "plain", `q"uote`, `back\slash`, "new\nline\ttab", "\x00\x01\x1f\x7f", "héllo"} {
+		b := appendJSONString(nil, s)
+		var got string
+		if err := json.Unmarshal(b, &got); err != nil || got != s {
+			t.Errorf("appendJSONString(%q) = %s, which decodes to %q (%v)", s, b, got, err)
+		}
+	}
+}
+
+// testLog is a trace log of two targets: a system call whose entries log
+// typed arguments and a stack, and a wildcard of tracepoints.
+func testLog(t testing.TB, json bool) (*traceLog, map[string]*codegen.Action) {
+	specs := []*traceSpec{
+		{
+			Target: Target{Spec: "syscall:openat", Entry: "tracepoint:syscalls:sys_enter_openat", Exit: "tracepoint:syscalls:sys_exit_openat"},
+			args: []traceArg{
+				{"dfd", "args.dfd", signedValue}, {"filename", "str(args.filename)", stringValue},
+				{"flags", "args.flags", unsignedValue}, {"buf", "args.buf", hexValue},
+			},
+			stack:      "kstack",
+			retval:     "args.ret",
+			entryProbe: "tracepoint:syscalls:sys_enter_openat",
+			exitProbe:  "tracepoint:syscalls:sys_exit_openat",
+		},
+		{Target: Target{Spec: "tracepoint:sched:*", Entry: "tracepoint:sched:*"}, wildcard: true},
+	}
+	format := "text"
+	if json {
+		format = "json"
+	}
+	_, records := traceProgram(&Common{Format: format}, specs)
+	clock := &Clock{offset: 1_700_000_000_000_000_000 - 5_000_000_000}
+	l := newTraceLog(clock, records, json)
+	fn := &probeFunc{name: "openat", symbol: "__x64_sys_openat", addr: 0xffffffff81234560}
+	l.funcs["tracepoint:sched:sched_switch"] = &probeFunc{name: "sched_switch"}
+	actions := map[string]*codegen.Action{}
+	for f, rec := range records {
+		kind := "header"
+		switch {
+		case rec.exit:
+			kind = "exit"
+		case rec.hit:
+			kind = "hit"
+		case !rec.header:
+			kind = "entry"
+		}
+		if rec.probe != "" {
+			rec.fn = fn
+		}
+		actions[kind] = &codegen.Action{ID: len(actions), Kind: codegen.ActPrintf, Format: output.ParseFormat(f)}
+	}
+	return l, actions
+}
+
+// Values of the records testLog's program makes, 5.25s after the
+// monotonic clock's start, which is 2023-11-14T22:13:15.25Z.
+var (
+	logCommon = []output.Value{output.Uint(5_250_000_001), output.Uint(1), output.Uint(4242), output.Uint(4243), output.String("cat")}
+	logStack  = output.Kstack(output.StackBpftrace, []output.Frame{{Addr: 0xffffffff81000010, Symbol: "do_sys_open", Offset: 16}, {Addr: 0xffffffff82000000}})
+	logEntry  = append(append([]output.Value{}, logCommon...), output.Int(1),
+		output.Int(-100), output.String(`/tmp/a "b"`), output.Uint(524288), output.Pointer(0xdead), logStack)
+	logExit = append(append([]output.Value{}, logCommon...), output.Int(1), output.Int(-2), output.Uint(12345))
+	logHit  = append(append([]output.Value{}, logCommon...), output.Int(0), output.Probe("tracepoint:sched:sched_switch"))
+)
+
+func TestTraceLogText(t *testing.T) {
+	l, actions := testLog(t, false)
+	var b strings.Builder
+	for _, r := range []struct {
+		kind string
+		args []output.Value
+	}{{"header", nil}, {"entry", logEntry}, {"exit", logExit}, {"hit", logHit}} {
+		if err := l.printf(&b, actions[r.kind], r.args); err != nil {
+			t.Fatalf("%s: %v", r.kind, err)
+		}
+	}
+	at := time.Unix(1_700_000_000, 250_000_001).Format("15:04:05.000000000")
+	want := "TIME               CPU     PID     TID COMM             CALL\n" +
+		at + "   1    4242    4243 cat                -> openat (0xffffffff81234560) dfd=-100 filename=\"/tmp/a \\\"b\\\"\" flags=524288 buf=0xdead\n" +
+		"        do_sys_open+16\n" +
+		"        0xffffffff82000000\n" +
+		at + "   1    4242    4243 cat                <- openat (0xffffffff81234560) = -2 (12.345us)\n" +
+		at + "   1    4242    4243 cat              -- sched:sched_switch\n"
+	if b.String() != want {
+		t.Errorf("log:\n%s\nwant:\n%s", b.String(), want)
+	}
+	if l.events != 3 {
+		t.Errorf("%d events counted, want 3", l.events)
+	}
+}
+
+func TestTraceLogJSON(t *testing.T) {
+	l, actions := testLog(t, true)
+	var b strings.Builder
+	for _, r := range []struct {
+		kind string
+		args []output.Value
+	}{{"entry", logEntry}, {"exit", logExit}, {"hit", logHit}} {
+		if err := l.printf(&b, actions[r.kind], r.args); err != nil {
+			t.Fatalf("%s: %v", r.kind, err)
+		}
+	}
+	at := time.Unix(1_700_000_000, 250_000_001).Format("2006-01-02T15:04:05.000000000Z07:00")
+	head := `{"time": "` + at + `", "nsecs": 5250000001, "cpu": 1, "pid": 4242, "tid": 4243, "comm": "cat", `
+	want := head + `"event": "entry", "function": "openat", "symbol": "__x64_sys_openat", "address": "0xffffffff81234560", "probe": "tracepoint:syscalls:sys_enter_openat", "depth": 1, ` +
+		`"args": {"dfd": -100, "filename": "/tmp/a \"b\"", "flags": 524288, "buf": "0xdead"}, "stack": ["do_sys_open+16", "0xffffffff82000000"]}` + "\n" +
+		head + `"event": "exit", "function": "openat", "symbol": "__x64_sys_openat", "address": "0xffffffff81234560", "probe": "tracepoint:syscalls:sys_exit_openat", "depth": 1, "retval": -2, "duration_ns": 12345}` + "\n" +
+		head + `"event": "hit", "function": "sched:sched_switch", "probe": "tracepoint:sched:sched_switch", "depth": 0}` + "\n"
+	if b.String() != want {
+		t.Errorf("log:\n%s\nwant:\n%s", b.String(), want)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("not JSON: %s", line)
+		}
+	}
+}
+
+// TestTraceLogSeconds checks the wall time as it crosses seconds, which
+// the log formats once each.
+func TestTraceLogSeconds(t *testing.T) {
+	l, actions := testLog(t, false)
+	for _, ns := range []uint64{5_999_999_999, 6_000_000_000, 6_000_000_007, 5_000_000_000} {
+		args := append([]output.Value{}, logExit...)
+		args[recNsecs] = output.Uint(ns)
+		var b strings.Builder
+		if err := l.printf(&b, actions["exit"], args); err != nil {
+			t.Fatal(err)
+		}
+		want := l.clock.Wall(ns).Format("15:04:05.000000000") + " "
+		if !strings.HasPrefix(b.String(), want) {
+			t.Errorf("at %d ns: %q, want it to start %q", ns, b.String(), want)
+		}
+	}
+}
+
+// TestTraceLogAllocs: logging an event allocates nothing.
+func TestTraceLogAllocs(t *testing.T) {
+	for _, json := range []bool{false, true} {
+		l, actions := testLog(t, json)
+		for kind, args := range map[string][]output.Value{"entry": logEntry, "exit": logExit, "hit": logHit} {
+			n := testing.AllocsPerRun(100, func() {
+				if err := l.printf(io.Discard, actions[kind], args); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if n != 0 {
+				t.Errorf("json %v: a %s record allocates %v times", json, kind, n)
+			}
+		}
+	}
+}
+
+// BenchmarkTraceLog is the cost of rendering one entry and one exit.
+func BenchmarkTraceLog(b *testing.B) {
+	for _, json := range []bool{false, true} {
+		b.Run(fmt.Sprintf("json=%v", json), func(b *testing.B) {
+			l, actions := testLog(b, json)
+			b.ReportAllocs()
+			for b.Loop() {
+				l.printf(io.Discard, actions["entry"], logEntry)
+				l.printf(io.Discard, actions["exit"], logExit)
+			}
+		})
+	}
+}
+
+func TestTraceLogBadRecord(t *testing.T) {
+	l, actions := testLog(t, false)
+	err := l.printf(io.Discard, &codegen.Action{ID: 9, Format: output.ParseFormat("%d\n")}, []output.Value{output.Int(1)})
+	if err == nil || err.Error() != `trace: a record of unknown layout "%d\n"` {
+		t.Errorf("unknown format: %v", err)
+	}
+	err = l.printf(io.Discard, actions["exit"], logExit[:3])
+	if err == nil || err.Error() != "trace: a record of 3 values, want 8" {
+		t.Errorf("short record: %v", err)
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	testenv.Root(t)
+	ks, err := kernel.LoadKallsyms()
+	if err != nil {
+		t.Skipf("no kernel addresses: %v", err)
+	}
+	getppid, _ := ks.Address("__x64_sys_getppid")
+	vfsRead, _ := ks.Address("vfs_read")
+	// Test binaries have no symbol table; the workload's has.
+	bin := testenv.Workload(t)
+	tests := []struct {
+		probe string
+		want  probeFunc
+	}{
+		{"tracepoint:syscalls:sys_enter_getppid", probeFunc{"getppid", "__x64_sys_getppid", getppid}},
+		{"tracepoint:syscalls:sys_exit_getppid", probeFunc{"getppid", "__x64_sys_getppid", getppid}},
+		{"tracepoint:sched:sched_switch", probeFunc{name: "sched:sched_switch"}},
+		{"kprobe:vfs_read", probeFunc{name: "vfs_read", addr: vfsRead}},
+		{"kretprobe:vfs_read", probeFunc{name: "vfs_read", addr: vfsRead}},
+		{"fentry:vfs_read", probeFunc{name: "vfs_read", addr: vfsRead}},
+		{"kprobe:vfs_read+16", probeFunc{name: "vfs_read+16", addr: vfsRead + 16}},
+		{"kprobe:no_such_function_kinst", probeFunc{name: "no_such_function_kinst"}},
+		{"uprobe:" + bin + ":main.callee", probeFunc{name: "main.callee", addr: elfSymbol(t, bin, "main.callee")}},
+		{"uretprobe:" + bin + ":main.callee+4", probeFunc{name: "main.callee+4", addr: elfSymbol(t, bin, "main.callee") + 4}},
+		{"uprobe:/nonexistent:f", probeFunc{name: "f"}},
+		{"uprobe:/nonexistent:0x1234", probeFunc{name: "0x1234", addr: 0x1234}},
+		{"interval:ms:10", probeFunc{name: "interval:ms:10"}},
+	}
+	var d describer
+	for _, tt := range tests {
+		if got := d.describe(tt.probe); *got != tt.want {
+			t.Errorf("describe(%q) = %+v, want %+v", tt.probe, *got, tt.want)
+		}
+	}
+}
+
+func elfSymbol(t *testing.T, path, name string) uint64 {
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range syms {
+		if s.Name == name {
+			return s.Value
+		}
+	}
+	t.Fatalf("no symbol %s in %s", name, path)
+	return 0
+}
