@@ -550,7 +550,8 @@ func (c *checker) checkStrncmp(x *syntax.CallExpr, call *Call) *Type {
 	return TUint64
 }
 
-func (c *checker) checkSym(x *syntax.CallExpr, call *Call) *Type {
+// addressArg checks the one argument of a function that takes an address.
+func (c *checker) addressArg(x *syntax.CallExpr) *Type {
 	if !c.nargs(x, 1, 1) {
 		return nil
 	}
@@ -560,6 +561,13 @@ func (c *checker) checkSym(x *syntax.CallExpr, call *Call) *Type {
 	}
 	if !t.IsInt() {
 		c.errorf(x.Args[0], "%s() takes an address, not %s", x.Fun.Name, t)
+		return nil
+	}
+	return t
+}
+
+func (c *checker) checkSym(x *syntax.CallExpr, call *Call) *Type {
+	if c.addressArg(x) == nil {
 		return nil
 	}
 	if x.Fun.Name == "ksym" {
@@ -709,15 +717,8 @@ func (c *checker) checkStack(x *syntax.CallExpr, call *Call) *Type {
 }
 
 func (c *checker) checkPtrSpace(x *syntax.CallExpr, call *Call) *Type {
-	if !c.nargs(x, 1, 1) {
-		return nil
-	}
-	t := c.expr(x.Args[0])
+	t := c.addressArg(x)
 	if t == nil {
-		return nil
-	}
-	if !t.IsInt() {
-		c.errorf(x.Args[0], "%s() takes an address, not %s", x.Fun.Name, t)
 		return nil
 	}
 	space := KernelSpace

@@ -115,16 +115,10 @@ func tupleIndex(name string) int {
 func (g *gen) dynamicIndex(base loc, x *syntax.IndexExpr, elemSize int) loc {
 	p := g.newTemp()
 	r := g.work(p, asm.R1)
-	switch base.kind {
-	case locCtx:
-		g.emit(asm.Mov.Reg(r, regCtx))
-	case locMem:
-		g.addr(r, base.m)
-	case locPtr:
-		g.load(r, base.ptr)
+	g.ptrArg(r, base)
+	if base.kind == locPtr {
 		g.free(base.ptr)
 	}
-	g.emit(asm.Add.Imm(r, int32(base.off)))
 	g.set(p, r)
 	idx := g.owned(g.scalar(x.Index))
 	ri := g.work(idx, asm.R2)
