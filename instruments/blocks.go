@@ -1,0 +1,458 @@
+package instruments
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"kinst.dev/kinst/kernel"
+	"kinst.dev/kinst/output"
+)
+
+func init() {
+	register(&Command{
+		Name:    "blocks",
+		Summary: "count how often each basic block of a kernel function runs, and the edges between them",
+		Run:     blocks,
+	})
+}
+
+func blocks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("kinst blocks", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c Common
+	c.AddFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: kinst blocks FUNC [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-o FILE] [-f text|json] [-q] [--show]")
+		fs.PrintDefaults()
+	}
+	pos, err := ParseFlags(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return usageError("%v", err)
+	}
+	if err := c.Check(); err != nil {
+		return usageError("%v", err)
+	}
+	if len(pos) != 1 {
+		return usageError("name one kernel function")
+	}
+	fn, err := blocksFunction(pos[0])
+	if err != nil {
+		return usageError("%v", err)
+	}
+	g, err := FunctionCFG(fn)
+	if err != nil {
+		return err
+	}
+	refused := make([]error, len(g.Blocks))
+	if !c.Show {
+		if st := kernel.Probe(kernel.FeatKprobe); !st.Available {
+			return fmt.Errorf("cannot count the blocks of %s: %s", fn, st.Reason)
+		}
+		if refused, err = checkBlocks(g); err != nil {
+			return fmt.Errorf("cannot count the blocks of %s: %w", fn, err)
+		}
+	}
+	hooks := Hooks{ExitMaps: func(w io.Writer, maps []*output.Map) error {
+		r := newBlockReport(g, refused, maps)
+		if c.Format == "json" {
+			return r.writeJSON(w)
+		}
+		return r.writeText(w, c.Quiet)
+	}}
+	return c.Run(ctx, "blocks", blocksProgram(&c, g, refused), hooks, stdout, stderr)
+}
+
+// blocksFunction reads the kernel function a target names.
+func blocksFunction(spec string) (string, error) {
+	t, err := ParseTarget(spec)
+	if err != nil {
+		return "", err
+	}
+	if !t.Kernel {
+		return "", fmt.Errorf("%s is not a kernel function: blocks reads the kernel's own code", spec)
+	}
+	_, fn, _ := strings.Cut(t.Entry, ":")
+	if strings.ContainsAny(fn, "+:*?") {
+		return "", fmt.Errorf("%s: name a kernel function alone, without a module, an offset or a wildcard", spec)
+	}
+	return fn, nil
+}
+
+// FunctionCFG reads a kernel function's code from the running kernel,
+// with the parts the compiler outlined (FUNC.cold) that it jumps to, and
+// builds its control-flow graph.
+func FunctionCFG(name string) (*CFG, error) {
+	ks, err := kernel.LoadKallsyms()
+	if err != nil {
+		return nil, err
+	}
+	text, err := kernel.FuncText(name)
+	if errors.Is(err, kernel.ErrNoFunction) {
+		return nil, fmt.Errorf("kernel function %s does not exist", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	regions := []Region{{Name: name, Addr: text.Sym.Addr, Code: text.Code}}
+	insts, err := decodeRegion(regions[0], nil)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[uint64]bool{}
+	for _, in := range insts {
+		if in.flow != flowBranch && in.flow != flowJump || regions[0].contains(in.target) {
+			continue
+		}
+		s, _, ok := ks.Lookup(in.target)
+		if !ok || seen[s.Addr] || !strings.HasPrefix(s.Name, name+".cold") {
+			continue
+		}
+		seen[s.Addr] = true
+		cold, err := kernel.SymText(s)
+		if err != nil {
+			return nil, err
+		}
+		regions = append(regions, Region{Name: s.Name, Addr: s.Addr, Code: cold.Code})
+	}
+	return BuildCFG(regions, func(addr uint64) (string, uint64) {
+		if s, off, ok := ks.Lookup(addr); ok && off == 0 && s.IsFunc() {
+			return s.Name, addr
+		}
+		return "", 0
+	})
+}
+
+// checkBlocks asks the kernel which block starts it lets a kprobe reach,
+// and returns the refusal for each block it does not.
+func checkBlocks(g *CFG) ([]error, error) {
+	refused := make([]error, len(g.Blocks))
+	for ri, r := range g.Regions {
+		var idx []int
+		var offs []uint64
+		for _, b := range g.Blocks {
+			if b.Region == ri {
+				idx = append(idx, b.Index)
+				offs = append(offs, g.Offset(b))
+			}
+		}
+		errs, err := kernel.CheckKprobes(r.Name, offs)
+		if err != nil {
+			return nil, err
+		}
+		for i, e := range errs {
+			refused[idx[i]] = e
+		}
+	}
+	for _, e := range refused {
+		if e == nil {
+			return refused, nil
+		}
+	}
+	return nil, fmt.Errorf("the kernel refuses kprobes at all %d of its blocks: %w", len(g.Blocks), refused[0])
+}
+
+// blocksProgram is the kinst program that counts each block: one kprobe
+// at the start of every block the kernel accepts.
+func blocksProgram(c *Common, g *CFG, refused []error) string {
+	var points []string
+	for _, b := range g.Blocks {
+		if refused[b.Index] == nil {
+			points = append(points, blockProbe(g, b))
+		}
+	}
+	var sb strings.Builder
+	sb.WriteString(strings.Join(points, ",\n"))
+	if cond := c.Predicate(); cond != "" {
+		sb.WriteString("\n/" + cond + "/")
+	}
+	sb.WriteString("\n{\n\t@[probe] = count();\n}\n")
+	sb.WriteString(c.Stop())
+	return sb.String()
+}
+
+// blockProbe is the probe at a block's start, as the probe builtin names it.
+func blockProbe(g *CFG, b *Block) string { return "kprobe:" + g.Label(b) }
+
+// blockReport is what blocks prints: the graph, the counts measured and
+// solved, and why blocks were not probed.
+type blockReport struct {
+	g       *CFG
+	f       *Flow
+	refused []error
+}
+
+func newBlockReport(g *CFG, refused []error, maps []*output.Map) *blockReport {
+	hits := map[string]uint64{}
+	for _, m := range maps {
+		if m.Name != "@" {
+			continue
+		}
+		for _, e := range m.Entries {
+			if len(e.Key) == 1 {
+				hits[e.Key[0].Text()] = e.Value.Uint()
+			}
+		}
+	}
+	measured := make([]Count, len(g.Blocks))
+	for _, b := range g.Blocks {
+		if refused[b.Index] == nil {
+			measured[b.Index] = Count{N: hits[blockProbe(g, b)], Known: true}
+		}
+	}
+	return &blockReport{g: g, f: Solve(g, measured), refused: refused}
+}
+
+// calls is the entry edge's count.
+func (r *blockReport) calls() Count {
+	for _, e := range r.g.Blocks[0].In {
+		if e.Kind == EdgeEntry {
+			return r.f.Edges[e.Index]
+		}
+	}
+	return Count{}
+}
+
+func (c Count) String() string {
+	if !c.Known {
+		return "?"
+	}
+	return strconv.FormatUint(c.N, 10)
+}
+
+// refusal says in a few words why a block's start took no kprobe.
+func (r *blockReport) refusal(b *Block) string {
+	err := r.refused[b.Index]
+	var kr *kernel.KprobeRefusal
+	if !errors.As(err, &kr) {
+		return err.Error()
+	}
+	if kr.Errno == unix.EINVAL {
+		// The kernel's reasons for EINVAL are many; the instruction
+		// tells which applies.
+		switch first := b.Insts[0]; {
+		case mnemonic(first.Text) == "ud2":
+			return "the kernel does not probe BUG and WARN sites (ud2) (EINVAL)"
+		case first.pad && first.flow != flowTrap && (first.Len == 2 || first.Len == 5):
+			return "the kernel does not probe jump labels and static calls, which this nop is (EINVAL)"
+		}
+	}
+	return kr.Why
+}
+
+func (r *blockReport) writeText(w io.Writer, quiet bool) error {
+	g, f := r.g, r.f
+	probed := 0
+	for _, e := range r.refused {
+		if e == nil {
+			probed++
+		}
+	}
+	main := g.Regions[0]
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s at %#x, %d bytes", main.Name, main.Addr, len(main.Code))
+	for _, cold := range g.Regions[1:] {
+		fmt.Fprintf(&sb, ", and %s at %#x, %d bytes", cold.Name, cold.Addr, len(cold.Code))
+	}
+	fmt.Fprintf(&sb, ": %d blocks, %d probed, %s calls\n", len(g.Blocks), probed, r.calls())
+
+	width := len("count")
+	for _, c := range f.Blocks {
+		width = max(width, len(c.String())+2)
+	}
+	offWidth := 0
+	for ri, insts := range g.Insts {
+		for _, in := range insts {
+			offWidth = max(offWidth, len(fmt.Sprintf("+%#x", in.Addr-g.Regions[ri].Addr)))
+		}
+	}
+	pad := strings.Repeat(" ", width+2+offWidth+2)
+	starts := map[uint64]*Block{}
+	for _, b := range g.Blocks {
+		starts[b.Start] = b
+	}
+	inferred := false
+	for ri, insts := range g.Insts {
+		region := &g.Regions[ri]
+		fmt.Fprintf(&sb, "\n%*s  %s:\n", width, "count", region.Name)
+		var cur *Block
+		padOff, padLen := "", 0
+		// A blank line separates blocks, and padding from blocks.
+		started := false
+		separate := func() {
+			if started {
+				sb.WriteByte('\n')
+			}
+			started = true
+		}
+		flush := func() {
+			if padLen > 0 && !quiet {
+				separate()
+				fmt.Fprintf(&sb, "%*s  %-*s  (%d bytes of padding)\n", width, "", offWidth, padOff, padLen)
+			}
+			padLen = 0
+		}
+		for _, in := range insts {
+			if b := starts[in.Addr]; b != nil {
+				cur = b
+			} else if cur != nil && in.Addr >= cur.End {
+				cur = nil
+			}
+			off := fmt.Sprintf("+%#x", in.Addr-region.Addr)
+			if cur == nil {
+				if padLen == 0 {
+					padOff = off
+				}
+				padLen += in.Len
+				continue
+			}
+			flush()
+			first := in.Addr == cur.Start
+			last := in.Addr+uint64(in.Len) == cur.End
+			if first {
+				separate()
+				if r.refused[cur.Index] != nil {
+					fmt.Fprintf(&sb, "%s; not probed: %s\n", pad, r.refusal(cur))
+				}
+				for _, e := range cur.In {
+					if e.Kind == EdgeUnknown {
+						fmt.Fprintf(&sb, "%s<- %s: %s\n", pad, e.Note, f.Edges[e.Index])
+					}
+				}
+				count := f.Blocks[cur.Index].String()
+				if r.refused[cur.Index] != nil && f.Blocks[cur.Index].Known {
+					count = "(" + count + ")"
+					inferred = true
+				}
+				fmt.Fprintf(&sb, "%*s  %-*s  %s\n", width, count, offWidth, off, in.Text)
+			} else if !quiet {
+				fmt.Fprintf(&sb, "%*s  %-*s  %s\n", width, "", offWidth, off, in.Text)
+			}
+			if last {
+				fmt.Fprintf(&sb, "%s-> %s\n", pad, r.successors(cur))
+			}
+		}
+		flush()
+	}
+	if inferred {
+		fmt.Fprintf(&sb, "\n(N): a block not probed, whose count the edges determine\n")
+	}
+	if n := len(f.Unbalanced); n > 0 {
+		fmt.Fprintf(&sb, "\nnote: the counts of %d blocks do not balance, the first at %s: the function ran while the probes were being attached or removed; -c counts exactly\n",
+			n, g.Label(f.Unbalanced[0]))
+	}
+	_, err := io.WriteString(w, sb.String())
+	return err
+}
+
+// successors describes a block's outgoing edges: "+0x2f: 10, return: 3".
+func (r *blockReport) successors(b *Block) string {
+	var parts []string
+	for _, e := range b.Out {
+		dest := e.Note
+		if e.To != nil {
+			dest = r.g.Label(e.To)
+			if e.To.Region == b.Region {
+				dest = fmt.Sprintf("+%#x", r.g.Offset(e.To))
+			}
+		}
+		parts = append(parts, dest+": "+r.f.Edges[e.Index].String())
+	}
+	if len(parts) == 0 {
+		return "nowhere"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// The JSON document blocks prints.
+type (
+	jsonBlocks struct {
+		Function   string      `json:"function"`
+		Address    uint64      `json:"address"`
+		Size       int         `json:"size"`
+		Calls      *uint64     `json:"calls"`
+		Blocks     []jsonBlock `json:"blocks"`
+		Edges      []jsonEdge  `json:"edges"`
+		Unbalanced []int       `json:"unbalanced"`
+	}
+	jsonBlock struct {
+		Symbol       string     `json:"symbol"`
+		Start        uint64     `json:"start"` // offsets into symbol
+		End          uint64     `json:"end"`
+		Count        *uint64    `json:"count"`
+		Probed       bool       `json:"probed"`
+		Reason       string     `json:"reason,omitempty"` // why it was not probed
+		Instructions []jsonInst `json:"instructions"`
+	}
+	jsonInst struct {
+		Offset uint64 `json:"offset"`
+		Text   string `json:"text"`
+	}
+	jsonEdge struct {
+		From  *int    `json:"from"` // block indexes; null outside the function
+		To    *int    `json:"to"`
+		Kind  string  `json:"kind"`
+		Note  string  `json:"note,omitempty"`
+		Count *uint64 `json:"count"`
+	}
+)
+
+func (c Count) ptr() *uint64 {
+	if !c.Known {
+		return nil
+	}
+	return &c.N
+}
+
+func (r *blockReport) writeJSON(w io.Writer) error {
+	g := r.g
+	doc := jsonBlocks{
+		Function:   g.Regions[0].Name,
+		Address:    g.Regions[0].Addr,
+		Size:       len(g.Regions[0].Code),
+		Calls:      r.calls().ptr(),
+		Blocks:     make([]jsonBlock, len(g.Blocks)),
+		Edges:      make([]jsonEdge, len(g.Edges)),
+		Unbalanced: []int{},
+	}
+	for i, b := range g.Blocks {
+		base := g.Regions[b.Region].Addr
+		jb := jsonBlock{
+			Symbol: g.Regions[b.Region].Name,
+			Start:  b.Start - base,
+			End:    b.End - base,
+			Count:  r.f.Blocks[i].ptr(),
+			Probed: r.refused[i] == nil,
+		}
+		if !jb.Probed {
+			jb.Reason = r.refusal(b)
+		}
+		for _, in := range b.Insts {
+			jb.Instructions = append(jb.Instructions, jsonInst{Offset: in.Addr - base, Text: in.Text})
+		}
+		doc.Blocks[i] = jb
+	}
+	index := func(b *Block) *int {
+		if b == nil {
+			return nil
+		}
+		return &b.Index
+	}
+	for i, e := range g.Edges {
+		doc.Edges[i] = jsonEdge{From: index(e.From), To: index(e.To), Kind: e.Kind.String(), Note: e.Note, Count: r.f.Edges[i].ptr()}
+	}
+	for _, b := range r.f.Unbalanced {
+		doc.Unbalanced = append(doc.Unbalanced, b.Index)
+	}
+	return json.NewEncoder(w).Encode(doc)
+}
