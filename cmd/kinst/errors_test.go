@@ -1,0 +1,225 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
+
+	"kinst.dev/kinst/internal/testenv"
+	"kinst.dev/kinst/kernel"
+)
+
+// Compile errors name FILE:LINE:COL, quote the source line and point at
+// the fault with a caret; kinst exits 1 and attaches nothing (stdout stays
+// empty: not even the Attaching line).
+func TestCompileErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		args   []string
+		root   bool // the checker reads tracefs
+		stderr string
+	}{
+		{"syntax in a file", []string{"testdata/syntax.bt"}, false,
+			"testdata/syntax.bt:4:15: expected ')', found '{'\n" +
+				"  if (@x == 1 {\n" +
+				"              ^\n"},
+		{"type in a file, tab kept", []string{"testdata/type.bt"}, false,
+			"testdata/type.bt:4:7: invalid operation: int64 + string[2] (strings support only == and !=)\n" +
+				"\t$y = @x + \"s\";\n" +
+				"\t     ^~~~~~~~\n"},
+		{"assignment to a bare name", []string{"-e", "BEGIN { x = 1 }"}, false,
+			"-e:1:9: cannot assign to this expression: only maps (@x) and variables ($x) take assignments\n" +
+				"BEGIN { x = 1 }\n" +
+				"        ^\n"},
+		{"two errors in one line", []string{"-e", `BEGIN { "unterminated }`}, false,
+			"-e:1:9: string not terminated\n" +
+				"BEGIN { \"unterminated }\n" +
+				"        ^~~~~~~~~~~~~~~\n" +
+				"-e:1:24: expected ';' or '}' after statement, found end of program\n" +
+				"BEGIN { \"unterminated }\n" +
+				"                       ^\n"},
+		{"unknown probe type", []string{"-e", "BEGIN { @ = 1 } @"}, false,
+			"-e:1:17: unknown probe type \"@\"\n" +
+				"BEGIN { @ = 1 } @\n" +
+				"                ^\n" +
+				"-e:1:18: expected '{' or a /predicate/, found end of program\n" +
+				"BEGIN { @ = 1 } @\n" +
+				"                 ^\n"},
+		{"map kind changes", []string{"-e", "BEGIN { @x = count(); @x = 1; }"}, false,
+			"-e:1:23: @x holds count values; cannot assign int64\n" +
+				"BEGIN { @x = count(); @x = 1; }\n" +
+				"                      ^~\n"},
+		{"unknown function", []string{"-e", "BEGIN { foo(); }"}, false,
+			"-e:1:9: unknown function foo\n" +
+				"BEGIN { foo(); }\n" +
+				"        ^~~\n"},
+		{"printf arguments", []string{"-e", `BEGIN { printf("%d\n"); }`}, false,
+			"-e:1:9: printf(): not enough arguments for format string (0 supplied, 1 expected)\n" +
+				"BEGIN { printf(\"%d\\n\"); }\n" +
+				"        ^~~~~~~~~~~~~~\n"},
+		{"variable used before assignment", []string{"-e", "BEGIN { $x; }"}, false,
+			"-e:1:9: variable $x is used before it is assigned\n" +
+				"BEGIN { $x; }\n" +
+				"        ^~\n"},
+		{"unknown tracepoint", []string{"-e", "tracepoint:syscalls:sys_enter_nope { }"}, true,
+			"-e:1:1: tracepoint syscalls:sys_enter_nope does not exist; kinst -l 'tracepoint:syscalls:*' lists the syscalls tracepoints\n" +
+				"tracepoint:syscalls:sys_enter_nope { }\n" +
+				"^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n"},
+		{"unknown tracepoint category", []string{"-e", "tracepoint:nope:* { }"}, true,
+			"-e:1:1: no tracepoint matches nope:*; kinst -l 'tracepoint:*' lists them\n" +
+				"tracepoint:nope:* { }\n" +
+				"^~~~~~~~~~~~~~~~~\n"},
+		{"unknown tracepoint field", []string{"-e", "tracepoint:syscalls:sys_enter_openat { @ = args->nope; }"}, true,
+			"-e:1:44: struct syscalls_sys_enter_openat_args has no field nope (did you mean mode?)\n" +
+				"tracepoint:syscalls:sys_enter_openat { @ = args->nope; }\n" +
+				"                                           ^~~~~~~~~~\n"},
+		{"uprobe on a missing binary", []string{"-e", "uprobe:/nonexistent/bin:f { }"}, true,
+			"-e:1:1: resolve /nonexistent/bin: no such binary or library: stat /nonexistent/bin: no such file or directory\n" +
+				"uprobe:/nonexistent/bin:f { }\n" +
+				"^~~~~~~~~~~~~~~~~~~~~~~~~\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if tt.root {
+				testenv.Require(t, testenv.Tracepoint)
+			}
+			kinst(t, tt.args...).want(t, 1, "", tt.stderr)
+		})
+	}
+}
+
+// A program read from standard input is named "stdin" in errors.
+func TestCompileErrorFromStdin(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(testenv.Kinst(t), "-")
+	cmd.Stdin = strings.NewReader("BEGIN {\n  @x = 1 + ;\n}\n")
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || len(out) != 0 {
+		t.Fatalf("kinst - = %v, stdout %q; want exit status 1 and no output", err, out)
+	}
+	want := "stdin:2:12: expected expression, found ';'\n" +
+		"  @x = 1 + ;\n" +
+		"           ^\n"
+	if got := string(ee.Stderr); got != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A probe type the kernel forbids is refused at compile time with one
+// sentence saying why, before anything is loaded or attached. Each case
+// runs only where independent evidence says the kernel forbids it: its
+// configuration for kprobes, a refused load for fentry.
+func TestForbiddenProbeTypes(t *testing.T) {
+	t.Parallel()
+	testenv.Root(t)
+	t.Run("kprobe", func(t *testing.T) {
+		t.Parallel()
+		cfg, err := kernel.LoadConfig()
+		if err != nil {
+			t.Skipf("no kernel configuration to say whether kprobes exist: %v", err)
+		}
+		if !cfg.Disabled("CONFIG_KPROBES") {
+			t.Skipf("%s enables CONFIG_KPROBES", cfg.Source)
+		}
+		const why = "kprobes are not available: this kernel was built without CONFIG_KPROBES"
+		kinst(t, "-e", "kprobe:do_nanosleep { @ = count(); }").want(t, 1, "",
+			"-e:1:1: "+why+"; the tracepoint tracepoint:syscalls:sys_enter_nanosleep covers the same event\n"+
+				"kprobe:do_nanosleep { @ = count(); }\n"+
+				"^~~~~~~~~~~~~~~~~~~\n")
+		kinst(t, "-e", "kretprobe:vfs_* { @ = count(); }").want(t, 1, "",
+			"-e:1:1: kretprobes are not available: this kernel was built without CONFIG_KPROBES\n"+
+				"kretprobe:vfs_* { @ = count(); }\n"+
+				"^~~~~~~~~~~~~~~\n")
+	})
+	t.Run("fentry", func(t *testing.T) {
+		t.Parallel()
+		if err := loadFentry(); !errors.Is(err, unix.EPERM) {
+			t.Skipf("this kernel does not refuse fentry programs with EPERM (loading one: %v)", err)
+		}
+		const why = "fentry programs are refused by this kernel's policy (EPERM)"
+		for _, prog := range []string{"fentry:do_nanosleep { @ = count(); }", "kfunc:do_nanosleep { @ = count(); }"} {
+			kinst(t, "-e", prog).want(t, 1, "",
+				"-e:1:1: "+why+"; the tracepoint tracepoint:syscalls:sys_enter_nanosleep covers the same event\n"+
+					prog+"\n"+
+					"^"+strings.Repeat("~", strings.Index(prog, " ")-1)+"\n")
+		}
+	})
+}
+
+// loadFentry loads the smallest fentry program, as evidence of whether
+// the kernel allows them.
+func loadFentry() error {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:         ebpf.Tracing,
+		AttachType:   ebpf.AttachTraceFEntry,
+		AttachTo:     "do_nanosleep",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+		License:      "GPL",
+	})
+	if err == nil {
+		prog.Close()
+	}
+	return err
+}
+
+// Bad flags and settings are usage errors: exit status 2, one line
+// saying what is wrong (and the usage for flags the parser rejects).
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	usage := usageText(t)
+	tests := []struct {
+		name   string
+		env    []string
+		args   []string
+		stderr string
+	}{
+		{"unknown flag", nil, []string{"--bogus"}, "flag provided but not defined: -bogus\n" + usage},
+		{"missing flag value", nil, []string{"-e"}, "flag needs an argument: -e\n" + usage},
+		{"bad pid", nil, []string{"-p", "abc", "-e", "BEGIN {}"}, "invalid value \"abc\" for flag -p: parse error\n" + usage},
+		{"no program", nil, nil, "kinst: no program: give -e PROGRAM or a file (kinst -h for help)\n"},
+		{"missing file", nil, []string{"testdata/nonexistent.bt"}, "kinst: open testdata/nonexistent.bt: no such file or directory\n"},
+		{"output format", nil, []string{"-f", "xml", "-e", "BEGIN {}"}, "kinst: unknown output format \"xml\": use text or json\n"},
+		{"debug stage", nil, []string{"-d", "nope", "-e", "BEGIN {}"}, "kinst: unknown stage \"nope\" for -d: use ast, types, bpf or all\n"},
+		{"command quote", nil, []string{"-c", `"x`, "-e", "BEGIN {}"}, "kinst: -c: unterminated quote in command\n"},
+		{"string length", []string{"KINST_STRLEN=abc"}, []string{"-e", "BEGIN {}"}, "kinst: KINST_STRLEN=\"abc\" is not a positive integer\n"},
+		{"map size", []string{"BPFTRACE_MAP_KEYS_MAX=0"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_MAP_KEYS_MAX=\"0\" is not a positive integer\n"},
+		{"features format", nil, []string{"features", "-f", "xml"}, "kinst: unknown output format \"xml\": use text or json\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			kinstEnv(t, tt.env, tt.args...).want(t, 2, "", tt.stderr)
+		})
+	}
+}
+
+// usageText is the usage kinst prints for -h, which exits 0.
+func usageText(t *testing.T) string {
+	t.Helper()
+	r := kinst(t, "-h")
+	if r.code != 0 || r.stdout != "" || !strings.HasPrefix(r.stderr, "usage:\n  kinst [options] -e PROGRAM [ARGS...]\n") {
+		t.Fatalf("kinst -h: exit status %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	return r.stderr
+}
+
+// A -c command that cannot start is an error before anything attaches.
+func TestCommandNotFound(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Tracepoint)
+	missing := "/nonexistent/command"
+	if _, err := os.Stat(missing); err == nil {
+		t.Skipf("%s exists", missing)
+	}
+	kinst(t, "-e", "tracepoint:syscalls:sys_enter_getppid { @ = count(); }", "-c", missing+" arg").want(t, 1, "",
+		"kinst: command "+missing+": exec: \""+missing+"\": stat "+missing+": no such file or directory\n")
+}
