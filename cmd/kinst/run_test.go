@@ -1,0 +1,348 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"kinst.dev/kinst/internal/testenv"
+)
+
+// Every test here runs kinst as root against a workload and asserts its
+// whole output: the probes must count exactly what the workload did.
+
+// tracing skips t unless the kernel runs tracepoint programs and has
+// ring buffers, which every kinst run needs.
+func tracing(t *testing.T) {
+	t.Helper()
+	testenv.Require(t, testenv.Tracepoint, testenv.Ringbuf)
+}
+
+func TestOpenatCountByComm(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	w := workload(t)
+	// The Go runtime opens files of its own at startup: count only the
+	// workload's path.
+	path := filepath.Join(t.TempDir(), "opened")
+	prog := fmt.Sprintf(`tracepoint:syscalls:sys_enter_openat /pid == cpid && str(args->filename) == "%s"/ { @[comm] = count(); }`, path)
+	kinst(t, "-e", prog, "-c", w+" openat 1000 "+path).want(t, 0,
+		"Attaching 1 probe...\n\n\n@["+comm(w)+"]: 1000\n", "")
+}
+
+// hist.out is what bpftrace 0.17 prints for the same program and writes.
+func TestHistograms(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	prog := `tracepoint:syscalls:sys_enter_write /pid == cpid/ { @h = hist(args->count); @l = lhist(args->count, 0, 10, 2); @s = stats(args->count); }`
+	sizes := "0 1 1 2 3 3 3 4 7 8 9 10 11 100 1000 1000 65536"
+	kinst(t, "-e", prog, "-c", target(t)+" write "+sizes).want(t, 0, golden(t, "hist.out"), "")
+}
+
+// A printf after a hist and an lhist in the same probe prints its own
+// arguments: the aggregations' temporaries must not land in its record.
+func TestPrintfAfterAggregations(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	prog := `tracepoint:syscalls:sys_enter_write /pid == cpid/ { @h = hist(args->count); @l = lhist(args->count, 0, 100, 50); printf("write %d\n", args->count); }`
+	kinst(t, "-q", "-e", prog, "-c", target(t)+" write 1 10 100").want(t, 0,
+		"write 1\nwrite 10\nwrite 100\n\n\n"+
+			"@h: \n"+
+			"[1]                    1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n"+
+			"[2, 4)                 0 |                                                    |\n"+
+			"[4, 8)                 0 |                                                    |\n"+
+			"[8, 16)                1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n"+
+			"[16, 32)               0 |                                                    |\n"+
+			"[32, 64)               0 |                                                    |\n"+
+			"[64, 128)              1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n"+
+			"\n"+
+			"@l: \n"+
+			"[0, 50)                2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n"+
+			"[50, 100)              0 |                                                    |\n"+
+			"[100, ...)             1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |\n"+
+			"\n", "")
+}
+
+// Uprobes and uretprobes on the target's kinst_add(i, -2*i), called for
+// i = 1..1000, see every call, its arguments and its return value -i.
+func TestUprobeArgsAndRetval(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	prog := strings.NewReplacer("BIN", bin).Replace(`
+uprobe:BIN:kinst_add { @calls = count(); @a = sum(arg0); @b = sum((int64)arg1); @lo = min((int64)arg1); @hi = max(arg0); }
+uretprobe:BIN:kinst_add { @rets = count(); @r = sum((int64)retval); }`)
+	kinst(t, "-e", prog, "-c", bin+" add 1000").want(t, 0,
+		"Attaching 2 probes...\n\n\n"+
+			"@a: 500500\n"+
+			"@b: -1001000\n"+
+			"@calls: 1000\n"+
+			"@hi: 1000\n"+
+			"@lo: -2000\n"+
+			"@r: -500500\n"+
+			"@rets: 1000\n", "")
+}
+
+// String arguments are read from the traced process's memory, and each
+// return follows its call.
+func TestUprobeStringsInOrder(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	prog := strings.NewReplacer("BIN", bin).Replace(`
+uprobe:BIN:kinst_greet { printf("greet %s\n", str(arg0)); }
+uretprobe:BIN:kinst_greet { printf("len %d\n", retval); }`)
+	kinst(t, "-q", "-e", prog, "-c", bin+" greet a hello kinst-uprobes").want(t, 0,
+		"greet a\nlen 1\ngreet hello\nlen 5\ngreet kinst-uprobes\nlen 13\n\n\n", "")
+}
+
+// 10,000 printf lines, numbered by the workload itself (the size of each
+// write), arrive complete and in order.
+func TestPrintfOrder(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	const n = 10000
+	prog := `tracepoint:syscalls:sys_enter_write /pid == cpid/ { printf("line %d\n", args->count); }`
+	var want strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	want.WriteString("\n\n")
+	r := kinst(t, "-q", "-e", prog, "-c", target(t)+" writes 1 "+strconv.Itoa(n))
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("exit status %d, stderr:\n%s", r.code, r.stderr)
+	}
+	if r.stdout != want.String() {
+		got := strings.Split(r.stdout, "\n")
+		exp := strings.Split(want.String(), "\n")
+		for i := range min(len(got), len(exp)) {
+			if got[i] != exp[i] {
+				t.Fatalf("%d lines, want %d; line %d is %q, want %q", len(got), len(exp), i+1, got[i], exp[i])
+			}
+		}
+		t.Fatalf("%d lines, want %d", len(got), len(exp))
+	}
+}
+
+// An interval probe fires once per period for as long as kinst runs.
+func TestInterval(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.PerfEvent, testenv.Ringbuf)
+	prog := `BEGIN { @start = nsecs; } interval:ms:100 { @ticks = count(); } END { @ms = (nsecs - @start) / 1000000; }`
+	r := kinst(t, "-q", "-e", prog, "-c", workload(t)+" nanosleep 1 1000000")
+	var ticks, ms, start int64
+	n, err := fmt.Sscanf(r.stdout, "\n\n@ms: %d\n@start: %d\n@ticks: %d\n", &ms, &start, &ticks)
+	if r.code != 0 || r.stderr != "" || n != 3 {
+		t.Fatalf("exit status %d (%d values read: %v)\nstdout:\n%s\nstderr:\n%s", r.code, n, err, r.stdout, r.stderr)
+	}
+	// The command sleeps one second; kinst ran at least that long. The
+	// first tick comes a period after attaching, the last before END.
+	if ms < 1000 || ms > 10000 {
+		t.Fatalf("kinst ran %d ms, want about 1000", ms)
+	}
+	if lo, hi := ms/100-2, ms/100; ticks < lo || ticks > hi {
+		t.Errorf("%d ticks of 100 ms in %d ms, want %d to %d", ticks, ms, lo, hi)
+	}
+}
+
+// With -c, kinst stops when the command ends, and promptly: detaching
+// one tracepoint takes a few tens of milliseconds.
+func TestCommandEndStopsKinst(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	w := workload(t)
+	prog := `tracepoint:syscalls:sys_enter_nanosleep /tid == cpid/ { @sleeps = count(); }`
+	r := kinst(t, "-e", prog, "-c", w+" nanosleep 3 100000")
+	r.want(t, 0, "Attaching 1 probe...\n\n\n@sleeps: 3\n", "")
+	if r.elapsed < 300*time.Millisecond || r.elapsed > 3*time.Second {
+		t.Errorf("kinst took %v for a command sleeping 300ms", r.elapsed)
+	}
+	t.Logf("kinst -c for a 300 ms command: %v", r.elapsed)
+}
+
+// The -c command inherits kinst's standard output and its exit status
+// does not become kinst's.
+func TestCommandOutput(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skipf("no sh to run: %v", err)
+	}
+	kinst(t, "-q", "-e", "BEGIN { printf(\"begin\\n\"); }", "-c", "sh -c 'echo from the command; exit 3'").want(t, 0,
+		"begin\nfrom the command\n\n\n", "")
+}
+
+// END runs however tracing stops: exit(), the -c command's end, SIGINT
+// and SIGTERM; its printf comes before the maps, which it can still set.
+func TestEndRuns(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	const end = `END { printf("end\n"); @end = 1; }`
+	t.Run("exit in BEGIN", func(t *testing.T) {
+		t.Parallel()
+		kinst(t, "-e", `BEGIN { printf("begin\n"); exit(); } `+end).want(t, 0,
+			"Attaching 2 probes...\nbegin\nend\n\n\n@end: 1\n", "")
+	})
+	t.Run("exit in a probe", func(t *testing.T) {
+		t.Parallel()
+		// Records after exit() are not printed, as in bpftrace.
+		prog := `tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { printf("call\n"); exit(); } ` + end
+		kinst(t, "-e", prog, "-c", workload(t)+" getppid 1000").want(t, 0,
+			"Attaching 2 probes...\ncall\nend\n\n\n@end: 1\n", "")
+	})
+	t.Run("command ends", func(t *testing.T) {
+		t.Parallel()
+		prog := `tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @calls = count(); } ` + end
+		kinst(t, "-e", prog, "-c", workload(t)+" getppid 10").want(t, 0,
+			"Attaching 2 probes...\nend\n\n\n@calls: 10\n@end: 1\n", "")
+	})
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			// The test's own getppid calls, once everything is attached.
+			prog := fmt.Sprintf(`tracepoint:syscalls:sys_enter_getppid /pid == %d/ { @calls = count(); } `, os.Getpid()) + end
+			k := start(t, "-e", prog)
+			k.waitAttached(t, 1)
+			for range 5 {
+				syscall.Getppid()
+			}
+			k.signal(t, sig)
+			k.wait(t).want(t, 0, "Attaching 2 probes...\nend\n\n\n@calls: 5\n@end: 1\n", "")
+		})
+	}
+}
+
+// -f json prints one JSON document a line, as bpftrace does, with the two
+// blank lines before the maps.
+func TestJSONOutput(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	prog := `tracepoint:syscalls:sys_enter_write /pid == cpid/ { @bytes[comm] = sum(args->count); @h = hist(args->count); @s = stats(args->count); printf("write %d\n", args->count); } END { printf("done\n"); }`
+	r := kinst(t, "-f", "json", "-e", prog, "-c", target(t)+" write 1 10 100")
+	want := []string{
+		`{"type": "attached_probes", "data": {"probes": 2}}`,
+		`{"type": "printf", "data": "write 1\n"}`,
+		`{"type": "printf", "data": "write 10\n"}`,
+		`{"type": "printf", "data": "write 100\n"}`,
+		`{"type": "printf", "data": "done\n"}`,
+		``,
+		``,
+		`{"type": "map", "data": {"@bytes": {"kinst-target": 111}}}`,
+		`{"type": "hist", "data": {"@h": [{"min": 1, "max": 1, "count": 1}, {"min": 2, "max": 3, "count": 0}, {"min": 4, "max": 7, "count": 0}, {"min": 8, "max": 15, "count": 1}, {"min": 16, "max": 31, "count": 0}, {"min": 32, "max": 63, "count": 0}, {"min": 64, "max": 127, "count": 1}]}}`,
+		`{"type": "stats", "data": {"@s": {"count": 3, "average": 37, "total": 111}}}`,
+	}
+	r.want(t, 0, strings.Join(want, "\n")+"\n", "")
+	for i, line := range strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		var got, exp any
+		if err := json.Unmarshal([]byte(line), &got); err != nil {
+			t.Errorf("line %d is not JSON: %v\n%s", i+1, err, line)
+			continue
+		}
+		if i < len(want) && json.Unmarshal([]byte(want[i]), &exp) == nil && !reflect.DeepEqual(got, exp) {
+			t.Errorf("line %d decodes to %v, want %v", i+1, got, exp)
+		}
+	}
+}
+
+// -o sends the program's output to a file; the blank lines before the
+// maps still go to standard output, as in bpftrace.
+func TestOutputFile(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	path := filepath.Join(t.TempDir(), "out.txt")
+	kinst(t, "-o", path, "-e", `BEGIN { printf("x\n"); @a = 1; exit(); }`).want(t, 0, "\n\n", "")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Attaching 1 probe...\nx\n@a: 1\n"; string(data) != want {
+		t.Errorf("%s holds %q, want %q", path, data, want)
+	}
+}
+
+func TestQuiet(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	prog := `BEGIN { printf("x\n"); @a = 1; exit(); }`
+	kinst(t, "-e", prog).want(t, 0, "Attaching 1 probe...\nx\n\n\n@a: 1\n", "")
+	kinst(t, "-q", "-e", prog).want(t, 0, "x\n\n\n@a: 1\n", "")
+	kinst(t, "-q", "-f", "json", "-e", prog).want(t, 0,
+		`{"type": "printf", "data": "x\n"}`+"\n\n\n"+`{"type": "map", "data": {"@a": 1}}`+"\n", "")
+}
+
+// --dry-run compiles and loads the programs, then stops without running
+// BEGIN or attaching anything; a program the kernel refuses to load
+// fails it.
+func TestDryRun(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	prog := `BEGIN { printf("begin\n"); } tracepoint:syscalls:sys_enter_openat { @[str(args->filename)] = count(); }`
+	r := kinst(t, "--dry-run", "-e", prog)
+	r.want(t, 0, "", "")
+	// The kernel refuses a hash map of this many 64-byte keys.
+	kinstEnv(t, []string{"KINST_MAP_KEYS_MAX=200000000"}, "--dry-run", "-e", prog).want(t, 1, "",
+		"kinst: load: create maps: map map0: map create: argument list too long\n")
+}
+
+// $1, $2... are the arguments after the program, as numbers or through
+// str() as strings; $# counts them.
+func TestPositionalParams(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	prog := `BEGIN { printf("%d %s %d\n", $1 + 1, str($2), $#); exit(); }`
+	kinst(t, "-q", "-e", prog, "41", "two words").want(t, 0, "42 two words 2\n\n\n", "")
+	kinst(t, "-q", "-e", `BEGIN { printf("%d\n", $#); exit(); }`).want(t, 0, "0\n\n\n", "")
+	// Parameters follow a program file too.
+	file := filepath.Join(t.TempDir(), "params.bt")
+	if err := os.WriteFile(file, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kinst(t, "-q", file, "7", "x").want(t, 0, "8 x 2\n\n\n", "")
+}
+
+// Kernel-function probes count exactly where the kernel allows them (the
+// QEMU guests; the host forbids them and TestForbiddenProbeTypes covers
+// that). Each nanosleep system call runs do_nanosleep once, returning 0.
+func TestKernelFunctionProbes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		needs []testenv.Feature
+		prog  string
+		want  string
+	}{
+		{"kprobe", []testenv.Feature{testenv.Kprobe},
+			`kprobe:do_nanosleep /tid == cpid/ { @calls = count(); }`,
+			"@calls: 5\n"},
+		{"kretprobe", []testenv.Feature{testenv.Kretprobe},
+			`kretprobe:do_nanosleep /tid == cpid/ { @rets[retval] = count(); }`,
+			"@rets[0]: 5\n"},
+		{"fentry", []testenv.Feature{testenv.Fentry},
+			`fentry:do_nanosleep /tid == cpid/ { @calls = count(); }`,
+			"@calls: 5\n"},
+		{"fexit", []testenv.Feature{testenv.Fexit},
+			`fexit:do_nanosleep /tid == cpid/ { @rets[retval] = count(); }`,
+			"@rets[0]: 5\n"},
+		{"kprobe wildcard", []testenv.Feature{testenv.Kprobe},
+			`kprobe:do_nanoslee* /tid == cpid/ { @[func] = count(); }`,
+			"@[do_nanosleep]: 5\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			testenv.Require(t, append(tt.needs, testenv.Ringbuf)...)
+			kinst(t, "-q", "-e", tt.prog, "-c", workload(t)+" nanosleep 5 1000").want(t, 0, "\n\n"+tt.want, "")
+		})
+	}
+}
