@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"kinst.dev/kinst/internal/testenv"
+	"kinst.dev/kinst/kernel"
+)
+
+// tracefs returns the tracing file system's directory, skipping t where
+// it is not mounted.
+func tracefs(t *testing.T) string {
+	t.Helper()
+	testenv.Root(t)
+	for _, dir := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		if _, err := os.Stat(filepath.Join(dir, "available_events")); err == nil {
+			return dir
+		}
+	}
+	t.Skip("tracefs is not mounted at /sys/kernel/tracing or /sys/kernel/debug/tracing")
+	return ""
+}
+
+// lines splits output into its lines, failing t if it does not end in a
+// newline.
+func lines(t *testing.T, out string) []string {
+	t.Helper()
+	if out == "" {
+		return nil
+	}
+	if !strings.HasSuffix(out, "\n") {
+		t.Fatalf("output does not end in a newline: %q", out[max(0, len(out)-80):])
+	}
+	return strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+}
+
+// kinst -l lists every tracepoint the tracefs offers (available_events;
+// the ftrace category's internal events are not attachable), sorted.
+func TestListTracepoints(t *testing.T) {
+	t.Parallel()
+	dir := tracefs(t)
+	f, err := os.Open(filepath.Join(dir, "available_events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var want []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		want = append(want, "tracepoint:"+sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(want)
+	r := kinst(t, "-l", "tracepoint:*")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("kinst -l: exit status %d, stderr:\n%s", r.code, r.stderr)
+	}
+	got := lines(t, r.stdout)
+	if !slices.Equal(got, want) {
+		for _, s := range want {
+			if _, found := slices.BinarySearch(got, s); !found {
+				t.Errorf("kinst -l does not list %s", s)
+			}
+		}
+		for _, s := range got {
+			if _, found := slices.BinarySearch(want, s); !found {
+				t.Errorf("kinst -l lists %s, which available_events does not", s)
+			}
+		}
+		t.Fatalf("kinst -l lists %d tracepoints, available_events %d", len(got), len(want))
+	}
+	// Without a pattern, the tracepoints are among everything listed.
+	r = kinst(t, "-l")
+	all := lines(t, r.stdout)
+	var tps []string
+	for _, s := range all {
+		if strings.HasPrefix(s, "tracepoint:") {
+			tps = append(tps, s)
+		}
+	}
+	if r.code != 0 || !slices.Equal(tps, want) {
+		t.Errorf("kinst -l: exit status %d, %d tracepoints among %d lines, want %d", r.code, len(tps), len(all), len(want))
+	}
+}
+
+// A pattern lists exactly the matching directories of events/.
+func TestListPattern(t *testing.T) {
+	t.Parallel()
+	dir := tracefs(t)
+	for _, pattern := range []string{"sched:sched_process_*", "syscalls:sys_enter_open*", "raw_syscalls:*"} {
+		category, name, _ := strings.Cut(pattern, ":")
+		formats, err := filepath.Glob(filepath.Join(dir, "events", category, name, "format"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, f := range formats {
+			event := filepath.Dir(f)
+			want = append(want, "tracepoint:"+category+":"+filepath.Base(event))
+		}
+		if len(want) == 0 {
+			t.Errorf("no events match %s in %s: choose another pattern", pattern, dir)
+			continue
+		}
+		r := kinst(t, "-l", "tracepoint:"+pattern)
+		if got := lines(t, r.stdout); r.code != 0 || r.stderr != "" || !slices.Equal(got, want) {
+			t.Errorf("kinst -l tracepoint:%s: exit status %d, stderr %q\n got %q\nwant %q", pattern, r.code, r.stderr, got, want)
+		}
+	}
+}
+
+// kinst -lv shows a tracepoint's fields as its format file declares them,
+// without the common_ fields every event has.
+func TestListVerbose(t *testing.T) {
+	t.Parallel()
+	dir := tracefs(t)
+	for _, tp := range []string{"syscalls:sys_enter_openat", "sched:sched_switch", "sched:sched_process_exec"} {
+		category, name, _ := strings.Cut(tp, ":")
+		want := []string{"tracepoint:" + tp}
+		format, err := os.ReadFile(filepath.Join(dir, "events", category, name, "format"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(format), "\n") {
+			decl, ok := strings.CutPrefix(strings.TrimSpace(line), "field:")
+			if !ok {
+				continue
+			}
+			decl, _, _ = strings.Cut(decl, ";")
+			if fields := strings.Fields(decl); strings.HasPrefix(strings.TrimRight(fields[len(fields)-1], "[]0123456789"), "common_") {
+				continue
+			}
+			want = append(want, "    "+decl)
+		}
+		if len(want) < 3 {
+			t.Fatalf("%s declares %d fields of its own; the test expects some", tp, len(want)-1)
+		}
+		for _, flags := range [][]string{{"-lv"}, {"-l", "-v"}} {
+			r := kinst(t, append(flags, "tracepoint:"+tp)...)
+			if got := lines(t, r.stdout); r.code != 0 || r.stderr != "" || !slices.Equal(got, want) {
+				t.Errorf("kinst %s tracepoint:%s: exit status %d, stderr %q\n got %q\nwant %q", strings.Join(flags, " "), tp, r.code, r.stderr, got, want)
+			}
+		}
+	}
+}
+
+// kinst features says whether this kernel offers kprobes, and if not why,
+// in agreement with the kernel's configuration.
+func TestFeatures(t *testing.T) {
+	t.Parallel()
+	testenv.Root(t)
+	cfg, err := kernel.LoadConfig()
+	if err != nil {
+		t.Skipf("no kernel configuration to judge kprobes by: %v", err)
+	}
+	kprobes := !cfg.Disabled("CONFIG_KPROBES")
+
+	r := kinst(t, "features")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("kinst features: exit status %d, stderr:\n%s", r.code, r.stderr)
+	}
+	rows := map[string][]string{}
+	for _, line := range lines(t, r.stdout) {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			t.Fatalf("kinst features line %q has no state", line)
+		}
+		rows[fields[0]] = fields[1:]
+	}
+	row := strings.Join(rows["kprobe"], " ")
+	want := "yes"
+	if !kprobes {
+		want = "no kprobes are not available: this kernel was built without CONFIG_KPROBES"
+	}
+	if row != want {
+		t.Errorf("kinst features: kprobe %q, want %q (%s)", row, want, cfg.Source)
+	}
+	for _, name := range []string{"tracepoint", "ringbuf"} {
+		if got := strings.Join(rows[name], " "); got != "yes" {
+			t.Errorf("kinst features: %s %q, want yes: every kinst run needs it", name, got)
+		}
+	}
+
+	r = kinst(t, "features", "-f", "json")
+	var statuses []struct {
+		Name      string `json:"name"`
+		Available bool   `json:"available"`
+		Reason    string `json:"reason"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &statuses); r.code != 0 || err != nil {
+		t.Fatalf("kinst features -f json: exit status %d, %v\n%s", r.code, err, r.stdout)
+	}
+	if len(statuses) != len(rows) {
+		t.Errorf("kinst features -f json has %d features, the text %d", len(statuses), len(rows))
+	}
+	for _, st := range statuses {
+		if st.Name != "kprobe" {
+			continue
+		}
+		if st.Available != kprobes || (!kprobes && st.Reason != "kprobes are not available: this kernel was built without CONFIG_KPROBES") {
+			t.Errorf("kinst features -f json: kprobe %+v, want available %v", st, kprobes)
+		}
+		return
+	}
+	t.Error("kinst features -f json has no kprobe feature")
+}
