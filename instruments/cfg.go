@@ -94,6 +94,12 @@ type CFG struct {
 // ErrSplit marks code that cannot be split into basic blocks.
 var ErrSplit = errors.New("cannot split into basic blocks")
 
+// splitError says why a function cannot be split into basic blocks.
+type splitError struct{ fn, why string }
+
+func (e *splitError) Error() string        { return "cannot split " + e.fn + " into basic blocks: " + e.why }
+func (e *splitError) Is(target error) bool { return target == ErrSplit }
+
 // SymLookup names an address outside the regions: the symbol starting
 // exactly there and its address, or "" when none does.
 type SymLookup func(addr uint64) (name string, base uint64)
@@ -110,8 +116,11 @@ type SymLookup func(addr uint64) (name string, base uint64)
 // int3 padding does not return. Blocks the code shows no way into (the
 // targets of exception fixups, say) get an unknown incoming edge.
 func BuildCFG(regions []Region, sym SymLookup) (*CFG, error) {
-	if len(regions) == 0 || len(regions[0].Code) == 0 {
-		return nil, fmt.Errorf("%w: no code", ErrSplit)
+	if len(regions) == 0 {
+		return nil, &splitError{"nothing", "no code"}
+	}
+	if len(regions[0].Code) == 0 {
+		return nil, &splitError{regions[0].Name, "no code"}
 	}
 	g := &CFG{Regions: regions}
 	name := func(addr uint64) (string, uint64) {
@@ -142,7 +151,7 @@ func BuildCFG(regions []Region, sym SymLookup) (*CFG, error) {
 			next := in.Addr + uint64(in.Len)
 			if g.internal(in) {
 				if !at[in.target] {
-					return nil, fmt.Errorf("%w: the %s at %s goes to %s, inside an instruction", ErrSplit, mnemonic(in.Text), g.label(in.Addr), g.label(in.target))
+					return nil, &splitError{regions[0].Name, fmt.Sprintf("the %s at %s goes to %s, inside an instruction", mnemonic(in.Text), g.label(in.Addr), g.label(in.target))}
 				}
 				leaders[in.target] = true
 				if in.flow == flowCall {
@@ -395,7 +404,7 @@ func decodeRegion(r Region, name x86asm.SymLookup) ([]Inst, error) {
 		in, err := decodeInst(r.Code[off:], addr, name)
 		if err != nil {
 			end := min(off+8, len(r.Code))
-			return nil, fmt.Errorf("%w: cannot decode the instruction at %s+%#x (% x): %v", ErrSplit, r.Name, off, r.Code[off:end], err)
+			return nil, &splitError{r.Name, fmt.Sprintf("cannot decode the instruction at %s+%#x (% x): %v", r.Name, off, r.Code[off:end], err)}
 		}
 		insts = append(insts, in)
 		off += in.Len

@@ -203,13 +203,13 @@ func TestBuildCFGErrors(t *testing.T) {
 		code []byte
 		want string
 	}{
-		{"empty", nil, "cannot split into basic blocks: no code"},
+		{"empty", nil, "cannot split f into basic blocks: no code"},
 		{"into an instruction", []byte{0xeb, 0x01, 0xb8, 0, 0, 0, 0, 0xc3},
-			"cannot split into basic blocks: the jmp at f goes to f+0x3, inside an instruction"},
+			"cannot split f into basic blocks: the jmp at f goes to f+0x3, inside an instruction"},
 		{"invalid opcode", []byte{0x90, 0x06, 0xc3},
-			"cannot split into basic blocks: cannot decode the instruction at f+0x1 (06 c3): unrecognized instruction"},
+			"cannot split f into basic blocks: cannot decode the instruction at f+0x1 (06 c3): unrecognized instruction"},
 		{"truncated", []byte{0x90, 0xe8, 0x00},
-			"cannot split into basic blocks: cannot decode the instruction at f+0x1 (e8 00): unknown instruction"},
+			"cannot split f into basic blocks: cannot decode the instruction at f+0x1 (e8 00): unknown instruction"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := BuildCFG([]Region{{Name: "f", Addr: 0x1000, Code: tc.code}}, nil)
