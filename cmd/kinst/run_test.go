@@ -7,11 +7,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/internal/testenv"
 )
@@ -193,9 +197,10 @@ func TestEndRuns(t *testing.T) {
 	})
 	t.Run("exit in a probe", func(t *testing.T) {
 		t.Parallel()
-		// Records after exit() are not printed, as in bpftrace.
+		// Records after exit() are not printed, as in bpftrace: the workload
+		// goes on making calls while kinst stops.
 		prog := `tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { printf("call\n"); exit(); } ` + end
-		kinst(t, "-e", prog, "-c", workload(t)+" getppid 1000").want(t, 0,
+		kinst(t, "-e", prog, "-c", workload(t)+" getppid 10000").want(t, 0,
 			"Attaching 2 probes...\ncall\nend\n\n\n@end: 1\n", "")
 	})
 	t.Run("command ends", func(t *testing.T) {
@@ -207,8 +212,11 @@ func TestEndRuns(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
-			// The test's own getppid calls, once everything is attached.
-			prog := fmt.Sprintf(`tracepoint:syscalls:sys_enter_getppid /pid == %d/ { @calls = count(); } `, os.Getpid()) + end
+			// This thread's own getppid calls, once everything is
+			// attached: other tests run in this process at the same time.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			prog := fmt.Sprintf(`tracepoint:syscalls:sys_enter_getppid /tid == %d/ { @calls = count(); } `, unix.Gettid()) + end
 			k := start(t, "-e", prog)
 			k.waitAttached(t, 1)
 			for range 5 {
@@ -344,5 +352,57 @@ func TestKernelFunctionProbes(t *testing.T) {
 			testenv.Require(t, append(tt.needs, testenv.Ringbuf)...)
 			kinst(t, "-q", "-e", tt.prog, "-c", workload(t)+" nanosleep 5 1000").want(t, 0, "\n\n"+tt.want, "")
 		})
+	}
+}
+
+// -d prints a compile stage to standard error and goes on: with
+// --dry-run, it still loads and exits 0 with nothing on standard output.
+func TestDebugStages(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	prog := `BEGIN { $y = 2; printf("%d\n", $y + 1); }`
+	r := kinst(t, "-d", "ast", "--dry-run", "-e", prog)
+	r.want(t, 0, "", "syntax tree:\n"+
+		"program\n"+
+		"  probe\n"+
+		"    attach BEGIN []\n"+
+		"    block\n"+
+		"      assign =\n"+
+		"        variable $y\n"+
+		"        int 2\n"+
+		"      expression statement\n"+
+		"        call printf\n"+
+		"          string \"%d\\n\"\n"+
+		"          binary +\n"+
+		"            variable $y\n"+
+		"            int 1\n")
+
+	r = kinst(t, "-d", "types", "--dry-run", "-e", prog)
+	for _, line := range []string{"probe BEGIN (1 targets):", "  $y: int64", "  1:32  $y + 1  :: int64", `  1:24  "%d\n"  :: string[4]`} {
+		if !slices.Contains(lines(t, r.stderr), line) {
+			t.Errorf("-d types does not print %q:\n%s", line, r.stderr)
+		}
+	}
+
+	// Instructions are numbered by their offset in the program: each
+	// takes one slot, a 64-bit load two.
+	r = kinst(t, "-d", "bpf", "--dry-run", "-e", prog)
+	if r.code != 0 || r.stdout != "" || !strings.HasPrefix(r.stderr, "program ") {
+		t.Fatalf("-d bpf: exit status %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	next := 0
+	for _, line := range lines(t, r.stderr) {
+		num, _, ok := strings.Cut(strings.TrimSpace(line), ": ")
+		slot, err := strconv.Atoi(num)
+		if !ok || err != nil || !strings.HasPrefix(line, "  ") {
+			continue // a program, source line or label
+		}
+		if slot != next && slot != next+1 {
+			t.Fatalf("-d bpf numbers an instruction %d after %d:\n%s", slot, next-1, r.stderr)
+		}
+		next = slot + 1
+	}
+	if next < 10 {
+		t.Errorf("-d bpf shows instructions up to %d only:\n%s", next-1, r.stderr)
 	}
 }
