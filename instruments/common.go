@@ -249,8 +249,17 @@ func Commands() []*Command {
 // ErrUsage marks a bad command line; the message says what is wrong.
 var ErrUsage = errors.New("usage")
 
-// usageError reports a bad command line.
+// ErrHelp reports that -h asked for the usage, which was printed.
+var ErrHelp = flag.ErrHelp
+
+// usageError reports a bad command line; a request for help passes
+// through as ErrHelp.
 func usageError(format string, args ...any) error {
+	for _, a := range args {
+		if err, ok := a.(error); ok && errors.Is(err, flag.ErrHelp) {
+			return ErrHelp
+		}
+	}
 	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
 }
 

@@ -72,6 +72,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		if c := instruments.Lookup(args[0]); c != nil {
 			err := c.Run(context.Background(), args[1:], stdout, stderr)
+			if errors.Is(err, instruments.ErrHelp) {
+				return 0
+			}
 			if errors.Is(err, instruments.ErrUsage) {
 				fmt.Fprintf(stderr, "kinst %s: %s\n", c.Name, strings.TrimPrefix(err.Error(), instruments.ErrUsage.Error()+": "))
 				return 2
