@@ -375,11 +375,12 @@ func traceProgram(c *Common, specs []*traceSpec) (string, map[string]*traceRecor
 		exitArgs += ", $t - $s"
 		records[exitFmt] = &traceRecord{exit: true, probe: s.exitProbe, ret: s.retval != "", retFmt: s.retFmt}
 
+		// One lookup of the depth, and each element deleted when its
+		// call returns, so that the maps hold only the calls in progress.
 		fmt.Fprintf(&b, "%s%s {\n", s.Exit, Pred(pred))
-		fmt.Fprintf(&b, "\t$t = nsecs;\n\tif (@__depth[tid, %d] > 0) {\n", k)
-		fmt.Fprintf(&b, "\t\t$d = --@__depth[tid, %d];\n", k)
+		fmt.Fprintf(&b, "\t$t = nsecs;\n\t$d = @__depth[tid, %d] - 1;\n\tif ($d >= 0) {\n", k)
 		fmt.Fprintf(&b, "\t\t$s = @__start[tid, %d, $d];\n\t\tdelete(@__start[tid, %d, $d]);\n", k, k)
-		fmt.Fprintf(&b, "\t\tif ($d == 0) {\n\t\t\tdelete(@__depth[tid, %d]);\n\t\t}\n", k)
+		fmt.Fprintf(&b, "\t\tif ($d == 0) {\n\t\t\tdelete(@__depth[tid, %d]);\n\t\t} else {\n\t\t\t@__depth[tid, %d] = $d;\n\t\t}\n", k, k)
 		fmt.Fprintf(&b, "\t\tprintf(%s, %s);\n\t}\n}\n\n", syntax.Quote(exitFmt), exitArgs)
 	}
 	src := b.String()

@@ -63,7 +63,7 @@ func parseLog(t *testing.T, log string) []traceEvent {
 
 // runKinst runs kinst to the end and returns its output and its pid,
 // which is the parent a -c command sees.
-func runKinst(t *testing.T, args ...string) (stdout, stderr string, pid int) {
+func runKinst(t testing.TB, args ...string) (stdout, stderr string, pid int) {
 	t.Helper()
 	cmd := exec.Command(testenv.Kinst(t), args...)
 	var out, errOut bytes.Buffer
@@ -90,7 +90,7 @@ func kallsymsAddr(t *testing.T, name string) string {
 }
 
 // workloadComm is the workload's command name as the kernel keeps it.
-func workloadComm(t *testing.T) string {
+func workloadComm(t testing.TB) string {
 	name := filepath.Base(testenv.Workload(t))
 	return name[:min(len(name), 15)]
 }
@@ -409,12 +409,14 @@ tracepoint:syscalls:sys_enter_getppid /pid == 42/ {
 
 tracepoint:syscalls:sys_exit_getppid /pid == 42/ {
 	$t = nsecs;
-	if (@__depth[tid, 0] > 0) {
-		$d = --@__depth[tid, 0];
+	$d = @__depth[tid, 0] - 1;
+	if ($d >= 0) {
 		$s = @__start[tid, 0, $d];
 		delete(@__start[tid, 0, $d]);
 		if ($d == 0) {
 			delete(@__depth[tid, 0]);
+		} else {
+			@__depth[tid, 0] = $d;
 		}
 		printf("%llu cpu=%llu pid=%llu tid=%llu comm=%s depth=%lld <- syscall:getppid ret=%lld duration=%llu\n", $t, cpu, pid, tid, comm, $d, args.ret, $t - $s);
 	}
