@@ -406,3 +406,32 @@ func TestDebugStages(t *testing.T) {
 		t.Errorf("-d bpf shows instructions up to %d only:\n%s", next-1, r.stderr)
 	}
 }
+
+// When the ring buffer is full, every record is either printed, in
+// order, or counted in one "Lost N events" line. BEGIN fills a one-page
+// buffer before kinst starts reading it.
+func TestLostEvents(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	const n = 1000
+	prog := fmt.Sprintf(`BEGIN { $i = 0; while ($i < %d) { printf("x %%d\n", $i); $i++; } }`, n)
+	r := kinstEnv(t, []string{"KINST_BUFFER_KB=4"}, "-q", "-e", prog, "-c", target(t)+" sleep 10")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("exit status %d, stderr:\n%s", r.code, r.stderr)
+	}
+	out, ok := strings.CutSuffix(r.stdout, "\n\n")
+	got := lines(t, out)
+	if !ok || len(got) < 2 {
+		t.Fatalf("stdout:\n%s", r.stdout)
+	}
+	printed := len(got) - 1
+	for i, line := range got[:printed] {
+		if want := fmt.Sprintf("x %d", i); line != want {
+			t.Fatalf("line %d is %q, want %q", i+1, line, want)
+		}
+	}
+	if want := fmt.Sprintf("Lost %d events", n-printed); got[printed] != want || printed == n {
+		t.Errorf("%d lines printed, then %q; want %q", printed, got[printed], want)
+	}
+	t.Logf("a 4 KiB buffer held %d of %d printf records", printed, n)
+}
