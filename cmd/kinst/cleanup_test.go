@@ -204,7 +204,7 @@ func TestSignalLeavesNothing(t *testing.T) {
 			prog := fmt.Sprintf(`tracepoint:syscalls:sys_enter_getppid /pid == %d/ { @ = count(); } interval:ms:50 { @ticks = count(); } END { @end = 1; }`, mark)
 			// A command that would run for ten minutes, with a
 			// duration no other process has.
-			ms := strconv.FormatInt(600000+mark%1000, 10)
+			ms := strconv.FormatInt(600000+mark%1000000, 10)
 			k := start(t, "-q", "-e", prog, "-c", target(t)+" sleep "+ms)
 			held := k.waitAttached(t, 2)
 			if len(held.progs) == 0 {
@@ -281,7 +281,7 @@ func TestAttachFailureLeavesNothing(t *testing.T) {
 	t.Run("probes", func(t *testing.T) {
 		t.Parallel()
 		mark := newMark()
-		ms := 600000 + mark%1000
+		ms := 600000 + mark%1000000
 		failed := failAttach(t, probes(mark), ms)
 		// The first probe attached, so there was something to detach.
 		if i := slices.Index(syscalls, failed); i < 1 {
