@@ -65,7 +65,7 @@ func Attach(prog *ebpf.Program, targets []*check.Target, opts Options) (*Attache
 		ls, err := attachOne(prog, t, cookie, opts)
 		if err != nil {
 			err = fmt.Errorf("attach %s: %w", t.FullName(), err)
-			if len(targets) > 1 {
+			if len(targets) > 1 && !exhausted(err) {
 				a.Skipped = append(a.Skipped, err)
 				continue
 			}
@@ -78,6 +78,19 @@ func Attach(prog *ebpf.Program, targets []*check.Target, opts Options) (*Attache
 		return nil, a.Skipped[0]
 	}
 	return a, nil
+}
+
+// exhausted reports whether err says kinst ran out of a resource: the
+// targets after it would fail the same way, so it is not one target's
+// refusal to skip. cilium/ebpf formats some errors, such as a failed
+// perf link, with %v, so the errno is looked for in the text too.
+func exhausted(err error) bool {
+	for _, errno := range []unix.Errno{unix.EMFILE, unix.ENFILE, unix.ENOMEM} {
+		if errors.Is(err, errno) || strings.HasSuffix(err.Error(), ": "+errno.Error()) {
+			return true
+		}
+	}
+	return false
 }
 
 func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options) ([]io.Closer, error) {

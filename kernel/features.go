@@ -66,7 +66,7 @@ type featureInfo struct {
 }
 
 var featureInfos = [numFeatures]featureInfo{
-	FeatBTF:                   {"btf", "kernel FeatBTF", false},
+	FeatBTF:                   {"btf", "kernel BTF", false},
 	FeatKernelVersion:         {"kernel_version", "the kernel version", false},
 	FeatLockdown:              {"lockdown", "tracing under kernel lockdown", false},
 	FeatTracepoint:            {"tracepoint", "tracepoints", true},

@@ -106,7 +106,11 @@ func Supports(m codegen.Mechanism) bool {
 func DumpTypes(w io.Writer, prog *check.Program) {
 	fmt.Fprintln(w, "maps:")
 	for _, m := range prog.Maps {
-		fmt.Fprintf(w, "  %s[%v]: %s\n", m.Display(), m.Keys, m.Value)
+		keys := ""
+		if m.Keys != nil {
+			keys = fmt.Sprint(m.Keys)
+		}
+		fmt.Fprintf(w, "  %s%s: %s\n", m.Display(), keys, m.Value)
 	}
 	for _, p := range prog.Probes {
 		fmt.Fprintf(w, "probe %s (%d targets):\n", p.Targets[0].FullName(), len(p.Targets))
@@ -161,6 +165,6 @@ func dumpProgram(w io.Writer, out *codegen.Output, p *codegen.Program) {
 			fmt.Fprintf(w, "%s:\n", sym)
 		}
 		fmt.Fprintf(w, "  %4d: %v\n", slot, ins)
-		slot += int(ins.Width() / 8)
+		slot += int(ins.Width())
 	}
 }

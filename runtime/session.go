@@ -186,8 +186,15 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	// and the maps are printed, and is waited for before returning.
 	detached := make(chan error, 1)
 	go func() { detached <- s.detach() }()
-	// END runs after exit() too, and what it prints must still be read.
-	s.exited = false
+	if s.exited {
+		// As in bpftrace, what probes sent after exit() is dropped: once
+		// none can send more, the ring buffer holds only such records.
+		detachErr := <-detached
+		detached <- detachErr
+		s.discard()
+		// END runs after exit() too, and what it prints must be read.
+		s.exited = false
+	}
 	if err := s.runSpecial("END"); err != nil {
 		<-detached
 		return err
@@ -339,6 +346,17 @@ func (s *Session) drain() {
 		s.handle(rec.RawSample)
 	}
 	s.buf.Flush()
+}
+
+// discard drops the records already in the ring buffer.
+func (s *Session) discard() {
+	var rec ringbuf.Record
+	for {
+		s.rd.SetDeadline(time.Now())
+		if s.rd.ReadInto(&rec) != nil {
+			return
+		}
+	}
 }
 
 // reportLost prints how many records the ring buffer refused since the

@@ -152,6 +152,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	var argv []string
+	if isSet(fs, "c") && *command == "" {
+		fmt.Fprintf(stderr, "kinst: -c needs a command\n")
+		return 2
+	}
 	if *command != "" {
 		if argv, err = runtime.SplitCommand(*command); err != nil {
 			fmt.Fprintf(stderr, "kinst: -c: %v\n", err)
@@ -214,6 +218,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Pid:     *pid,
 	})
 	return report(err, *verbose, stderr)
+}
+
+// isSet reports whether the option called name was given.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // valueFlags are the options that take a value.
