@@ -14,8 +14,11 @@ export CGO_ENABLED := 0
 
 # What the tests run besides Go: QEMU for the guest kernels, busybox for
 # workloads inside them, bpftrace as the reference for differential tests,
-# cpio to cross-check the initramfs writer.
-DEPS := qemu-system-x86_64:qemu-system-x86 busybox:busybox-static bpftrace:bpftrace cpio:cpio
+# cpio to cross-check the initramfs writer, gcc and a static libc for the C
+# program uprobe tests probe. Each is a file that must exist, or a command
+# on PATH, and the package that brings it.
+DEPS := qemu-system-x86_64:qemu-system-x86 busybox:busybox-static bpftrace:bpftrace cpio:cpio \
+	gcc:gcc /usr/lib/x86_64-linux-gnu/libc.a:libc6-dev
 FUZZTIME ?= 20s
 
 help:
@@ -30,7 +33,8 @@ help:
 test: deps vet hosttest fuzz vmtest
 
 deps:
-	@missing=""; for d in $(DEPS); do command -v $${d%%:*} >/dev/null || missing="$$missing $${d#*:}"; done; \
+	@missing=""; for d in $(DEPS); do w=$${d%%:*}; \
+		if [ -e "$$w" ] || command -v "$$w" >/dev/null; then :; else missing="$$missing $${d#*:}"; fi; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing$$missing"; \
 		sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
@@ -52,20 +56,23 @@ hosttest:
 vmrun:
 	$(GO) build -o $(BIN)/vmrun ./cmd/vmrun
 
-# kinst and the workload command go into the guests too.
+# kinst, the workload command and the C program the uprobe tests probe go
+# into the guests too (the guests have no compilers).
 kinst:
 	$(GO) build -o $(BIN)/kinst ./cmd/kinst
 	$(GO) build -o $(BIN)/workload ./internal/workload
+	gcc -O1 -g -static -o $(BIN)/kinst-target cmd/kinst/testdata/target.c
 
 kernels: vmrun
 	$(BIN)/vmrun kernels $(SERIES)
 
-# The guests get kinst, workload and Debian's static busybox on their PATH.
+# The guests get kinst, workload, kinst-target and Debian's static busybox
+# on their PATH.
 # All paths are absolute: go test runs vmrun from each package's folder.
 vmtest: vmrun kinst kernels
 	@status=0; for k in $(SERIES); do \
 		echo "=== guest kernel $$k: $$($(BIN)/vmrun kernels $$k | cut -d' ' -f2)"; \
-		files="--file $(BIN)/kinst --file $(BIN)/workload"; \
+		files="--file $(BIN)/kinst --file $(BIN)/workload --file $(BIN)/kinst-target"; \
 		bb=$$(command -v busybox || true); if [ -n "$$bb" ]; then files="$$files --file $$bb"; fi; \
 		$(GO) test -exec "$(BIN)/vmrun --kernel $$k --accel $(ACCEL) $$files --" ./... || status=1; \
 	done; exit $$status
