@@ -17,6 +17,8 @@
 //	                            uprobes; it makes no system call
 //	workload paced N RATE       N getppid calls at RATE calls a second, evenly
 //	                            spaced (by spinning, not sleeping)
+//	workload threads N          N threads one after another, each of which
+//	                            ends with the exit system call at once
 //
 // The calls are raw system calls from one locked thread, so the pid and
 // tid the probes see are the process's own. The Go runtime opens a few
@@ -149,6 +151,23 @@ func run(args []string) error {
 			for time.Now().Before(due) {
 			}
 			unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0)
+		}
+	case "threads":
+		// A goroutine that ends locked to its thread takes the thread
+		// with it, through the exit system call; each is waited for.
+		tids := make(chan int)
+		for i := 0; i < n; i++ {
+			go func() {
+				runtime.LockOSThread()
+				tids <- unix.Gettid()
+			}()
+			task := fmt.Sprintf("/proc/self/task/%d", <-tids)
+			for {
+				if _, err := os.Stat(task); err != nil {
+					break
+				}
+				time.Sleep(10 * time.Microsecond)
+			}
 		}
 	case "spin":
 		end := time.Now().Add(time.Duration(n) * time.Millisecond)
