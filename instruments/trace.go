@@ -383,6 +383,7 @@ func traceProgram(c *Common, specs []*traceSpec) (string, map[string]*traceRecor
 		fmt.Fprintf(&b, "\t\tif ($d == 0) {\n\t\t\tdelete(@__depth[tid, %d]);\n\t\t} else {\n\t\t\t@__depth[tid, %d] = $d;\n\t\t}\n", k, k)
 		fmt.Fprintf(&b, "\t\tprintf(%s, %s);\n\t}\n}\n\n", syntax.Quote(exitFmt), exitArgs)
 	}
+	b.WriteString(traceCleanup(specs))
 	src := b.String()
 	if stop := c.Stop(); stop != "" {
 		src += stop
@@ -390,6 +391,31 @@ func traceProgram(c *Common, specs []*traceSpec) (string, map[string]*traceRecor
 		src = strings.TrimSuffix(src, "\n")
 	}
 	return src, records
+}
+
+// maxCleanup bounds the calls a thread is inside when it ends that the
+// cleanup forgets; the verifier needs a bound.
+const maxCleanup = 64
+
+// traceCleanup is the probe that forgets the calls a thread was inside
+// when it ended, which never return (exit_group, do_exit): otherwise
+// they would stay in the maps, and enough of them would fill the maps
+// and keep later calls from being logged. It is "" when no target
+// returns.
+func traceCleanup(specs []*traceSpec) string {
+	var b strings.Builder
+	for k, s := range specs {
+		if s.Exit == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "\t$d = @__depth[tid, %d];\n\t$i = 0;\n\twhile ($d > 0 && $i < %d) {\n", k, maxCleanup)
+		fmt.Fprintf(&b, "\t\t$d = $d - 1;\n\t\t$i = $i + 1;\n\t\tdelete(@__start[tid, %d, $d]);\n\t}\n", k)
+		fmt.Fprintf(&b, "\tdelete(@__depth[tid, %d]);\n", k)
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "// A thread that ends inside calls never returns from them.\ntracepoint:sched:sched_process_exit {\n" + b.String() + "}\n\n"
 }
 
 // traceFields is the start of a record's format and arguments: the

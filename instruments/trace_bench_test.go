@@ -24,7 +24,7 @@ import (
 
 // startAttached runs kinst -v in the background until it has attached
 // n programs, and returns it and a function that stops it.
-func startAttached(b *testing.B, n int, args ...string) (*exec.Cmd, func()) {
+func startAttached(b testing.TB, n int, args ...string) (*exec.Cmd, func()) {
 	b.Helper()
 	// Last, where both kinst's options and an instrument's take it.
 	cmd := exec.Command(testenv.Kinst(b), append(args, "-v")...)
