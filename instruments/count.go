@@ -58,11 +58,16 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	var targets []Target
 	r := &attach.Resolver{Pid: c.Pid}
+	seen := map[string]bool{}
 	for _, p := range pos {
 		t, err := ParseTarget(p)
 		if err != nil {
 			return usageError("%v", err)
 		}
+		if seen[t.Entry] {
+			continue // attached twice, it would count twice
+		}
+		seen[t.Entry] = true
 		// Resolved here, a bad target fails in one sentence rather
 		// than as an error in the generated program.
 		if _, err := resolvePoint(r, t.Entry); err != nil {
@@ -109,7 +114,9 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return table.print(out, calls)
 		},
 		Lost: func(w io.Writer, n uint64) error {
-			_, err := fmt.Fprintf(w, "kinst count: %d interval tables lost: the output's reader fell behind\n", n)
+			// The tables come from running counts: the next one
+			// covers the calls of those lost.
+			_, err := fmt.Fprintf(w, "kinst count: %d interval tables lost, their calls are in the next\n", n)
 			return err
 		},
 	}

@@ -124,7 +124,8 @@ func TestCountInterval(t *testing.T) {
 func TestCountUprobe(t *testing.T) {
 	testenv.Require(t, testenv.Uprobe)
 	workload := testenv.Workload(t)
-	out, _, _ := runKinst(t, "count", "-c", workload+" call 5000", "uprobe:"+workload+":main.callee")
+	// Named twice, it is counted once.
+	out, _, _ := runKinst(t, "count", "-c", workload+" call 5000", "uprobe:"+workload+":main.callee", "uprobe:"+workload+":main.callee")
 	if got, want := timeLine.ReplaceAllString(out, ""), "FUNCTION           CALLS\nmain.callee         5000\n\n"; got != want {
 		t.Errorf("output:\n%s\nwant:\n%s", got, want)
 	}

@@ -92,10 +92,9 @@ type traceSpec struct {
 	// how it is rendered.
 	retval string
 	retFmt valueFormat
-	// wildcard is set for a target of several functions, whose records
-	// carry the probe that fired; otherwise entryProbe and exitProbe
-	// name the one probe of each.
-	wildcard              bool
+	// entryProbe and exitProbe name the probes of a single function;
+	// they are "" for a target of several, whose records carry the
+	// probe that fired.
 	entryProbe, exitProbe string
 }
 
@@ -107,8 +106,7 @@ type traceArg struct {
 	fmt  valueFormat
 }
 
-// valueFormat says how a logged integer is rendered; strings and stacks
-// render as what they are.
+// valueFormat says how a logged value is rendered.
 type valueFormat int
 
 const (
@@ -157,7 +155,6 @@ func traceSpecs(pos []string, c *Common, withArgs, withStack bool) ([]*traceSpec
 			return nil, fmt.Errorf("trace %s: %w", p, err)
 		}
 		wildcard := len(entry) > 1 || kernel.HasGlob(t.Entry)
-		s.wildcard = wildcard
 		if !wildcard {
 			s.entryProbe = entry[0].FullName()
 		}

@@ -62,7 +62,7 @@ func testLog(t testing.TB, json bool) (*traceLog, map[string]*codegen.Action) {
 			entryProbe: "tracepoint:syscalls:sys_enter_openat",
 			exitProbe:  "tracepoint:syscalls:sys_exit_openat",
 		},
-		{Target: Target{Spec: "tracepoint:sched:*", Entry: "tracepoint:sched:*"}, wildcard: true},
+		{Target: Target{Spec: "tracepoint:sched:*", Entry: "tracepoint:sched:*"}},
 	}
 	format := "text"
 	if json {
