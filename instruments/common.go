@@ -110,6 +110,7 @@ func (c *Common) Stop() string {
 // leave the output as kinst -e prints it.
 type Hooks struct {
 	Printf   func(w io.Writer, a *codegen.Action, args []output.Value) error
+	PrintMap func(w io.Writer, m *output.Map, top, div uint32) error
 	ExitMaps func(w io.Writer, maps []*output.Map) error
 	Lost     func(w io.Writer, n uint64) error
 }
@@ -159,9 +160,7 @@ func (c *Common) Run(ctx context.Context, name, src string, hooks Hooks, stdout,
 	if c.Format == "json" {
 		opts.Format = runtime.JSON
 	}
-	if hooks.Printf != nil {
-		opts.Printf = hooks.Printf
-	}
+	opts.Printf, opts.PrintMap = hooks.Printf, hooks.PrintMap
 	if hooks.ExitMaps != nil {
 		opts.ExitMaps = func(maps []*output.Map) error { return hooks.ExitMaps(w, maps) }
 	}

@@ -1,9 +1,7 @@
 package instruments
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -92,26 +90,16 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		out = f
 	}
 	table := &countTable{json: c.Format == "json", top: *top, last: map[string]uint64{}}
-	// The runtime prints what print() shows in its own format; the
-	// interval tables are read back from its JSON lines, so the run's
-	// own output is JSON whatever the user asked for.
+	// The tables go to out as they come, so the run's own output,
+	// which holds nothing else, is thrown away.
 	run := c
-	run.Output, run.Format = "", "json"
-	prints := &mapLines{print: func(calls map[string]uint64) error { return table.print(out, calls) }}
+	run.Output = ""
 	hooks := Hooks{
+		PrintMap: func(_ io.Writer, m *output.Map, _, _ uint32) error {
+			return table.print(out, callsOf([]*output.Map{m}))
+		},
 		ExitMaps: func(_ io.Writer, maps []*output.Map) error {
-			calls := map[string]uint64{}
-			for _, m := range maps {
-				if m.Name != countMap {
-					continue
-				}
-				for _, e := range m.Entries {
-					if len(e.Key) == 1 {
-						calls[e.Key[0].Text()] = e.Value.Uint()
-					}
-				}
-			}
-			return table.print(out, calls)
+			return table.print(out, callsOf(maps))
 		},
 		Lost: func(w io.Writer, n uint64) error {
 			// The tables come from running counts: the next one
@@ -120,11 +108,23 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		},
 	}
-	err = run.Run(ctx, "count", src, hooks, prints, stderr)
-	if err == nil {
-		err = prints.err
+	return run.Run(ctx, "count", src, hooks, io.Discard, stderr)
+}
+
+// callsOf reads the running counts per probe from the count map.
+func callsOf(maps []*output.Map) map[string]uint64 {
+	calls := map[string]uint64{}
+	for _, m := range maps {
+		if m.Name != countMap {
+			continue
+		}
+		for _, e := range m.Entries {
+			if len(e.Key) == 1 {
+				calls[e.Key[0].Text()] = e.Value.Uint()
+			}
+		}
 	}
-	return err
+	return calls
 }
 
 // countProgram counts the calls of every target per probe; with an
@@ -225,48 +225,4 @@ func (t *countTable) print(w io.Writer, calls map[string]uint64) error {
 	}
 	_, err := w.Write(b)
 	return err
-}
-
-// mapLines reads the maps that print() writes as JSON lines and hands
-// each one's running counts to print.
-type mapLines struct {
-	print   func(calls map[string]uint64) error
-	partial []byte
-	err     error // the first failure, reported when the run ends
-}
-
-func (m *mapLines) Write(p []byte) (int, error) {
-	m.partial = append(m.partial, p...)
-	for {
-		i := bytes.IndexByte(m.partial, '\n')
-		if i < 0 {
-			break
-		}
-		line := m.partial[:i]
-		if len(bytes.TrimSpace(line)) > 0 {
-			if err := m.line(line); err != nil && m.err == nil {
-				m.err = err
-			}
-		}
-		m.partial = m.partial[i+1:]
-	}
-	// Keep what is left in a buffer of its own, so the line buffer
-	// does not grow without bound.
-	m.partial = append([]byte(nil), m.partial...)
-	return len(p), nil
-}
-
-func (m *mapLines) line(line []byte) error {
-	var rec struct {
-		Type string                       `json:"type"`
-		Data map[string]map[string]uint64 `json:"data"`
-	}
-	if err := json.Unmarshal(line, &rec); err != nil || rec.Type != "map" {
-		return fmt.Errorf("count: unexpected output from the run: %s", line)
-	}
-	calls, ok := rec.Data[countMap]
-	if !ok {
-		return fmt.Errorf("count: unexpected output from the run: %s", line)
-	}
-	return m.print(calls)
 }

@@ -37,7 +37,11 @@ func (s *Session) handle(rec []byte) {
 	case codegen.ActPrintMap:
 		var m *output.Map
 		if m, err = s.readMap(a.Map); err == nil {
-			err = s.w.Map(m, uint32(a.Top), uint32(a.Div))
+			if s.opts.PrintMap != nil {
+				err = s.opts.PrintMap(s.buf, m, uint32(a.Top), uint32(a.Div))
+			} else {
+				err = s.w.Map(m, uint32(a.Top), uint32(a.Div))
+			}
 		}
 	case codegen.ActPrintValue:
 		err = s.w.Value(s.dec.value(a.Args.Elems[0], body[a.Args.Offsets[0]:], asValue))

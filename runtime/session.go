@@ -53,6 +53,9 @@ type Options struct {
 	// ExitMaps, when set, receives the maps at exit in place of the
 	// output writer, which prints them as bpftrace does.
 	ExitMaps func(maps []*output.Map) error
+	// PrintMap, when set, receives each map print() prints, with its
+	// top and divisor, in place of the writer; it writes to w as Printf.
+	PrintMap func(w io.Writer, m *output.Map, top, div uint32) error
 	// Lost, when set, receives each report of lost records in place of
 	// the writer's "Lost N events" line.
 	Lost func(n uint64) error
