@@ -129,11 +129,15 @@ func (c *Common) Run(ctx context.Context, name, src string, hooks Hooks, stdout,
 			return fmt.Errorf("-c: %w", err)
 		}
 	}
-	out, err := pipeline.Compile(name, []byte(src), &pipeline.Options{
+	popts := &pipeline.Options{
 		Pid:    c.Pid,
 		Unsafe: c.Unsafe,
 		Cpid:   c.Command != "",
-	})
+	}
+	if err := popts.FromEnv(); err != nil {
+		return err
+	}
+	out, err := pipeline.Compile(name, []byte(src), popts)
 	if err != nil {
 		return err
 	}

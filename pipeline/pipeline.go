@@ -3,7 +3,9 @@ package pipeline
 import (
 	"fmt"
 	"io"
+	"os"
 	"sort"
+	"strconv"
 
 	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/check"
@@ -29,6 +31,42 @@ type Options struct {
 	// or "all".
 	Dump   io.Writer
 	Stages string
+}
+
+// FromEnv reads the settings users give through the environment: the
+// string length, the map size (under bpftrace's names too) and the ring
+// buffer's size.
+func (o *Options) FromEnv() error {
+	var err error
+	if o.StrLen, err = envInt(0, "KINST_STRLEN", "BPFTRACE_STRLEN"); err != nil {
+		return err
+	}
+	if o.MapEntries, err = envInt(0, "KINST_MAP_KEYS_MAX", "BPFTRACE_MAP_KEYS_MAX"); err != nil {
+		return err
+	}
+	kb, err := envInt(0, "KINST_BUFFER_KB")
+	if err != nil || kb != 0 && (kb < 4 || kb&(kb-1) != 0) {
+		return fmt.Errorf("KINST_BUFFER_KB must be a power of two of at least 4")
+	}
+	o.EventsSize = kb << 10
+	return nil
+}
+
+// envInt reads the first of names that is set, as a positive integer,
+// or def when none is.
+func envInt(def int, names ...string) (int, error) {
+	for _, n := range names {
+		v := os.Getenv(n)
+		if v == "" {
+			continue
+		}
+		i, err := strconv.Atoi(v)
+		if err != nil || i < 1 {
+			return 0, fmt.Errorf("%s=%q is not a positive integer", n, v)
+		}
+		return i, nil
+	}
+	return def, nil
 }
 
 // ValidStage reports whether s names stages to print.

@@ -21,7 +21,6 @@ import (
 	"strconv"
 	"strings"
 
-	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/instruments"
 	"kinst.dev/kinst/pipeline"
@@ -162,34 +161,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	strLen, err := envInt(check.DefaultStrLen, "KINST_STRLEN", "BPFTRACE_STRLEN")
-	if err != nil {
+	popts := &pipeline.Options{
+		Params: params,
+		Pid:    *pid,
+		Unsafe: *unsafe,
+		Cpid:   len(argv) > 0,
+		Force:  force,
+		Dump:   stderr,
+		Stages: *debug,
+	}
+	if err := popts.FromEnv(); err != nil {
 		fmt.Fprintf(stderr, "kinst: %v\n", err)
 		return 2
 	}
-	mapKeys, err := envInt(codegen.DefaultMapEntries, "KINST_MAP_KEYS_MAX", "BPFTRACE_MAP_KEYS_MAX")
-	if err != nil {
-		fmt.Fprintf(stderr, "kinst: %v\n", err)
-		return 2
-	}
-	bufKB, err := envInt(codegen.DefaultEventsSize>>10, "KINST_BUFFER_KB")
-	if err != nil || bufKB < 4 || bufKB&(bufKB-1) != 0 {
-		fmt.Fprintf(stderr, "kinst: KINST_BUFFER_KB must be a power of two of at least 4\n")
-		return 2
-	}
-
-	out, err := pipeline.Compile(name, src, &pipeline.Options{
-		Params:     params,
-		Pid:        *pid,
-		Unsafe:     *unsafe,
-		Cpid:       len(argv) > 0,
-		StrLen:     strLen,
-		MapEntries: mapKeys,
-		EventsSize: bufKB << 10,
-		Force:      force,
-		Dump:       stderr,
-		Stages:     *debug,
-	})
+	out, err := pipeline.Compile(name, src, popts)
 	if err != nil {
 		return report(err, *verbose, stderr)
 	}
@@ -270,22 +255,6 @@ func source(prog string, rest []string) (name string, src []byte, params []strin
 	}
 	src, err = os.ReadFile(rest[0])
 	return rest[0], src, rest[1:], err
-}
-
-// envInt reads the first of names that is set, as a positive integer.
-func envInt(def int, names ...string) (int, error) {
-	for _, n := range names {
-		v := os.Getenv(n)
-		if v == "" {
-			continue
-		}
-		i, err := strconv.Atoi(v)
-		if err != nil || i < 1 {
-			return 0, fmt.Errorf("%s=%q is not a positive integer", n, v)
-		}
-		return i, nil
-	}
-	return def, nil
 }
 
 // report prints err as users should see it and returns the exit status.
