@@ -66,23 +66,26 @@ func Check(prog *syntax.Program, conf *Config) (*Program, error) {
 	}
 	c.assigned = assignedMaps(prog)
 	// Map types settle over passes; only the last pass reports errors.
-	// A map read before any pass has typed it is left untyped until the
-	// last pass, which is strict about it.
+	// A map read before any pass has typed it is left untyped; when the
+	// passes stop making progress with such a map still untyped (it is
+	// only assigned values computed from itself), it is taken to hold
+	// int64, as bpftrace does, and the passes go on.
 	for pass := 0; ; pass++ {
-		c.changed, c.pending = false, false
+		c.changed, c.pending, c.pendingAt = false, false, nil
 		c.errs = nil
 		c.prog.Probes = c.prog.Probes[:0]
 		for _, u := range units {
 			c.checkProbe(u)
 		}
-		if c.strict || pass == maxPasses-1 {
+		if !c.changed && !c.pending {
+			break
+		}
+		if pass == maxPasses-1 {
+			c.unresolved()
 			break
 		}
 		if !c.changed {
-			if !c.pending {
-				break
-			}
-			c.strict = true
+			c.defaultInts = true
 		}
 	}
 	if len(c.errs) > 0 {
@@ -99,7 +102,10 @@ type checker struct {
 	errs    syntax.ErrorList
 	changed bool // a map's type changed during this pass
 	pending bool // a map assigned somewhere was read before it had a type
-	strict  bool // the last pass: reading an untyped map is an error
+	// defaultInts types such maps int64 when they are read.
+	defaultInts bool
+	// pendingAt holds the reads of untyped maps in this pass.
+	pendingAt []*syntax.MapExpr
 	// assigned names the maps the program assigns somewhere.
 	assigned map[string]bool
 	// vars keeps variable types across passes, widened by every
@@ -204,6 +210,13 @@ func sameContext(a, b *Target) bool {
 		}
 	}
 	return true
+}
+
+// unresolved reports the maps still without a type after the last pass.
+func (c *checker) unresolved() {
+	for _, x := range c.pendingAt {
+		c.errorf(x, "the type of @%s cannot be worked out", x.Name)
+	}
 }
 
 // assignedMaps names the maps a program assigns or increments.

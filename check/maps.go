@@ -162,14 +162,16 @@ func (c *checker) useMap(x *syntax.MapExpr, value *Type, write bool) *Map {
 	if m == nil {
 		if value == nil {
 			switch {
-			case c.assigned[x.Name] && !c.strict:
-				c.pending = true
+			case c.assigned[x.Name] && c.defaultInts:
+				value = TInt64
 			case c.assigned[x.Name]:
-				c.errorf(x, "the type of @%s cannot be worked out: every value assigned to it comes from maps without a type yet", x.Name)
+				c.pending = true
+				c.pendingAt = append(c.pendingAt, x)
+				return nil
 			default:
 				c.errorf(x, "map @%s is read but never assigned", x.Name)
+				return nil
 			}
-			return nil
 		}
 		m = &Map{Name: x.Name, Keys: keys, Value: value, Pos: x.Pos()}
 		m.Key = keyOf(keys)
