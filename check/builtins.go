@@ -40,7 +40,7 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 	case "comm":
 		return StrType(16)
 	case "username":
-		return StrType(32)
+		return TUser
 	case "probe":
 		return TProbe
 	case "cpid":

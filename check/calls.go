@@ -220,6 +220,8 @@ func OutputKind(t *Type) output.Kind {
 		return output.KindInet
 	case ProbeName:
 		return output.KindProbe
+	case Username:
+		return output.KindUsername
 	case Count:
 		return output.KindCount
 	case Sum:

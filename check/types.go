@@ -26,6 +26,7 @@ const (
 	Buffer                // raw bytes printed with escapes, from buf()
 	ProbeName             // the probe builtin: a target index printed as its full name
 	FuncName              // the func builtin: a target index printed as its function
+	Username              // the username builtin: a uid printed as its user name
 	// Aggregations: values only maps hold; each CPU keeps its own part.
 	Count
 	Sum
@@ -113,6 +114,7 @@ var (
 	TCount  = &Type{Kind: Count, Size: 8}
 	TProbe  = &Type{Kind: ProbeName, Size: 8}
 	TFunc   = &Type{Kind: FuncName, Size: 8}
+	TUser   = &Type{Kind: Username, Size: 8}
 )
 
 // IntType returns the integer type of the given size and sign.
@@ -200,7 +202,7 @@ func (t *Type) IsInt() bool {
 // living in memory (strings, tuples, records, usym and inet values).
 func (t *Type) InRegister() bool {
 	switch t.Kind {
-	case Int, Ptr, Ksym, Stack, ProbeName, FuncName, Count, Sum, Min, Max:
+	case Int, Ptr, Ksym, Stack, ProbeName, FuncName, Username, Count, Sum, Min, Max:
 		return true
 	}
 	return false
@@ -278,7 +280,7 @@ func (t *Type) String() string {
 
 var kindNames = map[Kind]string{
 	Ksym: "ksym", Usym: "usym", Inet: "inet", Buffer: "buffer",
-	ProbeName: "probe", FuncName: "func",
+	ProbeName: "probe", FuncName: "func", Username: "username",
 	Count: "count", Sum: "sum", Min: "min", Max: "max", Avg: "avg",
 	Stats: "stats", Hist: "hist", Lhist: "lhist",
 }

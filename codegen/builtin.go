@@ -32,7 +32,7 @@ func (g *gen) builtin(id *syntax.Ident) operand {
 		return g.helperResult(asm.FnGetCurrentPidTgid, asm.RSh.Imm(asm.R0, 32))
 	case "tid":
 		return g.helperResult(asm.FnGetCurrentPidTgid, asm.Mov.Reg32(asm.R0, asm.R0))
-	case "uid":
+	case "uid", "username":
 		return g.helperResult(asm.FnGetCurrentUidGid, asm.Mov.Reg32(asm.R0, asm.R0))
 	case "gid":
 		return g.helperResult(asm.FnGetCurrentUidGid, asm.RSh.Imm(asm.R0, 32))

@@ -3,6 +3,8 @@ package runtime
 import (
 	"bytes"
 	"encoding/binary"
+	"os/user"
+	"strconv"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -113,6 +115,8 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		return output.Probe(d.target(le.Uint64(b)).FullName())
 	case check.FuncName:
 		return output.String(d.target(le.Uint64(b)).Func)
+	case check.Username:
+		return output.Username(username(le.Uint64(b)))
 	case check.Stack:
 		return d.stack(t, le.Uint64(b))
 	}
@@ -179,4 +183,12 @@ func (d *decoder) stack(t *check.Type, v uint64) output.Value {
 		return output.Ustack(mode, frames)
 	}
 	return output.Kstack(mode, frames)
+}
+
+// username names a uid as /etc/passwd does, or gives the number.
+func username(uid uint64) string {
+	if u, err := user.LookupId(strconv.FormatUint(uid, 10)); err == nil {
+		return u.Username
+	}
+	return strconv.FormatUint(uid, 10)
 }
