@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -25,23 +24,13 @@ func init() {
 }
 
 func blocks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("kinst blocks", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var c Common
-	c.AddFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: kinst blocks FUNC [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-o FILE] [-f text|json] [-q] [--show]")
-		fs.PrintDefaults()
-	}
-	pos, err := ParseFlags(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
+	fs := c.Flags("blocks", stderr,
+		"usage: kinst blocks FUNC [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-o FILE] [-f text|json] [-q] [--show]",
+	)
+	pos, err := c.Parse(fs, args)
 	if err != nil {
-		return usageError("%v", err)
-	}
-	if err := c.Check(); err != nil {
-		return usageError("%v", err)
+		return err
 	}
 	if len(pos) != 1 {
 		return usageError("name one kernel function")

@@ -48,6 +48,34 @@ func (c *Common) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Unsafe, "unsafe", false, "allow changing the system")
 }
 
+// Flags makes an instrument's option set, with the common options and a
+// usage message of the given lines followed by the options.
+func (c *Common) Flags(name string, stderr io.Writer, usage ...string) *flag.FlagSet {
+	fs := flag.NewFlagSet("kinst "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.AddFlags(fs)
+	fs.Usage = func() {
+		for _, l := range usage {
+			fmt.Fprintln(stderr, l)
+		}
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// Parse parses an instrument's command line, wherever the options are,
+// checks the common options, and returns the positional arguments.
+func (c *Common) Parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	pos, err := ParseFlags(fs, args)
+	if err != nil {
+		return nil, usageError("%v", err)
+	}
+	if err := c.Check(); err != nil {
+		return nil, usageError("%v", err)
+	}
+	return pos, nil
+}
+
 // Check validates the common options.
 func (c *Common) Check() error {
 	if c.Format != "text" && c.Format != "json" {

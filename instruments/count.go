@@ -2,7 +2,6 @@ package instruments
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,23 +26,16 @@ func init() {
 const countMap = "@calls"
 
 func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("kinst count", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var c Common
-	c.AddFlags(fs)
+	fs := c.Flags("count", stderr,
+		"usage: kinst count PATTERN... [--interval D] [--top N] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-f text|json] [-o FILE] [--show]",
+		"PATTERN is a kernel function or wildcard (vfs_*, kprobe:tcp_*), uprobe:PATH:FUNC, syscall:NAME or tracepoint:CAT:NAME, with * wildcards",
+	)
 	interval := fs.Duration("interval", 0, "print the calls of each interval, for example 1s, instead of the total at the end")
 	top := fs.Int("top", 0, "print only the `N` most called")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: kinst count PATTERN... [--interval D] [--top N] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-f text|json] [-o FILE] [--show]")
-		fmt.Fprintln(stderr, "PATTERN is a kernel function or wildcard (vfs_*, kprobe:tcp_*), uprobe:PATH:FUNC, syscall:NAME or tracepoint:CAT:NAME, with * wildcards")
-		fs.PrintDefaults()
-	}
-	pos, err := ParseFlags(fs, args)
+	pos, err := c.Parse(fs, args)
 	if err != nil {
-		return usageError("%v", err)
-	}
-	if err := c.Check(); err != nil {
-		return usageError("%v", err)
+		return err
 	}
 	if len(pos) == 0 {
 		return usageError("name at least one function or pattern to count")

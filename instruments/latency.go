@@ -2,7 +2,6 @@ package instruments
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"regexp"
@@ -21,22 +20,15 @@ func init() {
 }
 
 func latency(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("kinst latency", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var c Common
-	c.AddFlags(fs)
+	fs := c.Flags("latency", stderr,
+		"usage: kinst latency FUNC... [--per-process] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-f text|json] [-o FILE] [--show]",
+		"FUNC is a kernel function (vfs_read, kprobe:vfs_*), uprobe:PATH:FUNC, syscall:NAME or a tracepoint:syscalls:sys_enter_NAME",
+	)
 	perProcess := fs.Bool("per-process", false, "keep the times per process as well as per function")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: kinst latency FUNC... [--per-process] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-f text|json] [-o FILE] [--show]")
-		fmt.Fprintln(stderr, "FUNC is a kernel function (vfs_read, kprobe:vfs_*), uprobe:PATH:FUNC, syscall:NAME or a tracepoint:syscalls:sys_enter_NAME")
-		fs.PrintDefaults()
-	}
-	pos, err := ParseFlags(fs, args)
+	pos, err := c.Parse(fs, args)
 	if err != nil {
-		return usageError("%v", err)
-	}
-	if err := c.Check(); err != nil {
-		return usageError("%v", err)
+		return err
 	}
 	if len(pos) == 0 {
 		return usageError("name at least one function to time")

@@ -3,7 +3,6 @@ package instruments
 import (
 	"bufio"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -30,22 +29,15 @@ func init() {
 const errorInjectionList = "/sys/kernel/debug/error_injection/list"
 
 func nullify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("kinst nullify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var c Common
-	c.AddFlags(fs)
+	fs := c.Flags("nullify", stderr,
+		"usage: kinst nullify FUNC --return VALUE --unsafe [--pid PID] [--comm NAME] [-c CMD] [--if EXPR] [--duration D] [-q] [--show]",
+	)
 	ret := fs.String("return", "", "the `VALUE` the function returns instead")
 	cond := fs.String("if", "", "only calls where this kinst `EXPRESSION` holds, e.g. 'str(args.file->f_path.dentry->d_name.name) == \"secret\"'")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: kinst nullify FUNC --return VALUE --unsafe [--pid PID] [--comm NAME] [-c CMD] [--if EXPR] [--duration D] [-q] [--show]")
-		fs.PrintDefaults()
-	}
-	pos, err := ParseFlags(fs, args)
+	pos, err := c.Parse(fs, args)
 	if err != nil {
-		return usageError("%v", err)
-	}
-	if err := c.Check(); err != nil {
-		return usageError("%v", err)
+		return err
 	}
 	if len(pos) != 1 {
 		return usageError("name one kernel function to nullify")

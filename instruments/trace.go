@@ -2,7 +2,6 @@ package instruments
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -26,23 +25,16 @@ func init() {
 }
 
 func trace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("kinst trace", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var c Common
-	c.AddFlags(fs)
+	fs := c.Flags("trace", stderr,
+		"usage: kinst trace FUNC... [--args] [--stack] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-f text|json] [-o FILE] [-q] [--show]",
+		"FUNC is a kernel function (vfs_read, kprobe:vfs_*, fentry:vfs_read), uprobe:PATH:FUNC, syscall:NAME or tracepoint:CAT:NAME",
+	)
 	withArgs := fs.Bool("args", false, "log each call's arguments, typed where the kernel describes them")
 	withStack := fs.Bool("stack", false, "log the stack of each call (the user stack for uprobes)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: kinst trace FUNC... [--args] [--stack] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-f text|json] [-o FILE] [-q] [--show]")
-		fmt.Fprintln(stderr, "FUNC is a kernel function (vfs_read, kprobe:vfs_*, fentry:vfs_read), uprobe:PATH:FUNC, syscall:NAME or tracepoint:CAT:NAME")
-		fs.PrintDefaults()
-	}
-	pos, err := ParseFlags(fs, args)
+	pos, err := c.Parse(fs, args)
 	if err != nil {
-		return usageError("%v", err)
-	}
-	if err := c.Check(); err != nil {
-		return usageError("%v", err)
+		return err
 	}
 	if len(pos) == 0 {
 		return usageError("name at least one function to trace")
