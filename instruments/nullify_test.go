@@ -1,18 +1,15 @@
 package instruments_test
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"kinst.dev/kinst/internal/testenv"
 	"kinst.dev/kinst/kernel"
@@ -59,48 +56,6 @@ func tempFile(t *testing.T, name string) string {
 	return path
 }
 
-// background starts kinst and returns once it reports its probes
-// attached (it must run with -v), with its stdout.
-func background(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
-	t.Helper()
-	cmd := exec.Command(testenv.Kinst(t), args...)
-	// Read stdout only after cmd.Wait: until then kinst writes to it.
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	attached := make(chan string, 1)
-	go func() {
-		var all strings.Builder
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			all.WriteString(sc.Text() + "\n")
-			if strings.HasPrefix(sc.Text(), "kinst: attached ") {
-				attached <- ""
-				io.Copy(io.Discard, stderr)
-				return
-			}
-		}
-		attached <- all.String()
-	}()
-	select {
-	case msg := <-attached:
-		if msg != "" {
-			cmd.Wait()
-			t.Fatalf("kinst stopped before attaching:\n%s", msg)
-		}
-	case <-time.After(time.Minute):
-		cmd.Process.Kill()
-		t.Fatal("kinst did not attach within a minute")
-	}
-	return cmd, &stdout
-}
-
 // TestNullify makes the opens of one process fail with EACCES while
 // another process opens the same file, then kills kinst with SIGKILL:
 // the kernel detaches the program with the process, and opens work again.
@@ -110,7 +65,7 @@ func TestNullify(t *testing.T) {
 	if got := openStatus(t, path); got != 0 {
 		t.Fatalf("before nullify, open failed with errno %d", got)
 	}
-	cmd, stdout := background(t, "nullify", "security_file_open", "--return", "-13", "--comm", "workload", "--unsafe", "-v")
+	cmd, stdout, _ := startAttached(t, 1, "nullify", "security_file_open", "--return", "-13", "--comm", "workload", "--unsafe")
 	if got := openStatus(t, path); got != int(syscall.EACCES) {
 		t.Errorf("nullified open failed with errno %d, want %d", got, syscall.EACCES)
 	}

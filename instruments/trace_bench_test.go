@@ -2,6 +2,7 @@ package instruments_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,11 +24,14 @@ import (
 )
 
 // startAttached runs kinst -v in the background until it has attached
-// n programs, and returns it and a function that stops it.
-func startAttached(b testing.TB, n int, args ...string) (*exec.Cmd, func()) {
+// n programs, and returns it, its standard output (to read only after
+// cmd.Wait, until when kinst writes to it) and a function that stops it.
+func startAttached(b testing.TB, n int, args ...string) (*exec.Cmd, *bytes.Buffer, func()) {
 	b.Helper()
 	// Last, where both kinst's options and an instrument's take it.
 	cmd := exec.Command(testenv.Kinst(b), append(args, "-v")...)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -61,7 +65,7 @@ func startAttached(b testing.TB, n int, args ...string) (*exec.Cmd, func()) {
 		cmd.Process.Kill()
 		b.Fatalf("kinst %q did not attach", args)
 	}
-	return cmd, func() {
+	return cmd, &stdout, func() {
 		cmd.Process.Signal(syscall.SIGINT)
 		cmd.Wait()
 	}
@@ -163,7 +167,7 @@ func traceCost(b *testing.B, entry, exit, target string) {
 	// cost returns what a call costs more with kinst running, and the
 	// mean run time of its programs.
 	cost := func(n int, args ...string) (added, run float64) {
-		cmd, stop := startAttached(b, n, args...)
+		cmd, _, stop := startAttached(b, n, args...)
 		defer stop()
 		added = perCall(b, calls) - bare
 		total, runs := programRuns(b, cmd.Process.Pid)

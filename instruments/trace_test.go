@@ -515,7 +515,7 @@ func TestTraceThreadsEnd(t *testing.T) {
 	const threads = 5000 // more than the maps' 4096 elements
 	file := filepath.Join(t.TempDir(), "log")
 	// Five programs: the entries and exits of both, and the cleanup.
-	_, stop := startAttached(t, 5, "trace", "-f", "json", "-o", file, "--comm", workloadComm(t), "syscall:exit", "syscall:getppid")
+	_, _, stop := startAttached(t, 5, "trace", "-f", "json", "-o", file, "--comm", workloadComm(t), "syscall:exit", "syscall:getppid")
 	for _, args := range [][]string{{"threads", strconv.Itoa(threads)}, {"getppid", "3"}} {
 		if out, err := exec.Command(testenv.Workload(t), args...).CombinedOutput(); err != nil {
 			stop()
