@@ -161,10 +161,11 @@ func (s *Session) decodeKey(gm *codegen.Map, key []byte, keyed bool) []output.Va
 	if !keyed {
 		return nil
 	}
-	kt := check.TupleType(gm.Keys)
+	// The stored key lays the keys out first; hist and lhist only add
+	// the bucket after them.
 	vals := make([]output.Value, len(gm.Keys))
 	for i, t := range gm.Keys {
-		vals[i] = s.dec.value(t, key[kt.Offsets[i]:], asKey)
+		vals[i] = s.dec.value(t, key[gm.Key.Offsets[i]:], asKey)
 	}
 	return vals
 }
