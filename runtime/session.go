@@ -87,13 +87,11 @@ type Session struct {
 	loaded []*codegen.Program
 	cmd    *command
 
-	stopping atomic.Bool // a signal, the command's end or exit()
-	exited   bool        // exit() was called
-	lost     uint64      // lost records already reported
-	args     []byteArgs  // per-action reusable argument slices
+	stopping atomic.Bool      // a signal, the command's end or exit()
+	exited   bool             // exit() was called
+	lost     uint64           // lost records already reported
+	args     [][]output.Value // per action, the decoded arguments, reused
 }
-
-type byteArgs = []output.Value
 
 // ErrLoad wraps failures to load programs into the kernel.
 var ErrLoad = errors.New("load")
@@ -102,7 +100,7 @@ var ErrLoad = errors.New("load")
 // signal arrives or ctx is done. Whatever happens, probes are detached
 // and maps printed before it returns.
 func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
-	s := &Session{out: out, opts: opts, args: make([]byteArgs, len(out.Actions))}
+	s := &Session{out: out, opts: opts, args: make([][]output.Value, len(out.Actions))}
 	if opts.Stderr == nil {
 		opts.Stderr = os.Stderr
 	}
