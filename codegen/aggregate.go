@@ -82,7 +82,6 @@ func (g *gen) aggregate(x *syntax.MapExpr, call *syntax.CallExpr, c *check.Call)
 		g.place(keep)
 	}
 	g.place(done)
-	g.emit(asm.Mov.Reg(asm.R0, asm.R0))
 	g.free(arg)
 }
 

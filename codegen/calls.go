@@ -35,7 +35,6 @@ func (g *gen) emitRecord(rec mem) {
 		asm.StoreXAdd(asm.R1, asm.R2, asm.DWord),
 	)
 	g.place(ok)
-	g.emit(asm.Mov.Reg(asm.R0, asm.R0))
 }
 
 // record allocates a record for action a and writes its header.
@@ -160,7 +159,6 @@ func (g *gen) join(x *syntax.CallExpr, c *check.Call) {
 		g.call(readStrHelper(c.Space))
 	}
 	g.place(done)
-	g.emit(asm.Mov.Reg(asm.R0, asm.R0))
 	g.free(base)
 	g.emitRecord(rec)
 }
@@ -307,7 +305,6 @@ func (g *gen) truncateStr(dst mem, n operand) {
 		g.emit(asm.JGT.Imm(r, int32(i), skip), asm.StoreImm(dst.base, dst.off+int16(i), 0, asm.Byte))
 		g.place(skip)
 	}
-	g.emit(asm.Mov.Reg(asm.R0, asm.R0))
 	g.free(n)
 }
 

@@ -212,7 +212,6 @@ func (g *gen) signedDiv(op syntax.Token, r asm.Register) {
 	}
 	g.emit(asm.JEq.Imm(asm.R3, 0, l3), asm.Neg.Imm(r, 0))
 	g.place(l3)
-	g.emit(asm.Mov.Reg(r, r)) // carries l3
 }
 
 // signedDivConst divides r by a positive constant with C's signed
@@ -229,7 +228,6 @@ func (g *gen) signedDivConst(op syntax.Token, r asm.Register, d int32) {
 	g.place(neg)
 	g.emit(asm.Neg.Imm(r, 0), alu.Imm(r, d), asm.Neg.Imm(r, 0))
 	g.place(done)
-	g.emit(asm.Mov.Reg(r, r)) // carries the label
 }
 
 // compare materializes a comparison as 0 or 1.
@@ -465,7 +463,6 @@ func (g *gen) memInto(x syntax.Expr, dst mem, t *check.Type) {
 		g.place(els)
 		g.memInto(x.Y, dst, t)
 		g.place(done)
-		g.emit(asm.Mov.Reg(asm.R0, asm.R0)) // carries the label
 		return
 	case *syntax.FieldExpr, *syntax.IndexExpr, *syntax.UnaryExpr:
 		pl := g.placeOf(x)

@@ -76,7 +76,6 @@ func (g *gen) mapReadMem(x *syntax.MapExpr, dst mem, t *check.Type) {
 	g.place(missing)
 	g.zero(dst)
 	g.place(done)
-	g.emit(asm.Mov.Reg(asm.R0, asm.R0))
 }
 
 func (g *gen) assignMap(x *syntax.MapExpr, s *syntax.AssignStmt) {
@@ -187,7 +186,6 @@ func (g *gen) modify(x *syntax.MapExpr, m *Map, op syntax.Token, rhs operand, rt
 	g.emit(asm.StoreMem(asm.R10, v.off, asm.R1, asm.DWord))
 	g.update(m, k, mem{base: asm.R10, off: v.off, size: vt.Size}, updateAny)
 	g.place(done)
-	g.emit(asm.Mov.Reg(asm.R0, asm.R0))
 	g.free(rhs)
 	return result
 }

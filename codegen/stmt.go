@@ -155,7 +155,6 @@ func (g *gen) stmt(s syntax.Stmt, lp *loop) {
 			g.stmt(s.Else, lp)
 			g.place(done)
 		}
-		g.emit(asm.Mov.Reg(asm.R0, asm.R0)) // the join point carries the labels
 	case *syntax.UnrollStmt:
 		n := int(g.p.Consts[s.Count].Int)
 		for i := 0; i < n; i++ {
@@ -176,7 +175,6 @@ func (g *gen) stmt(s syntax.Stmt, lp *loop) {
 		g.block(s.Body, l)
 		g.emit(asm.Ja.Label(l.cont))
 		g.place(l.brk)
-		g.emit(asm.Mov.Reg(asm.R0, asm.R0))
 	case *syntax.JumpStmt:
 		switch s.Tok {
 		case syntax.RETURN:
