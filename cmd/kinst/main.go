@@ -23,6 +23,7 @@ import (
 
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/instruments"
+	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/runtime"
 	"kinst.dev/kinst/syntax"
@@ -174,6 +175,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kinst: %v\n", err)
 		return 2
 	}
+	if err := inject.Check(); err != nil {
+		fmt.Fprintf(stderr, "kinst: %v\n", err)
+		return 2
+	}
+	// Until the run catches signals, SIGINT and SIGTERM end kinst as
+	// they end any process: nothing is in the kernel yet.
+	inject.Delay(context.Background(), inject.Compile)
 	out, err := pipeline.Compile(name, src, popts)
 	if err != nil {
 		return report(err, *verbose, stderr)
@@ -192,15 +200,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *dryRun {
 		return report(runtime.Load(out, &runtime.Options{Stderr: stderr, Verbose: *verbose}), *verbose, stderr)
 	}
+	// bpftrace prints the line when the variable is set, even empty.
+	_, notify := os.LookupEnv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")
 	err = runtime.Run(context.Background(), out, &runtime.Options{
-		Out:     w,
-		Format:  rf,
-		Stdout:  stdout,
-		Stderr:  stderr,
-		Quiet:   *quiet,
-		Verbose: *verbose,
-		Command: argv,
-		Pid:     *pid,
+		Out:            w,
+		Format:         rf,
+		Stdout:         stdout,
+		Stderr:         stderr,
+		Quiet:          *quiet,
+		Verbose:        *verbose,
+		Command:        argv,
+		Pid:            *pid,
+		NotifyAttached: notify,
 	})
 	return report(err, *verbose, stderr)
 }
@@ -265,7 +276,10 @@ func report(err error, verbose bool, stderr io.Writer) int {
 	var list syntax.ErrorList
 	var ve *runtime.VerifierError
 	var ee exitError
+	var ie *runtime.InterruptError
 	switch {
+	case errors.As(err, &ie):
+		runtime.ExitBySignal(ie.Signal)
 	case errors.As(err, &list):
 		fmt.Fprintln(stderr, list.Detail())
 	case errors.As(err, &ve):
