@@ -23,6 +23,11 @@ type Resolver struct {
 	Pid int
 	// StrLen is the size of tracepoint __data_loc strings.
 	StrLen int
+
+	// files holds the files uprobes were resolved in, by path: a
+	// program of hundreds of probes on one library reads and indexes
+	// its symbols once, not once per probe.
+	files map[string]*elfsym.File
 }
 
 // Tracepoint targets a tracepoint.
@@ -236,9 +241,15 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := elfsym.Open(path)
-	if err != nil {
-		return nil, err
+	f := r.files[path]
+	if f == nil {
+		if f, err = elfsym.Open(path); err != nil {
+			return nil, err
+		}
+		if r.files == nil {
+			r.files = map[string]*elfsym.File{}
+		}
+		r.files[path] = f
 	}
 	ret := ap.Provider == "uretprobe"
 	target := func(sym string, off uint64) *check.Target {

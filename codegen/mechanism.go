@@ -171,15 +171,17 @@ func (m Mechanism) regsContext() bool {
 	return false
 }
 
+// targetFile is the file a uprobe target is in.
+func targetFile(t *check.Target) string {
+	file, _, _ := strings.Cut(t.Name, ":")
+	return file
+}
+
 // sameFile reports whether uprobe targets are all in one file, which a
 // uprobe.multi link requires.
 func sameFile(targets []*check.Target) bool {
-	path := func(t *check.Target) string {
-		file, _, _ := strings.Cut(t.Name, ":")
-		return file
-	}
 	for _, t := range targets[1:] {
-		if path(t) != path(targets[0]) {
+		if targetFile(t) != targetFile(targets[0]) {
 			return false
 		}
 	}
