@@ -196,8 +196,8 @@ func (p *perfLink) Close() error {
 	return errors.Join(err, unix.Close(p.fd))
 }
 
-// attachPerf opens a software clock event per CPU (profile) or on CPU 0
-// (interval) and attaches prog to each.
+// attachPerf opens the event on every CPU (profile, software, hardware) or
+// on CPU 0 (interval) and attaches prog to each.
 func attachPerf(prog *ebpf.Program, ev PerfEvent) (links []io.Closer, err error) {
 	cpus := []int{0}
 	if ev.AllCPUs {
@@ -208,8 +208,8 @@ func attachPerf(prog *ebpf.Program, ev PerfEvent) (links []io.Closer, err error)
 	}
 	for _, cpu := range cpus {
 		attr := unix.PerfEventAttr{
-			Type:   unix.PERF_TYPE_SOFTWARE,
-			Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+			Type:   ev.Type,
+			Config: ev.Config,
 			Size:   uint32(unsafeSizeofPerfAttr),
 		}
 		if ev.Freq != 0 {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -22,13 +23,15 @@ var listers = map[string]func(w *bufio.Writer, pattern string, verbose bool) err
 	"fexit":         listFuncs("fexit"),
 	"uprobe":        listUprobes("uprobe"),
 	"uretprobe":     listUprobes("uretprobe"),
+	"software":      listPerf("software", softwareEvents),
+	"hardware":      listPerf("hardware", hardwareEvents),
 }
 
 // providerAliases maps the short and old provider names -l accepts.
 var providerAliases = map[string]string{
 	"t": "tracepoint", "rt": "rawtracepoint", "k": "kprobe", "kr": "kretprobe",
 	"f": "fentry", "fr": "fexit", "kfunc": "fentry", "kretfunc": "fexit",
-	"u": "uprobe", "ur": "uretprobe",
+	"u": "uprobe", "ur": "uretprobe", "s": "software", "h": "hardware",
 }
 
 // List writes the probes matching pattern, one full name per line; with
@@ -53,7 +56,7 @@ func List(w io.Writer, pattern string, verbose bool) error {
 		provider = full
 	}
 	if kernel.HasGlob(provider) {
-		for p := range listers {
+		for _, p := range slices.Sorted(maps.Keys(listers)) {
 			if kernel.Match(provider, p) {
 				if err := listers[p](bw, rest, verbose); err != nil {
 					return err

@@ -67,6 +67,8 @@ func (c *compiler) choose(p *check.Probe) (Mechanism, string) {
 		return MechRawTracepoint, "raw tracepoints attach by name"
 	case "profile", "interval":
 		return MechPerfEvent, "timers are perf events"
+	case "software", "hardware":
+		return MechPerfEvent, "software and hardware events are perf events"
 	case "fentry":
 		return MechFentry, "asked for fentry"
 	case "fexit":

@@ -212,3 +212,23 @@ func TestFeatures(t *testing.T) {
 	}
 	t.Error("kinst features -f json has no kprobe feature")
 }
+
+// Software and hardware events are listed by name, short provider names
+// and patterns over the provider included, whatever the machine counts.
+func TestListPerfEvents(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		pattern string
+		want    []string
+	}{
+		{"s:*faults", []string{"software:alignment-faults:", "software:emulation-faults:", "software:major-faults:", "software:minor-faults:", "software:page-faults:"}},
+		{"software:cs", []string{"software:context-switches:"}},
+		{"*ware:*cycles", []string{"hardware:bus-cycles:", "hardware:cpu-cycles:", "hardware:ref-cycles:"}},
+	}
+	for _, tt := range tests {
+		r := kinst(t, "-l", tt.pattern)
+		if got := lines(t, r.stdout); r.code != 0 || r.stderr != "" || !slices.Equal(got, tt.want) {
+			t.Errorf("kinst -l %s: exit status %d, stderr %q\n got %q\nwant %q", tt.pattern, r.code, r.stderr, got, tt.want)
+		}
+	}
+}

@@ -157,6 +157,20 @@ func TestInterval(t *testing.T) {
 	}
 }
 
+// A software event with a count of 1 fires on every event: the target
+// faults in exactly 300 fresh pages while its phase is on.
+func TestSoftwarePageFaults(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	bin := target(t)
+	prog := strings.NewReplacer("BIN", bin).Replace(`
+uprobe:BIN:kinst_phase { @on[tid] = arg0; }
+software:page-faults:1 /@on[tid]/ { @faults = count(); }
+END { clear(@on); }`)
+	// The cleared @on prints as an empty line, as in bpftrace.
+	kinst(t, "-q", "-e", prog, "-c", bin+" touch 300").want(t, 0, "\n\n@faults: 300\n\n", "")
+}
+
 // With -c, kinst stops when the command ends, and promptly: detaching
 // one tracepoint takes a few tens of milliseconds.
 func TestCommandEndStopsKinst(t *testing.T) {

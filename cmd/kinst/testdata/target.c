@@ -9,11 +9,14 @@
  *	target writes A B     write(2) of i bytes to /dev/null for i = A..B
  *	target write SIZE...  write(2) of each SIZE bytes to /dev/null
  *	target sleep MS       sleep MS milliseconds
+ *	target touch N        write to N fresh pages, between kinst_phase(1)
+ *	                      and kinst_phase(0): N page faults and no other
  *
  * It is built static, so that the QEMU guests can run it too:
  *	gcc -O1 -g -static -o kinst-target target.c
  */
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +34,33 @@ __attribute__((noinline)) int kinst_greet(const char *word)
 {
 	__asm__ volatile("");
 	return (int)strlen(word);
+}
+
+/* kinst_phase marks the part of a run a probe should count. */
+__attribute__((noinline)) void kinst_phase(int on)
+{
+	__asm__ volatile("" : : "r"(on));
+}
+
+/*
+ * touch faults in n fresh anonymous pages, one fault each: huge pages are
+ * refused, and everything else the loop uses is touched before phase 1.
+ */
+static int touch(long n)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, (size_t)(n * page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		perror("target: mmap");
+		return 1;
+	}
+	madvise(p, (size_t)(n * page), MADV_NOHUGEPAGE);
+	kinst_phase(0);
+	kinst_phase(1);
+	for (long i = 0; i < n; i++)
+		p[i * page] = 1;
+	kinst_phase(0);
+	return 0;
 }
 
 static char buf[1 << 16];
@@ -51,7 +81,7 @@ static int write_size(int fd, long size)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: target add N | greet WORD... | writes A B | write SIZE... | sleep MS\n");
+	fprintf(stderr, "usage: target add N | greet WORD... | writes A B | write SIZE... | sleep MS | touch N\n");
 	return 2;
 }
 
@@ -94,5 +124,7 @@ int main(int argc, char **argv)
 		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
 		return nanosleep(&ts, NULL) == 0 ? 0 : 1;
 	}
+	if (strcmp(cmd, "touch") == 0 && argc == 3)
+		return touch(atol(argv[2]));
 	return usage();
 }
