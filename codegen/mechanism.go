@@ -159,6 +159,18 @@ func programType(m Mechanism, ret bool) (ebpf.ProgramType, ebpf.AttachType) {
 
 // IsTrampoline reports whether m binds a program to one function when it
 // is loaded.
+// NewestFirst reports whether the kernel runs the programs that share a
+// target of this mechanism in the reverse of their attach order: uprobe
+// consumers, aggregated kprobes, ftrace ops and trampoline program lists
+// all add at the head, while tracepoints and raw tracepoints append.
+func (m Mechanism) NewestFirst() bool {
+	switch m {
+	case MechUprobe, MechUprobeMulti, MechKprobe, MechKprobeMulti, MechFentry, MechFexit, MechFmodRet:
+		return true
+	}
+	return false
+}
+
 func (m Mechanism) IsTrampoline() bool {
 	return m == MechFentry || m == MechFexit || m == MechFmodRet
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -245,9 +246,11 @@ func (s *Session) runSpecial(provider string) error {
 	return nil
 }
 
-// attachAll attaches every program but BEGIN and END.
+// attachAll attaches every program but BEGIN and END, in an order that
+// makes probes sharing a target run in program order, as bpftrace's do.
 func (s *Session) attachAll() error {
-	for i, p := range s.loaded {
+	for _, i := range attachOrder(s.loaded) {
+		p := s.loaded[i]
 		if p.Mechanism == codegen.MechTestRun {
 			continue
 		}
@@ -276,6 +279,21 @@ func (s *Session) attachAll() error {
 		s.links = append(s.links, a.Links...)
 	}
 	return nil
+}
+
+// attachOrder lists the indexes of progs in program order, except that
+// those the kernel runs newest first come last and reversed.
+func attachOrder(progs []*codegen.Program) []int {
+	var order, reversed []int
+	for i, p := range progs {
+		if p.Mechanism.NewestFirst() {
+			reversed = append(reversed, i)
+		} else {
+			order = append(order, i)
+		}
+	}
+	slices.Reverse(reversed)
+	return append(order, reversed...)
 }
 
 // attach attaches one loaded program.

@@ -369,6 +369,40 @@ func TestKernelFunctionProbes(t *testing.T) {
 	}
 }
 
+// Probes that share a target run in program order, as bpftrace's do,
+// whether the kernel runs a target's programs oldest or newest first.
+func TestProbeOrder(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		needs []testenv.Feature
+		args  []string
+		probe string // the attach point, CMD where the command's path goes
+		cmd   string // the workload, from target (T) or internal/workload (W)
+	}{
+		{"uprobe", []testenv.Feature{testenv.Uprobe}, nil, "uprobe:CMD:kinst_add", "T add 2"},
+		{"uprobe.multi", []testenv.Feature{testenv.UprobeMulti}, nil, "uprobe:CMD:kinst_*", "T add 2"},
+		{"tracepoint", []testenv.Feature{testenv.Tracepoint}, nil, "tracepoint:syscalls:sys_enter_nanosleep", "W nanosleep 2 1000"},
+		{"kprobe", []testenv.Feature{testenv.Kprobe}, []string{"--attach", "kprobe"}, "kprobe:do_nanosleep", "W nanosleep 2 1000"},
+		{"kprobe.multi", []testenv.Feature{testenv.KprobeMulti}, []string{"--attach", "kprobe.multi"}, "kprobe:do_nanoslee*", "W nanosleep 2 1000"},
+		{"fentry", []testenv.Feature{testenv.Fentry}, []string{"--attach", "fentry"}, "kprobe:do_nanosleep", "W nanosleep 2 1000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			testenv.Require(t, append(tt.needs, testenv.Ringbuf)...)
+			cmd := strings.Replace(strings.Replace(tt.cmd, "T ", target(t)+" ", 1), "W ", workload(t)+" ", 1)
+			probe := strings.Replace(tt.probe, "CMD", strings.Fields(cmd)[0], 1)
+			var prog strings.Builder
+			for _, word := range []string{"first", "second", "third"} {
+				fmt.Fprintf(&prog, "%s /tid == cpid/ { printf(\"%s\\n\"); }\n", probe, word)
+			}
+			args := append(tt.args, "-q", "-e", prog.String(), "-c", cmd)
+			kinst(t, args...).want(t, 0, strings.Repeat("first\nsecond\nthird\n", 2)+"\n\n", "")
+		})
+	}
+}
+
 // -d prints a compile stage to standard error and goes on: with
 // --dry-run, it still loads and exits 0 with nothing on standard output.
 func TestDebugStages(t *testing.T) {
