@@ -69,6 +69,8 @@ func (c *compiler) choose(p *check.Probe) (Mechanism, string) {
 		return MechPerfEvent, "timers are perf events"
 	case "software", "hardware":
 		return MechPerfEvent, "software and hardware events are perf events"
+	case "watchpoint", "asyncwatchpoint":
+		return MechPerfEvent, "watchpoints are perf breakpoint events"
 	case "fentry":
 		return MechFentry, "asked for fentry"
 	case "fexit":

@@ -307,6 +307,7 @@ func (s *Session) attach(p *codegen.Program) (*attach.Attached, error) {
 		Multi:      p.Mechanism == codegen.MechKprobeMulti || p.Mechanism == codegen.MechUprobeMulti,
 		Trampoline: p.Mechanism.IsTrampoline(),
 		Pid:        s.opts.Pid,
+		Cpid:       s.cmd.pid(),
 		Cookies:    p.Cookies,
 	})
 	if err == nil && s.opts.Verbose {

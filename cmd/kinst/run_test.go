@@ -1,6 +1,7 @@
 package main
 
 import (
+	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -169,6 +170,38 @@ software:page-faults:1 /@on[tid]/ { @faults = count(); }
 END { clear(@on); }`)
 	// The cleared @on prints as an empty line, as in bpftrace.
 	kinst(t, "-q", "-e", prog, "-c", bin+" touch 300").want(t, 0, "\n\n@faults: 300\n\n", "")
+}
+
+// A watchpoint in the -c command's memory fires on every access of the
+// kind asked for: the target writes its variable 20 times, then reads it
+// 20 times, and calls kinst_add 3 times.
+func TestWatchpoints(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.PerfEvent, testenv.Ringbuf)
+	bin := target(t)
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := f.Symbols()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := map[string]uint64{}
+	for _, s := range syms {
+		addr[s.Name] = s.Value
+	}
+	tests := []struct {
+		spec, cmd, want string
+	}{
+		{fmt.Sprintf("watchpoint:%#x:8:w", addr["kinst_watched"]), "watch 20", "@: 20\n"},
+		{fmt.Sprintf("asyncwatchpoint:%#x:8:rw", addr["kinst_watched"]), "watch 20", "@: 40\n"},
+		{fmt.Sprintf("w:%d:8:x", addr["kinst_add"]), "add 3", "@: 3\n"},
+	}
+	for _, tt := range tests {
+		kinst(t, "-q", "-e", tt.spec+" { @ = count(); }", "-c", bin+" "+tt.cmd).want(t, 0, "\n\n"+tt.want, "")
+	}
 }
 
 // With -c, kinst stops when the command ends, and promptly: detaching

@@ -11,6 +11,7 @@
  *	target sleep MS       sleep MS milliseconds
  *	target touch N        write to N fresh pages, between kinst_phase(1)
  *	                      and kinst_phase(0): N page faults and no other
+ *	target watch N        write kinst_watched N times, then read it N times
  *
  * It is built static, so that the QEMU guests can run it too:
  *	gcc -O1 -g -static -o kinst-target target.c
@@ -63,6 +64,19 @@ static int touch(long n)
 	return 0;
 }
 
+/* kinst_watched is the variable watchpoint tests watch. */
+volatile long kinst_watched;
+
+static int watch(long n)
+{
+	long sum = 0;
+	for (long i = 1; i <= n; i++)
+		kinst_watched = i;
+	for (long i = 1; i <= n; i++)
+		sum += kinst_watched;
+	return sum == n * n ? 0 : 1;
+}
+
 static char buf[1 << 16];
 
 /* write_size writes size bytes to fd and returns 0, or 1 on failure. */
@@ -81,7 +95,7 @@ static int write_size(int fd, long size)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: target add N | greet WORD... | writes A B | write SIZE... | sleep MS | touch N\n");
+	fprintf(stderr, "usage: target add N | greet WORD... | writes A B | write SIZE... | sleep MS | touch N | watch N\n");
 	return 2;
 }
 
@@ -126,5 +140,7 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "touch") == 0 && argc == 3)
 		return touch(atol(argv[2]));
+	if (strcmp(cmd, "watch") == 0 && argc == 3)
+		return watch(atol(argv[2]));
 	return usage();
 }
