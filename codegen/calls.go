@@ -313,7 +313,12 @@ func (g *gen) buf(x *syntax.CallExpr, c *check.Call, dst mem) {
 	n := dst.size - 1
 	src := g.typeOf(x.Args[0])
 	body := dst.at(0, n)
-	if src.Kind == check.Array || src.Kind == check.Str {
+	if v, ok := g.p.Consts[x.Args[0]]; ok && v.IsStr {
+		// All n bytes of a literal count: no NUL takes the last one.
+		b := make([]byte, n)
+		copy(b, v.Str)
+		g.storeRaw(body, b)
+	} else if src.Kind == check.Array || src.Kind == check.Str {
 		if l, ok := x.Args[0].(*syntax.FieldExpr); ok {
 			g.readMem(g.placeOf(l), src, nil, body)
 		} else {
