@@ -44,6 +44,16 @@ func init() {
 		"ustack":   {check: (*checker).checkStack},
 		"kptr":     {check: (*checker).checkPtrSpace},
 		"uptr":     {check: (*checker).checkPtrSpace},
+
+		"strftime":    {check: (*checker).checkStrftime},
+		"strerror":    {check: (*checker).checkStrerror},
+		"macaddr":     {check: (*checker).checkMacaddr},
+		"cgroup_path": {check: (*checker).checkCgroupPath},
+		"cgroupid":    {check: (*checker).checkCgroupid},
+		"pton":        {check: (*checker).checkPton},
+		"strcontains": {check: (*checker).checkStrcontains},
+		"bswap":       {check: (*checker).checkBswap},
+		"path":        {check: (*checker).checkPath},
 	}
 }
 
@@ -222,6 +232,14 @@ func OutputKind(t *Type) output.Kind {
 		return output.KindProbe
 	case Username:
 		return output.KindUsername
+	case Timestamp:
+		return output.KindTimestamp
+	case Strerror:
+		return output.KindStrerror
+	case MacAddr:
+		return output.KindMacAddr
+	case CgroupPath:
+		return output.KindCgroupPath
 	case Count:
 		return output.KindCount
 	case Sum:

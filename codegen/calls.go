@@ -185,6 +185,14 @@ func (g *gen) callScalar(x *syntax.CallExpr) operand {
 		return g.ctxWord(int16(off))
 	case "strncmp":
 		return g.strncmp(x)
+	case "strftime":
+		return g.scalar(x.Args[1])
+	case "strerror", "cgroup_path":
+		return g.scalar(x.Args[0])
+	case "bswap":
+		return g.bswap(x)
+	case "strcontains":
+		return g.strcontains(x)
 	}
 	g.c.errorf(x, "%s() has no integer value", x.Fun.Name)
 	return immOp(0)
@@ -236,6 +244,12 @@ func (g *gen) callMem(x *syntax.CallExpr, dst mem, t *check.Type) {
 		g.emit(asm.RSh.Imm(asm.R0, 32), asm.StoreMem(dst.base, dst.off+8, asm.R0, asm.DWord))
 	case "ntop":
 		g.ntop(x, c, dst)
+	case "macaddr":
+		g.macaddr(x, c, dst)
+	case "pton":
+		g.storeRaw(dst, []byte(c.Text))
+	case "path":
+		g.path(x, dst)
 	default:
 		if g.typeOf(x).InRegister() {
 			g.storeValue(x, dst, t)
