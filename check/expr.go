@@ -112,7 +112,7 @@ func (c *checker) expr1(x syntax.Expr) *Type {
 // keys, map values and tuples.
 func storable(t *Type) bool {
 	switch t.Kind {
-	case Void, Record, Array, Count, Sum, Min, Max, Avg, Stats, Hist, Lhist:
+	case Void, Record, Count, Sum, Min, Max, Avg, Stats, Hist, Lhist:
 		return false
 	}
 	return true

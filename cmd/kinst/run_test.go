@@ -96,6 +96,18 @@ uretprobe:BIN:kinst_add { @rets = count(); @r = sum((int64)retval); }`)
 			"@rets: 1000\n", "")
 }
 
+// sarg0 and sarg1 read the seventh and eighth arguments of
+// kinst_stack(i, 2*i, ..., 8*i), which x86-64 passes on the stack.
+func TestUprobeStackArgs(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	prog := strings.NewReplacer("BIN", bin).Replace(`
+uprobe:BIN:kinst_stack { printf("%d %d %d\n", arg5, sarg0, sarg1); }`)
+	kinst(t, "-q", "-e", prog, "-c", bin+" stack 3").want(t, 0,
+		"6 7 8\n12 14 16\n18 21 24\n\n\n", "")
+}
+
 // String arguments are read from the traced process's memory, and each
 // return follows its call.
 func TestUprobeStringsInOrder(t *testing.T) {
