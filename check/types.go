@@ -62,6 +62,7 @@ type Type struct {
 	BTF     btf.Type  // Record and Ptr to kernel types, when known
 	Fields  []*Field  // Record
 	Name    string    // Record: "struct file"; Int: a typedef name, if any
+	calign  int       // Record: the C alignment of a program-declared struct
 
 	// Stack: kernel or user, how many frames and how to print.
 	User      bool
@@ -232,6 +233,8 @@ func (t *Type) Equal(u *Type) bool {
 		}
 	case Record:
 		return t.Name == u.Name
+	case Array:
+		return t.Len == u.Len && t.Elem.Equal(u.Elem)
 	case Stack:
 		return t.User == u.User && t.Frames == u.Frames && t.StackMode == u.StackMode
 	case Lhist:
