@@ -119,12 +119,10 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		}
 		return TInt64
 	}
-	if c.conf.Kernel != nil {
-		if v, ok := c.conf.Kernel.Enum(name); ok {
-			delete(p.Uses, name)
-			c.setConst(id, Const{Int: uint64(v)})
-			return TInt64
-		}
+	if v, ok := c.enumValue(name); ok {
+		delete(p.Uses, name)
+		c.setConst(id, Const{Int: uint64(v)})
+		return TInt64
 	}
 	if near := nearest(name, builtinNames); near != "" {
 		c.errorf(id, "unknown identifier %s (did you mean %s?)", name, near)
