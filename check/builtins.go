@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"kinst.dev/kinst/cconst"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -112,12 +113,10 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		}
 		return TUint64
 	}
-	if c.conf.Kernel != nil {
-		if v, ok := c.conf.Kernel.Enum(name); ok {
-			delete(p.Uses, name)
-			c.setConst(id, Const{Int: uint64(v)})
-			return TInt64
-		}
+	if v, ok := c.constant(name); ok {
+		delete(p.Uses, name)
+		c.setConst(id, Const{Int: uint64(v)})
+		return TInt64
 	}
 	if near := nearest(name, builtinNames); near != "" {
 		c.errorf(id, "unknown identifier %s (did you mean %s?)", name, near)
@@ -125,6 +124,17 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		c.errorf(id, "unknown identifier %s", name)
 	}
 	return nil
+}
+
+// constant resolves a name no macro replaced: a kernel enumerator, else
+// a constant of the C headers kinst knows without them.
+func (c *checker) constant(name string) (int64, bool) {
+	if c.conf.Kernel != nil {
+		if v, ok := c.conf.Kernel.Enum(name); ok {
+			return v, true
+		}
+	}
+	return cconst.Lookup(name)
 }
 
 var builtinNames = []string{

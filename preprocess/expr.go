@@ -407,16 +407,38 @@ func (e *evaluator) number(t token) (val, error) {
 
 // char parses a character constant.
 func (e *evaluator) char(t token) (val, error) {
-	s := t.text
+	s := strings.TrimLeft(t.text, "LuU8")
 	if len(s) < 3 || s[len(s)-1] != '\'' {
 		return val{}, e.errorf(t, "malformed character constant %s", s)
 	}
 	body := s[1 : len(s)-1]
-	c, _, tail, err := strconv.UnquoteChar(body, '\'')
-	if err != nil || tail != "" {
+	if body[0] != '\\' {
+		if len(body) != 1 {
+			return val{}, e.errorf(t, "malformed character constant %s", s)
+		}
+		return val{v: int64(int8(body[0]))}, nil
+	}
+	esc := body[1:]
+	var v uint64
+	var err error
+	switch {
+	case esc[0] >= '0' && esc[0] <= '7' && len(esc) <= 3:
+		v, err = strconv.ParseUint(esc, 8, 8)
+	case esc[0] == 'x' && len(esc) > 1:
+		v, err = strconv.ParseUint(esc[1:], 16, 8)
+	case len(esc) == 1:
+		c, ok := map[byte]byte{'n': '\n', 't': '\t', 'r': '\r', 'a': '\a', 'b': '\b', 'f': '\f', 'v': '\v', 'e': 27, '\\': '\\', '\'': '\'', '"': '"', '?': '?'}[esc[0]]
+		if !ok {
+			err = strconv.ErrSyntax
+		}
+		v = uint64(c)
+	default:
+		err = strconv.ErrSyntax
+	}
+	if err != nil {
 		return val{}, e.errorf(t, "malformed character constant %s", s)
 	}
-	return val{v: int64(int8(c))}, nil
+	return val{v: int64(int8(v))}, nil
 }
 
 // Eval evaluates expr as an integer constant expression, with the

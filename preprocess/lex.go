@@ -159,6 +159,17 @@ func lex(src *source, errs *syntax.ErrorList) []token {
 		case isIdent(c) && !isDigit(c):
 			t.kind = tIdent
 			i = l.run(i, isIdent)
+			// L'x', u"x" and the like are literals with a prefix.
+			if q, n, _ := l.at(i); (q == '\'' || q == '"') && i-start <= 2 {
+				switch l.text(start, i) {
+				case "L", "u", "U", "u8":
+					t.kind = tString
+					if q == '\'' {
+						t.kind = tChar
+					}
+					i = l.quoted(n, q)
+				}
+			}
 		case isDigit(c) || c == '.' && isDigit(l.peek(next)):
 			t.kind = tNumber
 			for {
