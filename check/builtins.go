@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"kinst.dev/kinst/cconst"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -119,7 +120,7 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		}
 		return TInt64
 	}
-	if v, ok := c.enumValue(name); ok {
+	if v, ok := c.constant(name); ok {
 		delete(p.Uses, name)
 		c.setConst(id, Const{Int: uint64(v)})
 		return TInt64
@@ -130,6 +131,16 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		c.errorf(id, "unknown identifier %s", name)
 	}
 	return nil
+}
+
+// constant resolves a name no macro replaced: an enumerator the program
+// or the kernel declares, else a constant of the C headers kinst knows
+// without them.
+func (c *checker) constant(name string) (int64, bool) {
+	if v, ok := c.enumValue(name); ok {
+		return v, true
+	}
+	return cconst.Lookup(name)
 }
 
 var builtinNames = []string{

@@ -46,6 +46,8 @@ options:
   -d STAGE       print a stage and continue: ast, types, bpf or all
   --dry-run      compile and load into the kernel, then stop
   --unsafe       allow system(), signal() and override()
+  -I DIR         add DIR to the #include search path
+  --include FILE read FILE before the program, as #include "FILE"
   --attach MECH  run kprobes and kretprobes as kprobe, kprobe.multi or fentry
                  (fexit for kretprobes) instead of the cheapest the kernel offers
 
@@ -105,7 +107,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		dryRun  = fs.Bool("dry-run", false, "")
 		unsafe  = fs.Bool("unsafe", false, "")
 		mech    = fs.String("attach", "", "")
+		incDirs stringList
+		incs    stringList
 	)
+	fs.Var(&incDirs, "I", "")
+	fs.Var(&incs, "include", "")
 	// Options may follow the program file, as getopt allows; "--" ends
 	// them, for parameters that start with a dash.
 	rest, err := instruments.ParseFlags(fs, expandFlags(args))
@@ -169,6 +175,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Force:  force,
 		Dump:   stderr,
 		Stages: *debug,
+
+		IncludeDirs: incDirs,
+		Includes:    incs,
+		Warnings:    stderr,
 	}
 	if err := popts.FromEnv(); err != nil {
 		fmt.Fprintf(stderr, "kinst: %v\n", err)
@@ -212,8 +222,18 @@ func isSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
+// stringList is an option that may be given many times.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, " ") }
+
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
 // valueFlags are the options that take a value.
-var valueFlags = map[string]bool{"e": true, "p": true, "c": true, "f": true, "o": true, "d": true, "attach": true}
+var valueFlags = map[string]bool{"e": true, "p": true, "c": true, "f": true, "o": true, "d": true, "attach": true, "I": true, "include": true}
 
 // expandFlags splits grouped one-letter switches as getopt does, so
 // that "-lv" means "-l -v" as in bpftrace.
@@ -225,6 +245,10 @@ func expandFlags(args []string) []string {
 			return append(out, args[i:]...)
 		}
 		name := strings.TrimLeft(a, "-")
+		if dir, ok := strings.CutPrefix(a, "-I"); ok && dir != "" {
+			out = append(out, "-I", dir) // -IDIR, as for a C compiler
+			continue
+		}
 		if strings.HasPrefix(a, "--") || len(name) < 2 || strings.Trim(name, "lvq") != "" {
 			out = append(out, a)
 			if valueFlags[name] && !strings.Contains(name, "=") && i+1 < len(args) {
