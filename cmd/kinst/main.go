@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/instruments"
 	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/runtime"
@@ -46,6 +47,9 @@ options:
   -d STAGE       print a stage and continue: ast, types, bpf or all
   --dry-run      compile and load into the kernel, then stop
   --unsafe       allow system(), signal() and override()
+  --prometheus ADDR
+                 serve the maps as Prometheus metrics on http://ADDR/metrics
+                 while running, instead of printing them at exit
   --attach MECH  run kprobes and kretprobes as kprobe, kprobe.multi or fentry
                  (fexit for kretprobes) instead of the cheapest the kernel offers
 
@@ -105,6 +109,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		dryRun  = fs.Bool("dry-run", false, "")
 		unsafe  = fs.Bool("unsafe", false, "")
 		mech    = fs.String("attach", "", "")
+		promAt  = fs.String("prometheus", "", "")
 	)
 	// Options may follow the program file, as getopt allows; "--" ends
 	// them, for parameters that start with a dash.
@@ -192,7 +197,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *dryRun {
 		return report(runtime.Load(out, &runtime.Options{Stderr: stderr, Verbose: *verbose}), *verbose, stderr)
 	}
-	err = runtime.Run(context.Background(), out, &runtime.Options{
+	opts := &runtime.Options{
 		Out:     w,
 		Format:  rf,
 		Stdout:  stdout,
@@ -201,8 +206,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Verbose: *verbose,
 		Command: argv,
 		Pid:     *pid,
-	})
-	return report(err, *verbose, stderr)
+	}
+	if *promAt != "" {
+		srv, err := prom.Listen(*promAt)
+		if err != nil {
+			fmt.Fprintf(stderr, "kinst: --prometheus: %v\n", err)
+			return 1
+		}
+		defer srv.Close()
+		srv.Feed(opts)
+	}
+	return report(runtime.Run(context.Background(), out, opts), *verbose, stderr)
 }
 
 // isSet reports whether the option called name was given.
@@ -213,7 +227,7 @@ func isSet(fs *flag.FlagSet, name string) bool {
 }
 
 // valueFlags are the options that take a value.
-var valueFlags = map[string]bool{"e": true, "p": true, "c": true, "f": true, "o": true, "d": true, "attach": true}
+var valueFlags = map[string]bool{"e": true, "p": true, "c": true, "f": true, "o": true, "d": true, "attach": true, "prometheus": true}
 
 // expandFlags splits grouped one-letter switches as getopt does, so
 // that "-lv" means "-l -v" as in bpftrace.
