@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"kinst.dev/kinst/internal/testenv"
 )
 
 // freeAddr returns a local address no one listens on.
@@ -232,4 +234,56 @@ func TestPrometheusBadAddress(t *testing.T) {
 		"kinst: --prometheus: listen tcp "+addr+": bind: address already in use\n")
 	kinst(t, "--prometheus", "9100", "-e", "BEGIN { @ = count(); }").want(t, 1, "",
 		"kinst: --prometheus: listen tcp: address 9100: missing port in address\n")
+}
+
+// BenchmarkPrometheusScrape times one scrape of a count() map of 10,000
+// entries, which BEGIN fills, read and rendered as kinst serves it.
+func BenchmarkPrometheusScrape(b *testing.B) {
+	testenv.Require(b, testenv.Tracepoint, testenv.Ringbuf)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	// The verifier takes a loop of a few thousand rounds, not of 10,000:
+	// four BEGIN probes fill a quarter each.
+	var prog strings.Builder
+	for i := 0; i < 10000; i += 2500 {
+		fmt.Fprintf(&prog, "BEGIN { $i = %d; while ($i < %d) { @m[$i] = count(); $i++; } }\n", i, i+2500)
+	}
+	cmd := exec.Command(testenv.Kinst(b), "-q", "--prometheus", addr, "-e", prog.String())
+	cmd.Env = append(os.Environ(), "KINST_MAP_KEYS_MAX=10000")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		cmd.Wait()
+	}()
+	u := "http://" + addr + "/metrics"
+	for deadline := time.Now().Add(runTimeout); ; {
+		resp, err := http.Get(u)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if n := strings.Count(string(body), "\nkinst_m{"); n == 10000 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("no map of 10000 entries within %v: %v\n%s", runTimeout, err, stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for b.Loop() {
+		resp, err := http.Get(u)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
 }
