@@ -52,7 +52,7 @@ type parser struct {
 	// typedefs names the program's typedefs declared so far, which
 	// casts and sizeof take as type names, as a C parser does.
 	typedefs map[string]bool
-	bail   bool // too many errors: stop reporting
+	bail     bool // too many errors: stop reporting
 }
 
 // bailout ends a parse that has reported too many errors.
