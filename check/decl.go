@@ -284,7 +284,9 @@ func (c *checker) declarator(base *Type, d *syntax.Declarator) *Type {
 			c.errorf(d.Dims[i], "array size %d is out of range", n)
 			return nil
 		}
-		if t.Kind == Int && t.Size == 1 && i == len(d.Dims)-1 {
+		// char arrays are strings, as in bpftrace; unsigned char
+		// arrays stay arrays of numbers.
+		if t.Kind == Int && t.Size == 1 && t.Signed && i == len(d.Dims)-1 {
 			t = StrType(int(n))
 			continue
 		}

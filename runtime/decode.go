@@ -106,7 +106,7 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		elems := make([]output.Value, t.Len)
 		for i := range elems {
 			off := i * t.Elem.Size
-			elems[i] = d.value(t.Elem, b[off:off+t.Elem.Size], r)
+			elems[i] = d.member(t.Elem, b[off:off+t.Elem.Size], r)
 		}
 		return output.Array(elems...)
 	case check.Record:
@@ -119,7 +119,7 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 				vals[i] = output.Uint(bitfield(b[f.Offset:], f))
 				continue
 			}
-			vals[i] = d.value(f.Type, b[f.Offset:f.Offset+f.Type.Size], r)
+			vals[i] = d.member(f.Type, b[f.Offset:f.Offset+f.Type.Size], r)
 		}
 		return output.Record(names, vals)
 	case check.Buffer:
@@ -147,6 +147,15 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		return d.stack(t, le.Uint64(b))
 	}
 	return output.Uint(le.Uint64(b))
+}
+
+// member decodes an element of an array or a field of a record. In map
+// keys, 0.17 prints the integers inside those signed at their own size.
+func (d *decoder) member(t *check.Type, b []byte, r role) output.Value {
+	if r == asKey && t.Kind == check.Int {
+		return output.IntN(word(b, t.Size), t.Size, true)
+	}
+	return d.value(t, b, r)
 }
 
 func (d *decoder) target(i uint64) *check.Target {
