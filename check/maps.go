@@ -49,7 +49,8 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 		if cur == nil || rt == nil {
 			return
 		}
-		if cur.Kind != Int || rt.Kind != Int {
+		ptrStep := cur.Kind == Ptr && rt.Kind == Int && (s.Op == syntax.ADD_ASSIGN || s.Op == syntax.SUB_ASSIGN)
+		if !ptrStep && (cur.Kind != Int || rt.Kind != Int) {
 			c.errorf(s, "invalid operation: %s %s %s (operands must be integers)", cur, s.Op, rt)
 			return
 		}

@@ -22,6 +22,9 @@ const histBuckets = 66
 func (s *Session) readMap(gm *codegen.Map) (*output.Map, error) {
 	m := s.coll.Maps[gm.Spec]
 	om := &output.Map{Name: gm.Display(), Kind: check.OutputKind(gm.Value)}
+	if gm.Value.Kind == check.Ptr {
+		om.Kind = output.KindInt // 0.17 prints pointer values as integers
+	}
 	vt := gm.Value
 	keyed := gm.Keys != nil
 	// Hist and lhist elements are spread over one key per bucket; they

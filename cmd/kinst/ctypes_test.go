@@ -76,3 +76,23 @@ func TestNaptimeTool(t *testing.T) {
 		t.Errorf("%d sleeps of 1.003 s in %d processes, want 3 in 1; stderr:\n%s", n, len(pids), r.stderr)
 	}
 }
+
+// Pointer minus pointer counts elements, as in C (bpftrace 0.17 refuses
+// it), and ++ and += on a map holding a pointer step by the pointee.
+func TestPointerDifference(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	prog := `struct pair { int lo; int hi; };
+tracepoint:syscalls:sys_enter_nanosleep /tid == cpid/ {
+	$p = (int32 *)args->rqtp;
+	$q = $p + 3;
+	$r = (struct pair *)$p;
+	$s = $r + 1;
+	@m = $p;
+	@m++;
+	@m += 2;
+	printf("%d %d %d %d %d\n", $q - $p, $p - $q, $s - $r, (uint64)$s - (uint64)$r, *@m);
+	delete(@m);
+}`
+	kinst(t, "-q", "-e", prog, "-c", workload(t)+" nanosleep 1 2600").want(t, 0, "3 -3 1 8 0\n\n\n\n", "")
+}
