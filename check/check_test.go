@@ -157,6 +157,7 @@ func TestConstants(t *testing.T) {
 func TestCheckErrors(t *testing.T) {
 	tests := []struct{ src, want string }{
 		{"BEGIN { @x = $y }", "t:1:14: variable $y is used before it is assigned"},
+		{"BEGIN { $x = nope; @y = $x + 1; @z = $x }", "t:1:14: unknown identifier nope"},
 		{"BEGIN { @m[(1, 2)] = 1 }", "t:1:12: a tuple cannot be a map key: give its elements as keys, as in @m[a, b]"},
 		{"BEGIN { @x = foo }", "t:1:14: unknown identifier foo"},
 		{"BEGIN { @x = comn }", "t:1:14: unknown identifier comn (did you mean comm?)"},

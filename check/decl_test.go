@@ -148,3 +148,15 @@ func TestDeclErrors(t *testing.T) {
 		}
 	}
 }
+
+// A variable whose first assignment fails is not reported again at each
+// use: the first error is the one to fix.
+func TestFailedVariableReportedOnce(t *testing.T) {
+	_, err := checkSrc(t, "BEGIN { $x = nope; @y = $x + 1; @z = $x; @w = $v }", nil)
+	list, _ := err.(syntax.ErrorList)
+	if len(list) != 2 || list[0].Error() != "t:1:14: unknown identifier nope" || list[1].Error() != "t:1:47: variable $v is used before it is assigned" {
+		for _, e := range list {
+			t.Error(e)
+		}
+	}
+}

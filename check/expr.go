@@ -35,7 +35,9 @@ func (c *checker) expr1(x syntax.Expr) *Type {
 	case *syntax.VarExpr:
 		v := c.probe.Vars[x.Name]
 		if v == nil {
-			c.errorf(x, "variable $%s is used before it is assigned", x.Name)
+			if !c.failedVars[x.Name] {
+				c.errorf(x, "variable $%s is used before it is assigned", x.Name)
+			}
 			return nil
 		}
 		return v.Type

@@ -24,6 +24,9 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 	if s.Op == syntax.ASSIGN {
 		t = c.expr(s.Rhs)
 		if t == nil {
+			if v, ok := s.Lhs.(*syntax.VarExpr); ok && c.probe.Vars[v.Name] == nil {
+				c.failedVars[v.Name] = true
+			}
 			return
 		}
 		if !storable(t) {
