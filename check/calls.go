@@ -1,7 +1,9 @@
 package check
 
 import (
+	"encoding/binary"
 	"errors"
+	"slices"
 	"sort"
 	"strings"
 
@@ -44,6 +46,7 @@ func init() {
 		"ustack":   {check: (*checker).checkStack},
 		"kptr":     {check: (*checker).checkPtrSpace},
 		"uptr":     {check: (*checker).checkPtrSpace},
+		"bswap":    {check: (*checker).checkBswap},
 	}
 }
 
@@ -508,13 +511,24 @@ func (c *checker) checkBuf(x *syntax.CallExpr, call *Call) *Type {
 		return nil
 	}
 	var n int64
+	varLen := false
 	switch {
 	case len(x.Args) == 2:
-		v, ok := c.constInt(x.Args[1], "buf() length")
-		if !ok {
+		lt := c.expr(x.Args[1])
+		if lt == nil {
 			return nil
 		}
-		n = v
+		if v, ok := c.probe.Consts[x.Args[1]]; ok && !v.IsStr {
+			n = int64(v.Int)
+			break
+		}
+		if lt.Kind != Int {
+			c.errorf(x.Args[1], "buf() length must be an integer, not %s", lt)
+			return nil
+		}
+		// A length known only at run time reads at most the string
+		// length, as in bpftrace 0.17; one byte records how much.
+		n, varLen = int64(min(c.conf.StrLen, maxVarBuf)), true
 	case t.Kind == Array || t.Kind == Str:
 		n = int64(t.Size)
 	default:
@@ -530,8 +544,12 @@ func (c *checker) checkBuf(x *syntax.CallExpr, call *Call) *Type {
 		return nil
 	}
 	call.Space = c.spaceOf(t)
-	return &Type{Kind: Buffer, Size: int(n) + 1}
+	return &Type{Kind: Buffer, Size: int(n) + 1, VarLen: varLen}
 }
+
+// maxVarBuf bounds buf() with a run-time length: its length byte must
+// hold the count.
+const maxVarBuf = 255
 
 func (c *checker) checkStrncmp(x *syntax.CallExpr, call *Call) *Type {
 	if !c.nargs(x, 3, 3) {
@@ -735,4 +753,28 @@ func (c *checker) checkPtrSpace(x *syntax.CallExpr, call *Call) *Type {
 	}
 	nt.Space = space
 	return &nt
+}
+
+// checkBswap types bswap(x): x's bytes reversed, as an unsigned integer
+// of x's size (a byte is left as it is), folded when x is constant.
+func (c *checker) checkBswap(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 1) {
+		return nil
+	}
+	t := c.expr(x.Args[0])
+	if t == nil {
+		return nil
+	}
+	if t.Kind != Int {
+		c.errorf(x.Args[0], "bswap() reverses the bytes of an integer, not of %s", t)
+		return nil
+	}
+	rt := IntType(t.Size, false)
+	if v, ok := c.probe.Consts[x.Args[0]]; ok {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], v.Int)
+		slices.Reverse(b[:t.Size])
+		c.setConst(x, Const{Int: truncate(binary.LittleEndian.Uint64(b[:]), rt)})
+	}
+	return rt
 }

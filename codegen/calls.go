@@ -185,6 +185,19 @@ func (g *gen) callScalar(x *syntax.CallExpr) operand {
 		return g.ctxWord(int16(off))
 	case "strncmp":
 		return g.strncmp(x)
+	case "bswap":
+		op := g.owned(g.scalar(x.Args[0]))
+		size, swap := map[int]asm.Size{2: asm.Half, 4: asm.Word, 8: asm.DWord}[g.typeOf(x).Size]
+		r := g.work(op, asm.R0)
+		if swap {
+			// To big-endian is a swap on the little-endian machines
+			// kinst runs on; it also clears the bits above size.
+			g.emit(asm.HostTo(asm.BE, r, size))
+		} else {
+			g.normalize(r, g.typeOf(x))
+		}
+		g.set(op, r)
+		return op
 	}
 	g.c.errorf(x, "%s() has no integer value", x.Fun.Name)
 	return immOp(0)
@@ -319,6 +332,25 @@ func (g *gen) buf(x *syntax.CallExpr, c *check.Call, dst mem) {
 		} else {
 			g.memInto(x.Args[0], body, &check.Type{Kind: check.Str, Size: n})
 		}
+	} else if g.typeOf(x).VarLen {
+		// Read min(len, n) bytes, the bound in a register the verifier
+		// can follow, and record how many in the length byte.
+		g.zero(dst)
+		size := g.owned(g.scalar(x.Args[1]))
+		r := g.work(size, asm.R2)
+		fits := g.newLabel("buflen")
+		g.emit(asm.JLE.Imm(r, int32(n), fits), asm.Mov.Imm(r, int32(n)))
+		g.place(fits)
+		g.set(size, r)
+		ptr := g.scalar(x.Args[0])
+		g.load(asm.R3, ptr)
+		g.free(ptr)
+		g.load(asm.R2, size)
+		g.addr(asm.R1, body)
+		g.call(readHelper(c.Space))
+		g.emit(asm.StoreMem(dst.base, dst.off+int16(n), g.reg(size, asm.R0), asm.Byte))
+		g.free(size)
+		return
 	} else {
 		ptr := g.scalar(x.Args[0])
 		g.load(asm.R3, ptr)

@@ -36,6 +36,7 @@ type role int
 const (
 	asValue role = iota
 	asKey
+	asArg // an argument of printf, system or cat: pointers as in keys
 )
 
 func (d *decoder) kallsyms() *kernel.Kallsyms {
@@ -90,7 +91,7 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 	case check.Int:
 		return output.IntN(word(b, t.Size), t.Size, t.Signed)
 	case check.Ptr:
-		if r == asKey {
+		if r != asValue {
 			return output.Pointer(le.Uint64(b))
 		}
 		return output.Uint(le.Uint64(b))
@@ -123,7 +124,12 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		}
 		return output.Record(names, vals)
 	case check.Buffer:
-		return output.Buffer(append([]byte(nil), b[:t.Size-1]...))
+		n := t.Size - 1
+		if t.VarLen && r != asKey {
+			// In keys 0.17 prints the whole buffer whatever was read.
+			n = min(n, int(b[n]))
+		}
+		return output.Buffer(append([]byte(nil), b[:n]...))
 	case check.Ksym:
 		addr := le.Uint64(b)
 		return output.Ksym(addr, d.ksym(addr))
