@@ -31,7 +31,7 @@ func TestBswapAndBufTypes(t *testing.T) {
 		t.Errorf("bswap((int8)-1) folds to %#x", v.Int)
 	}
 	for src, want := range map[string]string{
-		`BEGIN { @ = bswap("ab") }`:       `t:1:19: bswap() reverses the bytes of an integer, not of string[3]`,
+		`BEGIN { @ = bswap("ab") }`:       `t:1:19: bswap() takes an integer, not string[3]`,
 		`BEGIN { @ = bswap(1, 2) }`:       `t:1:13: bswap() takes 1 argument, not 2`,
 		`kprobe:f { @ = buf(arg0, "x") }`: `t:1:26: buf() length must be an integer, not string[2]`,
 	} {

@@ -1,9 +1,7 @@
 package check
 
 import (
-	"encoding/binary"
 	"errors"
-	"slices"
 	"sort"
 	"strings"
 
@@ -46,7 +44,16 @@ func init() {
 		"ustack":   {check: (*checker).checkStack},
 		"kptr":     {check: (*checker).checkPtrSpace},
 		"uptr":     {check: (*checker).checkPtrSpace},
-		"bswap":    {check: (*checker).checkBswap},
+
+		"strftime":    {check: (*checker).checkStrftime},
+		"strerror":    {check: (*checker).checkStrerror},
+		"macaddr":     {check: (*checker).checkMacaddr},
+		"cgroup_path": {check: (*checker).checkCgroupPath},
+		"cgroupid":    {check: (*checker).checkCgroupid},
+		"pton":        {check: (*checker).checkPton},
+		"strcontains": {check: (*checker).checkStrcontains},
+		"bswap":       {check: (*checker).checkBswap},
+		"path":        {check: (*checker).checkPath},
 	}
 }
 
@@ -198,10 +205,10 @@ func trimFn(msg, fn string) string {
 // OutputKind is how package output prints values of type t.
 func OutputKind(t *Type) output.Kind {
 	switch t.Kind {
-	case Int:
+	case Int, Ptr:
+		// Pointers print as integers everywhere but in map keys, which
+		// the runtime decodes as output.Pointer itself.
 		return output.KindInt
-	case Ptr:
-		return output.KindPointer
 	case Str, FuncName:
 		return output.KindString
 	case Tuple:
@@ -227,6 +234,14 @@ func OutputKind(t *Type) output.Kind {
 		return output.KindProbe
 	case Username:
 		return output.KindUsername
+	case Timestamp:
+		return output.KindTimestamp
+	case Strerror:
+		return output.KindStrerror
+	case MacAddr:
+		return output.KindMacAddr
+	case CgroupPath:
+		return output.KindCgroupPath
 	case Count:
 		return output.KindCount
 	case Sum:
@@ -468,6 +483,11 @@ func (c *checker) checkStr(x *syntax.CallExpr, call *Call) *Type {
 	if t == nil {
 		return nil
 	}
+	if pt, ok := c.paramText(x.Args[0]); ok {
+		// str($1) is the parameter's text even when it reads as a
+		// number, as in bpftrace: str($1) of 42 is "42".
+		t = pt
+	}
 	size := c.conf.StrLen
 	if len(x.Args) == 2 {
 		lt := c.expr(x.Args[1])
@@ -500,6 +520,30 @@ func (c *checker) checkStr(x *syntax.CallExpr, call *Call) *Type {
 	}
 	c.errorf(x.Args[0], "str() reads a string from an address; %s is not one", t)
 	return nil
+}
+
+// paramText retypes x, a positional parameter perhaps in parentheses, as
+// its text, and reports whether it is one.
+func (c *checker) paramText(x syntax.Expr) (*Type, bool) {
+	switch e := x.(type) {
+	case *syntax.ParenExpr:
+		t, ok := c.paramText(e.X)
+		if ok {
+			c.setConst(x, c.probe.Consts[e.X])
+			c.probe.Types[x] = t
+		}
+		return t, ok
+	case *syntax.ParamExpr:
+		if e.Count {
+			return nil, false
+		}
+		s := c.param(e.N)
+		t := StrType(len(s) + 1)
+		c.setConst(x, Const{IsStr: true, Str: s})
+		c.probe.Types[x] = t
+		return t, true
+	}
+	return nil, false
 }
 
 func (c *checker) checkBuf(x *syntax.CallExpr, call *Call) *Type {
@@ -753,28 +797,4 @@ func (c *checker) checkPtrSpace(x *syntax.CallExpr, call *Call) *Type {
 	}
 	nt.Space = space
 	return &nt
-}
-
-// checkBswap types bswap(x): x's bytes reversed, as an unsigned integer
-// of x's size (a byte is left as it is), folded when x is constant.
-func (c *checker) checkBswap(x *syntax.CallExpr, call *Call) *Type {
-	if !c.nargs(x, 1, 1) {
-		return nil
-	}
-	t := c.expr(x.Args[0])
-	if t == nil {
-		return nil
-	}
-	if t.Kind != Int {
-		c.errorf(x.Args[0], "bswap() reverses the bytes of an integer, not of %s", t)
-		return nil
-	}
-	rt := IntType(t.Size, false)
-	if v, ok := c.probe.Consts[x.Args[0]]; ok {
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], v.Int)
-		slices.Reverse(b[:t.Size])
-		c.setConst(x, Const{Int: truncate(binary.LittleEndian.Uint64(b[:]), rt)})
-	}
-	return rt
 }

@@ -336,17 +336,21 @@ func (g *gen) strEqual(x *syntax.BinaryExpr) operand {
 		// including the terminating NUL.
 		lit := v.Str
 		if len(lit) >= a.size {
-			g.emit(asm.Ja.Label(ne)) // too long to fit: never equal
-		} else {
-			for i := 0; i <= len(lit); i++ {
-				var c byte
-				if i < len(lit) {
-					c = lit[i]
-				}
-				g.emit(asm.LoadMem(asm.R1, a.base, a.off+int16(i), asm.Byte), asm.JNE.Imm(asm.R1, int32(c), ne))
+			// Too long to fit: never equal. A jump to ne would leave the
+			// code for eq unreachable, which the verifier rejects.
+			if x.Op == syntax.NEQ {
+				return immOp(1)
 			}
-			g.emit(asm.Ja.Label(eq))
+			return immOp(0)
 		}
+		for i := 0; i <= len(lit); i++ {
+			var c byte
+			if i < len(lit) {
+				c = lit[i]
+			}
+			g.emit(asm.LoadMem(asm.R1, a.base, a.off+int16(i), asm.Byte), asm.JNE.Imm(asm.R1, int32(c), ne))
+		}
+		g.emit(asm.Ja.Label(eq))
 	} else {
 		b := g.memOf(right)
 		n := min(a.size, b.size)
@@ -552,13 +556,19 @@ func hasPadding(t *check.Type) bool {
 	return n != t.Size
 }
 
-// storeBytes writes s into dst, NUL-padded to dst.size.
+// storeBytes writes s into dst, NUL-padded to dst.size and cut to keep
+// a terminating NUL.
 func (g *gen) storeBytes(dst mem, s string) {
 	b := make([]byte, dst.size)
 	copy(b, s)
 	if len(s) >= dst.size && dst.size > 0 {
 		b[dst.size-1] = 0
 	}
+	g.storeRaw(dst, b)
+}
+
+// storeRaw writes b, of dst.size bytes, into dst.
+func (g *gen) storeRaw(dst mem, b []byte) {
 	off := 0
 	for off < len(b) {
 		switch {

@@ -292,6 +292,9 @@ func (v Value) Uint() uint64 { return v.n }
 // Int returns Uint's bits as a signed integer.
 func (v Value) Int() int64 { return int64(v.n) }
 
+// Signed reports whether an integer or a sum is printed signed.
+func (v Value) Signed() bool { return v.signed }
+
 // Total returns the total of an avg or stats.
 func (v Value) Total() int64 { return v.m }
 
@@ -310,6 +313,20 @@ func (v Value) Buckets() []uint64 {
 		return l.buckets
 	}
 	return v.buckets()
+}
+
+// LhistBounds returns the min, max and step of an lhist.
+func (v Value) LhistBounds() (min, max, step int64) {
+	if l := v.lhist(); l != nil {
+		return l.min, l.max, l.step
+	}
+	return 0, 0, 0
+}
+
+// KeyText returns v as bpftrace prints it as an element of a map key.
+func (v Value) KeyText() (string, error) {
+	b, err := appendKey(nil, v)
+	return string(b), err
 }
 
 func (v Value) elems() []Value {

@@ -6,8 +6,10 @@ import (
 	"os/user"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
@@ -27,6 +29,9 @@ type decoder struct {
 	ksymsOnce sync.Once
 	ksyms     *kernel.Kallsyms
 	usyms     *elfsym.Symbolizer
+
+	bootOnce sync.Once
+	boot     time.Time // the wall time the kernel booted at
 }
 
 // role says where a value is printed; pointers print as addresses in
@@ -149,6 +154,17 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		return output.String(d.target(le.Uint64(b)).Func)
 	case check.Username:
 		return output.Username(username(le.Uint64(b)))
+	case check.Timestamp:
+		// A format glibc cannot fill prints as "(?)", as in bpftrace.
+		text, _ := output.Strftime(t.Name, d.bootTime().Add(time.Duration(le.Uint64(b))))
+		return output.Timestamp(text)
+	case check.Strerror:
+		return output.Strerror(int64(le.Uint64(b)))
+	case check.MacAddr:
+		return output.MacAddr([6]byte(b[:6]))
+	case check.CgroupPath:
+		path, _ := kernel.CgroupPath(le.Uint64(b), t.Name)
+		return output.CgroupPath(path)
 	case check.Stack:
 		return d.stack(t, le.Uint64(b))
 	}
@@ -162,6 +178,20 @@ func (d *decoder) member(t *check.Type, b []byte, r role) output.Value {
 		return output.IntN(word(b, t.Size), t.Size, true)
 	}
 	return d.value(t, b, r)
+}
+
+// bootTime is the wall time of boot, which strftime() adds nanoseconds
+// since boot to: the real-time clock less the boot-time clock, as
+// bpftrace computes it.
+func (d *decoder) bootTime() time.Time {
+	d.bootOnce.Do(func() {
+		var ts unix.Timespec
+		now := time.Now()
+		if unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) == nil {
+			d.boot = now.Add(-time.Duration(ts.Nano()))
+		}
+	})
+	return d.boot
 }
 
 func (d *decoder) target(i uint64) *check.Target {

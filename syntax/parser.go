@@ -13,7 +13,12 @@ const maxErrors = 10
 // Parse parses a whole program. name is what messages call the source.
 // The returned error, if any, is an ErrorList.
 func Parse(name string, src []byte) (*Program, error) {
-	f := NewFile(name, src)
+	return ParseFile(NewFile(name, src))
+}
+
+// ParseFile parses a whole program from f, which may be a preprocessor's
+// output.
+func ParseFile(f *File) (*Program, error) {
 	var p parser
 	p.init(f, true)
 	prog := p.parseProgram()

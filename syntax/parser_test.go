@@ -29,6 +29,11 @@ func TestParseAttachPoints(t *testing.T) {
 		{"profile:hz:99 {}", "profile", []string{"hz", "99"}},
 		{"rawtracepoint:sys_enter {}", "rawtracepoint", []string{"sys_enter"}},
 		{"uprobe:/bin/bash:readline/pid == 1/ {}", "uprobe", []string{"/bin/bash", "readline"}},
+		{"uprobe:testprogs/prog:fn {}", "uprobe", []string{"testprogs/prog", "fn"}},
+		{"uprobe:testprogs/prog:fn/pid == 1/ {}", "uprobe", []string{"testprogs/prog", "fn"}},
+		{"kprobe:vfs_read/pid == 1/ {}", "kprobe", []string{"vfs_read"}},
+		{"software:faults:1 {}", "software", []string{"faults", "1"}},
+		{"interval:ms:$1 {}", "interval", []string{"ms", "$1"}},
 	}
 	for _, tt := range tests {
 		prog, err := Parse("t", []byte(tt.src))
