@@ -41,6 +41,7 @@ type role int
 const (
 	asValue role = iota
 	asKey
+	asArg // an argument of printf, system or cat: pointers as in keys
 )
 
 func (d *decoder) kallsyms() *kernel.Kallsyms {
@@ -95,7 +96,7 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 	case check.Int:
 		return output.IntN(word(b, t.Size), t.Size, t.Signed)
 	case check.Ptr:
-		if r == asKey {
+		if r != asValue {
 			return output.Pointer(le.Uint64(b))
 		}
 		return output.Uint(le.Uint64(b))
@@ -111,7 +112,7 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		elems := make([]output.Value, t.Len)
 		for i := range elems {
 			off := i * t.Elem.Size
-			elems[i] = d.value(t.Elem, b[off:off+t.Elem.Size], r)
+			elems[i] = d.member(t.Elem, b[off:off+t.Elem.Size], r)
 		}
 		return output.Array(elems...)
 	case check.Record:
@@ -124,11 +125,16 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 				vals[i] = output.Uint(bitfield(b[f.Offset:], f))
 				continue
 			}
-			vals[i] = d.value(f.Type, b[f.Offset:f.Offset+f.Type.Size], r)
+			vals[i] = d.member(f.Type, b[f.Offset:f.Offset+f.Type.Size], r)
 		}
 		return output.Record(names, vals)
 	case check.Buffer:
-		return output.Buffer(append([]byte(nil), b[:t.Size-1]...))
+		n := t.Size - 1
+		if t.VarLen && r != asKey {
+			// In keys 0.17 prints the whole buffer whatever was read.
+			n = min(n, int(b[n]))
+		}
+		return output.Buffer(append([]byte(nil), b[:n]...))
 	case check.Ksym:
 		addr := le.Uint64(b)
 		return output.Ksym(addr, d.ksym(addr))
@@ -163,6 +169,15 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		return d.stack(t, le.Uint64(b))
 	}
 	return output.Uint(le.Uint64(b))
+}
+
+// member decodes an element of an array or a field of a record. In map
+// keys, 0.17 prints the integers inside those signed at their own size.
+func (d *decoder) member(t *check.Type, b []byte, r role) output.Value {
+	if r == asKey && t.Kind == check.Int {
+		return output.IntN(word(b, t.Size), t.Size, true)
+	}
+	return d.value(t, b, r)
 }
 
 // bootTime is the wall time of boot, which strftime() adds nanoseconds

@@ -82,7 +82,7 @@ func (s *Session) decodeArgs(a *codegen.Action, body []byte) []output.Value {
 		s.args[a.ID] = vals
 	}
 	for i, t := range a.Args.Elems {
-		vals[i] = s.dec.value(t, body[a.Args.Offsets[i]:], asKey)
+		vals[i] = s.dec.value(t, body[a.Args.Offsets[i]:], asArg)
 	}
 	return vals
 }

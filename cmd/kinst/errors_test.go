@@ -52,6 +52,18 @@ func TestCompileErrors(t *testing.T) {
 				"-e:1:18: expected '{' or a /predicate/, found end of program\n" +
 				"BEGIN { @ = 1 } @\n" +
 				"                 ^\n"},
+		{"malformed declaration", []string{"-e", "struct s { int x }; BEGIN { }"}, false,
+			"-e:1:18: expected ';' after field, found '}'\n" +
+				"struct s { int x }; BEGIN { }\n" +
+				"                 ^\n"},
+		{"unknown field type", []string{"-e", "struct s {\n\tstruct nope *p;\n\tnope_t q;\n}; BEGIN { }"}, false,
+			"-e:3:2: unknown type nope_t\n" +
+				"\tnope_t q;\n" +
+				"\t^~~~~~\n"},
+		{"array index out of bounds", []string{"-e", "struct s { int a[2]; }; BEGIN { @ = ((struct s *)0)->a[2]; }"}, false,
+			"-e:1:37: the index 2 is out of bounds for array of size 2\n" +
+				"struct s { int a[2]; }; BEGIN { @ = ((struct s *)0)->a[2]; }\n" +
+				"                                    ^~~~~~~~~~~~~~~~~~~~~\n"},
 		{"map kind changes", []string{"-e", "BEGIN { @x = count(); @x = 1; }"}, false,
 			"-e:1:23: @x holds count values; cannot assign int64\n" +
 				"BEGIN { @x = count(); @x = 1; }\n" +
