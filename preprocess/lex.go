@@ -91,7 +91,13 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 // lex returns every token of src.
 func lex(src *source, errs *syntax.ErrorList) []token {
 	l := &lexer{src: src, b: src.text, errs: errs}
-	var toks []token
+	// Sized from the text to spare growing: system headers give tokens
+	// only for their directives.
+	n := len(l.b) / 6
+	if src.system {
+		n = bytes.Count(l.b, []byte("#")) * 4
+	}
+	toks := make([]token, 0, n)
 	space, bol := false, true
 	if bytes.HasPrefix(l.b, []byte("#!")) {
 		// An interpreter line, as the parser skips it.
@@ -151,6 +157,12 @@ func lex(src *source, errs *syntax.ErrorList) []token {
 				space = true
 				continue
 			}
+		}
+		if bol && c != '#' && src.system {
+			// Only directives matter in a system header: skip its text
+			// without making tokens.
+			l.i = l.skipLine(start)
+			continue
 		}
 		t := token{src: src, off: start, space: space, bol: bol, idx: len(toks)}
 		space, bol = false, false
@@ -214,6 +226,41 @@ func lex(src *source, errs *syntax.ErrorList) []token {
 		l.i = i
 		toks = append(toks, t)
 	}
+}
+
+// skipLine skips the rest of a line of text, to its newline, jumping
+// over comments and literals, which may hide newlines or a comment's
+// start.
+func (l *lexer) skipLine(i int) int {
+	for i < len(l.b) {
+		switch l.b[i] {
+		case '\n':
+			return i
+		case '\\':
+			i = l.splice(i)
+			if i < len(l.b) && l.b[i] == '\\' {
+				i++
+			}
+		case '"', '\'':
+			i = l.quoted(i+1, l.b[i])
+		case '/':
+			switch {
+			case i+1 < len(l.b) && l.b[i+1] == '/':
+				return i // the main loop reads the comment to the newline
+			case i+1 < len(l.b) && l.b[i+1] == '*':
+				end := bytes.Index(l.b[i+2:], []byte("*/"))
+				if end < 0 {
+					return i // the main loop reports it
+				}
+				i += 2 + end + 2
+			default:
+				i++
+			}
+		default:
+			i++
+		}
+	}
+	return i
 }
 
 func (l *lexer) peek(i int) byte {

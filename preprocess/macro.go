@@ -191,9 +191,13 @@ func (p *pp) expand(toks []token, text bool) []token {
 		stack[len(toks)-1-i] = t
 	}
 	out := make([]token, 0, len(toks))
+	var site token // the last token read in place: where __LINE__ is
 	for len(stack) > 0 {
 		t := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
+		if !t.gen {
+			site = t
+		}
 		m := p.macros[t.text]
 		if t.kind != tIdent || m == nil {
 			out = append(out, t)
@@ -209,7 +213,7 @@ func (p *pp) expand(toks []token, text bool) []token {
 			continue
 		}
 		if m.special != "" {
-			out = append(out, p.special(m, t))
+			out = append(out, p.special(m, t, site))
 			continue
 		}
 		if !m.fn {
@@ -268,9 +272,12 @@ func pushReversed(stack, toks []token) []token {
 	return stack
 }
 
-// special expands __FILE__ and __LINE__ at t.
-func (p *pp) special(m *macro, t token) token {
-	pos := t.src.file.Position(t.src.pos(t.off))
+// special expands __FILE__ or __LINE__ at t, for the use at site.
+func (p *pp) special(m *macro, t, site token) token {
+	if site.src == nil {
+		site = t
+	}
+	pos := site.src.file.Position(site.src.pos(site.off))
 	r := t
 	r.gen = true
 	if m.special == "__FILE__" {

@@ -111,6 +111,7 @@ type pp struct {
 	conds    []cond
 	depth    int
 	once     map[string]bool
+	headers  map[string]*header // by path
 	missing  []string
 	warnings []string
 	errs     syntax.ErrorList
@@ -131,7 +132,7 @@ func newPP(conf *Config) *pp {
 	if sys == nil {
 		sys = DefaultSystemDirs
 	}
-	p := &pp{conf: conf, macros: predefined(conf.BTF != nil && conf.BTF()), once: map[string]bool{}}
+	p := &pp{conf: conf, macros: predefined(conf.BTF != nil && conf.BTF()), once: map[string]bool{}, headers: map[string]*header{}}
 	p.dirs = append(append(p.dirs, conf.IncludeDirs...), sys...)
 	p.nUser = len(conf.IncludeDirs)
 	return p
@@ -336,21 +337,85 @@ func (p *pp) include(src *source, name token, rest []token) {
 	if p.once[path] {
 		return
 	}
-	text, err := os.ReadFile(path)
-	if err != nil {
-		p.errorf(rest[0], "%v", err)
-		return
+	system = src.system || system
+	h := p.headers[path]
+	if h != nil && h.guard != "" && p.macros[h.guard] != nil {
+		return // the header's include guard keeps it out
 	}
-	inc := &source{
-		file:   syntax.NewFile(path, text),
-		text:   text,
-		dir:    filepath.Dir(path),
-		system: src.system || system,
-		found:  found,
+	// A header read in one mode and included again in the other (a
+	// system header that is also in a -I directory) is read again.
+	if h == nil || h.src.system != system || h.src.found != found {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			p.errorf(rest[0], "%v", err)
+			return
+		}
+		inc := &source{
+			file:   syntax.NewFile(path, text),
+			text:   text,
+			dir:    filepath.Dir(path),
+			system: system,
+			found:  found,
+		}
+		toks := lex(inc, &p.errs)
+		h = &header{src: inc, toks: toks, guard: guard(toks)}
+		p.headers[path] = h
 	}
 	p.depth++
-	p.file(inc, lex(inc, &p.errs))
+	p.file(h.src, h.toks)
 	p.depth--
+}
+
+// A header is a file read once per run, however often it is included.
+type header struct {
+	src   *source
+	toks  []token
+	guard string // the macro of its include guard, if it has one
+}
+
+// guard returns X when toks are all inside #ifndef X (or #if !defined X)
+// and the #endif that closes it, the usual include guard.
+func guard(toks []token) string {
+	directive := func(i int, name string) bool {
+		return i+1 < len(toks) && toks[i].bol && toks[i].is(tPunct, "#") && toks[i+1].is(tIdent, name)
+	}
+	var name string
+	switch {
+	case directive(0, "ifndef") && len(toks) > 2 && toks[2].kind == tIdent:
+		name = toks[2].text
+	case directive(0, "if") && len(toks) > 4 && toks[2].is(tPunct, "!") && toks[3].is(tIdent, "defined"):
+		if toks[4].kind == tIdent {
+			name = toks[4].text
+		} else if len(toks) > 6 && toks[4].is(tPunct, "(") && toks[5].kind == tIdent {
+			name = toks[5].text
+		}
+	}
+	if name == "" {
+		return ""
+	}
+	// The guard's #endif must be the file's last directive, closing the
+	// first: count the nesting up to it.
+	depth := 0
+	for i := 0; i < len(toks); i++ {
+		if !toks[i].bol || !toks[i].is(tPunct, "#") || i+1 >= len(toks) {
+			continue
+		}
+		switch toks[i+1].text {
+		case "if", "ifdef", "ifndef":
+			depth++
+		case "endif":
+			depth--
+			if depth == 0 {
+				for j := i + 2; j < len(toks); j++ {
+					if toks[j].bol {
+						return "" // something follows the guard
+					}
+				}
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // compilerHeaders come with a C compiler rather than with libc, and
