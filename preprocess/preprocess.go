@@ -71,7 +71,11 @@ func Preprocess(name string, src []byte, conf *Config) (*Result, error) {
 	}
 	p.run(main)
 	if len(p.missing) > 0 {
-		p.warnings = append(p.warnings, fmt.Sprintf("%s not found: kinst goes on with the kernel's BTF types", strings.Join(p.missing, ", ")))
+		then := "kinst goes on with the kernel's BTF types"
+		if !p.btf {
+			then = "the kernel has no BTF either, so the types they declare are unknown"
+		}
+		p.warnings = append(p.warnings, fmt.Sprintf("%s not found: %s", strings.Join(p.missing, ", "), then))
 	}
 	res := &Result{File: syntax.NewMappedFile(name, p.out.buf, p.out.spans), Warnings: p.warnings, macros: p.macros}
 	if len(p.errs) > 0 {
@@ -105,6 +109,7 @@ func hasDirective(src []byte) bool {
 // pp is one run of the preprocessor.
 type pp struct {
 	conf     *Config
+	btf      bool
 	dirs     []string // -I directories, then the system ones
 	nUser    int      // how many of dirs are -I directories
 	macros   map[string]*macro
@@ -132,7 +137,8 @@ func newPP(conf *Config) *pp {
 	if sys == nil {
 		sys = DefaultSystemDirs
 	}
-	p := &pp{conf: conf, macros: predefined(conf.BTF != nil && conf.BTF()), once: map[string]bool{}, headers: map[string]*header{}}
+	btf := conf.BTF != nil && conf.BTF()
+	p := &pp{conf: conf, btf: btf, macros: predefined(btf), once: map[string]bool{}, headers: map[string]*header{}}
 	p.dirs = append(append(p.dirs, conf.IncludeDirs...), sys...)
 	p.nUser = len(conf.IncludeDirs)
 	return p
@@ -149,12 +155,15 @@ func (p *pp) active() bool { return len(p.conds) == 0 || p.conds[len(p.conds)-1]
 
 // run preprocesses a top-level source.
 func (p *pp) run(src *source) {
-	p.file(src, lex(src, &p.errs))
+	p.file(src, nil)
 }
 
 // file preprocesses one source's tokens: directives take effect, text
 // in active regions of full sources goes to the output.
 func (p *pp) file(src *source, toks []token) {
+	if toks == nil {
+		toks = lex(src, &p.errs)
+	}
 	base := len(p.conds)
 	for i := 0; i < len(toks); {
 		if toks[i].bol && toks[i].is(tPunct, "#") {
@@ -325,12 +334,24 @@ func (p *pp) include(src *source, name token, rest []token) {
 	}
 	path, found, system, err := p.find(src, file, angle, name.text == "include_next")
 	if err != nil {
-		if !angle {
+		// What a header includes is its business: a system header's
+		// missing pieces, like a missing <...> header, are not the
+		// program's error.
+		if !angle && !src.system {
 			p.errorf(rest[0], "%s", err)
 			return
 		}
-		if !compilerHeaders[file] {
+		if text, ok := compilerHeaders[file]; ok {
+			if text != "" {
+				b := []byte(text)
+				p.file(&source{file: syntax.NewFile("<built-in "+file+">", b), text: b, system: true, found: -1}, nil)
+			}
+			return
+		}
+		if angle {
 			p.noteMissing("<" + file + ">")
+		} else {
+			p.noteMissing(`"` + file + `"`)
 		}
 		return
 	}
@@ -418,12 +439,33 @@ func guard(toks []token) string {
 	return ""
 }
 
-// compilerHeaders come with a C compiler rather than with libc, and
-// hold nothing a program can use without C declarations: their absence
-// is not worth a warning.
-var compilerHeaders = map[string]bool{
-	"stddef.h": true, "stdarg.h": true, "stdbool.h": true, "float.h": true,
-	"stdalign.h": true, "stdnoreturn.h": true, "iso646.h": true,
+// compilerHeaders come with a C compiler rather than with libc, which
+// includes them; when they are absent kinst uses its own text for them,
+// empty where they hold nothing a program can use without C
+// declarations. glibc's <limits.h> leaves the limits of the types to the
+// compiler's.
+var compilerHeaders = map[string]string{
+	"stddef.h": "", "stdarg.h": "", "stdbool.h": "", "float.h": "",
+	"stdalign.h": "", "stdnoreturn.h": "", "iso646.h": "",
+	"limits.h": `#define CHAR_BIT __CHAR_BIT__
+#define SCHAR_MAX __SCHAR_MAX__
+#define SCHAR_MIN (-SCHAR_MAX - 1)
+#define UCHAR_MAX (SCHAR_MAX * 2 + 1)
+#define CHAR_MIN SCHAR_MIN
+#define CHAR_MAX SCHAR_MAX
+#define SHRT_MAX __SHRT_MAX__
+#define SHRT_MIN (-SHRT_MAX - 1)
+#define USHRT_MAX (SHRT_MAX * 2 + 1)
+#define INT_MAX __INT_MAX__
+#define INT_MIN (-INT_MAX - 1)
+#define UINT_MAX (INT_MAX * 2U + 1U)
+#define LONG_MAX __LONG_MAX__
+#define LONG_MIN (-LONG_MAX - 1L)
+#define ULONG_MAX (LONG_MAX * 2UL + 1UL)
+#define LLONG_MAX __LONG_LONG_MAX__
+#define LLONG_MIN (-LLONG_MAX - 1LL)
+#define ULLONG_MAX (LLONG_MAX * 2ULL + 1ULL)
+`,
 }
 
 func (p *pp) noteMissing(h string) {

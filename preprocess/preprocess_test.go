@@ -37,6 +37,7 @@ var headers = map[string]string{
 	"sys/sock.h":      "#pragma once\nstruct sockaddr { int family; };\n#define AF_INET PF_INET\n#define PF_INET 2\n#define SOCK_STREAM SOCK_STREAM\n",
 	"sys/limits.h":    "#define LIMIT_SYS 2\n",
 	"inc/limits.h":    "#define LIMIT_USER 1\n#include_next <limits.h>\n",
+	"sys/glibc.h":     "#include_next <limits.h>\n#include \"gone.h\"\n",
 	"inc/decl.h":      "#define SIZE 8\nstruct pair { int a; int b; };\n",
 	"inc/probe.h":     "BEGIN { @x = 1 + ; }\n",
 	"inc/unclosed.h":  "#ifdef SIZE\n",
@@ -65,6 +66,7 @@ func TestPreprocess(t *testing.T) {
 		{"include_next", "#include <limits.h>\nBEGIN { @ = LIMIT_USER + LIMIT_SYS }", "BEGIN { @ = 1 + 2 }", nil, nil},
 		{"--include", "BEGIN { @ = SIZE }", "struct pair { int a; int b; };\nBEGIN { @ = 8 }", []string{"inc/decl.h"}, nil},
 		{"absent system headers", "#include <net/sock.h>\n#include <net/sock.h>\n#include <linux/blkdev.h>\n#include <stddef.h>\nBEGIN {}", "BEGIN {}", nil, []string{"<net/sock.h>, <linux/blkdev.h> not found: kinst goes on with the kernel's BTF types"}},
+		{"compiler headers", "#include <glibc.h>\n#include <stddef.h>\nBEGIN { @ = INT_MAX + CHAR_BIT; @u = ULONG_MAX }", "BEGIN { @ = 2147483647 + 8; @u = (9223372036854775807L * 2UL + 1UL) }", nil, []string{`"gone.h" not found: kinst goes on with the kernel's BTF types`}},
 		{"__has_include", "#if __has_include(<sock.h>) && !__has_include(\"nothere.h\") && !__has_builtin(x)\nyes\n#endif", "yes", nil, nil},
 		{"__LINE__ and __FILE__", "\n#define L __LINE__\nBEGIN { @ = L; @f = __FILE__ }", "BEGIN { @ = 3; @f = \"prog.bt\" }", nil, nil},
 		{"continuations", "#define LONG 1 + \\\n 2\nBEGIN { @ = LONG }", "BEGIN { @ = 1 + 2 }", nil, nil},
@@ -154,6 +156,21 @@ func TestMissingHeader(t *testing.T) {
 	want = `<command line>:1:10: header "gone.h" not found in ., DIR/inc, DIR/sys`
 	if err == nil || strings.ReplaceAll(err.Error(), dir, "DIR") != want {
 		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
+// Without BTF, the warning for absent headers says that their types are
+// unknown, and BPFTRACE_HAVE_BTF is not defined.
+func TestNoBTF(t *testing.T) {
+	dir, conf := setup(t, headers)
+	conf.BTF = func() bool { return false }
+	res, err := Preprocess(filepath.Join(dir, "prog.bt"), []byte("#include <net/sock.h>\n#ifndef BPFTRACE_HAVE_BTF\nno\n#endif"), conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "<net/sock.h> not found: the kernel has no BTF either, so the types they declare are unknown"
+	if string(res.File.Src) != "no" || len(res.Warnings) != 1 || res.Warnings[0] != want {
+		t.Errorf("got %q, warnings %q; want \"no\" and %q", res.File.Src, res.Warnings, want)
 	}
 }
 
