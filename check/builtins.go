@@ -113,6 +113,13 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		}
 		return TUint64
 	}
+	if _, ok := stackArgIndex(name); ok {
+		if p.Provider != "kprobe" && p.Provider != "uprobe" {
+			c.errorf(id, "%s is only available in kprobe and uprobe probes: it reads the stack at the function's entry", name)
+			return nil
+		}
+		return TInt64
+	}
 	if v, ok := c.constant(name); ok {
 		delete(p.Uses, name)
 		c.setConst(id, Const{Int: uint64(v)})
@@ -126,13 +133,12 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 	return nil
 }
 
-// constant resolves a name no macro replaced: a kernel enumerator, else
-// a constant of the C headers kinst knows without them.
+// constant resolves a name no macro replaced: an enumerator the program
+// or the kernel declares, else a constant of the C headers kinst knows
+// without them.
 func (c *checker) constant(name string) (int64, bool) {
-	if c.conf.Kernel != nil {
-		if v, ok := c.conf.Kernel.Enum(name); ok {
-			return v, true
-		}
+	if v, ok := c.enumValue(name); ok {
+		return v, true
 	}
 	return cconst.Lookup(name)
 }
@@ -140,16 +146,25 @@ func (c *checker) constant(name string) (int64, bool) {
 var builtinNames = []string{
 	"pid", "tid", "uid", "gid", "nsecs", "elapsed", "cpu", "cgroup", "rand", "numaid",
 	"comm", "username", "probe", "cpid", "curtask", "kstack", "ustack", "func",
-	"retval", "args", "ctx", "arg0", "arg1",
+	"retval", "args", "ctx", "arg0", "arg1", "sarg0", "sarg1",
 }
 
 // argIndex parses "argN".
-func argIndex(name string) (int, bool) {
-	if !strings.HasPrefix(name, "arg") || len(name) == 3 {
+func argIndex(name string) (int, bool) { return numbered(name, "arg") }
+
+// stackArgIndex parses "sargN", the Nth argument passed on the stack.
+func stackArgIndex(name string) (int, bool) { return numbered(name, "sarg") }
+
+// StackArgIndex parses "sargN" for the code generator.
+func StackArgIndex(name string) (int, bool) { return stackArgIndex(name) }
+
+// numbered parses prefix followed by a number without leading zeros.
+func numbered(name, prefix string) (int, bool) {
+	if !strings.HasPrefix(name, prefix) || len(name) == len(prefix) {
 		return 0, false
 	}
-	n, err := strconv.Atoi(name[3:])
-	if err != nil || n < 0 || fmt.Sprint(n) != name[3:] {
+	n, err := strconv.Atoi(name[len(prefix):])
+	if err != nil || n < 0 || fmt.Sprint(n) != name[len(prefix):] {
 		return 0, false
 	}
 	return n, true

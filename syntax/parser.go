@@ -161,8 +161,25 @@ func (p *parser) parseProgram() (prog *Program) {
 		p.error(p.pos, p.end, "program has no probes")
 		return prog
 	}
+	defer func() {
+		if len(prog.Probes) == 0 && len(p.errs) == 0 {
+			p.error(p.pos, p.end, "program has no probes")
+		}
+	}()
 	for p.tok != EOF {
 		start := p.pos
+		if p.tok == PROBESPEC && isDeclStart(p.lit) {
+			// Read the keyword again as an ordinary token.
+			p.s.off = p.file.Offset(p.pos)
+			p.next()
+			if d := p.parseDecl(); d != nil {
+				prog.Decls = append(prog.Decls, d)
+			}
+			if p.pos == start && p.tok != EOF {
+				p.skipProbe()
+			}
+			continue
+		}
 		if pr := p.parseProbe(); pr != nil {
 			prog.Probes = append(prog.Probes, pr)
 		}

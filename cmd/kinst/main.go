@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/instruments"
 	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/runtime"
@@ -48,6 +49,9 @@ options:
   --unsafe       allow system(), signal() and override()
   -I DIR         add DIR to the #include search path
   --include FILE read FILE before the program, as #include "FILE"
+  --prometheus ADDR
+                 serve the maps as Prometheus metrics on http://ADDR/metrics
+                 while running, instead of printing them at exit
   --attach MECH  run kprobes and kretprobes as kprobe, kprobe.multi or fentry
                  (fexit for kretprobes) instead of the cheapest the kernel offers
 
@@ -109,6 +113,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		mech    = fs.String("attach", "", "")
 		incDirs stringList
 		incs    stringList
+		promAt  = fs.String("prometheus", "", "")
 	)
 	fs.Var(&incDirs, "I", "")
 	fs.Var(&incs, "include", "")
@@ -202,7 +207,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *dryRun {
 		return report(runtime.Load(out, &runtime.Options{Stderr: stderr, Verbose: *verbose}), *verbose, stderr)
 	}
-	err = runtime.Run(context.Background(), out, &runtime.Options{
+	opts := &runtime.Options{
 		Out:     w,
 		Format:  rf,
 		Stdout:  stdout,
@@ -211,8 +216,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Verbose: *verbose,
 		Command: argv,
 		Pid:     *pid,
-	})
-	return report(err, *verbose, stderr)
+	}
+	if *promAt != "" {
+		srv, err := prom.Listen(*promAt)
+		if err != nil {
+			fmt.Fprintf(stderr, "kinst: --prometheus: %v\n", err)
+			return 1
+		}
+		defer srv.Close()
+		srv.Feed(opts)
+	}
+	return report(runtime.Run(context.Background(), out, opts), *verbose, stderr)
 }
 
 // isSet reports whether the option called name was given.
@@ -233,7 +247,7 @@ func (l *stringList) Set(s string) error {
 }
 
 // valueFlags are the options that take a value.
-var valueFlags = map[string]bool{"e": true, "p": true, "c": true, "f": true, "o": true, "d": true, "attach": true, "I": true, "include": true}
+var valueFlags = map[string]bool{"e": true, "p": true, "c": true, "f": true, "o": true, "d": true, "attach": true, "I": true, "include": true, "prometheus": true}
 
 // expandFlags splits grouped one-letter switches as getopt does, so
 // that "-lv" means "-l -v" as in bpftrace.
