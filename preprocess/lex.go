@@ -51,10 +51,14 @@ func (s *source) pos(off int) syntax.Pos { return s.file.Pos(off) }
 
 // lexer splits a source into tokens.
 type lexer struct {
-	src  *source
-	b    []byte
-	i    int
-	errs *syntax.ErrorList
+	src   *source
+	b     []byte
+	i     int
+	errs  *syntax.ErrorList
+	space bool   // white space since the last token
+	bol   bool   // a newline since the last token
+	n     int    // tokens so far
+	str   string // b as a string, which tokens' texts share
 }
 
 // splice skips backslash-newlines at i.
@@ -75,6 +79,9 @@ func (l *lexer) splice(i int) int {
 // at returns the byte at i after splices and the index past it; false
 // at the end of the text.
 func (l *lexer) at(i int) (byte, int, bool) {
+	if i < len(l.b) && l.b[i] != '\\' {
+		return l.b[i], i + 1, true
+	}
 	i = l.splice(i)
 	if i >= len(l.b) {
 		return 0, i, false
@@ -90,34 +97,45 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // lex returns every token of src.
 func lex(src *source, errs *syntax.ErrorList) []token {
-	l := &lexer{src: src, b: src.text, errs: errs}
-	// Sized from the text to spare growing: system headers give tokens
-	// only for their directives.
-	n := len(l.b) / 6
-	if src.system {
-		n = bytes.Count(l.b, []byte("#")) * 4
+	l := newLexer(src, errs)
+	toks := make([]token, 0, len(l.b)/6) // sized from the text to spare growing
+	for {
+		t, ok := l.next()
+		if !ok {
+			return toks
+		}
+		toks = append(toks, t)
 	}
-	toks := make([]token, 0, n)
-	space, bol := false, true
+}
+
+func newLexer(src *source, errs *syntax.ErrorList) *lexer {
+	l := &lexer{src: src, b: src.text, str: string(src.text), errs: errs, bol: true}
 	if bytes.HasPrefix(l.b, []byte("#!")) {
 		// An interpreter line, as the parser skips it.
 		for l.i < len(l.b) && l.b[l.i] != '\n' {
 			l.i++
 		}
 	}
+	return l
+}
+
+// next returns the next token; false at the end of the text or at an
+// unterminated comment.
+func (l *lexer) next() (token, bool) {
+	src := l.src
 	for {
 		c, next, ok := l.at(l.i)
 		if !ok {
-			return toks
+			return token{}, false
 		}
 		start := l.splice(l.i)
 		switch {
 		case c == '\n':
-			space, bol = true, true
+			l.space, l.bol = true, true
 			l.i = next
 			continue
 		case c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v':
-			space = true
+			l.space = true
 			l.i = next
 			continue
 		case c == '/':
@@ -131,7 +149,7 @@ func lex(src *source, errs *syntax.ErrorList) []token {
 					i = n3
 				}
 				l.i = i
-				space = true
+				l.space = true
 				continue
 			} else if c2 == '*' {
 				i := n2
@@ -150,22 +168,24 @@ func lex(src *source, errs *syntax.ErrorList) []token {
 					i = n3
 				}
 				if !closed {
-					errs.Add(src.file, src.pos(start), src.pos(start+2), "comment not terminated")
-					return toks
+					l.errs.Add(src.file, src.pos(start), src.pos(start+2), "comment not terminated")
+					l.i = len(l.b)
+					return token{}, false
 				}
 				l.i = i
-				space = true
+				l.space = true
 				continue
 			}
 		}
-		if bol && c != '#' && src.system {
+		if l.bol && c != '#' && src.system {
 			// Only directives matter in a system header: skip its text
 			// without making tokens.
 			l.i = l.skipLine(start)
 			continue
 		}
-		t := token{src: src, off: start, space: space, bol: bol, idx: len(toks)}
-		space, bol = false, false
+		t := token{src: src, off: start, space: l.space, bol: l.bol, idx: l.n}
+		l.space, l.bol = false, false
+		l.n++
 		i := next
 		switch {
 		case isIdent(c) && !isDigit(c):
@@ -224,7 +244,7 @@ func lex(src *source, errs *syntax.ErrorList) []token {
 		t.end = i
 		t.text = l.text(start, i)
 		l.i = i
-		toks = append(toks, t)
+		return t, true
 	}
 }
 
@@ -299,11 +319,12 @@ func (l *lexer) quoted(i int, q byte) int {
 	}
 }
 
-// text returns the bytes of [start, end) without backslash-newlines.
+// text returns the bytes of [start, end) without backslash-newlines,
+// as a piece of the source's one string where it can.
 func (l *lexer) text(start, end int) string {
 	b := l.b[start:end]
 	if bytes.IndexByte(b, '\\') < 0 {
-		return string(b)
+		return l.str[start:end]
 	}
 	var out []byte
 	for i := start; i < end; {

@@ -76,7 +76,7 @@ func (p *pp) define(src *source, name token, rest []token) {
 		}
 		body = body[i+1:]
 	}
-	m.body = body
+	m.body = append([]token(nil), body...) // body may be a reused line
 	for i, t := range body {
 		if !t.is(tPunct, "##") {
 			continue

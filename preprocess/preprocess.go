@@ -162,8 +162,17 @@ func (p *pp) run(src *source) {
 // in active regions of full sources goes to the output.
 func (p *pp) file(src *source, toks []token) {
 	if toks == nil {
+		if src.system {
+			p.systemFile(src)
+			return
+		}
 		toks = lex(src, &p.errs)
 	}
+	p.tokens(src, toks)
+}
+
+// tokens preprocesses a full source's tokens.
+func (p *pp) tokens(src *source, toks []token) {
 	base := len(p.conds)
 	for i := 0; i < len(toks); {
 		if toks[i].bol && toks[i].is(tPunct, "#") {
@@ -184,6 +193,57 @@ func (p *pp) file(src *source, toks []token) {
 		}
 		i = j
 	}
+	p.closeConds(base)
+}
+
+// systemFile runs a system header's directives as the lexer finds them,
+// keeping no tokens but macro bodies: a system header's text makes no
+// tokens, and a skipped region's directives are read only as far as
+// their names.
+// It returns the macro of the file's include guard, if it has one.
+func (p *pp) systemFile(src *source) (guard string) {
+	l := newLexer(src, &p.errs)
+	base := len(p.conds)
+	var line []token
+	first, closed := true, false
+	t, ok := l.next()
+	for ok {
+		hash := t
+		line = line[:0]
+		for t, ok = l.next(); ok && !t.bol; t, ok = l.next() {
+			line = append(line, t)
+			if len(line) == 1 && !p.active() && !conditionals[t.text] {
+				l.i = l.skipLine(l.i)
+			}
+		}
+		if !hash.is(tPunct, "#") || len(line) == 0 {
+			continue
+		}
+		switch {
+		case first && len(line) > 1 && line[0].text == "ifndef":
+			guard = line[1].text
+		case closed:
+			guard = "" // a directive after the guard's #endif
+		}
+		first = false
+		p.directive(src, hash, line)
+		closed = len(p.conds) == base
+	}
+	p.closeConds(base)
+	if !closed {
+		return ""
+	}
+	return guard
+}
+
+// conditionals are the directives that matter in a skipped region.
+var conditionals = map[string]bool{
+	"if": true, "ifdef": true, "ifndef": true, "elif": true, "else": true, "endif": true, "elifdef": true, "elifndef": true,
+}
+
+// closeConds reports the #if directives a file left open and forgets
+// them.
+func (p *pp) closeConds(base int) {
 	for _, c := range p.conds[base:] {
 		p.errorf(c.at, "#%s without #endif", c.at.text)
 	}
@@ -208,6 +268,7 @@ func (p *pp) directive(src *source, hash token, args []token) {
 		}
 		return
 	}
+
 	switch name.text {
 	case "define":
 		p.define(src, name, rest)
@@ -364,7 +425,9 @@ func (p *pp) include(src *source, name token, rest []token) {
 		return // the header's include guard keeps it out
 	}
 	// A header read in one mode and included again in the other (a
-	// system header that is also in a -I directory) is read again.
+	// system header that is also in a -I directory) is read again. A
+	// system header is lexed anew each time, as its directives are run,
+	// unless its include guard keeps it out.
 	if h == nil || h.src.system != system || h.src.found != found {
 		text, err := os.ReadFile(path)
 		if err != nil {
@@ -378,20 +441,27 @@ func (p *pp) include(src *source, name token, rest []token) {
 			system: system,
 			found:  found,
 		}
-		toks := lex(inc, &p.errs)
-		h = &header{src: inc, toks: toks, guard: guard(toks)}
+		h = &header{src: inc}
+		if !system {
+			h.toks = lex(inc, &p.errs)
+			h.guard = guard(h.toks)
+		}
 		p.headers[path] = h
 	}
 	p.depth++
-	p.file(h.src, h.toks)
+	if system {
+		h.guard = p.systemFile(h.src)
+	} else {
+		p.tokens(h.src, h.toks)
+	}
 	p.depth--
 }
 
 // A header is a file read once per run, however often it is included.
 type header struct {
 	src   *source
-	toks  []token
-	guard string // the macro of its include guard, if it has one
+	toks  []token // for a header included in full
+	guard string  // the macro of its include guard, if it has one
 }
 
 // guard returns X when toks are all inside #ifndef X (or #if !defined X)
