@@ -4,8 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 )
 
 // BenchmarkShippedTools measures what preprocessing costs the tools

@@ -198,6 +198,12 @@ func (p *pp) expand(toks []token, text bool) []token {
 		if !t.gen {
 			site = t
 		}
+		if p.expanded++; p.expanded > maxExpansion {
+			if p.expanded == maxExpansion+1 {
+				p.errorf(site, "macro expansion goes past %d tokens", maxExpansion)
+			}
+			return out
+		}
 		m := p.macros[t.text]
 		if t.kind != tIdent || m == nil {
 			out = append(out, t)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -49,6 +48,10 @@ const maxErrors = 10
 
 // maxDepth bounds #include nesting, which is how an #include cycle ends.
 const maxDepth = 200
+
+// maxExpansion bounds the tokens macro expansion reads in one run: a few
+// lines of #define can otherwise ask for more than memory holds.
+const maxExpansion = 1 << 20
 
 // Preprocess runs the preprocessor over a program's source. name is how
 // messages call the program; #include "..." looks in its directory
@@ -117,6 +120,7 @@ type pp struct {
 	depth    int
 	once     map[string]bool
 	headers  map[string]*header // by path
+	expanded int                // tokens macro expansion has read
 	missing  []string
 	warnings []string
 	errs     syntax.ErrorList
@@ -577,10 +581,14 @@ func headerName(toks []token) (file string, angle, ok bool) {
 // in. system says the header is in a system directory.
 func (p *pp) find(src *source, file string, angle, next bool) (path string, found int, system bool, err error) {
 	if filepath.IsAbs(file) {
-		if isFile(file) {
-			return file, -1, src.system, nil
+		st, err := os.Stat(file)
+		switch {
+		case err != nil:
+			return "", 0, false, fmt.Errorf("header %q not found", file)
+		case !st.Mode().IsRegular():
+			return "", 0, false, fmt.Errorf("header %q is not a regular file", file)
 		}
-		return "", 0, false, fmt.Errorf("%s: %w", file, fs.ErrNotExist)
+		return file, -1, src.system, nil
 	}
 	start := 0
 	if next && src.found >= 0 {
@@ -602,9 +610,11 @@ func (p *pp) find(src *source, file string, angle, next bool) (path string, foun
 	return "", 0, false, fmt.Errorf("header %q not found in %s", file, strings.Join(where, ", "))
 }
 
+// isFile reports whether path is a regular file: a device or a pipe
+// (#include "/dev/zero") would never end.
 func isFile(path string) bool {
 	st, err := os.Stat(path)
-	return err == nil && !st.IsDir()
+	return err == nil && st.Mode().IsRegular()
 }
 
 // Names returns the names of the macros defined at the end of the

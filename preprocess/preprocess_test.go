@@ -120,6 +120,8 @@ func TestErrors(t *testing.T) {
 		{"#include <sock.h\n", "prog.bt:1:2: #include expects \"FILE\" or <FILE>\n#include <sock.h\n ^~~~~~~"},
 		{"#define A\nBEGIN {} /* never closed\n", "prog.bt:2:10: comment not terminated\nBEGIN {} /* never closed\n         ^~"},
 		{"#include \"unclosed.h\"\n", "DIR/inc/unclosed.h:1:2: #ifdef without #endif\n#ifdef SIZE\n ^~~~~"},
+		{"#define A B B B B B B B B\n#define B C C C C C C C C\n#define C D D D D D D D D\n#define D E E E E E E E E\n#define E F F F F F F F F\n#define F G G G G G G G G\n#define G H H H H H H H H\n#define H 1 1 1 1 1 1 1 1\nBEGIN { A }", "prog.bt:9:9: macro expansion goes past 1048576 tokens\nBEGIN { A }\n        ^"},
+		{"#include \"/dev/zero\"\n", "prog.bt:1:10: header \"/dev/zero\" is not a regular file\n#include \"/dev/zero\"\n         ^~~~~~~~~~~"},
 		{"#include \"recursive.h\"\n", "DIR/inc/recursive.h:1:2: #include nested more than 200 deep\n#include \"recursive.h\"\n ^~~~~~~"},
 	}
 	for _, tt := range tests {
