@@ -108,3 +108,14 @@ func TestAbsentSystemHeader(t *testing.T) {
 	kinst(t, "--dry-run", "-e", "#include <net/sock.h>\n#include <net/sock.h>\n#include <linux/nothere.h>\nBEGIN { @ = sizeof(struct sock); }").want(t, 0, "",
 		"kinst: warning: <net/sock.h>, <linux/nothere.h> not found: kinst goes on with the kernel's BTF types\n")
 }
+
+// Names resolve without headers: TCP_CLOSE is an enumerator of the
+// kernel's BTF, AF_INET6 and SIGKILL come from kinst's table of libc and
+// kernel headers, TASK_INTERRUPTIBLE from its kernel-internal list; a
+// #define of the program's own wins over all of them.
+func TestConstantsWithoutHeaders(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	kinst(t, "-q", "-e", `BEGIN { printf("%d %d %d %d\n", TCP_CLOSE, AF_INET6, TASK_INTERRUPTIBLE, SIGKILL); exit(); }`).want(t, 0, "7 10 1 9\n\n\n", "")
+	kinst(t, "-q", "-e", "#define AF_INET6 99\n#define TCP_CLOSE 98\n"+`BEGIN { printf("%d %d\n", AF_INET6, TCP_CLOSE); exit(); }`).want(t, 0, "99 98\n\n\n", "")
+}
