@@ -134,6 +134,8 @@ func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options)
 		return one(l, err)
 	case PerfEvent:
 		return attachPerf(prog, a)
+	case Iter:
+		return attachIter(prog)
 	case Watchpoint:
 		if pid == 0 {
 			pid = opts.Cpid

@@ -25,13 +25,14 @@ var listers = map[string]func(w *bufio.Writer, pattern string, verbose bool) err
 	"uretprobe":     listUprobes("uretprobe"),
 	"software":      listPerf("software", softwareEvents),
 	"hardware":      listPerf("hardware", hardwareEvents),
+	"iter":          listIterators,
 }
 
 // providerAliases maps the short and old provider names -l accepts.
 var providerAliases = map[string]string{
 	"t": "tracepoint", "rt": "rawtracepoint", "k": "kprobe", "kr": "kretprobe",
 	"f": "fentry", "fr": "fexit", "kfunc": "fentry", "kretfunc": "fexit",
-	"u": "uprobe", "ur": "uretprobe", "s": "software", "h": "hardware",
+	"u": "uprobe", "ur": "uretprobe", "s": "software", "h": "hardware", "it": "iter",
 }
 
 // List writes the probes matching pattern, one full name per line; with

@@ -73,6 +73,8 @@ func (r *Resolver) Resolve(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		return perfEvents(ap)
 	case "watchpoint", "asyncwatchpoint":
 		return watchpoints(ap)
+	case "iter":
+		return iterators(ap)
 	case "uprobe", "uretprobe":
 		return r.uprobes(ap)
 	case "kprobe", "kretprobe", "fentry", "fexit", "fmod_ret":

@@ -228,7 +228,7 @@ func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firs
 		License:      "GPL",
 		Instructions: g.insns,
 	}
-	if mech.IsTrampoline() {
+	if mech.IsTrampoline() || mech == MechIter {
 		spec.AttachTo = p.Targets[0].Func
 	}
 	c.out.Collection.Programs[name] = spec

@@ -21,6 +21,11 @@ func (g *gen) body() {
 	if g.mech == MechFmodRet {
 		g.retSlot = g.allocStack(8).off
 	}
+	if g.mech == MechIter {
+		// The kernel calls an iterator's program once more after the
+		// last object, with none; bpftrace's probes never see that call.
+		g.emit(asm.LoadMem(asm.R0, regCtx, 8, asm.DWord), asm.JEq.Imm(asm.R0, 0, g.exitLabel))
+	}
 	if probe.Pred != nil {
 		g.cur = probe.Pred.Pos()
 		op := g.scalar(probe.Pred)

@@ -180,6 +180,10 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 			s.detach()
 			return err
 		}
+		if err := s.runIterators(); err != nil {
+			s.detach()
+			return err
+		}
 		if s.cmd != nil {
 			if err := s.cmd.release(); err != nil {
 				s.detach()
@@ -285,6 +289,25 @@ func (s *Session) attachAll() error {
 				n, len(p.Targets), p.Probe.Syntax.Points[0].Raw, a.Skipped[0])
 		}
 		s.links = append(s.links, a.Links...)
+	}
+	return nil
+}
+
+// runIterators reads every attached iterator to its end, which runs its
+// probe once per object; a program with iterators then ends, as
+// bpftrace's does.
+func (s *Session) runIterators() error {
+	ran := false
+	for _, l := range s.links {
+		if it, ok := l.(attach.IterLink); ok {
+			if err := it.Run(); err != nil {
+				return err
+			}
+			ran = true
+		}
+	}
+	if ran {
+		s.stop()
 	}
 	return nil
 }

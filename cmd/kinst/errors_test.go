@@ -100,6 +100,10 @@ func TestCompileErrors(t *testing.T) {
 			"-e:1:1: watchpoint mode \"rx\" mixes execution with reads or writes, which one debug register cannot watch\n" +
 				"watchpoint:0x1000:8:rx { }\n" +
 				"^~~~~~~~~~~~~~~~~~~~~~\n"},
+		{"unknown iterator", []string{"-e", "iter:nope { }"}, true,
+			"-e:1:1: this kernel has no iterator nope; kinst -l 'iter:*' lists them\n" +
+				"iter:nope { }\n" +
+				"^~~~~~~~~\n"},
 		{"uprobe on a missing binary", []string{"-e", "uprobe:/nonexistent/bin:f { }"}, true,
 			"-e:1:1: resolve /nonexistent/bin: no such binary or library: stat /nonexistent/bin: no such file or directory\n" +
 				"uprobe:/nonexistent/bin:f { }\n" +
