@@ -45,6 +45,7 @@ type source struct {
 	// found is the index of the search directory the file was found in,
 	// where #include_next goes on; -1 when it was not found by a search.
 	found int
+	str   string // text as a string, made by the first lexer
 }
 
 func (s *source) pos(off int) syntax.Pos { return s.file.Pos(off) }
@@ -109,7 +110,10 @@ func lex(src *source, errs *syntax.ErrorList) []token {
 }
 
 func newLexer(src *source, errs *syntax.ErrorList) *lexer {
-	l := &lexer{src: src, b: src.text, str: string(src.text), errs: errs, bol: true}
+	if src.str == "" {
+		src.str = string(src.text) // once per file, however often it is lexed
+	}
+	l := &lexer{src: src, b: src.text, str: src.str, errs: errs, bol: true}
 	if bytes.HasPrefix(l.b, []byte("#!")) {
 		// An interpreter line, as the parser skips it.
 		for l.i < len(l.b) && l.b[l.i] != '\n' {

@@ -1,6 +1,7 @@
 package preprocess
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -185,6 +186,9 @@ var builtinSrc = &source{file: syntax.NewFile("<built-in>", nil), found: -1}
 // says the tokens are program text, where a recursive macro of the
 // program's own is an error.
 func (p *pp) expand(toks []token, text bool) []token {
+	if !slices.ContainsFunc(toks, func(t token) bool { return t.kind == tIdent && p.macros[t.text] != nil }) {
+		return toks // nothing to expand, and nothing to copy
+	}
 	// stack holds the tokens still to read, the next one last.
 	stack := make([]token, len(toks))
 	for i, t := range toks {

@@ -121,6 +121,7 @@ type pp struct {
 	once     map[string]bool
 	headers  map[string]*header // by path
 	expanded int                // tokens macro expansion has read
+	stats    map[string]bool    // isFile's answers
 	missing  []string
 	warnings []string
 	errs     syntax.ErrorList
@@ -142,7 +143,7 @@ func newPP(conf *Config) *pp {
 		sys = DefaultSystemDirs
 	}
 	btf := conf.BTF != nil && conf.BTF()
-	p := &pp{conf: conf, btf: btf, macros: predefined(btf), once: map[string]bool{}, headers: map[string]*header{}}
+	p := &pp{conf: conf, btf: btf, macros: predefined(btf), once: map[string]bool{}, headers: map[string]*header{}, stats: map[string]bool{}}
 	p.dirs = append(append(p.dirs, conf.IncludeDirs...), sys...)
 	p.nUser = len(conf.IncludeDirs)
 	return p
@@ -594,12 +595,12 @@ func (p *pp) find(src *source, file string, angle, next bool) (path string, foun
 	if next && src.found >= 0 {
 		start = src.found + 1
 	} else if !angle {
-		if f := filepath.Join(src.dir, file); isFile(f) {
+		if f := filepath.Join(src.dir, file); p.isFile(f) {
 			return f, src.found, src.system, nil
 		}
 	}
 	for i := start; i < len(p.dirs); i++ {
-		if f := filepath.Join(p.dirs[i], file); isFile(f) {
+		if f := filepath.Join(p.dirs[i], file); p.isFile(f) {
 			return f, i, i >= p.nUser, nil
 		}
 	}
@@ -611,10 +612,16 @@ func (p *pp) find(src *source, file string, angle, next bool) (path string, foun
 }
 
 // isFile reports whether path is a regular file: a device or a pipe
-// (#include "/dev/zero") would never end.
-func isFile(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular()
+// (#include "/dev/zero") would never end. Answers are kept for the run:
+// guarded headers are looked for again at every #include.
+func (p *pp) isFile(path string) bool {
+	is, ok := p.stats[path]
+	if !ok {
+		st, err := os.Stat(path)
+		is = err == nil && st.Mode().IsRegular()
+		p.stats[path] = is
+	}
+	return is
 }
 
 // Names returns the names of the macros defined at the end of the
