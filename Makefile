@@ -49,6 +49,7 @@ deps:
 # Each fuzz target runs from its seed corpus for a bounded time.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./syntax
+	$(GO) test -run '^$$' -fuzz '^FuzzPreprocess$$' -fuzztime $(FUZZTIME) ./preprocess
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./check
 	$(GO) test -run '^$$' -fuzz '^FuzzGenerate$$' -fuzztime $(FUZZTIME) ./codegen
 

@@ -94,7 +94,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	pre, err := preprocess.Preprocess(name, src, &preprocess.Config{
 		IncludeDirs: opts.IncludeDirs,
 		Includes:    opts.Includes,
-		BTF:         func() bool { return kernel.Available(kernel.FeatBTF) },
+		BTF:         haveBTF,
 	})
 	if pre != nil && opts.Warnings != nil {
 		for _, w := range pre.Warnings {
@@ -143,6 +143,16 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		DumpBPF(opts.Dump, out)
 	}
 	return out, nil
+}
+
+// haveBTF says whether the kernel has BTF, for BPFTRACE_HAVE_BTF: the
+// file the kernel exports answers without parsing it, which would cost
+// more than the rest of compiling most programs.
+func haveBTF() bool {
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err == nil {
+		return true
+	}
+	return kernel.Available(kernel.FeatBTF)
 }
 
 // Supports answers code generation's questions about mechanisms from
