@@ -30,6 +30,8 @@ type decoder struct {
 	ksyms     *kernel.Kallsyms
 	usyms     *elfsym.Symbolizer
 
+	noUserSymbols bool // BPFTRACE_NO_USER_SYMBOLS: user addresses print in hex
+
 	bootOnce sync.Once
 	boot     time.Time // the wall time the kernel booted at
 }
@@ -161,6 +163,9 @@ func (d *decoder) target(i uint64) *check.Target {
 }
 
 func (d *decoder) usym(pid int, addr uint64) elfsym.Frame {
+	if d.noUserSymbols {
+		return elfsym.Frame{Addr: addr}
+	}
 	if d.usyms == nil {
 		d.usyms = elfsym.NewSymbolizer()
 	}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"time"
@@ -112,7 +113,19 @@ func (s *Session) cat(a *codegen.Action, body []byte) error {
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	limit := s.opts.CatMax
+	switch {
+	case s.opts.NoCat:
+		limit = 0
+	case limit == 0:
+		limit = DefaultCatMax
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit))
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,14 @@ type Options struct {
 	Pid int
 	// Signals stop the run; nil means SIGINT and SIGTERM.
 	Signals []os.Signal
+	// Buffering says when output reaches Out (bpftrace's -B).
+	Buffering Buffering
+	// CatMax bounds the bytes cat() prints of a file; 0 means the
+	// default, DefaultCatMax. NoCat prints none.
+	CatMax int64
+	NoCat  bool
+	// NoUserSymbols prints user addresses (usym, ustack) in hex.
+	NoUserSymbols bool
 
 	// Printf, when set, receives every printf record in place of the
 	// output writer, with its arguments decoded, and writes what it
@@ -121,7 +129,7 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		return err
 	}
 	defer s.coll.Close()
-	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap]}
+	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap], noUserSymbols: opts.NoUserSymbols}
 	if s.lostMem, err = s.coll.Maps[codegen.LostMap].Memory(); err != nil {
 		return fmt.Errorf("map the lost-records counter: %w", err)
 	}
@@ -317,7 +325,9 @@ func (s *Session) loop() {
 			lostCheck = time.Now()
 		}
 		if s.rd.AvailableBytes() == 0 {
-			s.buf.Flush()
+			if s.opts.Buffering != BufferFull {
+				s.buf.Flush()
+			}
 			s.rd.SetDeadline(time.Now().Add(time.Second))
 		}
 		err := s.rd.ReadInto(&rec)
@@ -331,6 +341,9 @@ func (s *Session) loop() {
 		s.handle(rec.RawSample)
 		if s.exited {
 			return
+		}
+		if s.opts.Buffering == BufferLine || s.opts.Buffering == BufferNone {
+			s.buf.Flush()
 		}
 	}
 	s.drain()
