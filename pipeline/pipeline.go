@@ -27,6 +27,9 @@ type Options struct {
 	EventsSize int
 	// Force runs kprobes through one mechanism; "" picks the cheapest.
 	Force codegen.Mechanism
+	// HelperChecks is -k (1: helpers other than reads) or -kk (2: all):
+	// failing helpers are reported at run time.
+	HelperChecks int
 	// Dump receives the stages named in Stages: "ast", "types", "bpf"
 	// or "all".
 	Dump   io.Writer
@@ -112,10 +115,11 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		DumpTypes(opts.Dump, checked)
 	}
 	out, err := codegen.Generate(checked, &codegen.Options{
-		MapEntries: opts.MapEntries,
-		EventsSize: opts.EventsSize,
-		Supports:   Supports,
-		Force:      opts.Force,
+		MapEntries:   opts.MapEntries,
+		EventsSize:   opts.EventsSize,
+		Supports:     Supports,
+		Force:        opts.Force,
+		HelperChecks: opts.HelperChecks,
 	})
 	if err != nil {
 		return nil, err

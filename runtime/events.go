@@ -9,6 +9,7 @@ import (
 
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/output"
+	"kinst.dev/kinst/syntax"
 )
 
 // handle carries out one action record.
@@ -53,6 +54,12 @@ func (s *Session) handle(rec []byte) {
 	case codegen.ActExit:
 		s.exited = true
 		s.stopping.Store(true)
+	case codegen.ActHelperError:
+		errno := int64(le.Uint64(body[a.Args.Offsets[0]:]))
+		w := &syntax.Error{File: s.out.File, Pos: a.Pos, End: a.Pos,
+			Msg: fmt.Sprintf("WARNING: Failed to %s: %s (%d)", a.Text, output.Errno(-errno), errno)}
+		s.buf.Flush()
+		fmt.Fprintln(s.opts.Stderr, w.Detail())
 	case codegen.ActTime:
 		err = s.w.Time(a.Text, time.Now())
 	case codegen.ActJoin:

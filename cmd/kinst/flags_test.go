@@ -136,3 +136,23 @@ func TestNoUserSymbols(t *testing.T) {
 	kinstEnv(t, []string{"BPFTRACE_NO_USER_SYMBOLS=0"}, "-q", "-e", prog, "-c", bin+" linger 300 a").
 		want(t, 0, "kinst_greet\n\n\n", "")
 }
+
+// -k reports failing map updates and deletions where they are written,
+// -kk failing reads of memory too; without them nothing is reported.
+func TestHelperChecks(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Ringbuf)
+	maps := `BEGIN { @a[1] = 1; @a[2] = 2; delete(@a[5]); exit(); }`
+	env := []string{"BPFTRACE_MAP_KEYS_MAX=1"}
+	mapWarnings := "-e:1:20: WARNING: Failed to map_update_elem: Argument list too long (-7)\n" + maps + "\n" + strings.Repeat(" ", 19) + "^\n" +
+		"-e:1:31: WARNING: Failed to map_delete_elem: No such file or directory (-2)\n" + maps + "\n" + strings.Repeat(" ", 30) + "^\n"
+	kinstEnv(t, env, "-q", "-e", maps).want(t, 0, "\n\n@a[1]: 1\n", "")
+	kinstEnv(t, env, "-q", "-k", "-e", maps).want(t, 0, "\n\n@a[1]: 1\n", mapWarnings)
+	kinstEnv(t, env, "-qkk", "-e", maps).want(t, 0, "\n\n@a[1]: 1\n", mapWarnings)
+
+	reads := `BEGIN { $x = *(uint64 *)0; printf("[%s]\n", str(0)); exit(); }`
+	kinst(t, "-q", "-k", "-e", reads).want(t, 0, "[]\n\n\n", "")
+	kinst(t, "-q", "-kk", "-e", reads).want(t, 0, "[]\n\n\n",
+		"-e:1:14: WARNING: Failed to probe_read: Bad address (-14)\n"+reads+"\n"+strings.Repeat(" ", 13)+"^\n"+
+			"-e:1:45: WARNING: Failed to probe_read_str: Bad address (-14)\n"+reads+"\n"+strings.Repeat(" ", 44)+"^\n")
+}

@@ -159,7 +159,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Cpid:   len(argv) > 0,
 		Force:  force,
 		Dump:   stderr,
-		Stages: *debug,
+
+		HelperChecks: int(checks),
+		Stages:       *debug,
 	}
 	ropts := &runtime.Options{
 		Format:    rf,
