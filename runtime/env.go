@@ -39,8 +39,24 @@ const DefaultCatMax = 10240
 
 // FromEnv sets the options bpftrace 0.17 reads from the environment at
 // run time: BPFTRACE_CAT_BYTES_MAX (bytes cat() prints of a file, 0 for
-// none) and BPFTRACE_NO_USER_SYMBOLS (1 to print user addresses in hex).
+// none), BPFTRACE_NO_USER_SYMBOLS (1 to print user addresses in hex),
+// BPFTRACE_CACHE_USER_SYMBOLS (0 to read a process's symbols afresh for
+// every address) and BPFTRACE_LOG_SIZE (the verifier log's first size).
 func (o *Options) FromEnv() error {
+	if v := os.Getenv("BPFTRACE_LOG_SIZE"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || n == 0 {
+			return fmt.Errorf("BPFTRACE_LOG_SIZE=%q is not a positive number of bytes", v)
+		}
+		o.LogSize = uint32(n)
+	}
+	switch v := os.Getenv("BPFTRACE_CACHE_USER_SYMBOLS"); v {
+	case "", "1", "auto":
+	case "0":
+		o.NoSymbolCache = true
+	default:
+		return fmt.Errorf("BPFTRACE_CACHE_USER_SYMBOLS=%q: want 0 or 1", v)
+	}
 	if v := os.Getenv("BPFTRACE_CAT_BYTES_MAX"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {

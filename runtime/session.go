@@ -49,8 +49,14 @@ type Options struct {
 	// default, DefaultCatMax. NoCat prints none.
 	CatMax int64
 	NoCat  bool
-	// NoUserSymbols prints user addresses (usym, ustack) in hex.
+	// NoUserSymbols prints user addresses (usym, ustack) in hex;
+	// NoSymbolCache reads a process's mappings and symbols afresh for
+	// every address, for processes that load libraries as they run.
 	NoUserSymbols bool
+	NoSymbolCache bool
+	// LogSize is the verifier log's first size in bytes; 0 for the
+	// default. The log grows as the verifier needs.
+	LogSize uint32
 
 	// Printf, when set, receives every printf record in place of the
 	// output writer, with its arguments decoded, and writes what it
@@ -129,7 +135,7 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		return err
 	}
 	defer s.coll.Close()
-	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap], noUserSymbols: opts.NoUserSymbols}
+	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap], noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}
 	if s.lostMem, err = s.coll.Maps[codegen.LostMap].Memory(); err != nil {
 		return fmt.Errorf("map the lost-records counter: %w", err)
 	}

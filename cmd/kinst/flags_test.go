@@ -133,8 +133,22 @@ func TestNoUserSymbols(t *testing.T) {
 	prog := "uprobe:" + bin + `:kinst_greet { printf("%s\n", usym(reg("ip"))); }`
 	kinstEnv(t, []string{"BPFTRACE_NO_USER_SYMBOLS=1"}, "-q", "-e", prog, "-c", bin+" linger 300 a").
 		want(t, 0, "0x"+strconv.FormatUint(sym.Addr, 16)+"\n\n\n", "")
-	kinstEnv(t, []string{"BPFTRACE_NO_USER_SYMBOLS=0"}, "-q", "-e", prog, "-c", bin+" linger 300 a").
-		want(t, 0, "kinst_greet\n\n\n", "")
+	for _, env := range []string{"BPFTRACE_NO_USER_SYMBOLS=0", "BPFTRACE_CACHE_USER_SYMBOLS=0"} {
+		kinstEnv(t, []string{env}, "-q", "-e", prog, "-c", bin+" linger 300 a").
+			want(t, 0, "kinst_greet\n\n\n", "")
+	}
+}
+
+// BPFTRACE_MAX_PROBES bounds the probes a program attaches to, BEGIN
+// included, as bpftrace counts them; nothing attaches past it.
+func TestMaxProbes(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Tracepoint, testenv.Ringbuf)
+	prog := "tracepoint:syscalls:sys_enter_getpid, tracepoint:syscalls:sys_enter_getppid { } BEGIN { exit(); }"
+	kinstEnv(t, []string{"BPFTRACE_MAX_PROBES=2"}, "-e", prog).want(t, 1, "",
+		"kinst: too many probes: can't attach to 3 probes because it exceeds the current limit of 2 probes; "+
+			"raise it with BPFTRACE_MAX_PROBES, but carefully: very many probes can slow the system down\n")
+	kinstEnv(t, []string{"BPFTRACE_MAX_PROBES=3"}, "-e", prog).want(t, 0, "Attaching 3 probes...\n\n\n", "")
 }
 
 // -k reports failing map updates and deletions where they are written,
