@@ -29,6 +29,9 @@ type Options struct {
 	Trampoline bool
 	// Pid restricts uprobes to one process.
 	Pid int
+	// Cpid is the pid of the -c command: watchpoints watch its memory
+	// when Pid is 0.
+	Cpid int
 	// Cookies gives each target's link its id as the attach cookie; the
 	// program needs them when it serves several targets and reads probe
 	// or func. Older kernels refuse cookies on some link types.
@@ -131,6 +134,11 @@ func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options)
 		return one(l, err)
 	case PerfEvent:
 		return attachPerf(prog, a)
+	case Watchpoint:
+		if pid == 0 {
+			pid = opts.Cpid
+		}
+		return attachWatchpoint(prog, a, pid)
 	}
 	return nil, fmt.Errorf("%s probes are %w", t.Provider, ErrUnsupported)
 }
@@ -196,8 +204,8 @@ func (p *perfLink) Close() error {
 	return errors.Join(err, unix.Close(p.fd))
 }
 
-// attachPerf opens a software clock event per CPU (profile) or on CPU 0
-// (interval) and attaches prog to each.
+// attachPerf opens the event on every CPU (profile, software, hardware) or
+// on CPU 0 (interval) and attaches prog to each.
 func attachPerf(prog *ebpf.Program, ev PerfEvent) (links []io.Closer, err error) {
 	cpus := []int{0}
 	if ev.AllCPUs {
@@ -208,8 +216,8 @@ func attachPerf(prog *ebpf.Program, ev PerfEvent) (links []io.Closer, err error)
 	}
 	for _, cpu := range cpus {
 		attr := unix.PerfEventAttr{
-			Type:   unix.PERF_TYPE_SOFTWARE,
-			Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+			Type:   ev.Type,
+			Config: ev.Config,
 			Size:   uint32(unsafeSizeofPerfAttr),
 		}
 		if ev.Freq != 0 {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -22,13 +23,15 @@ var listers = map[string]func(w *bufio.Writer, pattern string, verbose bool) err
 	"fexit":         listFuncs("fexit"),
 	"uprobe":        listUprobes("uprobe"),
 	"uretprobe":     listUprobes("uretprobe"),
+	"software":      listPerf("software", softwareEvents),
+	"hardware":      listPerf("hardware", hardwareEvents),
 }
 
 // providerAliases maps the short and old provider names -l accepts.
 var providerAliases = map[string]string{
 	"t": "tracepoint", "rt": "rawtracepoint", "k": "kprobe", "kr": "kretprobe",
 	"f": "fentry", "fr": "fexit", "kfunc": "fentry", "kretfunc": "fexit",
-	"u": "uprobe", "ur": "uretprobe",
+	"u": "uprobe", "ur": "uretprobe", "s": "software", "h": "hardware",
 }
 
 // List writes the probes matching pattern, one full name per line; with
@@ -39,6 +42,9 @@ func List(w io.Writer, pattern string, verbose bool) error {
 	defer bw.Flush()
 	if pattern == "" {
 		pattern = "*"
+	}
+	if kind, _, _ := strings.Cut(pattern, " "); kind == "struct" || kind == "union" || kind == "enum" {
+		return listTypes(bw, pattern, verbose)
 	}
 	provider, rest, hasProvider := strings.Cut(pattern, ":")
 	if !hasProvider {
@@ -53,7 +59,7 @@ func List(w io.Writer, pattern string, verbose bool) error {
 		provider = full
 	}
 	if kernel.HasGlob(provider) {
-		for p := range listers {
+		for _, p := range slices.Sorted(maps.Keys(listers)) {
 			if kernel.Match(provider, p) {
 				if err := listers[p](bw, rest, verbose); err != nil {
 					return err
@@ -67,6 +73,24 @@ func List(w io.Writer, pattern string, verbose bool) error {
 		return fmt.Errorf("kinst cannot list %s probes", provider)
 	}
 	return l(bw, rest, verbose)
+}
+
+// listTypes lists the kernel's structs, unions or enums matching a
+// pattern such as "struct task_*"; verbose prints each definition, as
+// bpftrace -lv does.
+func listTypes(w *bufio.Writer, pattern string, verbose bool) error {
+	types, err := kernel.NamedTypes(pattern)
+	if err != nil {
+		return err
+	}
+	for _, t := range types {
+		if verbose {
+			fmt.Fprintf(w, "%s\n\n", kernel.Definition(t))
+		} else {
+			fmt.Fprintln(w, kernel.TypeString(t))
+		}
+	}
+	return nil
 }
 
 // listMatching lists a provider's probes whose full name matches a

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/kernel"
@@ -38,14 +40,18 @@ type Uprobe struct {
 	Return bool
 }
 
-// PerfEvent targets a software clock for profile and interval probes.
+// PerfEvent targets a perf event: the software clock of profile and
+// interval probes, or the event of a software or hardware probe.
 type PerfEvent struct {
+	// Type and Config name the event as perf_event_open(2) does.
+	Type   uint32
+	Config uint64
 	// Period is the sampling period in nanoseconds, or Freq a frequency
 	// in Hz.
 	Period uint64
 	Freq   uint64
-	// AllCPUs is set for profile, which samples on every CPU; interval
-	// fires on one.
+	// AllCPUs is set for profile, software and hardware, which sample on
+	// every CPU; interval fires on one.
 	AllCPUs bool
 }
 
@@ -63,6 +69,10 @@ func (r *Resolver) Resolve(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		return r.rawTracepoint(ap)
 	case "interval", "profile":
 		return timer(ap)
+	case "software", "hardware":
+		return perfEvents(ap)
+	case "watchpoint", "asyncwatchpoint":
+		return watchpoints(ap)
 	case "uprobe", "uretprobe":
 		return r.uprobes(ap)
 	case "kprobe", "kretprobe", "fentry", "fexit", "fmod_ret":
@@ -201,7 +211,7 @@ func timer(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	if err != nil || n == 0 {
 		return nil, fmt.Errorf("%s rate %q must be a positive whole number", ap.Provider, num)
 	}
-	ev := PerfEvent{AllCPUs: ap.Provider == "profile"}
+	ev := PerfEvent{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK, AllCPUs: ap.Provider == "profile"}
 	switch unit {
 	case "s":
 		ev.Period = n * 1e9

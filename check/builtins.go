@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"kinst.dev/kinst/cconst"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -119,12 +120,10 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		}
 		return TInt64
 	}
-	if c.conf.Kernel != nil {
-		if v, ok := c.conf.Kernel.Enum(name); ok {
-			delete(p.Uses, name)
-			c.setConst(id, Const{Int: uint64(v)})
-			return TInt64
-		}
+	if v, ok := c.constant(name); ok {
+		delete(p.Uses, name)
+		c.setConst(id, Const{Int: uint64(v)})
+		return TInt64
 	}
 	if near := nearest(name, builtinNames); near != "" {
 		c.errorf(id, "unknown identifier %s (did you mean %s?)", name, near)
@@ -132,6 +131,16 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		c.errorf(id, "unknown identifier %s", name)
 	}
 	return nil
+}
+
+// constant resolves a name no macro replaced: an enumerator the program
+// or the kernel declares, else a constant of the C headers kinst knows
+// without them.
+func (c *checker) constant(name string) (int64, bool) {
+	if v, ok := c.enumValue(name); ok {
+		return v, true
+	}
+	return cconst.Lookup(name)
 }
 
 var builtinNames = []string{

@@ -215,6 +215,8 @@ func OutputKind(t *Type) output.Kind {
 		return output.KindTuple
 	case Array:
 		return output.KindArray
+	case Record:
+		return output.KindRecord
 	case Buffer:
 		return output.KindBuffer
 	case Ksym:

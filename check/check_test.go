@@ -212,6 +212,31 @@ func TestCheckErrors(t *testing.T) {
 	}
 }
 
+func TestParamsInAttachPoints(t *testing.T) {
+	tests := []struct {
+		src    string
+		params []string
+		want   string // the first target's name, or the error
+	}{
+		{"interval:ms:$1 { }", []string{"100"}, "ms:100"},
+		{"uprobe:$1:$2 { }", []string{"/bin/sh", "main"}, "/bin/sh:main"},
+		{"uprobe:/bin/sh:f$1 { }", []string{"12"}, "/bin/sh:f12"},
+		{"interval:ms:$2 { }", []string{"100"}, "t:1:1: interval:ms:$2 uses positional parameter $2, but 1 were given"},
+	}
+	for _, tt := range tests {
+		prog, err := checkSrc(t, tt.src, &Config{Params: tt.params})
+		got := ""
+		if err != nil {
+			got = err.(syntax.ErrorList)[0].Error()
+		} else {
+			got = prog.Probes[0].Targets[0].Name
+		}
+		if got != tt.want {
+			t.Errorf("%s %q: got %s, want %s", tt.src, tt.params, got, tt.want)
+		}
+	}
+}
+
 func TestUnitsSplitByContext(t *testing.T) {
 	// Without args, one checked probe covers both tracepoints.
 	prog, err := checkSrc(t, "t:syscalls:sys_enter_open* { @[probe] = count() }", nil)
@@ -273,6 +298,9 @@ func TestKernelTypes(t *testing.T) {
 	}{
 		{"TASK_COMM_LEN", 16},
 		{"TASK_COMM_LEN * 2", 32},
+		// Not kernel enumerators: kinst's table of header constants.
+		{"AF_INET6", 10},
+		{"TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE", 3},
 		{"sizeof(struct task_struct)", 64},
 		{"offsetof(struct task_struct, comm)", 16},
 	}

@@ -67,6 +67,7 @@ type Type struct {
 	Fields  []*Field  // Record
 	Name    string    // Record: "struct file"; Int: a typedef name, if any;
 	// Timestamp: the strftime format; CgroupPath: the hierarchy filter
+	calign int // Record: the C alignment of a program-declared struct
 
 	// Stack: kernel or user, how many frames and how to print.
 	User      bool
@@ -238,6 +239,8 @@ func (t *Type) Equal(u *Type) bool {
 		}
 	case Record, Timestamp, CgroupPath:
 		return t.Name == u.Name
+	case Array:
+		return t.Len == u.Len && t.Elem.Equal(u.Elem)
 	case Stack:
 		return t.User == u.User && t.Frames == u.Frames && t.StackMode == u.StackMode
 	case Lhist:

@@ -70,6 +70,10 @@ func (c *compiler) choose(p *check.Probe) (Mechanism, string) {
 		return MechRawTracepoint, "raw tracepoints attach by name"
 	case "profile", "interval":
 		return MechPerfEvent, "timers are perf events"
+	case "software", "hardware":
+		return MechPerfEvent, "software and hardware events are perf events"
+	case "watchpoint", "asyncwatchpoint":
+		return MechPerfEvent, "watchpoints are perf breakpoint events"
 	case "fentry":
 		return MechFentry, "asked for fentry"
 	case "fexit":
@@ -160,6 +164,18 @@ func programType(m Mechanism, ret bool) (ebpf.ProgramType, ebpf.AttachType) {
 
 // IsTrampoline reports whether m binds a program to one function when it
 // is loaded.
+// NewestFirst reports whether the kernel runs the programs that share a
+// target of this mechanism in the reverse of their attach order: uprobe
+// consumers, aggregated kprobes, ftrace ops and trampoline program lists
+// all add at the head, while tracepoints and raw tracepoints append.
+func (m Mechanism) NewestFirst() bool {
+	switch m {
+	case MechUprobe, MechUprobeMulti, MechKprobe, MechKprobeMulti, MechFentry, MechFexit, MechFmodRet:
+		return true
+	}
+	return false
+}
+
 func (m Mechanism) IsTrampoline() bool {
 	return m == MechFentry || m == MechFexit || m == MechFmodRet
 }

@@ -72,6 +72,19 @@ func word(b []byte, size int) uint64 {
 	return le.Uint64(b)
 }
 
+// bitfield extracts a bitfield's value from the bytes at its offset.
+func bitfield(b []byte, f *check.Field) uint64 {
+	var raw uint64
+	for i := 0; i < 8 && i < len(b) && i*8 < f.BitOffset+f.Bits; i++ {
+		raw |= uint64(b[i]) << (8 * i)
+	}
+	raw >>= f.BitOffset
+	if f.Bits < 64 {
+		raw &= 1<<f.Bits - 1
+	}
+	return raw
+}
+
 func cstring(b []byte) string {
 	if i := bytes.IndexByte(b, 0); i >= 0 {
 		b = b[:i]
@@ -104,6 +117,19 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 			elems[i] = d.value(t.Elem, b[off:off+t.Elem.Size], r)
 		}
 		return output.Array(elems...)
+	case check.Record:
+		fields := t.Members()
+		names := make([]string, len(fields))
+		vals := make([]output.Value, len(fields))
+		for i, f := range fields {
+			names[i] = f.Name
+			if f.Bits > 0 {
+				vals[i] = output.Uint(bitfield(b[f.Offset:], f))
+				continue
+			}
+			vals[i] = d.value(f.Type, b[f.Offset:f.Offset+f.Type.Size], r)
+		}
+		return output.Record(names, vals)
 	case check.Buffer:
 		return output.Buffer(append([]byte(nil), b[:t.Size-1]...))
 	case check.Ksym:

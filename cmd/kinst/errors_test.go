@@ -80,6 +80,26 @@ func TestCompileErrors(t *testing.T) {
 			"-e:1:44: struct syscalls_sys_enter_openat_args has no field nope (did you mean mode?)\n" +
 				"tracepoint:syscalls:sys_enter_openat { @ = args->nope; }\n" +
 				"                                           ^~~~~~~~~~\n"},
+		{"unknown software event", []string{"-e", "software:nope:1 { }"}, false,
+			"-e:1:1: unknown software event \"nope\"; kinst -l 'software:*' lists them\n" +
+				"software:nope:1 { }\n" +
+				"^~~~~~~~~~~~~~~\n"},
+		{"software event count", []string{"-e", "s:faults:0 { }"}, false,
+			"-e:1:1: software count \"0\" must be a positive whole number\n" +
+				"s:faults:0 { }\n" +
+				"^~~~~~~~~~\n"},
+		{"positional parameter missing in a probe", []string{"-e", "interval:ms:$1 { }"}, false,
+			"-e:1:1: interval:ms:$1 uses positional parameter $1, but 0 were given\n" +
+				"interval:ms:$1 { }\n" +
+				"^~~~~~~~~~~~~~\n"},
+		{"watchpoint length", []string{"-e", "watchpoint:0x1000:3:w { }"}, false,
+			"-e:1:1: watchpoint length \"3\" must be 1, 2, 4 or 8\n" +
+				"watchpoint:0x1000:3:w { }\n" +
+				"^~~~~~~~~~~~~~~~~~~~~\n"},
+		{"watchpoint mode", []string{"-e", "watchpoint:0x1000:8:rx { }"}, false,
+			"-e:1:1: watchpoint mode \"rx\" mixes execution with reads or writes, which one debug register cannot watch\n" +
+				"watchpoint:0x1000:8:rx { }\n" +
+				"^~~~~~~~~~~~~~~~~~~~~~\n"},
 		{"uprobe on a missing binary", []string{"-e", "uprobe:/nonexistent/bin:f { }"}, true,
 			"-e:1:1: resolve /nonexistent/bin: no such binary or library: stat /nonexistent/bin: no such file or directory\n" +
 				"uprobe:/nonexistent/bin:f { }\n" +
@@ -139,6 +159,17 @@ func TestForbiddenProbeTypes(t *testing.T) {
 			"-e:1:1: kretprobes are not available: this kernel was built without CONFIG_KPROBES\n"+
 				"kretprobe:vfs_* { @ = count(); }\n"+
 				"^~~~~~~~~~~~~~~\n")
+	})
+	t.Run("hardware", func(t *testing.T) {
+		t.Parallel()
+		st := kernel.Probe(kernel.FeatPerfHardware)
+		if st.Available {
+			t.Skip("this machine counts hardware events")
+		}
+		kinst(t, "-e", "hardware:cycles:1000 { }").want(t, 1, "",
+			"-e:1:1: "+st.Reason+"\n"+
+				"hardware:cycles:1000 { }\n"+
+				"^~~~~~~~~~~~~~~~~~~~\n")
 	})
 	t.Run("fentry", func(t *testing.T) {
 		t.Parallel()

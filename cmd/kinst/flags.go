@@ -32,6 +32,8 @@ OPTIONS:
     -o file        redirect program output to file
     -e 'program'   execute this program
     -h, --help     show this help message
+    -I DIR         add the directory to the include search path
+    --include FILE add an #include file before preprocessing
     -l [search]    list probes (-v adds argument types)
     -p PID         restrict uprobes to process PID
     -c 'CMD'       run CMD under tracing; stop when it exits
@@ -42,6 +44,9 @@ OPTIONS:
     -kk            check all bpf helper functions
     -V, --version  kinst version
     --dry-run      compile and load into the kernel, then stop
+    --prometheus ADDR
+                   serve the maps as Prometheus metrics on http://ADDR/metrics
+                   while running, instead of printing them at exit
     --attach MECH  run kprobes and kretprobes as kprobe, kprobe.multi or fentry
                    (fexit for kretprobes) instead of the cheapest the kernel offers
 
@@ -53,7 +58,11 @@ ENVIRONMENT:
     BPFTRACE_STRLEN             [default: 64] bytes on BPF stack per str() (at most 1024; or KINST_STRLEN)
     BPFTRACE_MAP_KEYS_MAX       [default: 4096] max keys in a map (or KINST_MAP_KEYS_MAX)
     BPFTRACE_CAT_BYTES_MAX      [default: 10240] maximum bytes read by cat builtin
+    BPFTRACE_MAX_PROBES         [default: none] max number of probes
+    BPFTRACE_LOG_SIZE           [default: 65536] first size of the verifier log in bytes (it grows)
+    BPFTRACE_PERF_RB_PAGES      [default: none] pages per CPU for the ring buffer (a power of two)
     BPFTRACE_NO_USER_SYMBOLS    [default: 0] disable user symbol resolution
+    BPFTRACE_CACHE_USER_SYMBOLS [default: 1] 0 reads a process's symbols afresh for every address
     KINST_BUFFER_KB             [default: 2048] size of the ring buffer events travel in
 
 EXAMPLES:

@@ -30,6 +30,8 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"--attach", "fentry", "-unsafe"}, "attach=fentry unsafe=true |"},
 		{[]string{"-kk", "-e", "x"}, "e=x k=2 |"},
 		{[]string{"-k", "-k"}, "k=2 |"},
+		{[]string{"-I/usr/include", "--include", "linux/fs.h", "x.bt"}, "I=/usr/include include=linux/fs.h | x.bt"},
+		{[]string{"-qI", "inc", "--include=a.h"}, "I=inc include=a.h q=true |"},
 	}
 	for _, tt := range tests {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
@@ -37,7 +39,7 @@ func TestParseArgs(t *testing.T) {
 		for _, b := range []string{"l", "v", "q", "unsafe"} {
 			fs.Bool(b, false, "")
 		}
-		for _, s := range []string{"e", "f", "p", "attach"} {
+		for _, s := range []string{"e", "f", "p", "attach", "I", "include"} {
 			fs.String(s, "", "")
 		}
 		var k countFlag

@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/instruments"
 	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/runtime"
@@ -74,7 +75,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		checks  countFlag
 		help    bool
 		showVer bool
+		incDirs stringList
+		incs    stringList
+		promAt  = fs.String("prometheus", "", "")
 	)
+	fs.Var(&incDirs, "I", "")
+	fs.Var(&incs, "include", "")
 	fs.Var(&pid, "p", "")
 	fs.Var(&checks, "k", "")
 	for _, name := range []string{"h", "help"} {
@@ -159,9 +165,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Cpid:   len(argv) > 0,
 		Force:  force,
 		Dump:   stderr,
+		Stages: *debug,
 
+		IncludeDirs:  incDirs,
+		Includes:     incs,
+		Warnings:     stderr,
 		HelperChecks: int(checks),
-		Stages:       *debug,
 	}
 	ropts := &runtime.Options{
 		Format:    rf,
@@ -198,8 +207,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return report(runtime.Load(out, &runtime.Options{Stderr: stderr, Verbose: *verbose}), *verbose, stderr)
 	}
 	ropts.Out = w
-	err = runtime.Run(context.Background(), out, ropts)
-	return report(err, *verbose, stderr)
+	if *promAt != "" {
+		srv, err := prom.Listen(*promAt)
+		if err != nil {
+			fmt.Fprintf(stderr, "kinst: --prometheus: %v\n", err)
+			return 1
+		}
+		defer srv.Close()
+		srv.Feed(ropts)
+	}
+	return report(runtime.Run(context.Background(), out, ropts), *verbose, stderr)
 }
 
 // isSet reports whether the option called name was given.
@@ -207,6 +224,16 @@ func isSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// stringList is an option that may be given many times.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, " ") }
+
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
 }
 
 // source finds the program: -e, a file, or standard input for "-"; the
