@@ -106,8 +106,7 @@ static int write_size(int fd, long size)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: target add N | stack N | greet WORD... | linger MS WORD | writes A B | write SIZE... | sleep MS | touch N | watch N
-");
+	fprintf(stderr, "usage: target add N | stack N | greet WORD... | linger MS WORD | writes A B | write SIZE... | sleep MS | touch N | watch N\n");
 	return 2;
 }
 
