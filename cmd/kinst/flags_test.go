@@ -1,6 +1,7 @@
 package main
 
 import (
+	"debug/elf"
 	"errors"
 	"flag"
 	"io"
@@ -171,4 +172,32 @@ func TestHelperChecks(t *testing.T) {
 	kinst(t, "-q", "-kk", "-e", reads).want(t, 0, "[]\n\n\n",
 		"-e:1:14: WARNING: Failed to probe_read: Bad address (-14)\n"+reads+"\n"+strings.Repeat(" ", 13)+"^\n"+
 			"-e:1:45: WARNING: Failed to probe_read_str: Bad address (-14)\n"+reads+"\n"+strings.Repeat(" ", 44)+"^\n")
+}
+
+// uaddr() gives the address of a variable in the probe's binary, typed
+// by its size, as bpftrace 0.17 does: int64 * for kinst_watched (8
+// bytes) and for buf (64 KiB, no integer size); reading through it
+// reads the variable.
+func TestUaddr(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	ef, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	syms, err := ef.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := map[string]uint64{}
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_OBJECT {
+			addr[s.Name] = s.Value
+		}
+	}
+	prog := "uprobe:" + bin + `:kinst_add { printf("%x %x %d %d\n", uaddr("kinst_watched"), uaddr("buf"), sizeof(*uaddr("buf")), *uaddr("kinst_watched")); }`
+	kinst(t, "-q", "-e", prog, "-c", bin+" add 1").want(t, 0,
+		strconv.FormatUint(addr["kinst_watched"], 16)+" "+strconv.FormatUint(addr["buf"], 16)+" 8 0\n\n\n", "")
 }
