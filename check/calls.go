@@ -54,6 +54,7 @@ func init() {
 		"strcontains": {check: (*checker).checkStrcontains},
 		"bswap":       {check: (*checker).checkBswap},
 		"path":        {check: (*checker).checkPath},
+		"uaddr":       {check: (*checker).checkUaddr},
 	}
 }
 

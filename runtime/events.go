@@ -2,12 +2,14 @@ package runtime
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"time"
 
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/output"
+	"kinst.dev/kinst/syntax"
 )
 
 // handle carries out one action record.
@@ -52,6 +54,12 @@ func (s *Session) handle(rec []byte) {
 	case codegen.ActExit:
 		s.exited = true
 		s.stopping.Store(true)
+	case codegen.ActHelperError:
+		errno := int64(le.Uint64(body[a.Args.Offsets[0]:]))
+		w := &syntax.Error{File: s.out.File, Pos: a.Pos, End: a.Pos,
+			Msg: fmt.Sprintf("WARNING: Failed to %s: %s (%d)", a.Text, output.Errno(-errno), errno)}
+		s.buf.Flush()
+		fmt.Fprintln(s.opts.Stderr, w.Detail())
 	case codegen.ActTime:
 		err = s.w.Time(a.Text, time.Now())
 	case codegen.ActJoin:
@@ -112,7 +120,19 @@ func (s *Session) cat(a *codegen.Action, body []byte) error {
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	limit := s.opts.CatMax
+	switch {
+	case s.opts.NoCat:
+		limit = 0
+	case limit == 0:
+		limit = DefaultCatMax
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit))
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,20 @@ type Options struct {
 	Pid int
 	// Signals stop the run; nil means SIGINT and SIGTERM.
 	Signals []os.Signal
+	// Buffering says when output reaches Out (bpftrace's -B).
+	Buffering Buffering
+	// CatMax bounds the bytes cat() prints of a file; 0 means the
+	// default, DefaultCatMax. NoCat prints none.
+	CatMax int64
+	NoCat  bool
+	// NoUserSymbols prints user addresses (usym, ustack) in hex;
+	// NoSymbolCache reads a process's mappings and symbols afresh for
+	// every address, for processes that load libraries as they run.
+	NoUserSymbols bool
+	NoSymbolCache bool
+	// LogSize is the verifier log's first size in bytes; 0 for the
+	// default. The log grows as the verifier needs.
+	LogSize uint32
 
 	// Printf, when set, receives every printf record in place of the
 	// output writer, with its arguments decoded, and writes what it
@@ -125,7 +139,7 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		return err
 	}
 	defer s.coll.Close()
-	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap]}
+	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap], noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}
 	if s.lostMem, err = s.coll.Maps[codegen.LostMap].Memory(); err != nil {
 		return fmt.Errorf("map the lost-records counter: %w", err)
 	}
@@ -367,7 +381,9 @@ func (s *Session) loop() {
 			lostCheck = time.Now()
 		}
 		if s.rd.AvailableBytes() == 0 {
-			s.buf.Flush()
+			if s.opts.Buffering != BufferFull {
+				s.buf.Flush()
+			}
 			s.rd.SetDeadline(time.Now().Add(time.Second))
 		}
 		err := s.rd.ReadInto(&rec)
@@ -381,6 +397,9 @@ func (s *Session) loop() {
 		s.handle(rec.RawSample)
 		if s.exited {
 			return
+		}
+		if s.opts.Buffering == BufferLine || s.opts.Buffering == BufferNone {
+			s.buf.Flush()
 		}
 	}
 	s.drain()
