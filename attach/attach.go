@@ -1,6 +1,7 @@
 package attach
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -50,7 +51,8 @@ type Attached struct {
 // Attach attaches prog to every target. A program with several targets
 // skips the ones that fail, as long as one attaches; otherwise a failure
 // detaches what was attached before returning, so nothing is left behind.
-func Attach(prog *ebpf.Program, targets []*check.Target, opts Options) (*Attached, error) {
+// So does ctx's end, which Attach looks for between two targets.
+func Attach(ctx context.Context, prog *ebpf.Program, targets []*check.Target, opts Options) (*Attached, error) {
 	a := &Attached{}
 	if opts.Multi {
 		l, err := attachMulti(prog, targets, opts)
@@ -61,6 +63,10 @@ func Attach(prog *ebpf.Program, targets []*check.Target, opts Options) (*Attache
 		return a, nil
 	}
 	for i, t := range targets {
+		if err := ctx.Err(); err != nil {
+			Detach(a.Links)
+			return nil, err
+		}
 		var cookie uint64
 		if opts.Cookies {
 			cookie = uint64(opts.FirstID + i)

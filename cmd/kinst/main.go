@@ -24,6 +24,7 @@ import (
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/instruments"
+	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/runtime"
 	"kinst.dev/kinst/syntax"
@@ -188,6 +189,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	if err := inject.Check(); err != nil {
+		fmt.Fprintf(stderr, "kinst: %v\n", err)
+		return 2
+	}
+	// Until the run catches signals, SIGINT and SIGTERM end kinst as
+	// they end any process: nothing is in the kernel yet.
+	inject.Delay(context.Background(), inject.Compile)
 	out, err := pipeline.Compile(name, src, popts)
 	if err != nil {
 		return report(err, *verbose, stderr)
@@ -207,6 +215,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return report(runtime.Load(out, &runtime.Options{Stderr: stderr, Verbose: *verbose}), *verbose, stderr)
 	}
 	ropts.Out = w
+	// bpftrace prints the line when the variable is set, even empty.
+	_, ropts.NotifyAttached = os.LookupEnv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")
 	if *promAt != "" {
 		srv, err := prom.Listen(*promAt)
 		if err != nil {
@@ -261,7 +271,10 @@ func report(err error, verbose bool, stderr io.Writer) int {
 	var list syntax.ErrorList
 	var ve *runtime.VerifierError
 	var ee exitError
+	var ie *runtime.InterruptError
 	switch {
+	case errors.As(err, &ie):
+		runtime.ExitBySignal(ie.Signal)
 	case errors.As(err, &list):
 		fmt.Fprintln(stderr, list.Detail())
 	case errors.As(err, &ve):
