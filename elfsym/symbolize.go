@@ -84,6 +84,19 @@ func (s *Symbolizer) Frame(pid int, addr uint64) Frame {
 	return fr
 }
 
+// Remember reads the mappings of process pid now, so that its addresses
+// still resolve once it has exited.
+func (s *Symbolizer) Remember(pid int) error {
+	maps, err := ReadMaps(pid)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.procs[pid] = maps
+	s.mu.Unlock()
+	return nil
+}
+
 // mapping finds the mapping of pid holding addr, reading the process's
 // maps on first use and again when addr is outside every cached mapping
 // (the process may have loaded a library since).

@@ -131,9 +131,6 @@ func (d *decoder) target(i uint64) *check.Target {
 }
 
 func (d *decoder) usym(pid int, addr uint64) elfsym.Frame {
-	if d.usyms == nil {
-		d.usyms = elfsym.NewSymbolizer()
-	}
 	return d.usyms.Frame(pid, addr)
 }
 

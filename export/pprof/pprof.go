@@ -106,6 +106,7 @@ func Profile(maps []*output.Map, opts Options) (*profile.Profile, error) {
 			b.p.Sample = append(b.p.Sample, s)
 		}
 	}
+	b.kernelLast()
 	if err := b.p.CheckValid(); err != nil {
 		return nil, fmt.Errorf("profile: %w", err)
 	}
@@ -238,6 +239,19 @@ func (b *builder) mapping(f output.Frame, kernel bool) *profile.Mapping {
 	m := b.addMapping(&profile.Mapping{File: f.Module, BuildID: f.BuildID, Start: f.MapStart, Limit: f.MapEnd, Offset: f.MapOffset})
 	b.mappings[key] = m
 	return m
+}
+
+// kernelLast moves the kernel's mapping after the others: pprof takes
+// the first mapping for the profiled program.
+func (b *builder) kernelLast() {
+	if b.kernel == nil {
+		return
+	}
+	ms := slices.DeleteFunc(b.p.Mapping, func(m *profile.Mapping) bool { return m == b.kernel })
+	b.p.Mapping = append(ms, b.kernel)
+	for i, m := range b.p.Mapping {
+		m.ID = uint64(i + 1)
+	}
 }
 
 func (b *builder) addMapping(m *profile.Mapping) *profile.Mapping {

@@ -98,8 +98,8 @@ type cpu/nanoseconds
 [4 40404040] pid=[10] comm=[app]: __x64_sys_getppid@[kernel.kallsyms] do_syscall_64@[kernel.kallsyms] getppid@/lib/libc.so.6 main.main@/bin/app
 [1 10101010] pid=[12] comm=[other]: 0x1234@-
 mapping /bin/app [0x400000, 0x480000) offset 0x0 build "ccdd"
-mapping [kernel.kallsyms] [0xffffffff81000010, 0xffffffff81000501) offset 0x0 build "KERNEL"
 mapping /lib/libc.so.6 [0x7f0000000000, 0x7f0000100000) offset 0x28000 build "aabb"
+mapping [kernel.kallsyms] [0xffffffff81000010, 0xffffffff81000501) offset 0x0 build "KERNEL"
 `
 	if got != want {
 		t.Errorf("profile:\n%s\nwant:\n%s", got, want)
