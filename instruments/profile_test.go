@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cilium/ebpf"
 	"github.com/google/pprof/profile"
+	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/internal/testenv"
@@ -136,4 +138,32 @@ func TestProfileUsage(t *testing.T) {
 			t.Errorf("kinst %q: exit %d, stdout %q, stderr %q; want exit %d, stderr %q", tt.args, code, stdout, stderr, tt.code, tt.stderr)
 		}
 	}
+}
+
+// BenchmarkProfileOverhead measures what sampling at 99 Hz takes from a
+// CPU-bound workload: the kernel's timing of each run of the profile
+// program (BPF_STATS_RUN_TIME), the perf interrupt itself aside, times
+// 99 runs a second.
+func BenchmarkProfileOverhead(b *testing.B) {
+	testenv.Require(b, testenv.PerfEvent, testenv.Ringbuf)
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		b.Fatalf("enable BPF run time statistics: %v", err)
+	}
+	defer stats.Close()
+	w := testenv.Workload(b)
+	cmd, _, stop := startAttached(b, 1, "profile", "-f", "folded", "-o", os.DevNull, "--comm", workloadComm(b))
+	defer stop()
+	for b.Loop() {
+		if out, err := exec.Command(w, "burn", "1000").CombinedOutput(); err != nil {
+			b.Fatalf("workload: %v\n%s", err, out)
+		}
+	}
+	total, runs := programRuns(b, cmd.Process.Pid)
+	if runs == 0 {
+		b.Fatal("the profile program never ran")
+	}
+	perSample := float64(total) / float64(runs)
+	b.ReportMetric(perSample, "ns/sample")
+	b.ReportMetric(perSample*99/1e9*100, "%cpu@99Hz")
 }
