@@ -208,7 +208,7 @@ func (d *decoder) usym(pid int, addr uint64) elfsym.Frame {
 	if d.noUserSymbols {
 		return elfsym.Frame{Addr: addr}
 	}
-	if d.usyms == nil || d.noSymbolCache {
+	if d.noSymbolCache {
 		d.usyms = elfsym.NewSymbolizer()
 	}
 	return d.usyms.Frame(pid, addr)
@@ -245,7 +245,8 @@ func (d *decoder) stack(t *check.Type, v uint64) output.Value {
 	for _, a := range addrs {
 		if t.User {
 			f := d.usym(int(v>>32), a)
-			frames = append(frames, output.Frame{Addr: a, Symbol: f.Symbol, Offset: f.Offset, Module: f.Path})
+			frames = append(frames, output.Frame{Addr: a, Symbol: f.Symbol, Offset: f.Offset, Module: f.Path,
+				MapStart: f.MapStart, MapEnd: f.MapEnd, MapOffset: f.MapOffset, BuildID: f.BuildID})
 			continue
 		}
 		fr := output.Frame{Addr: a}

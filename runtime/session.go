@@ -19,6 +19,7 @@ import (
 
 	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/output"
 )
@@ -78,6 +79,10 @@ type Options struct {
 	// Lost, when set, receives each report of lost records in place of
 	// the writer's "Lost N events" line.
 	Lost func(n uint64) error
+	// Symbolizer, when set, resolves user addresses; a caller that
+	// remembers processes in it while they live keeps their symbols
+	// after they exit.
+	Symbolizer *elfsym.Symbolizer
 	// Maps, when set, is called before BEGIN runs with a reader of the
 	// program's maps, which other goroutines may use until Run returns.
 	Maps func(r *MapReader)
@@ -178,12 +183,16 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		return s.interrupted(err)
 	}
 	defer s.coll.Close()
-	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap], noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}
+	usyms := opts.Symbolizer
+	if usyms == nil {
+		usyms = elfsym.NewSymbolizer()
+	}
+	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap], usyms: usyms, noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}
 	if s.lostMem, err = s.coll.Maps[codegen.LostMap].Memory(); err != nil {
 		return fmt.Errorf("map the lost-records counter: %w", err)
 	}
 	if opts.Maps != nil {
-		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks}}
+		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks, usyms: usyms}}
 		defer r.end()
 		opts.Maps(r)
 	}

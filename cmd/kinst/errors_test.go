@@ -247,7 +247,7 @@ func TestUsageErrors(t *testing.T) {
 		{"user symbols", []string{"BPFTRACE_NO_USER_SYMBOLS=yes"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_NO_USER_SYMBOLS=\"yes\": want 0 or 1\n"},
 		{"no program", nil, nil, "kinst: no program: give -e PROGRAM or a file (kinst -h for help)\n"},
 		{"missing file", nil, []string{"testdata/nonexistent.bt"}, "kinst: open testdata/nonexistent.bt: no such file or directory\n"},
-		{"output format", nil, []string{"-f", "xml", "-e", "BEGIN {}"}, "kinst: unknown output format \"xml\": use text or json\n"},
+		{"output format", nil, []string{"-f", "xml", "-e", "BEGIN {}"}, "kinst: unknown output format \"xml\": use text, json or pprof\n"},
 		{"debug stage", nil, []string{"-d", "nope", "-e", "BEGIN {}"}, "kinst: unknown stage \"nope\" for -d: use ast, types, bpf or all\n"},
 		{"command quote", nil, []string{"-c", `"x`, "-e", "BEGIN {}"}, "kinst: -c: unterminated quote in command\n"},
 		{"string length", []string{"KINST_STRLEN=abc"}, []string{"-e", "BEGIN {}"}, "kinst: KINST_STRLEN=\"abc\" is not a positive integer\n"},
