@@ -245,4 +245,3 @@ func monotonic() uint64 {
 	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return uint64(ts.Nano())
 }
-
