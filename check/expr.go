@@ -496,7 +496,7 @@ func (c *checker) typeExpr(te *syntax.TypeExpr) *Type {
 		t = kt
 	}
 	space := KernelSpace
-	if c.probe.Provider == "uprobe" || c.probe.Provider == "uretprobe" {
+	if c.probe.Provider == "uprobe" || c.probe.Provider == "uretprobe" || c.probe.Provider == "usdt" {
 		space = UserSpace
 	}
 	for i := 0; i < te.Ptr; i++ {
