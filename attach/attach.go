@@ -29,6 +29,9 @@ type Options struct {
 	Trampoline bool
 	// Pid restricts uprobes to one process.
 	Pid int
+	// Cpid is the pid of the -c command: watchpoints watch its memory
+	// when Pid is 0.
+	Cpid int
 	// Cookies gives each target's link its id as the attach cookie; the
 	// program needs them when it serves several targets and reads probe
 	// or func. Older kernels refuse cookies on some link types.
@@ -131,6 +134,11 @@ func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options)
 		return one(l, err)
 	case PerfEvent:
 		return attachPerf(prog, a)
+	case Watchpoint:
+		if pid == 0 {
+			pid = opts.Cpid
+		}
+		return attachWatchpoint(prog, a, pid)
 	}
 	return nil, fmt.Errorf("%s probes are %w", t.Provider, ErrUnsupported)
 }

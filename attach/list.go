@@ -56,6 +56,9 @@ func List(w io.Writer, pattern string, verbose bool, pid int) error {
 	if pattern == "" {
 		pattern = "*"
 	}
+	if kind, _, _ := strings.Cut(pattern, " "); kind == "struct" || kind == "union" || kind == "enum" {
+		return listTypes(bw, pattern, verbose)
+	}
 	provider, rest, hasProvider := strings.Cut(pattern, ":")
 	if !hasProvider {
 		if pid != 0 {
@@ -92,6 +95,24 @@ func List(w io.Writer, pattern string, verbose bool, pid int) error {
 		return fmt.Errorf("kinst cannot list %s probes", provider)
 	}
 	return l(bw, rest, verbose)
+}
+
+// listTypes lists the kernel's structs, unions or enums matching a
+// pattern such as "struct task_*"; verbose prints each definition, as
+// bpftrace -lv does.
+func listTypes(w *bufio.Writer, pattern string, verbose bool) error {
+	types, err := kernel.NamedTypes(pattern)
+	if err != nil {
+		return err
+	}
+	for _, t := range types {
+		if verbose {
+			fmt.Fprintf(w, "%s\n\n", kernel.Definition(t))
+		} else {
+			fmt.Fprintln(w, kernel.TypeString(t))
+		}
+	}
+	return nil
 }
 
 // listMatching lists a provider's probes whose full name matches a

@@ -74,6 +74,8 @@ func (r *Resolver) Resolve(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		return timer(ap)
 	case "software", "hardware":
 		return perfEvents(ap)
+	case "watchpoint", "asyncwatchpoint":
+		return watchpoints(ap)
 	case "uprobe", "uretprobe":
 		return r.uprobes(ap)
 	case "usdt":

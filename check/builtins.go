@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"kinst.dev/kinst/cconst"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -115,12 +116,17 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		}
 		return TUint64
 	}
-	if c.conf.Kernel != nil {
-		if v, ok := c.conf.Kernel.Enum(name); ok {
-			delete(p.Uses, name)
-			c.setConst(id, Const{Int: uint64(v)})
-			return TInt64
+	if _, ok := stackArgIndex(name); ok {
+		if p.Provider != "kprobe" && p.Provider != "uprobe" {
+			c.errorf(id, "%s is only available in kprobe and uprobe probes: it reads the stack at the function's entry", name)
+			return nil
 		}
+		return TInt64
+	}
+	if v, ok := c.constant(name); ok {
+		delete(p.Uses, name)
+		c.setConst(id, Const{Int: uint64(v)})
+		return TInt64
 	}
 	if near := nearest(name, builtinNames); near != "" {
 		c.errorf(id, "unknown identifier %s (did you mean %s?)", name, near)
@@ -151,19 +157,38 @@ func (c *checker) usdtArg(id *syntax.Ident, n int) *Type {
 	return TUint64
 }
 
+// constant resolves a name no macro replaced: an enumerator the program
+// or the kernel declares, else a constant of the C headers kinst knows
+// without them.
+func (c *checker) constant(name string) (int64, bool) {
+	if v, ok := c.enumValue(name); ok {
+		return v, true
+	}
+	return cconst.Lookup(name)
+}
+
 var builtinNames = []string{
 	"pid", "tid", "uid", "gid", "nsecs", "elapsed", "cpu", "cgroup", "rand", "numaid",
 	"comm", "username", "probe", "cpid", "curtask", "kstack", "ustack", "func",
-	"retval", "args", "ctx", "arg0", "arg1",
+	"retval", "args", "ctx", "arg0", "arg1", "sarg0", "sarg1",
 }
 
 // argIndex parses "argN".
-func argIndex(name string) (int, bool) {
-	if !strings.HasPrefix(name, "arg") || len(name) == 3 {
+func argIndex(name string) (int, bool) { return numbered(name, "arg") }
+
+// stackArgIndex parses "sargN", the Nth argument passed on the stack.
+func stackArgIndex(name string) (int, bool) { return numbered(name, "sarg") }
+
+// StackArgIndex parses "sargN" for the code generator.
+func StackArgIndex(name string) (int, bool) { return stackArgIndex(name) }
+
+// numbered parses prefix followed by a number without leading zeros.
+func numbered(name, prefix string) (int, bool) {
+	if !strings.HasPrefix(name, prefix) || len(name) == len(prefix) {
 		return 0, false
 	}
-	n, err := strconv.Atoi(name[3:])
-	if err != nil || n < 0 || fmt.Sprint(n) != name[3:] {
+	n, err := strconv.Atoi(name[len(prefix):])
+	if err != nil || n < 0 || fmt.Sprint(n) != name[len(prefix):] {
 		return 0, false
 	}
 	return n, true

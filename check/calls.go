@@ -44,6 +44,16 @@ func init() {
 		"ustack":   {check: (*checker).checkStack},
 		"kptr":     {check: (*checker).checkPtrSpace},
 		"uptr":     {check: (*checker).checkPtrSpace},
+
+		"strftime":    {check: (*checker).checkStrftime},
+		"strerror":    {check: (*checker).checkStrerror},
+		"macaddr":     {check: (*checker).checkMacaddr},
+		"cgroup_path": {check: (*checker).checkCgroupPath},
+		"cgroupid":    {check: (*checker).checkCgroupid},
+		"pton":        {check: (*checker).checkPton},
+		"strcontains": {check: (*checker).checkStrcontains},
+		"bswap":       {check: (*checker).checkBswap},
+		"path":        {check: (*checker).checkPath},
 	}
 }
 
@@ -195,16 +205,18 @@ func trimFn(msg, fn string) string {
 // OutputKind is how package output prints values of type t.
 func OutputKind(t *Type) output.Kind {
 	switch t.Kind {
-	case Int:
+	case Int, Ptr:
+		// Pointers print as integers everywhere but in map keys, which
+		// the runtime decodes as output.Pointer itself.
 		return output.KindInt
-	case Ptr:
-		return output.KindPointer
 	case Str, FuncName:
 		return output.KindString
 	case Tuple:
 		return output.KindTuple
 	case Array:
 		return output.KindArray
+	case Record:
+		return output.KindRecord
 	case Buffer:
 		return output.KindBuffer
 	case Ksym:
@@ -222,6 +234,14 @@ func OutputKind(t *Type) output.Kind {
 		return output.KindProbe
 	case Username:
 		return output.KindUsername
+	case Timestamp:
+		return output.KindTimestamp
+	case Strerror:
+		return output.KindStrerror
+	case MacAddr:
+		return output.KindMacAddr
+	case CgroupPath:
+		return output.KindCgroupPath
 	case Count:
 		return output.KindCount
 	case Sum:
@@ -463,6 +483,11 @@ func (c *checker) checkStr(x *syntax.CallExpr, call *Call) *Type {
 	if t == nil {
 		return nil
 	}
+	if pt, ok := c.paramText(x.Args[0]); ok {
+		// str($1) is the parameter's text even when it reads as a
+		// number, as in bpftrace: str($1) of 42 is "42".
+		t = pt
+	}
 	size := c.conf.StrLen
 	if len(x.Args) == 2 {
 		lt := c.expr(x.Args[1])
@@ -495,6 +520,30 @@ func (c *checker) checkStr(x *syntax.CallExpr, call *Call) *Type {
 	}
 	c.errorf(x.Args[0], "str() reads a string from an address; %s is not one", t)
 	return nil
+}
+
+// paramText retypes x, a positional parameter perhaps in parentheses, as
+// its text, and reports whether it is one.
+func (c *checker) paramText(x syntax.Expr) (*Type, bool) {
+	switch e := x.(type) {
+	case *syntax.ParenExpr:
+		t, ok := c.paramText(e.X)
+		if ok {
+			c.setConst(x, c.probe.Consts[e.X])
+			c.probe.Types[x] = t
+		}
+		return t, ok
+	case *syntax.ParamExpr:
+		if e.Count {
+			return nil, false
+		}
+		s := c.param(e.N)
+		t := StrType(len(s) + 1)
+		c.setConst(x, Const{IsStr: true, Str: s})
+		c.probe.Types[x] = t
+		return t, true
+	}
+	return nil, false
 }
 
 func (c *checker) checkBuf(x *syntax.CallExpr, call *Call) *Type {

@@ -298,6 +298,9 @@ func TestKernelTypes(t *testing.T) {
 	}{
 		{"TASK_COMM_LEN", 16},
 		{"TASK_COMM_LEN * 2", 32},
+		// Not kernel enumerators: kinst's table of header constants.
+		{"AF_INET6", 10},
+		{"TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE", 3},
 		{"sizeof(struct task_struct)", 64},
 		{"offsetof(struct task_struct, comm)", 16},
 	}

@@ -61,6 +61,11 @@ func Check(prog *syntax.Program, conf *Config) (*Program, error) {
 		c.errs.Add(c.file, syntax.NoPos, syntax.NoPos, "string length %d is out of range 1..%d", conf.StrLen, MaxStrLen)
 		return nil, c.errs
 	}
+	c.declare(prog)
+	if len(c.errs) > 0 {
+		c.errs.Sort()
+		return nil, c.errs
+	}
 	units := c.resolve(prog)
 	if len(c.errs) > 0 {
 		c.errs.Sort()
@@ -113,6 +118,8 @@ type checker struct {
 	// vars keeps variable types across passes, widened by every
 	// assignment seen.
 	vars map[varKey]map[string]*Type
+	// decls holds the program's C declarations.
+	decls declared
 
 	// per probe
 	probe  *Probe

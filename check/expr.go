@@ -112,7 +112,9 @@ func (c *checker) expr1(x syntax.Expr) *Type {
 // keys, map values and tuples.
 func storable(t *Type) bool {
 	switch t.Kind {
-	case Void, Record, Array, Count, Sum, Min, Max, Avg, Stats, Hist, Lhist:
+	case Record:
+		return complete(t)
+	case Void, Count, Sum, Min, Max, Avg, Stats, Hist, Lhist:
 		return false
 	}
 	return true
@@ -255,6 +257,14 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 		rv, rok := c.probe.Consts[x.Y]
 		if lok && rok {
 			c.setConst(x, Const{Int: b2u((lv.Str == rv.Str) == (op == syntax.EQL))})
+		}
+		return TInt64
+	}
+	// Arrays compare element by element, with == and != only.
+	if lt.Kind == Array || rt.Kind == Array {
+		if !lt.Equal(rt) || (op != syntax.EQL && op != syntax.NEQ) {
+			c.errorf(x, "invalid operation: %s %s %s (arrays of the same type support only == and !=)", lt, op, rt)
+			return nil
 		}
 		return TInt64
 	}
@@ -477,23 +487,14 @@ func (c *checker) cast(x *syntax.CastExpr) *Type {
 	return nil
 }
 
-// typeExpr resolves a type name: the integer types, or kernel types by
-// BTF.
+// typeExpr resolves a type name: the integer types, the program's
+// declarations, or kernel types by BTF.
 func (c *checker) typeExpr(te *syntax.TypeExpr) *Type {
-	var t *Type
-	if te.Kind == syntax.IDENT && intTypeNames[te.Name] != nil {
-		t = intTypeNames[te.Name]
-	} else {
-		if c.conf.Kernel == nil {
-			c.errorf(te, "kernel types are not available: no BTF")
+	t := intTypeNames[te.Name]
+	if te.Kind != syntax.IDENT || t == nil {
+		if t = c.namedType(te.Kind, te.Name, te); t == nil {
 			return nil
 		}
-		kt, err := c.conf.Kernel.Type(te.Kind, te.Name)
-		if err != nil {
-			c.errorf(te, "%v", err)
-			return nil
-		}
-		t = kt
 	}
 	space := KernelSpace
 	if c.probe.Provider == "uprobe" || c.probe.Provider == "uretprobe" || c.probe.Provider == "usdt" {
@@ -557,7 +558,7 @@ func (c *checker) index(x *syntax.IndexExpr) *Type {
 	switch t.Kind {
 	case Array:
 		if v, ok := c.probe.Consts[x.Index]; ok && v.Int >= uint64(t.Len) {
-			c.errorf(x.Index, "index %d is out of range for %s", int64(v.Int), t)
+			c.errorf(x, "the index %d is out of bounds for array of size %d", int64(v.Int), t.Len)
 			return nil
 		}
 		return t.Elem

@@ -38,10 +38,13 @@ func ParseMechanism(s string) (Mechanism, error) {
 }
 
 // usesRegisters reports whether a probe's body needs the saved registers
-// that only a kprobe gives: reg(), ctx, or override().
+// that only a kprobe gives: reg(), ctx, override(), or sargN (found
+// through the saved stack pointer).
 func usesRegisters(p *check.Probe) bool {
-	if p.Uses["ctx"] {
-		return true
+	for name := range p.Uses {
+		if _, sarg := check.StackArgIndex(name); sarg || name == "ctx" {
+			return true
+		}
 	}
 	for _, c := range p.Calls {
 		if c.Func == "reg" || c.Func == "override" {
@@ -69,6 +72,8 @@ func (c *compiler) choose(p *check.Probe) (Mechanism, string) {
 		return MechPerfEvent, "timers are perf events"
 	case "software", "hardware":
 		return MechPerfEvent, "software and hardware events are perf events"
+	case "watchpoint", "asyncwatchpoint":
+		return MechPerfEvent, "watchpoints are perf breakpoint events"
 	case "fentry":
 		return MechFentry, "asked for fentry"
 	case "fexit":

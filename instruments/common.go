@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/runtime"
@@ -32,6 +33,8 @@ type Common struct {
 	Verbose  bool
 	Quiet    bool
 	Unsafe   bool
+	// Prometheus is the address to serve the maps on as metrics, or "".
+	Prometheus string
 }
 
 // AddFlags registers the common options on fs.
@@ -46,6 +49,7 @@ func (c *Common) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Verbose, "v", false, "say which mechanism each probe uses, and why")
 	fs.BoolVar(&c.Quiet, "q", false, "print less")
 	fs.BoolVar(&c.Unsafe, "unsafe", false, "allow changing the system")
+	fs.StringVar(&c.Prometheus, "prometheus", "", "serve the maps as Prometheus metrics on http://`ADDR`/metrics while running")
 }
 
 // Flags makes an instrument's option set, with the common options and a
@@ -198,6 +202,14 @@ func (c *Common) Run(ctx context.Context, name, src string, hooks Hooks, stdout,
 	}
 	if hooks.Lost != nil {
 		opts.Lost = func(n uint64) error { return hooks.Lost(stderr, n) }
+	}
+	if c.Prometheus != "" {
+		srv, err := prom.Listen(c.Prometheus)
+		if err != nil {
+			return fmt.Errorf("--prometheus: %w", err)
+		}
+		defer srv.Close()
+		srv.Feed(opts)
 	}
 	return runtime.Run(ctx, out, opts)
 }

@@ -3,6 +3,7 @@ package kernel
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,11 +26,6 @@ var kernelBTF struct {
 	spec *btf.Spec
 	err  error
 }
-
-// BTFCache returns the process-wide cache of kernel and module BTF. Pass it
-// to ebpf.CollectionOptions so that loading programs reuses what kinst has
-// already decoded.
-func BTFCache() *btf.Cache { return btfCache }
 
 // KernelBTF returns the kernel's (vmlinux) BTF, loading it on first use.
 // The error wraps [ErrNoBTF] when the kernel has none.
@@ -311,6 +307,50 @@ func paramList(fp *btf.FuncProto) string {
 		parts[i] = declare(p.Type, p.Name)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// NamedTypes returns the vmlinux structs, unions and enums whose C names
+// ("struct path", "enum pid_type") match pattern, sorted and each once.
+func NamedTypes(pattern string) ([]btf.Type, error) {
+	spec, err := KernelBTF()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var names []string
+	byName := map[string]btf.Type{}
+	for t, err := range spec.All() {
+		if err != nil {
+			return nil, err
+		}
+		var kind string
+		switch t.(type) {
+		case *btf.Struct:
+			kind = "struct"
+		case *btf.Union:
+			kind = "union"
+		case *btf.Enum:
+			kind = "enum"
+		default:
+			continue
+		}
+		if t.TypeName() == "" {
+			continue
+		}
+		name := kind + " " + t.TypeName()
+		if seen[name] || !Match(pattern, name) {
+			continue
+		}
+		seen[name] = true
+		names = append(names, name)
+		byName[name] = t
+	}
+	slices.Sort(names)
+	types := make([]btf.Type, len(names))
+	for i, n := range names {
+		types[i] = byName[n]
+	}
+	return types, nil
 }
 
 // Definition returns the C definition of a struct, union, enum or typedef

@@ -11,6 +11,7 @@ import (
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/kernel"
+	"kinst.dev/kinst/preprocess"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -31,6 +32,11 @@ type Options struct {
 	// or "all".
 	Dump   io.Writer
 	Stages string
+	// IncludeDirs (-I) and Includes (--include) are the preprocessor's.
+	IncludeDirs []string
+	Includes    []string
+	// Warnings receives compile-time warnings; nil discards them.
+	Warnings io.Writer
 }
 
 // FromEnv reads the settings users give through the environment: the
@@ -85,7 +91,20 @@ func (o *Options) dumps(stage string) bool {
 // Compile turns a program's source into BPF for the running kernel.
 // Errors in the program are a syntax.ErrorList.
 func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
-	parsed, err := syntax.Parse(name, src)
+	pre, err := preprocess.Preprocess(name, src, &preprocess.Config{
+		IncludeDirs: opts.IncludeDirs,
+		Includes:    opts.Includes,
+		BTF:         func() bool { return kernel.Available(kernel.FeatBTF) },
+	})
+	if pre != nil && opts.Warnings != nil {
+		for _, w := range pre.Warnings {
+			fmt.Fprintf(opts.Warnings, "kinst: warning: %s\n", w)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	parsed, err := syntax.ParseFile(pre.File)
 	if err != nil {
 		return nil, err
 	}
@@ -193,9 +212,9 @@ func dumpProgram(w io.Writer, out *codegen.Output, p *codegen.Program) {
 	slot := 0
 	for _, ins := range spec.Instructions {
 		if slot < len(p.Pos) && p.Pos[slot].IsValid() {
-			pos := out.File.Position(p.Pos[slot])
+			pos, text := out.File.Locate(p.Pos[slot])
 			if pos.Line != lastLine {
-				fmt.Fprintf(w, "; %d: %s\n", pos.Line, out.File.Line(pos.Line))
+				fmt.Fprintf(w, "; %d: %s\n", pos.Line, text)
 				lastLine = pos.Line
 			}
 		}

@@ -6,8 +6,10 @@ import (
 	"os/user"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
@@ -27,6 +29,9 @@ type decoder struct {
 	ksymsOnce sync.Once
 	ksyms     *kernel.Kallsyms
 	usyms     *elfsym.Symbolizer
+
+	bootOnce sync.Once
+	boot     time.Time // the wall time the kernel booted at
 }
 
 // role says where a value is printed; pointers print as addresses in
@@ -64,6 +69,19 @@ func word(b []byte, size int) uint64 {
 	return le.Uint64(b)
 }
 
+// bitfield extracts a bitfield's value from the bytes at its offset.
+func bitfield(b []byte, f *check.Field) uint64 {
+	var raw uint64
+	for i := 0; i < 8 && i < len(b) && i*8 < f.BitOffset+f.Bits; i++ {
+		raw |= uint64(b[i]) << (8 * i)
+	}
+	raw >>= f.BitOffset
+	if f.Bits < 64 {
+		raw &= 1<<f.Bits - 1
+	}
+	return raw
+}
+
 func cstring(b []byte) string {
 	if i := bytes.IndexByte(b, 0); i >= 0 {
 		b = b[:i]
@@ -96,6 +114,19 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 			elems[i] = d.value(t.Elem, b[off:off+t.Elem.Size], r)
 		}
 		return output.Array(elems...)
+	case check.Record:
+		fields := t.Members()
+		names := make([]string, len(fields))
+		vals := make([]output.Value, len(fields))
+		for i, f := range fields {
+			names[i] = f.Name
+			if f.Bits > 0 {
+				vals[i] = output.Uint(bitfield(b[f.Offset:], f))
+				continue
+			}
+			vals[i] = d.value(f.Type, b[f.Offset:f.Offset+f.Type.Size], r)
+		}
+		return output.Record(names, vals)
 	case check.Buffer:
 		return output.Buffer(append([]byte(nil), b[:t.Size-1]...))
 	case check.Ksym:
@@ -117,10 +148,35 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		return output.String(d.target(le.Uint64(b)).Func)
 	case check.Username:
 		return output.Username(username(le.Uint64(b)))
+	case check.Timestamp:
+		// A format glibc cannot fill prints as "(?)", as in bpftrace.
+		text, _ := output.Strftime(t.Name, d.bootTime().Add(time.Duration(le.Uint64(b))))
+		return output.Timestamp(text)
+	case check.Strerror:
+		return output.Strerror(int64(le.Uint64(b)))
+	case check.MacAddr:
+		return output.MacAddr([6]byte(b[:6]))
+	case check.CgroupPath:
+		path, _ := kernel.CgroupPath(le.Uint64(b), t.Name)
+		return output.CgroupPath(path)
 	case check.Stack:
 		return d.stack(t, le.Uint64(b))
 	}
 	return output.Uint(le.Uint64(b))
+}
+
+// bootTime is the wall time of boot, which strftime() adds nanoseconds
+// since boot to: the real-time clock less the boot-time clock, as
+// bpftrace computes it.
+func (d *decoder) bootTime() time.Time {
+	d.bootOnce.Do(func() {
+		var ts unix.Timespec
+		now := time.Now()
+		if unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) == nil {
+			d.boot = now.Add(-time.Duration(ts.Nano()))
+		}
+	})
+	return d.boot
 }
 
 func (d *decoder) target(i uint64) *check.Target {

@@ -36,7 +36,7 @@ func (s *Session) handle(rec []byte) {
 		err = s.cat(a, body)
 	case codegen.ActPrintMap:
 		var m *output.Map
-		if m, err = s.readMap(a.Map); err == nil {
+		if m, err = s.readMap(a.Map, s.dec); err == nil {
 			if s.opts.PrintMap != nil {
 				err = s.opts.PrintMap(s.buf, m, uint32(a.Top), uint32(a.Div))
 			} else {

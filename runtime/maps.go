@@ -18,8 +18,8 @@ type pair struct{ A, B uint64 }
 // Hist buckets: 0 for negatives, 1 for zero, then one per power of two.
 const histBuckets = 66
 
-// readMap reads a whole map and decodes it for printing.
-func (s *Session) readMap(gm *codegen.Map) (*output.Map, error) {
+// readMap reads a whole map and decodes it for printing with dec.
+func (s *Session) readMap(gm *codegen.Map, dec *decoder) (*output.Map, error) {
 	m := s.coll.Maps[gm.Spec]
 	om := &output.Map{Name: gm.Display(), Kind: check.OutputKind(gm.Value)}
 	vt := gm.Value
@@ -38,7 +38,7 @@ func (s *Session) readMap(gm *codegen.Map) (*output.Map, error) {
 	case !gm.PerCPU:
 		var val []byte
 		for it.Next(&key, &val) {
-			om.Entries = append(om.Entries, output.Entry{Key: s.decodeKey(gm, key, keyed), Value: s.dec.value(vt, val, asValue)})
+			om.Entries = append(om.Entries, output.Entry{Key: decodeKey(dec, gm, key, keyed), Value: dec.value(vt, val, asValue)})
 		}
 	case gm.ValueSize == 8:
 		var vals []uint64
@@ -56,7 +56,7 @@ func (s *Session) readMap(gm *codegen.Map) (*output.Map, error) {
 					if vt.Kind == check.Lhist {
 						n = int((vt.LhistMax-vt.LhistMin)/vt.LhistStep) + 2
 					}
-					h = &hist{key: s.decodeKey(gm, key, keyed), buckets: make([]uint64, n)}
+					h = &hist{key: decodeKey(dec, gm, key, keyed), buckets: make([]uint64, n)}
 					hists[string(userKey)] = h
 					order = append(order, string(userKey))
 				}
@@ -64,9 +64,9 @@ func (s *Session) readMap(gm *codegen.Map) (*output.Map, error) {
 					h.buckets[bucket] += sumU64(vals)
 				}
 			case check.Count:
-				om.Entries = append(om.Entries, output.Entry{Key: s.decodeKey(gm, key, keyed), Value: output.Count(sumU64(vals))})
+				om.Entries = append(om.Entries, output.Entry{Key: decodeKey(dec, gm, key, keyed), Value: output.Count(sumU64(vals))})
 			case check.Sum:
-				om.Entries = append(om.Entries, output.Entry{Key: s.decodeKey(gm, key, keyed), Value: output.Sum(sumU64(vals), vt.Signed)})
+				om.Entries = append(om.Entries, output.Entry{Key: decodeKey(dec, gm, key, keyed), Value: output.Sum(sumU64(vals), vt.Signed)})
 			}
 		}
 	default:
@@ -74,7 +74,7 @@ func (s *Session) readMap(gm *codegen.Map) (*output.Map, error) {
 		for it.Next(&key, &vals) {
 			v, ok := combine(vt, vals)
 			if ok {
-				om.Entries = append(om.Entries, output.Entry{Key: s.decodeKey(gm, key, keyed), Value: v})
+				om.Entries = append(om.Entries, output.Entry{Key: decodeKey(dec, gm, key, keyed), Value: v})
 			}
 		}
 	}
@@ -157,7 +157,7 @@ func better(t *check.Type, a, b uint64) bool {
 }
 
 // decodeKey decodes a stored key into the map's key values.
-func (s *Session) decodeKey(gm *codegen.Map, key []byte, keyed bool) []output.Value {
+func decodeKey(dec *decoder, gm *codegen.Map, key []byte, keyed bool) []output.Value {
 	if !keyed {
 		return nil
 	}
@@ -165,7 +165,7 @@ func (s *Session) decodeKey(gm *codegen.Map, key []byte, keyed bool) []output.Va
 	// the bucket after them.
 	vals := make([]output.Value, len(gm.Keys))
 	for i, t := range gm.Keys {
-		vals[i] = s.dec.value(t, key[gm.Key.Offsets[i]:], asKey)
+		vals[i] = dec.value(t, key[gm.Key.Offsets[i]:], asKey)
 	}
 	return vals
 }

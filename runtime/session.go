@@ -60,6 +60,9 @@ type Options struct {
 	// Lost, when set, receives each report of lost records in place of
 	// the writer's "Lost N events" line.
 	Lost func(n uint64) error
+	// Maps, when set, is called before BEGIN runs with a reader of the
+	// program's maps, which other goroutines may use until Run returns.
+	Maps func(r *MapReader)
 }
 
 // Format is an output format.
@@ -125,6 +128,11 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap]}
 	if s.lostMem, err = s.coll.Maps[codegen.LostMap].Memory(); err != nil {
 		return fmt.Errorf("map the lost-records counter: %w", err)
+	}
+	if opts.Maps != nil {
+		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks}}
+		defer r.end()
+		opts.Maps(r)
 	}
 	if s.rd, err = ringbuf.NewReader(s.coll.Maps[codegen.EventsMap]); err != nil {
 		return fmt.Errorf("open ring buffer: %w", err)
@@ -307,6 +315,7 @@ func (s *Session) attach(p *codegen.Program) (*attach.Attached, error) {
 		Multi:      p.Mechanism == codegen.MechKprobeMulti || p.Mechanism == codegen.MechUprobeMulti,
 		Trampoline: p.Mechanism.IsTrampoline(),
 		Pid:        s.opts.Pid,
+		Cpid:       s.cmd.pid(),
 		Cookies:    p.Cookies,
 	})
 	if err == nil && s.opts.Verbose {
@@ -384,14 +393,10 @@ func (s *Session) reportLost() {
 	// Reading through the mapping makes no system call: a map syscall
 	// would hold off tracing programs on its CPU for its duration, and
 	// probes such as sched_switch would miss events.
-	if s.lostMem == nil {
+	total, err := s.lostTotal()
+	if err != nil {
 		return
 	}
-	var buf [8]byte
-	if _, err := s.lostMem.ReadAt(buf[:], 0); err != nil {
-		return
-	}
-	total := le.Uint64(buf[:])
 	if total > s.lost {
 		if s.opts.Lost != nil {
 			s.opts.Lost(total - s.lost)
@@ -402,12 +407,24 @@ func (s *Session) reportLost() {
 	}
 }
 
+// lostTotal reads how many records the ring buffer refused so far.
+func (s *Session) lostTotal() (uint64, error) {
+	if s.lostMem == nil {
+		return 0, errors.New("no lost-records counter")
+	}
+	var buf [8]byte
+	if _, err := s.lostMem.ReadAt(buf[:], 0); err != nil {
+		return 0, fmt.Errorf("read the lost-records counter: %w", err)
+	}
+	return le.Uint64(buf[:]), nil
+}
+
 // printMaps prints every map, as bpftrace does at exit.
 func (s *Session) printMaps() error {
 	maps := make([]*output.Map, 0, len(s.out.Maps))
 	var errs []error
 	for _, gm := range s.out.Maps {
-		m, err := s.readMap(gm)
+		m, err := s.readMap(gm, s.dec)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -13,7 +13,12 @@ const maxErrors = 10
 // Parse parses a whole program. name is what messages call the source.
 // The returned error, if any, is an ErrorList.
 func Parse(name string, src []byte) (*Program, error) {
-	f := NewFile(name, src)
+	return ParseFile(NewFile(name, src))
+}
+
+// ParseFile parses a whole program from f, which may be a preprocessor's
+// output.
+func ParseFile(f *File) (*Program, error) {
 	var p parser
 	p.init(f, true)
 	prog := p.parseProgram()
@@ -156,8 +161,25 @@ func (p *parser) parseProgram() (prog *Program) {
 		p.error(p.pos, p.end, "program has no probes")
 		return prog
 	}
+	defer func() {
+		if len(prog.Probes) == 0 && len(p.errs) == 0 {
+			p.error(p.pos, p.end, "program has no probes")
+		}
+	}()
 	for p.tok != EOF {
 		start := p.pos
+		if p.tok == PROBESPEC && isDeclStart(p.lit) {
+			// Read the keyword again as an ordinary token.
+			p.s.off = p.file.Offset(p.pos)
+			p.next()
+			if d := p.parseDecl(); d != nil {
+				prog.Decls = append(prog.Decls, d)
+			}
+			if p.pos == start && p.tok != EOF {
+				p.skipProbe()
+			}
+			continue
+		}
 		if pr := p.parseProbe(); pr != nil {
 			prog.Probes = append(prog.Probes, pr)
 		}

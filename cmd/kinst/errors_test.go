@@ -92,6 +92,14 @@ func TestCompileErrors(t *testing.T) {
 			"-e:1:1: interval:ms:$1 uses positional parameter $1, but 0 were given\n" +
 				"interval:ms:$1 { }\n" +
 				"^~~~~~~~~~~~~~\n"},
+		{"watchpoint length", []string{"-e", "watchpoint:0x1000:3:w { }"}, false,
+			"-e:1:1: watchpoint length \"3\" must be 1, 2, 4 or 8\n" +
+				"watchpoint:0x1000:3:w { }\n" +
+				"^~~~~~~~~~~~~~~~~~~~~\n"},
+		{"watchpoint mode", []string{"-e", "watchpoint:0x1000:8:rx { }"}, false,
+			"-e:1:1: watchpoint mode \"rx\" mixes execution with reads or writes, which one debug register cannot watch\n" +
+				"watchpoint:0x1000:8:rx { }\n" +
+				"^~~~~~~~~~~~~~~~~~~~~~\n"},
 		{"uprobe on a missing binary", []string{"-e", "uprobe:/nonexistent/bin:f { }"}, true,
 			"-e:1:1: resolve /nonexistent/bin: no such binary or library: stat /nonexistent/bin: no such file or directory\n" +
 				"uprobe:/nonexistent/bin:f { }\n" +

@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/instruments"
 	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/runtime"
@@ -46,6 +47,11 @@ options:
   -d STAGE       print a stage and continue: ast, types, bpf or all
   --dry-run      compile and load into the kernel, then stop
   --unsafe       allow system(), signal() and override()
+  -I DIR         add DIR to the #include search path
+  --include FILE read FILE before the program, as #include "FILE"
+  --prometheus ADDR
+                 serve the maps as Prometheus metrics on http://ADDR/metrics
+                 while running, instead of printing them at exit
   --attach MECH  run kprobes and kretprobes as kprobe, kprobe.multi or fentry
                  (fexit for kretprobes) instead of the cheapest the kernel offers
 
@@ -105,7 +111,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		dryRun  = fs.Bool("dry-run", false, "")
 		unsafe  = fs.Bool("unsafe", false, "")
 		mech    = fs.String("attach", "", "")
+		incDirs stringList
+		incs    stringList
+		promAt  = fs.String("prometheus", "", "")
 	)
+	fs.Var(&incDirs, "I", "")
+	fs.Var(&incs, "include", "")
 	// Options may follow the program file, as getopt allows; "--" ends
 	// them, for parameters that start with a dash.
 	rest, err := instruments.ParseFlags(fs, expandFlags(args))
@@ -169,6 +180,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Force:  force,
 		Dump:   stderr,
 		Stages: *debug,
+
+		IncludeDirs: incDirs,
+		Includes:    incs,
+		Warnings:    stderr,
 	}
 	if err := popts.FromEnv(); err != nil {
 		fmt.Fprintf(stderr, "kinst: %v\n", err)
@@ -192,7 +207,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *dryRun {
 		return report(runtime.Load(out, &runtime.Options{Stderr: stderr, Verbose: *verbose}), *verbose, stderr)
 	}
-	err = runtime.Run(context.Background(), out, &runtime.Options{
+	opts := &runtime.Options{
 		Out:     w,
 		Format:  rf,
 		Stdout:  stdout,
@@ -201,8 +216,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Verbose: *verbose,
 		Command: argv,
 		Pid:     *pid,
-	})
-	return report(err, *verbose, stderr)
+	}
+	if *promAt != "" {
+		srv, err := prom.Listen(*promAt)
+		if err != nil {
+			fmt.Fprintf(stderr, "kinst: --prometheus: %v\n", err)
+			return 1
+		}
+		defer srv.Close()
+		srv.Feed(opts)
+	}
+	return report(runtime.Run(context.Background(), out, opts), *verbose, stderr)
 }
 
 // isSet reports whether the option called name was given.
@@ -212,8 +236,18 @@ func isSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
+// stringList is an option that may be given many times.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, " ") }
+
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
 // valueFlags are the options that take a value.
-var valueFlags = map[string]bool{"e": true, "p": true, "c": true, "f": true, "o": true, "d": true, "attach": true}
+var valueFlags = map[string]bool{"e": true, "p": true, "c": true, "f": true, "o": true, "d": true, "attach": true, "I": true, "include": true, "prometheus": true}
 
 // expandFlags splits grouped one-letter switches as getopt does, so
 // that "-lv" means "-l -v" as in bpftrace.
@@ -225,6 +259,10 @@ func expandFlags(args []string) []string {
 			return append(out, args[i:]...)
 		}
 		name := strings.TrimLeft(a, "-")
+		if dir, ok := strings.CutPrefix(a, "-I"); ok && dir != "" {
+			out = append(out, "-I", dir) // -IDIR, as for a C compiler
+			continue
+		}
 		if strings.HasPrefix(a, "--") || len(name) < 2 || strings.Trim(name, "lvq") != "" {
 			out = append(out, a)
 			if valueFlags[name] && !strings.Contains(name, "=") && i+1 < len(args) {
