@@ -524,7 +524,7 @@ func (c *checker) typeExpr(te *syntax.TypeExpr) *Type {
 		}
 	}
 	space := KernelSpace
-	if c.probe.Provider == "uprobe" || c.probe.Provider == "uretprobe" {
+	if c.probe.Provider == "uprobe" || c.probe.Provider == "uretprobe" || c.probe.Provider == "usdt" {
 		space = UserSpace
 	}
 	for i := 0; i < te.Ptr; i++ {

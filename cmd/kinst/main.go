@@ -126,7 +126,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if *prog != "" {
 			pattern = *prog
 		}
-		return listProbes(pattern, *verbose, stdout, stderr)
+		return listProbes(pattern, *verbose, int(pid), stdout, stderr)
 	}
 	var rf runtime.Format
 	switch *format {
