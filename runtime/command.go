@@ -67,7 +67,13 @@ func (c *command) supervise(path string, argv []string) {
 	close(c.done)
 }
 
-func (c *command) pid() int { return c.cmd.Process.Pid }
+// pid is the command's process id, or 0 when there is no command.
+func (c *command) pid() int {
+	if c == nil {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
 
 // release lets the command run.
 func (c *command) release() error {

@@ -77,7 +77,7 @@ func (s *Session) loadProgram(p *codegen.Program, kernelTypes *btf.Spec) (*ebpf.
 			return nil, fmt.Errorf("map %s: %w", ref, err)
 		}
 	}
-	return ebpf.NewProgramWithOptions(ps, ebpf.ProgramOptions{KernelTypes: kernelTypes})
+	return ebpf.NewProgramWithOptions(ps, ebpf.ProgramOptions{KernelTypes: kernelTypes, LogSizeStart: s.opts.LogSize})
 }
 
 // needsBTF reports whether loading needs the kernel's types, which take

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/output"
 )
@@ -44,6 +46,20 @@ type Options struct {
 	Pid int
 	// Signals stop the run; nil means SIGINT and SIGTERM.
 	Signals []os.Signal
+	// Buffering says when output reaches Out (bpftrace's -B).
+	Buffering Buffering
+	// CatMax bounds the bytes cat() prints of a file; 0 means the
+	// default, DefaultCatMax. NoCat prints none.
+	CatMax int64
+	NoCat  bool
+	// NoUserSymbols prints user addresses (usym, ustack) in hex;
+	// NoSymbolCache reads a process's mappings and symbols afresh for
+	// every address, for processes that load libraries as they run.
+	NoUserSymbols bool
+	NoSymbolCache bool
+	// LogSize is the verifier log's first size in bytes; 0 for the
+	// default. The log grows as the verifier needs.
+	LogSize uint32
 	// NotifyAttached prints bpftrace's __BPFTRACE_NOTIFY_PROBES_ATTACHED
 	// line on Stderr once every probe is attached.
 	NotifyAttached bool
@@ -63,6 +79,13 @@ type Options struct {
 	// Lost, when set, receives each report of lost records in place of
 	// the writer's "Lost N events" line.
 	Lost func(n uint64) error
+	// Symbolizer, when set, resolves user addresses; a caller that
+	// remembers processes in it while they live keeps their symbols
+	// after they exit.
+	Symbolizer *elfsym.Symbolizer
+	// Maps, when set, is called before BEGIN runs with a reader of the
+	// program's maps, which other goroutines may use until Run returns.
+	Maps func(r *MapReader)
 }
 
 // Format is an output format.
@@ -160,9 +183,18 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		return s.interrupted(err)
 	}
 	defer s.coll.Close()
-	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap]}
+	usyms := opts.Symbolizer
+	if usyms == nil {
+		usyms = elfsym.NewSymbolizer()
+	}
+	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap], usyms: usyms, noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}
 	if s.lostMem, err = s.coll.Maps[codegen.LostMap].Memory(); err != nil {
 		return fmt.Errorf("map the lost-records counter: %w", err)
+	}
+	if opts.Maps != nil {
+		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks, usyms: usyms}}
+		defer r.end()
+		opts.Maps(r)
 	}
 	rd, err := ringbuf.NewReader(s.coll.Maps[codegen.EventsMap])
 	if err != nil {
@@ -197,6 +229,10 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	s.drain()
 	if !s.exited {
 		if err := s.attachAll(); err != nil {
+			s.detach()
+			return err
+		}
+		if err := s.runIterators(); err != nil {
 			s.detach()
 			return err
 		}
@@ -332,11 +368,13 @@ func (s *Session) runSpecial(provider string) error {
 	return nil
 }
 
-// attachAll attaches every program but BEGIN and END. A signal stops it
-// between two attaches, with what it attached so far in s.links for the
-// end of the run to detach.
+// attachAll attaches every program but BEGIN and END, in an order that
+// makes probes sharing a target run in program order, as bpftrace's do.
+// A signal stops it between two attaches, with what it attached so far
+// in s.links for the end of the run to detach.
 func (s *Session) attachAll() error {
-	for i, p := range s.loaded {
+	for _, i := range attachOrder(s.loaded) {
+		p := s.loaded[i]
 		if p.Mechanism == codegen.MechTestRun {
 			continue
 		}
@@ -373,6 +411,40 @@ func (s *Session) attachAll() error {
 	return nil
 }
 
+// runIterators reads every attached iterator to its end, which runs its
+// probe once per object; a program with iterators then ends, as
+// bpftrace's does.
+func (s *Session) runIterators() error {
+	ran := false
+	for _, l := range s.links {
+		if it, ok := l.(attach.IterLink); ok {
+			if err := it.Run(); err != nil {
+				return err
+			}
+			ran = true
+		}
+	}
+	if ran {
+		s.stop()
+	}
+	return nil
+}
+
+// attachOrder lists the indexes of progs in program order, except that
+// those the kernel runs newest first come last and reversed.
+func attachOrder(progs []*codegen.Program) []int {
+	var order, reversed []int
+	for i, p := range progs {
+		if p.Mechanism.NewestFirst() {
+			reversed = append(reversed, i)
+		} else {
+			order = append(order, i)
+		}
+	}
+	slices.Reverse(reversed)
+	return append(order, reversed...)
+}
+
 // attach attaches one loaded program.
 func (s *Session) attach(p *codegen.Program) (*attach.Attached, error) {
 	if s.opts.Verbose {
@@ -387,6 +459,7 @@ func (s *Session) attach(p *codegen.Program) (*attach.Attached, error) {
 		Multi:      p.Mechanism == codegen.MechKprobeMulti || p.Mechanism == codegen.MechUprobeMulti,
 		Trampoline: p.Mechanism.IsTrampoline(),
 		Pid:        s.opts.Pid,
+		Cpid:       s.cmd.pid(),
 		Cookies:    p.Cookies,
 	})
 	if err == nil && s.opts.Verbose {
@@ -420,7 +493,9 @@ func (s *Session) loop() {
 			lostCheck = time.Now()
 		}
 		if s.rd.AvailableBytes() == 0 {
-			s.buf.Flush()
+			if s.opts.Buffering != BufferFull {
+				s.buf.Flush()
+			}
 			s.rd.SetDeadline(time.Now().Add(time.Second))
 		}
 		err := s.rd.ReadInto(&rec)
@@ -434,6 +509,9 @@ func (s *Session) loop() {
 		s.handle(rec.RawSample)
 		if s.exited {
 			return
+		}
+		if s.opts.Buffering == BufferLine || s.opts.Buffering == BufferNone {
+			s.buf.Flush()
 		}
 	}
 	s.drain()
@@ -469,14 +547,10 @@ func (s *Session) reportLost() {
 	// Reading through the mapping makes no system call: a map syscall
 	// would hold off tracing programs on its CPU for its duration, and
 	// probes such as sched_switch would miss events.
-	if s.lostMem == nil {
+	total, err := s.lostTotal()
+	if err != nil {
 		return
 	}
-	var buf [8]byte
-	if _, err := s.lostMem.ReadAt(buf[:], 0); err != nil {
-		return
-	}
-	total := le.Uint64(buf[:])
 	if total > s.lost {
 		if s.opts.Lost != nil {
 			s.opts.Lost(total - s.lost)
@@ -485,6 +559,18 @@ func (s *Session) reportLost() {
 		}
 		s.lost = total
 	}
+}
+
+// lostTotal reads how many records the ring buffer refused so far.
+func (s *Session) lostTotal() (uint64, error) {
+	if s.lostMem == nil {
+		return 0, errors.New("no lost-records counter")
+	}
+	var buf [8]byte
+	if _, err := s.lostMem.ReadAt(buf[:], 0); err != nil {
+		return 0, fmt.Errorf("read the lost-records counter: %w", err)
+	}
+	return le.Uint64(buf[:]), nil
 }
 
 // printMaps prints every map, as bpftrace does at exit and on SIGUSR1,
@@ -496,7 +582,7 @@ func (s *Session) printMaps(exit bool) error {
 		if exit {
 			inject.Delay(context.Background(), inject.Print)
 		}
-		m, err := s.readMap(gm)
+		m, err := s.readMap(gm, s.dec)
 		if err != nil {
 			errs = append(errs, err)
 			continue
