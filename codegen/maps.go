@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/syntax"
@@ -52,9 +53,19 @@ func (g *gen) update(m *Map, key, value mem, flags int32) {
 		// Creating an element another CPU may have created first:
 		// failing with EEXIST is expected, not worth a -k warning.
 		g.emit(asm.FnMapUpdateElem.Call())
-		return
+	} else {
+		g.call(asm.FnMapUpdateElem)
 	}
-	g.call(asm.FnMapUpdateElem)
+	// A full map refuses a new element with E2BIG: count the dropped
+	// update for user space to report, leaving R0 as the helper set it.
+	ok := g.newLabel("stored")
+	g.emit(
+		asm.JNE.Imm(asm.R0, -int32(unix.E2BIG), ok),
+		asm.LoadMapValue(asm.R1, 0, uint32(DroppedOffset(m.Index))).WithReference(LostMap),
+		asm.Mov.Imm(asm.R2, 1),
+		asm.StoreXAdd(asm.R1, asm.R2, asm.DWord),
+	)
+	g.place(ok)
 }
 
 // mapReadScalar reads an integer element, 0 when absent.

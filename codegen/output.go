@@ -14,8 +14,11 @@ import (
 // Names of the maps every program may use, as the instructions refer to
 // them.
 const (
-	EventsMap  = "events"  // ring buffer carrying action records
-	LostMap    = "lost"    // count of records the ring buffer refused, memory-mapped
+	EventsMap = "events" // ring buffer carrying action records
+	// LostMap, memory-mapped, holds one value of 1+len(Output.Maps)
+	// words: the count of records the ring buffer refused, then for
+	// each map the count of updates dropped because it was full.
+	LostMap    = "lost"
 	ScratchMap = "scratch" // per-CPU memory for values too large for the stack
 	ConstsMap  = "consts"  // values user space fills in before attaching
 	KstackMap  = "kstacks" // stack traces for kstack
@@ -83,7 +86,13 @@ type Map struct {
 	Key *check.Type
 	// ValueSize is the size of one CPU's value.
 	ValueSize int
+	// Index is the map's place in Output.Maps.
+	Index int
 }
+
+// DroppedOffset is where in LostMap's value the count of updates to the
+// map at index i of Output.Maps that found it full is.
+func DroppedOffset(i int) int { return 8 * (1 + i) }
 
 // ActionKind says what an action record asks user space to do.
 type ActionKind int

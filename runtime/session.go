@@ -277,6 +277,7 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	}
 	s.drain()
 	s.reportLost()
+	s.reportDropped()
 	printErr := s.printMaps(true)
 	return errors.Join(printErr, <-detached)
 }
@@ -571,6 +572,31 @@ func (s *Session) lostTotal() (uint64, error) {
 		return 0, fmt.Errorf("read the lost-records counter: %w", err)
 	}
 	return le.Uint64(buf[:]), nil
+}
+
+// reportDropped warns of every map that was full when a probe stored a
+// new element in it, with the exact count of updates dropped.
+func (s *Session) reportDropped() {
+	if s.lostMem == nil {
+		return
+	}
+	var buf [8]byte
+	for i, m := range s.out.Maps {
+		if _, err := s.lostMem.ReadAt(buf[:], int64(codegen.DroppedOffset(i))); err != nil {
+			return
+		}
+		if n := le.Uint64(buf[:]); n > 0 {
+			fmt.Fprintf(s.opts.Stderr, "kinst: warning: map @%s was full: %d %s dropped; it holds at most %d (set KINST_MAP_KEYS_MAX for more)\n",
+				m.Name, n, plural(n, "update", "updates"), s.out.Collection.Maps[m.Spec].MaxEntries)
+		}
+	}
+}
+
+func plural(n uint64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // printMaps prints every map, as bpftrace does at exit and on SIGUSR1,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -37,4 +38,34 @@ uretprobe:BIN:kinst_greet { @r = count(); }`)
 			t.Errorf("stderr lacks %q:\n%s", line, r.stderr)
 		}
 	}
+}
+
+// Updates a full map refuses are counted per map, exactly, and reported
+// at exit: 20 calls with distinct arguments meet maps of 8 elements,
+// where a map of 4 keys never fills and an existing key still updates.
+func TestFullMapsReported(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	prog := strings.NewReplacer("BIN", bin).Replace(`
+uprobe:BIN:kinst_add { @c[arg0] = count(); @s[arg0] = arg0 * 10; @x = count(); @keep[arg0 % 4] = count(); }
+uprobe:BIN:kinst_add /arg0 > 18/ { @s[1] = 0; @h[arg0] = hist(arg0); }`)
+	var want strings.Builder
+	want.WriteString("Attaching 2 probes...\n\n\n")
+	for i := 1; i <= 8; i++ {
+		fmt.Fprintf(&want, "@c[%d]: 1\n", i)
+	}
+	want.WriteString("@h[19]: \n[16, 32)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n\n" +
+		"@h[20]: \n[16, 32)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n\n")
+	for i := range 4 {
+		fmt.Fprintf(&want, "@keep[%d]: 5\n", i)
+	}
+	want.WriteString("@s[1]: 0\n")
+	for i := 2; i <= 8; i++ {
+		fmt.Fprintf(&want, "@s[%d]: %d\n", i, i*10)
+	}
+	want.WriteString("@x: 20\n")
+	kinstEnv(t, []string{"KINST_MAP_KEYS_MAX=8"}, "-e", prog, "-c", bin+" add 20").want(t, 0, want.String(),
+		"kinst: warning: map @c was full: 12 updates dropped; it holds at most 8 (set KINST_MAP_KEYS_MAX for more)\n"+
+			"kinst: warning: map @s was full: 12 updates dropped; it holds at most 8 (set KINST_MAP_KEYS_MAX for more)\n")
 }
