@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"kinst.dev/kinst/internal/inject"
 )
 
 // command is a -c command held at its first instruction until the probes
@@ -27,6 +29,9 @@ type command struct {
 
 func startCommand(argv []string) (*command, error) {
 	path, err := exec.LookPath(argv[0])
+	if err == nil {
+		err = inject.Fail(inject.Command)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("command %s: %w", argv[0], err)
 	}

@@ -74,7 +74,7 @@ func (s *Session) handle(rec []byte) {
 		}
 		err = s.w.Join(elems, a.Text)
 	}
-	if err != nil {
+	if err != nil && s.outw.err == nil {
 		fmt.Fprintf(s.opts.Stderr, "kinst: %s: %v\n", a.Kind, err)
 	}
 }

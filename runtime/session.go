@@ -99,6 +99,7 @@ const (
 
 // Session is one run of a compiled program.
 type Session struct {
+	outw    *outputWriter // the output, under buf
 	out     *codegen.Output
 	opts    *Options
 	coll    *ebpf.Collection
@@ -169,7 +170,8 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	defer unwatch()
 	go s.watch(sigs, cancel)
 
-	s.buf = bufio.NewWriterSize(opts.Out, 64<<10)
+	s.outw = &outputWriter{w: opts.Out}
+	s.buf = bufio.NewWriterSize(s.outw, 64<<10)
 	if opts.Format == JSON {
 		s.w = output.NewJSON(s.buf)
 	} else {
@@ -279,7 +281,12 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	s.reportLost()
 	s.reportDropped()
 	printErr := s.printMaps(true)
-	return errors.Join(printErr, <-detached)
+	detachErr := <-detached
+	if s.outw.err != nil {
+		// One sentence for the failed output, not one per record.
+		return errors.Join(fmt.Errorf("write output: %w", s.outw.err), detachErr)
+	}
+	return errors.Join(printErr, detachErr)
 }
 
 // watch handles the signals: SIGUSR1 asks for the maps, the first stop
@@ -336,6 +343,25 @@ func (s *Session) wake() {
 	if rd := s.reader.Load(); rd != nil {
 		rd.Flush()
 	}
+}
+
+// outputWriter passes writes on to the output and keeps the first
+// error: once the output fails, on a full disk or a closed pipe, the run
+// stops and reports that error once, rather than once per record.
+type outputWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (o *outputWriter) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	n, err := o.w.Write(p)
+	if err != nil {
+		o.err = err
+	}
+	return n, err
 }
 
 // setConsts fills the values programs read from the consts map.
@@ -510,6 +536,9 @@ func (s *Session) loop() {
 		s.handle(rec.RawSample)
 		if s.exited {
 			return
+		}
+		if s.outw.err != nil {
+			s.stop()
 		}
 		if s.opts.Buffering == BufferLine || s.opts.Buffering == BufferNone {
 			s.buf.Flush()

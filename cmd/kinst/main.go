@@ -9,6 +9,19 @@
 //	kinst features
 //
 // Run "kinst -h" for the options.
+//
+// Signals: SIGINT or SIGTERM before the probes are attached ends kinst
+// at once, as it ends any process; after, it stops the run (rolling back
+// an attach in progress), runs END and prints the maps; a second one, or
+// one while the run already ends, ends kinst at once. SIGUSR1 prints the
+// maps and tracing goes on.
+//
+// Exit status: 0 when the run ends normally or by a first signal once
+// attached; 1 when compiling, loading, attaching, the -c command or
+// writing the output fails (one sentence says which); 2 for a usage
+// error; death by the signal (status 128+N in a shell) when a signal
+// ends kinst at once, and by SIGPIPE when standard output is a pipe
+// closed early.
 package main
 
 import (
