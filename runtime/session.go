@@ -168,9 +168,11 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	defer cancel()
 	unwatch := context.AfterFunc(s.ctx, s.stop)
 	defer unwatch()
-	go s.watch(sigs, cancel)
-
 	s.outw = &outputWriter{w: opts.Out}
+	ended := make(chan struct{})
+	defer close(ended)
+	go s.watch(sigs, cancel, ended)
+
 	s.buf = bufio.NewWriterSize(s.outw, 64<<10)
 	if opts.Format == JSON {
 		s.w = output.NewJSON(s.buf)
@@ -291,21 +293,43 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 
 // watch handles the signals: SIGUSR1 asks for the maps, the first stop
 // signal stops the run, a later one forces the exit.
-func (s *Session) watch(sigs <-chan os.Signal, cancel context.CancelFunc) {
-	for sig := range sigs {
-		if sig == syscall.SIGUSR1 {
-			s.printNow.Store(true)
-			s.wake()
-			continue
+func (s *Session) watch(sigs <-chan os.Signal, cancel context.CancelFunc, ended <-chan struct{}) {
+	var stalls <-chan time.Time
+	var first os.Signal
+	for {
+		select {
+		case <-ended:
+			return
+		case <-stalls:
+			// The output has not taken a write since well after the
+			// signal: a reader that stopped reading would hold kinst
+			// for as long as it likes.
+			if s.outw.stalled(stallLimit) {
+				ExitBySignal(first)
+			}
+		case sig := <-sigs:
+			if sig == syscall.SIGUSR1 {
+				s.printNow.Store(true)
+				s.wake()
+				continue
+			}
+			if s.stopping.Load() {
+				ExitBySignal(sig)
+			}
+			first = sig
+			s.signal.Store(&sig)
+			cancel()
+			s.stop()
+			t := time.NewTicker(stallLimit / 4)
+			defer t.Stop()
+			stalls = t.C
 		}
-		if s.stopping.Load() {
-			ExitBySignal(sig)
-		}
-		s.signal.Store(&sig)
-		cancel()
-		s.stop()
 	}
 }
+
+// stallLimit is how long a write to the output may block once a signal
+// has stopped the run before kinst gives up on the output and exits.
+const stallLimit = 80 * time.Millisecond
 
 // interrupted returns an *InterruptError in place of err if a signal
 // stopped the run, and err otherwise.
@@ -351,17 +375,28 @@ func (s *Session) wake() {
 type outputWriter struct {
 	w   io.Writer
 	err error
+	// since is when the write in progress started, in Unix nanoseconds;
+	// 0 between writes.
+	since atomic.Int64
 }
 
 func (o *outputWriter) Write(p []byte) (int, error) {
 	if o.err != nil {
 		return 0, o.err
 	}
+	o.since.Store(time.Now().UnixNano())
 	n, err := o.w.Write(p)
+	o.since.Store(0)
 	if err != nil {
 		o.err = err
 	}
 	return n, err
+}
+
+// stalled reports whether a write has been blocked for longer than d.
+func (o *outputWriter) stalled(d time.Duration) bool {
+	t := o.since.Load()
+	return t != 0 && time.Since(time.Unix(0, t)) > d
 }
 
 // setConsts fills the values programs read from the consts map.
