@@ -57,3 +57,22 @@ func (r *MapReader) end() {
 	r.s = nil
 	r.mu.Unlock()
 }
+
+// Dropped returns, by map name (without the @), how many updates were
+// dropped since the run started because the map was full.
+func (r *MapReader) Dropped() (map[string]uint64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.s == nil {
+		return nil, ErrEnded
+	}
+	counts, err := r.s.droppedCounts()
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]uint64, len(counts))
+	for i, n := range counts {
+		byName[r.s.out.Maps[i].Name] = n
+	}
+	return byName, nil
+}

@@ -638,18 +638,33 @@ func (s *Session) lostTotal() (uint64, error) {
 	return le.Uint64(buf[:]), nil
 }
 
+// droppedCounts returns, for each map of the program in order, how many
+// updates were dropped because it was full.
+func (s *Session) droppedCounts() ([]uint64, error) {
+	if s.lostMem == nil {
+		return nil, errors.New("no lost-records counter")
+	}
+	counts := make([]uint64, len(s.out.Maps))
+	var buf [8]byte
+	for i := range s.out.Maps {
+		if _, err := s.lostMem.ReadAt(buf[:], int64(codegen.DroppedOffset(i))); err != nil {
+			return nil, fmt.Errorf("read the dropped-updates counters: %w", err)
+		}
+		counts[i] = le.Uint64(buf[:])
+	}
+	return counts, nil
+}
+
 // reportDropped warns of every map that was full when a probe stored a
 // new element in it, with the exact count of updates dropped.
 func (s *Session) reportDropped() {
-	if s.lostMem == nil {
+	counts, err := s.droppedCounts()
+	if err != nil {
 		return
 	}
-	var buf [8]byte
-	for i, m := range s.out.Maps {
-		if _, err := s.lostMem.ReadAt(buf[:], int64(codegen.DroppedOffset(i))); err != nil {
-			return
-		}
-		if n := le.Uint64(buf[:]); n > 0 {
+	for i, n := range counts {
+		if n > 0 {
+			m := s.out.Maps[i]
 			fmt.Fprintf(s.opts.Stderr, "kinst: warning: map @%s was full: %d %s dropped; it holds at most %d (set KINST_MAP_KEYS_MAX for more)\n",
 				m.Name, n, plural(n, "update", "updates"), s.out.Collection.Maps[m.Spec].MaxEntries)
 		}

@@ -131,6 +131,14 @@ kinst_lin_count 5
 # HELP kinst_lost_events_total Records probes sent that the ring buffer refused because it was full.
 # TYPE kinst_lost_events_total counter
 kinst_lost_events_total 0
+# HELP kinst_map_dropped_updates_total Updates of a map that were dropped because it was full.
+# TYPE kinst_map_dropped_updates_total counter
+kinst_map_dropped_updates_total{map="@avg"} 0
+kinst_map_dropped_updates_total{map="@bytes"} 0
+kinst_map_dropped_updates_total{map="@last"} 0
+kinst_map_dropped_updates_total{map="@lin"} 0
+kinst_map_dropped_updates_total{map="@sizes"} 0
+kinst_map_dropped_updates_total{map="@writes"} 0
 # HELP kinst_sizes hist map @sizes of the kinst program.
 # TYPE kinst_sizes histogram
 ` + sizes.String() + `kinst_sizes_bucket{le="+Inf"} 5

@@ -23,6 +23,9 @@ import (
 type Source interface {
 	Maps() ([]*output.Map, error)
 	Lost() (uint64, error)
+	// Dropped gives by map name the updates dropped because the map
+	// was full.
+	Dropped() (map[string]uint64, error)
 }
 
 // Collector turns a Source's maps into metrics at each scrape.
@@ -43,7 +46,10 @@ func (c *Collector) SetSource(src Source) {
 // read, which makes the collector unchecked.
 func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 
-var lostDesc = prometheus.NewDesc("kinst_lost_events_total", "Records probes sent that the ring buffer refused because it was full.", nil, nil)
+var (
+	lostDesc    = prometheus.NewDesc("kinst_lost_events_total", "Records probes sent that the ring buffer refused because it was full.", nil, nil)
+	droppedDesc = prometheus.NewDesc("kinst_map_dropped_updates_total", "Updates of a map that were dropped because it was full.", []string{"map"}, nil)
+)
 
 // Collect reads every map and sends its metrics.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
@@ -59,6 +65,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(lostDesc, prometheus.CounterValue, float64(lost))
+	dropped, err := src.Dropped()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(droppedDesc, err)
+		return
+	}
+	for name, n := range dropped {
+		ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(n), "@"+name)
+	}
 	maps, err := src.Maps()
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(prometheus.NewDesc("kinst_maps", "The program's maps.", nil, nil), err)
