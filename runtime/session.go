@@ -100,6 +100,7 @@ const (
 // Session is one run of a compiled program.
 type Session struct {
 	outw    *outputWriter // the output, under buf
+	readErr error         // the ring buffer could not be read
 	out     *codegen.Output
 	opts    *Options
 	coll    *ebpf.Collection
@@ -288,7 +289,7 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		// One sentence for the failed output, not one per record.
 		return errors.Join(fmt.Errorf("write output: %w", s.outw.err), detachErr)
 	}
-	return errors.Join(printErr, detachErr)
+	return errors.Join(s.readErr, printErr, detachErr)
 }
 
 // watch handles the signals: SIGUSR1 asks for the maps, the first stop
@@ -560,12 +561,17 @@ func (s *Session) loop() {
 			}
 			s.rd.SetDeadline(time.Now().Add(time.Second))
 		}
-		err := s.rd.ReadInto(&rec)
+		err := inject.Fail(inject.Read)
+		if err == nil {
+			err = s.rd.ReadInto(&rec)
+		}
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrFlushed):
 			continue
 		case err != nil:
-			fmt.Fprintf(s.opts.Stderr, "kinst: read events: %v\n", err)
+			// The run ends as if stopped, and says why once the maps
+			// are printed.
+			s.readErr = fmt.Errorf("read events: %w", err)
 			return
 		}
 		s.handle(rec.RawSample)

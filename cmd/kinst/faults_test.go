@@ -19,7 +19,7 @@ func TestInjectedFaults(t *testing.T) {
 	tests := []struct {
 		name   string
 		inject string
-		out    string // -o
+		out    string // -o, with a probe printing to it
 		stdout string
 		stderr string // with MARK for the mark
 	}{
@@ -28,10 +28,13 @@ func TestInjectedFaults(t *testing.T) {
 		{name: "second load refused", inject: "load.fail=2",
 			stderr: "-e:1:NN: cannot load probe tracepoint:syscalls:sys_enter_getpid as tracepoint: load: injected fault\nPROG\n" +
 				"INDENT^" + strings.Repeat("~", 35) + "\n"},
-		{name: "second attach fails", inject: "attach.fail=2", stdout: "Attaching 3 probes...\n",
+		{name: "second attach fails", inject: "attach.fail=2", stdout: "Attaching 2 probes...\n",
 			stderr: "kinst: attach tracepoint:syscalls:sys_enter_getpid: attach: injected fault\n"},
 		{name: "command does not start", inject: "command.fail=1",
 			stderr: "kinst: command " + bin + ": command: injected fault\n"},
+		// What was read is printed, and the maps.
+		{name: "ring buffer unreadable", inject: "read.fail=1", stdout: "Attaching 2 probes...\n\n\n@a: 0\n@b: 0\n",
+			stderr: "kinst: read events: read: injected fault\n"},
 		{name: "output device full", out: "/dev/full", stdout: "\n\n",
 			stderr: "kinst: write output: write /dev/full: no space left on device\n"},
 	}
@@ -41,11 +44,13 @@ func TestInjectedFaults(t *testing.T) {
 			mark := newMark()
 			ms := strconv.FormatInt(5000+mark%1000, 10)
 			prog := fmt.Sprintf(`tracepoint:syscalls:sys_enter_getppid /pid == %[1]d/ { @a = count(); } `+
-				`tracepoint:syscalls:sys_enter_getpid /pid == %[1]d/ { @b = count(); } interval:ms:10 { printf("tick\n"); }`, mark)
-			args := []string{"-e", prog, "-c", bin + " sleep " + ms}
+				`tracepoint:syscalls:sys_enter_getpid /pid == %[1]d/ { @b = count(); }`, mark)
+			args := []string{"-c", bin + " sleep " + ms}
 			if tt.out != "" {
+				prog += ` interval:ms:10 { printf("tick\n"); }`
 				args = append(args, "-o", tt.out)
 			}
+			args = append(args, "-e", prog)
 			// The second probe starts after the first's "} ".
 			col := strings.Index(prog, "} ") + 3
 			stderr := strings.NewReplacer("PROG", prog, "NN", strconv.Itoa(col), "INDENT", strings.Repeat(" ", col-1)).Replace(tt.stderr)

@@ -18,6 +18,7 @@ const (
 	Load    = "load"    // before each program is loaded
 	Command = "command" // once, before the -c command starts
 	Attach  = "attach"  // before each program is attached
+	Read    = "read"    // before each read of the ring buffer
 	End     = "end"     // once, before END runs
 	Print   = "print"   // before each map printed at exit
 	Detach  = "detach"  // once, before the probes are detached
