@@ -23,6 +23,13 @@ func (s *Session) handle(rec []byte) {
 	a := s.out.Actions[id]
 	body := rec[8:]
 	var err error
+	if s.opts.Records != nil {
+		err = s.record(a, body)
+		if err != nil {
+			fmt.Fprintf(s.opts.Stderr, "kinst: %s: %v\n", a.Kind, err)
+		}
+		return
+	}
 	switch a.Kind {
 	case codegen.ActPrintf:
 		if s.opts.Printf != nil {
@@ -117,4 +124,99 @@ func (s *Session) cat(a *codegen.Action, body []byte) error {
 		return err
 	}
 	return s.w.Cat(string(data))
+}
+
+// A Record is one record a program sent, decoded for Options.Records.
+type Record struct {
+	Kind RecordKind
+	// Action is the statement that sent it; nil for RecLost.
+	Action *codegen.Action
+	// Args are the arguments of printf(), system() and cat(), or the
+	// value of print(). They are valid until the handler returns.
+	Args []output.Value
+	// Text is printf()'s formatted text, what system() printed, the
+	// file cat() read, or time()'s text.
+	Text string
+	// Command is system()'s command line, or the path cat() read.
+	Command string
+	Map     *output.Map // print(@map)
+	Elems   []string    // join()
+	Lost    uint64      // RecLost: records the ring buffer refused
+}
+
+// RecordKind says what a Record is.
+type RecordKind int
+
+// The kinds of Record.
+const (
+	RecPrintf   RecordKind = iota
+	RecPrint               // print(value)
+	RecPrintMap            // print(@map)
+	RecSystem
+	RecCat
+	RecTime
+	RecJoin
+	RecExit
+	RecLost
+)
+
+// record decodes one record for Options.Records; clear() and zero() are
+// carried out and not reported.
+func (s *Session) record(a *codegen.Action, body []byte) error {
+	r := &Record{Action: a}
+	var err error
+	switch a.Kind {
+	case codegen.ActPrintf:
+		r.Kind, r.Args = RecPrintf, s.decodeArgs(a, body)
+		r.Text, err = a.Format.Sprint(r.Args)
+	case codegen.ActSystem:
+		r.Kind, r.Args = RecSystem, s.decodeArgs(a, body)
+		if r.Command, err = a.Format.Sprint(r.Args); err != nil {
+			return err
+		}
+		var out []byte
+		out, err = exec.Command("/bin/sh", "-c", r.Command).Output()
+		if _, isExit := err.(*exec.ExitError); isExit {
+			err = nil
+		}
+		r.Text = string(out)
+	case codegen.ActCat:
+		r.Kind, r.Args = RecCat, s.decodeArgs(a, body)
+		if r.Command, err = a.Format.Sprint(r.Args); err != nil {
+			return err
+		}
+		var data []byte
+		data, err = os.ReadFile(r.Command)
+		r.Text = string(data)
+	case codegen.ActPrintMap:
+		r.Kind = RecPrintMap
+		r.Map, err = s.readMap(a.Map, s.dec)
+	case codegen.ActPrintValue:
+		r.Kind = RecPrint
+		r.Args = []output.Value{s.dec.value(a.Args.Elems[0], body[a.Args.Offsets[0]:], asValue)}
+	case codegen.ActClear:
+		return s.clearMap(a.Map, false)
+	case codegen.ActZero:
+		return s.clearMap(a.Map, true)
+	case codegen.ActExit:
+		r.Kind = RecExit
+		s.exited = true
+		s.stopping.Store(true)
+	case codegen.ActTime:
+		r.Kind = RecTime
+		r.Text, err = output.Strftime(a.Text, time.Now())
+	case codegen.ActJoin:
+		r.Kind = RecJoin
+		for i := 0; i < a.JoinArgs; i++ {
+			e := cstring(body[i*a.JoinLen : (i+1)*a.JoinLen])
+			if e == "" {
+				break
+			}
+			r.Elems = append(r.Elems, e)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return s.opts.Records(r)
 }

@@ -39,6 +39,23 @@ func (r *MapReader) Maps() ([]*output.Map, error) {
 	return maps, nil
 }
 
+// Map reads the map the program names name, such as "@bytes"; ok is
+// false when the program has no such map.
+func (r *MapReader) Map(name string) (m *output.Map, ok bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.s == nil {
+		return nil, false, ErrEnded
+	}
+	for _, gm := range r.s.out.Maps {
+		if gm.Display() == name {
+			m, err = r.s.readMap(gm, r.dec)
+			return m, true, err
+		}
+	}
+	return nil, false, nil
+}
+
 // Lost returns how many records the ring buffer refused since the run
 // started.
 func (r *MapReader) Lost() (uint64, error) {

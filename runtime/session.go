@@ -42,7 +42,8 @@ type Options struct {
 	Command []string
 	// Pid restricts uprobes to one process.
 	Pid int
-	// Signals stop the run; nil means SIGINT and SIGTERM.
+	// Signals stop the run; nil means SIGINT and SIGTERM, an empty list
+	// none.
 	Signals []os.Signal
 
 	// Printf, when set, receives every printf record in place of the
@@ -63,6 +64,14 @@ type Options struct {
 	// Maps, when set, is called before BEGIN runs with a reader of the
 	// program's maps, which other goroutines may use until Run returns.
 	Maps func(r *MapReader)
+	// Records, when set, receives every record the program sends, in
+	// place of the writer and of the hooks above but ExitMaps: the API
+	// hands them to its caller as Go values. system() and cat() are
+	// carried out first, and the record holds what they printed.
+	Records func(r *Record) error
+	// Attached, when set, is called once every probe is attached, before
+	// the first record after BEGIN's is handled.
+	Attached func()
 }
 
 // Format is an output format.
@@ -153,8 +162,11 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM}
 	}
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, stopSignals...)
-	defer signal.Stop(sigs)
+	// An empty list catches no signal: a library's caller owns them.
+	if len(stopSignals) > 0 {
+		signal.Notify(sigs, stopSignals...)
+		defer signal.Stop(sigs)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -193,6 +205,9 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 				s.cmd.wait()
 				s.stop()
 			}()
+		}
+		if opts.Attached != nil {
+			opts.Attached()
 		}
 		s.loop()
 	}
@@ -421,7 +436,9 @@ func (s *Session) reportLost() {
 		return
 	}
 	if total > s.lost {
-		if s.opts.Lost != nil {
+		if s.opts.Records != nil {
+			s.opts.Records(&Record{Kind: RecLost, Lost: total - s.lost})
+		} else if s.opts.Lost != nil {
 			s.opts.Lost(total - s.lost)
 		} else {
 			s.w.Lost(total - s.lost)
