@@ -106,9 +106,6 @@ type Session struct {
 	args     [][]output.Value // per action, the decoded arguments, reused
 }
 
-// ErrLoad wraps failures to load programs into the kernel.
-var ErrLoad = errors.New("load")
-
 // Run runs a compiled program until it exits, its -c command ends, a
 // signal arrives or ctx is done. Whatever happens, probes are detached
 // and maps printed before it returns.
