@@ -78,7 +78,7 @@ func TestChoose(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &compiler{opts: &Options{
-				Force: tt.force,
+				Force:    tt.force,
 				Supports: func(m Mechanism) bool { return slices.Contains(tt.supports, m) },
 			}}
 			got, why := c.choose(tt.probe)
