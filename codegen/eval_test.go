@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"kinst.dev/kinst"
@@ -113,5 +114,153 @@ func TestExpressions(t *testing.T) {
 		if got := m.Entries[0].Value; !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s = %#v, want %#v", src, got, tt.want)
 		}
+	}
+}
+
+// intType is one of the language's integer types.
+type intType struct {
+	name   string
+	bits   uint
+	signed bool
+}
+
+// value is v converted to t and widened to 64 bits, as an operand is.
+func (t intType) value(v int64) uint64 {
+	shift := 64 - t.bits
+	if t.signed {
+		return uint64(v << shift >> shift)
+	}
+	return uint64(v) << shift >> shift
+}
+
+// binaryOp is what a binary operator computes on 64-bit operands, as C
+// does, except that BPF divides by zero to 0 and leaves the dividend as
+// the remainder.
+func binaryOp(op string, a, b uint64, signed bool) uint64 {
+	bool01 := func(c bool) uint64 {
+		if c {
+			return 1
+		}
+		return 0
+	}
+	switch op {
+	case "+":
+		return a + b
+	case "-":
+		return a - b
+	case "*":
+		return a * b
+	case "&":
+		return a & b
+	case "|":
+		return a | b
+	case "^":
+		return a ^ b
+	case "<<":
+		return a << b
+	case ">>":
+		if signed {
+			return uint64(int64(a) >> b)
+		}
+		return a >> b
+	case "/", "%":
+		switch {
+		case b == 0 && op == "/":
+			return 0
+		case b == 0:
+			return a
+		case signed && op == "/":
+			return uint64(int64(a) / int64(b))
+		case signed:
+			return uint64(int64(a) % int64(b))
+		case op == "/":
+			return a / b
+		}
+		return a % b
+	case "==":
+		return bool01(a == b)
+	case "!=":
+		return bool01(a != b)
+	case "<":
+		return bool01(signed && int64(a) < int64(b) || !signed && a < b)
+	case "<=":
+		return bool01(signed && int64(a) <= int64(b) || !signed && a <= b)
+	case ">":
+		return bool01(signed && int64(a) > int64(b) || !signed && a > b)
+	case ">=":
+		return bool01(signed && int64(a) >= int64(b) || !signed && a >= b)
+	}
+	panic("unknown operator " + op)
+}
+
+// TestArithmeticMatrix is a differential test of integer arithmetic:
+// every binary operator over every pair of integer types and a set of
+// operands that wrap, truncate and change sign, computed in the kernel
+// and by binaryOp. One program per operator runs every case; $z, zero
+// at run time, keeps the checker from folding the operands and makes
+// the casts run.
+func TestArithmeticMatrix(t *testing.T) {
+	testenv.Root(t)
+	types := []intType{
+		{"int8", 8, true}, {"uint8", 8, false}, {"int16", 16, true}, {"uint16", 16, false},
+		{"int32", 32, true}, {"uint32", 32, false}, {"int64", 64, true}, {"uint64", 64, false},
+	}
+	operands := [][2]int64{{7, 2}, {-7, 2}, {-7, -3}, {100, 0}, {200, 3}, {1 << 31, -1}, {-129, 65}, {1<<40 + 5, 1<<32 + 7}}
+	ops := []string{"+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>", "==", "!=", "<", "<=", ">", ">="}
+	for _, op := range ops {
+		t.Run(op, func(t *testing.T) {
+			type result struct {
+				expr string
+				want any
+			}
+			want := map[string]map[int64]result{}
+			var src strings.Builder
+			src.WriteString("BEGIN {\n$z = 0;\n")
+			i := int64(0)
+			for _, ta := range types {
+				for _, tb := range types {
+					for _, v := range operands {
+						a, b := ta.value(v[0]), tb.value(v[1])
+						if (op == "<<" || op == ">>") && b >= 64 {
+							continue // C leaves such shifts undefined
+						}
+						signed := ta.signed && tb.signed
+						got := binaryOp(op, a, b, signed)
+						name, w := "@u", any(got)
+						switch {
+						case strings.ContainsAny(op, "=<>") && op != "<<" && op != ">>":
+							name, w = "@c", int64(got)
+						case signed:
+							name, w = "@s", int64(got)
+						}
+						expr := fmt.Sprintf("(%s)(%d + $z) %s (%s)(%d + $z)", ta.name, v[0], op, tb.name, v[1])
+						fmt.Fprintf(&src, "%s[%d] = %s;\n", name, i, expr)
+						if want[name] == nil {
+							want[name] = map[int64]result{}
+						}
+						want[name][i] = result{expr, w}
+						i++
+					}
+				}
+			}
+			src.WriteString("exit()\n}\n")
+			var names []string
+			for name := range want {
+				names = append(names, name)
+			}
+			got := eval(t, src.String(), names...)
+			for _, name := range names {
+				m := got[name]
+				if len(m.Entries) != len(want[name]) {
+					t.Errorf("%s has %d entries, want %d", name, len(m.Entries), len(want[name]))
+				}
+				for _, e := range m.Entries {
+					r := want[name][e.Key[0].(int64)]
+					if !reflect.DeepEqual(e.Value, r.want) {
+						t.Errorf("%s = %#v, want %#v", r.expr, e.Value, r.want)
+					}
+				}
+			}
+		})
 	}
 }
