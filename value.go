@@ -129,7 +129,7 @@ func convertValue(v output.Value) any {
 	case output.KindKstack, output.KindUstack:
 		frames := make([]Frame, len(v.Frames()))
 		for i, f := range v.Frames() {
-			frames[i] = Frame(f)
+			frames[i] = Frame{Addr: f.Addr, Symbol: f.Symbol, Offset: f.Offset, Module: f.Module}
 		}
 		return frames
 	case output.KindInet:
