@@ -43,5 +43,5 @@
 // privilege. A probe type the kernel forbids is reported when compiling.
 //
 // Unlike the kinst command, the package catches no signal and prints
-// nothing: a caller that wants bpftrace's text formats a Printf's Text.
+// nothing; a Printf record's Text is what bpftrace would have printed.
 package kinst

@@ -20,7 +20,9 @@ var ErrNoMap = errors.New("no such map")
 // *[Exit] and *[Lost]. Records arrive one at a time, in the order the
 // kernel queued them, on a goroutine of the run; a slow handler delays
 // the records behind it and, when the ring buffer fills, makes the
-// kernel drop new ones (reported by a Lost record).
+// kernel drop new ones (reported by a Lost record). A handler may read
+// maps with Run.Map, but must not call Stop or Wait, which wait for it:
+// to end the run from a handler, cancel the context given to Start.
 type Handler func(Record)
 
 // A Run is one run of a program. Its probes stay attached until the
