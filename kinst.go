@@ -5,10 +5,16 @@ import (
 	"io"
 	"strings"
 
+	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/pipeline"
 )
+
+// ErrNotSupported matches the errors of probe types that the running
+// kernel refuses (kprobes where the kernel forbids them) or kinst cannot
+// attach; Compile reports them in its error list.
+var ErrNotSupported = attach.ErrUnsupported
 
 // Options configure how a program is compiled. The zero Options are
 // bpftrace's defaults.

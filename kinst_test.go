@@ -14,6 +14,7 @@ import (
 
 	"kinst.dev/kinst"
 	"kinst.dev/kinst/internal/testenv"
+	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/runtime"
 	"kinst.dev/kinst/syntax"
 )
@@ -132,6 +133,19 @@ func TestErrors(t *testing.T) {
 	_, err = kinst.Compile("x.bt", []byte("BEGIN {}"), &kinst.Options{BufferSize: 1000})
 	if err == nil || err.Error() != "kinst: buffer size 1000 is not a power of two of at least 4096" {
 		t.Errorf("bad buffer size: got %v", err)
+	}
+
+	// A probe type kinst cannot attach is in the list, and matches.
+	_, err = kinst.Compile("w.bt", []byte("watchpoint:vfs_read+arg0:8:w {}"), nil)
+	if !errors.As(err, &list) || len(list) != 1 || !errors.Is(err, kinst.ErrNotSupported) {
+		t.Errorf("unsupported probe: got %v, want one error matching ErrNotSupported", err)
+	}
+	// So is one the kernel forbids, where it does.
+	if st := kernel.Probe(kernel.FeatKprobe); !st.Available {
+		_, err = kinst.Compile("k.bt", []byte("kprobe:vfs_read {}"), nil)
+		if !errors.Is(err, kinst.ErrNotSupported) || !strings.HasPrefix(err.Error(), "k.bt:1:1: "+st.Reason) {
+			t.Errorf("forbidden probe: got %v, want the kernel's reason, matching ErrNotSupported", err)
+		}
 	}
 
 	testenv.Root(t)
