@@ -40,7 +40,8 @@
 // wrap their cause: a program the kernel's verifier refuses is a
 // [runtime.VerifierError] pointing at the source; another refusal wraps
 // the kernel's errno, so that errors.Is(err, unix.EPERM) tells a missing
-// privilege. A probe type the kernel forbids is reported when compiling.
+// privilege. A probe type the kernel forbids, or kinst cannot attach, is
+// an error of Compile's list that matches [ErrNotSupported].
 //
 // Unlike the kinst command, the package catches no signal and prints
 // nothing; a Printf record's Text is what bpftrace would have printed.
