@@ -110,8 +110,19 @@ func (s *Session) system(a *codegen.Action, body []byte) error {
 		return err
 	}
 	s.buf.Flush()
+	out, err := s.shell(line)
+	if out != "" {
+		if werr := s.w.System(out); werr != nil {
+			return werr
+		}
+	}
+	return err
+}
+
+// shell runs line through the shell and returns what it printed.
+func (s *Session) shell(line string) (string, error) {
 	if s.ctx.Err() != nil {
-		return nil // a signal ends the run: no more commands start
+		return "", nil // a signal ends the run: no more commands start
 	}
 	// A signal kills the command in progress, so that kinst ends at
 	// once however long it runs; a pipe its children hold open is given
@@ -121,17 +132,12 @@ func (s *Session) system(a *codegen.Action, body []byte) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.Output()
 	if s.ctx.Err() != nil {
-		return nil
-	}
-	if len(out) > 0 {
-		if werr := s.w.System(string(out)); werr != nil {
-			return werr
-		}
+		return "", nil
 	}
 	if _, isExit := err.(*exec.ExitError); isExit {
-		return nil // the command's own failure is its output's business
+		err = nil // the command's own failure is its output's business
 	}
-	return err
+	return string(out), err
 }
 
 // cat prints a file's contents.
@@ -140,9 +146,18 @@ func (s *Session) cat(a *codegen.Action, body []byte) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(path)
+	data, err := s.readCat(path)
 	if err != nil {
 		return err
+	}
+	return s.w.Cat(data)
+}
+
+// readCat reads as much of a file as cat() prints.
+func (s *Session) readCat(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
 	}
 	defer f.Close()
 	limit := s.opts.CatMax
@@ -153,10 +168,7 @@ func (s *Session) cat(a *codegen.Action, body []byte) error {
 		limit = DefaultCatMax
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit))
-	if err != nil {
-		return err
-	}
-	return s.w.Cat(string(data))
+	return string(data), err
 }
 
 // A Record is one record a program sent, decoded for Options.Records.
@@ -207,20 +219,13 @@ func (s *Session) record(a *codegen.Action, body []byte) error {
 		if r.Command, err = a.Format.Sprint(r.Args); err != nil {
 			return err
 		}
-		var out []byte
-		out, err = exec.Command("/bin/sh", "-c", r.Command).Output()
-		if _, isExit := err.(*exec.ExitError); isExit {
-			err = nil
-		}
-		r.Text = string(out)
+		r.Text, err = s.shell(r.Command)
 	case codegen.ActCat:
 		r.Kind, r.Args = RecCat, s.decodeArgs(a, body)
 		if r.Command, err = a.Format.Sprint(r.Args); err != nil {
 			return err
 		}
-		var data []byte
-		data, err = os.ReadFile(r.Command)
-		r.Text = string(data)
+		r.Text, err = s.readCat(r.Command)
 	case codegen.ActPrintMap:
 		r.Kind = RecPrintMap
 		r.Map, err = s.readMap(a.Map, s.dec)
