@@ -36,8 +36,11 @@ type Options struct {
 	// Mechanism runs every kprobe through one attach mechanism: "kprobe",
 	// "kprobe.multi" or "fentry"; "" picks the cheapest the kernel has.
 	Mechanism string
-	// Warnings receives compile-time and attach-time warnings, one a
-	// line; nil discards them.
+	// HelperChecks reports failing helpers at run time as -k (1: all
+	// but reads) and -kk (2: all) do, on Warnings.
+	HelperChecks int
+	// Warnings receives compile-time, attach-time and run-time
+	// warnings; nil discards them.
 	Warnings io.Writer
 }
 
@@ -58,13 +61,14 @@ func Compile(name string, src []byte, opts *Options) (*Program, error) {
 		opts = &Options{}
 	}
 	popts := &pipeline.Options{
-		Params:     opts.Params,
-		Pid:        opts.Pid,
-		Unsafe:     opts.Unsafe,
-		StrLen:     opts.StrLen,
-		MapEntries: opts.MapEntries,
-		EventsSize: opts.BufferSize,
-		Warnings:   opts.Warnings,
+		Params:       opts.Params,
+		Pid:          opts.Pid,
+		Unsafe:       opts.Unsafe,
+		StrLen:       opts.StrLen,
+		MapEntries:   opts.MapEntries,
+		EventsSize:   opts.BufferSize,
+		Warnings:     opts.Warnings,
+		HelperChecks: opts.HelperChecks,
 	}
 	if b := opts.BufferSize; b != 0 && (b < 4096 || b&(b-1) != 0) {
 		return nil, fmt.Errorf("kinst: buffer size %d is not a power of two of at least 4096", b)

@@ -83,6 +83,33 @@ func TestRecords(t *testing.T) {
 	}
 }
 
+// TestHelperChecks reads through a bad pointer with HelperChecks: the
+// failure is a warning with its source line, and the records go on.
+func TestHelperChecks(t *testing.T) {
+	testenv.Root(t)
+	var warnings strings.Builder
+	src := `BEGIN { printf("%d\n", *(int64*)8); exit() }`
+	prog, err := kinst.Compile("k.bt", []byte(src), &kinst.Options{HelperChecks: 2, Warnings: &warnings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []kinst.Record
+	run, err := prog.Start(context.Background(), func(r kinst.Record) { got = append(got, r) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	want := "k.bt:1:24: WARNING: Failed to probe_read: Bad address (-14)\n" + src + "\n" + strings.Repeat(" ", 23) + "^\n"
+	if warnings.String() != want {
+		t.Errorf("warnings:\n%s\nwant:\n%s", warnings.String(), want)
+	}
+	if len(got) != 2 || got[0].(*kinst.Printf).Text != "0\n" {
+		t.Errorf("records: %s", show(got))
+	}
+}
+
 func show(recs []kinst.Record) string {
 	var b strings.Builder
 	for _, r := range recs {

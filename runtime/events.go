@@ -26,7 +26,8 @@ func (s *Session) handle(rec []byte) {
 	a := s.out.Actions[id]
 	body := rec[8:]
 	var err error
-	if s.opts.Records != nil {
+	// A failed helper (-k) is a warning on Stderr either way.
+	if s.opts.Records != nil && a.Kind != codegen.ActHelperError {
 		err = s.record(a, body)
 		if err != nil {
 			fmt.Fprintf(s.opts.Stderr, "kinst: %s: %v\n", a.Kind, err)
