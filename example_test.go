@@ -41,6 +41,35 @@ func Example() {
 	// exit
 }
 
+// Records of a tracepoint reach the handler as the kernel sends them;
+// Stop hands over those still queued before it returns.
+func ExampleProgram_Start() {
+	prog, err := kinst.Compile("trace.bt", []byte(`
+		tracepoint:syscalls:sys_enter_getppid /pid == $1/ { printf("%s\n", probe) }
+		END { printf("done\n") }
+	`), &kinst.Options{Params: []string{strconv.Itoa(os.Getpid())}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	run, err := prog.Start(context.Background(), func(r kinst.Record) {
+		if p, ok := r.(*kinst.Printf); ok {
+			fmt.Print(p.Text)
+		}
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	syscall.Getppid()
+	syscall.Getppid()
+	if err := run.Stop(); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// tracepoint:syscalls:sys_enter_getppid
+	// tracepoint:syscalls:sys_enter_getppid
+	// done
+}
+
 // A tracepoint counts this process's getppid calls; the map is read
 // while the probe is attached and again after END.
 func ExampleRun_Map() {
