@@ -258,7 +258,7 @@ func indexOf(list []string, s string) int {
 	return -1
 }
 
-// withHide returns hide plus name, sharing nothing with hide.
+// withHide returns hide plus name in a new slice.
 func withHide(hide []string, name string) []string {
 	h := make([]string, len(hide), len(hide)+1)
 	copy(h, hide)
@@ -412,8 +412,15 @@ func (p *pp) subst(m *macro, use token, args [][]token, hide []string) []token {
 	return res
 }
 
-// mergeHide returns the union of a and b, in a new slice.
+// mergeHide returns the union of a and b. Hide sets are never changed
+// in place, so the result may be a or b itself.
 func mergeHide(a, b []string) []string {
+	if len(a) == 0 {
+		return b
+	}
+	if !slices.ContainsFunc(b, func(s string) bool { return indexOf(a, s) < 0 }) {
+		return a
+	}
 	h := make([]string, len(a), len(a)+len(b))
 	copy(h, a)
 	for _, s := range b {
