@@ -20,7 +20,7 @@ type val struct {
 // identifier left after expansion an error instead of 0, for Eval.
 func (p *pp) eval(toks []token, strict bool) (val, error) {
 	toks = p.resolveDefined(toks)
-	toks = p.expand(toks, false)
+	toks = p.expand(toks)
 	e := &evaluator{toks: toks, strict: strict}
 	if len(toks) == 0 {
 		return val{}, errors.New("empty expression")

@@ -182,10 +182,9 @@ func predefined(btf bool) map[string]*macro {
 var builtinSrc = &source{file: syntax.NewFile("<built-in>", nil), found: -1}
 
 // expand macro-expands toks (Prosser's algorithm: every token carries
-// the set of macros it came from, which it may not expand again). text
-// says the tokens are program text, where a recursive macro of the
-// program's own is an error.
-func (p *pp) expand(toks []token, text bool) []token {
+// the set of macros it came from, which it may not expand again). A
+// macro of the program's own that reaches itself is an error.
+func (p *pp) expand(toks []token) []token {
 	if !slices.ContainsFunc(toks, func(t token) bool { return t.kind == tIdent && p.macros[t.text] != nil }) {
 		return toks // nothing to expand, and nothing to copy
 	}
@@ -386,7 +385,7 @@ func (p *pp) subst(m *macro, use token, args [][]token, hide []string) []token {
 				continue
 			}
 			if expanded[k] == nil {
-				expanded[k] = p.expand(arg, true)
+				expanded[k] = p.expand(arg)
 				if expanded[k] == nil {
 					expanded[k] = []token{}
 				}

@@ -194,7 +194,7 @@ func (p *pp) tokens(src *source, toks []token) {
 			j++
 		}
 		if !src.system && p.active() {
-			p.emit(p.expand(toks[i:j], true))
+			p.emit(p.expand(toks[i:j]))
 		}
 		i = j
 	}
@@ -387,7 +387,7 @@ func (p *pp) addError(err error) {
 // include reads the header an #include or #include_next names.
 func (p *pp) include(src *source, name token, rest []token) {
 	if len(rest) > 0 && rest[0].kind != tString && !rest[0].is(tPunct, "<") {
-		rest = p.expand(rest, false) // #include MACRO
+		rest = p.expand(rest) // #include MACRO
 	}
 	file, angle, ok := headerName(rest)
 	if !ok {
