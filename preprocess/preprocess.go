@@ -97,7 +97,7 @@ func hasDirective(src []byte) bool {
 		for j < len(src) && (src[j] == ' ' || src[j] == '\t') {
 			j++
 		}
-		if j < len(src) && src[j] == '#' && (i > 0 || j+1 >= len(src) || src[j+1] != '!') {
+		if j < len(src) && src[j] == '#' && (j > 0 || j+1 >= len(src) || src[j+1] != '!') {
 			return true
 		}
 		n := bytes.IndexByte(src[j:], '\n')
@@ -111,7 +111,6 @@ func hasDirective(src []byte) bool {
 
 // pp is one run of the preprocessor.
 type pp struct {
-	conf     *Config
 	btf      bool
 	dirs     []string // -I directories, then the system ones
 	nUser    int      // how many of dirs are -I directories
@@ -143,7 +142,7 @@ func newPP(conf *Config) *pp {
 		sys = DefaultSystemDirs
 	}
 	btf := conf.BTF != nil && conf.BTF()
-	p := &pp{conf: conf, btf: btf, macros: predefined(btf), once: map[string]bool{}, headers: map[string]*header{}, stats: map[string]bool{}}
+	p := &pp{btf: btf, macros: predefined(btf), once: map[string]bool{}, headers: map[string]*header{}, stats: map[string]bool{}}
 	p.dirs = append(append(p.dirs, conf.IncludeDirs...), sys...)
 	p.nUser = len(conf.IncludeDirs)
 	return p
@@ -204,8 +203,8 @@ func (p *pp) tokens(src *source, toks []token) {
 // systemFile runs a system header's directives as the lexer finds them,
 // keeping no tokens but macro bodies: a system header's text makes no
 // tokens, and a skipped region's directives are read only as far as
-// their names.
-// It returns the macro of the file's include guard, if it has one.
+// their names. It returns the macro of the file's include guard, if it
+// has one.
 func (p *pp) systemFile(src *source) (guard string) {
 	l := newLexer(src, &p.errs)
 	base := len(p.conds)
@@ -263,17 +262,13 @@ func (p *pp) directive(src *source, hash token, args []token) {
 	}
 	name := args[0]
 	rest := args[1:]
-	if !p.active() {
-		// Only the nesting of conditionals matters in a skipped region.
-		switch name.text {
-		case "if", "ifdef", "ifndef":
-			p.conds = append(p.conds, cond{at: name})
-		case "elif", "else", "endif", "elifdef", "elifndef":
-			p.conditional(name, rest)
-		}
+	if conditionals[name.text] {
+		p.conditional(name, rest)
 		return
 	}
-
+	if !p.active() {
+		return // only conditionals matter in a skipped region
+	}
 	switch name.text {
 	case "define":
 		p.define(src, name, rest)
@@ -285,8 +280,6 @@ func (p *pp) directive(src *source, hash token, args []token) {
 		delete(p.macros, rest[0].text)
 	case "include", "include_next":
 		p.include(src, name, rest)
-	case "if", "ifdef", "ifndef", "elif", "else", "endif", "elifdef", "elifndef":
-		p.conditional(name, rest)
 	case "error":
 		p.errorf(name, "#error %s", lineText(rest))
 	case "warning":
@@ -314,7 +307,8 @@ func lineText(toks []token) string {
 	return string(first.src.text[first.off:last.end])
 }
 
-// conditional handles #if, #ifdef, #ifndef, #elif, #else and #endif.
+// conditional handles #if, #ifdef, #ifndef, #elif, #else and #endif, in
+// skipped regions too, where a new #if only nests.
 func (p *pp) conditional(name token, rest []token) {
 	switch name.text {
 	case "if", "ifdef", "ifndef":
