@@ -219,7 +219,11 @@ func (g *gen) assign(s *syntax.AssignStmt) {
 		r := g.work(cur, asm.R1)
 		g.emit(asm.LoadMem(r, v.base, v.off, asm.DWord))
 		g.set(cur, r)
-		res := g.arith(s.Op.BinaryOf(), cur, g.scalar(s.Rhs), t, g.typeOf(s.Rhs))
+		rhs := g.scalar(s.Rhs)
+		if t.Kind == check.Ptr {
+			rhs = g.scale(g.owned(rhs), t)
+		}
+		res := g.arith(s.Op.BinaryOf(), cur, rhs, t, g.typeOf(s.Rhs))
 		r = g.reg(res, asm.R0)
 		g.normalize(r, t)
 		g.emit(asm.StoreMem(v.base, v.off, r, asm.DWord))
