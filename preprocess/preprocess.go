@@ -224,10 +224,12 @@ func (p *pp) systemFile(src *source) (guard string) {
 			continue
 		}
 		switch {
-		case first && len(line) > 1 && line[0].text == "ifndef":
-			guard = line[1].text
+		case first:
+			guard = guardName(line)
 		case closed:
 			guard = "" // a directive after the guard's #endif
+		case len(p.conds) == base+1 && (line[0].text == "else" || strings.HasPrefix(line[0].text, "elif")):
+			guard = "" // the file has something for when the guard is defined
 		}
 		first = false
 		p.directive(src, hash, line)
@@ -466,25 +468,19 @@ type header struct {
 // guard returns X when toks are all inside #ifndef X (or #if !defined X)
 // and the #endif that closes it, the usual include guard.
 func guard(toks []token) string {
-	directive := func(i int, name string) bool {
-		return i+1 < len(toks) && toks[i].bol && toks[i].is(tPunct, "#") && toks[i+1].is(tIdent, name)
+	if len(toks) == 0 || !toks[0].is(tPunct, "#") {
+		return ""
 	}
-	var name string
-	switch {
-	case directive(0, "ifndef") && len(toks) > 2 && toks[2].kind == tIdent:
-		name = toks[2].text
-	case directive(0, "if") && len(toks) > 4 && toks[2].is(tPunct, "!") && toks[3].is(tIdent, "defined"):
-		if toks[4].kind == tIdent {
-			name = toks[4].text
-		} else if len(toks) > 6 && toks[4].is(tPunct, "(") && toks[5].kind == tIdent {
-			name = toks[5].text
-		}
+	j := 1
+	for j < len(toks) && !toks[j].bol {
+		j++
 	}
+	name := guardName(toks[1:j])
 	if name == "" {
 		return ""
 	}
 	// The guard's #endif must be the file's last directive, closing the
-	// first: count the nesting up to it.
+	// first, with no #else or #elif of the first's: count the nesting.
 	depth := 0
 	for i := 0; i < len(toks); i++ {
 		if !toks[i].bol || !toks[i].is(tPunct, "#") || i+1 >= len(toks) {
@@ -493,6 +489,10 @@ func guard(toks []token) string {
 		switch toks[i+1].text {
 		case "if", "ifdef", "ifndef":
 			depth++
+		case "else", "elif", "elifdef", "elifndef":
+			if depth == 1 {
+				return ""
+			}
 		case "endif":
 			depth--
 			if depth == 0 {
@@ -503,6 +503,26 @@ func guard(toks []token) string {
 				}
 				return name
 			}
+		}
+	}
+	return ""
+}
+
+// guardName returns X when a directive's tokens (after the '#') are
+// ifndef X, if !defined X or if !defined(X): how include guards start.
+func guardName(line []token) string {
+	is := func(i int, kind kind, text string) bool {
+		return i < len(line) && line[i].kind == kind && (text == "" || line[i].text == text)
+	}
+	switch {
+	case is(0, tIdent, "ifndef") && is(1, tIdent, "") && len(line) == 2:
+		return line[1].text
+	case is(0, tIdent, "if") && is(1, tPunct, "!") && is(2, tIdent, "defined"):
+		if is(3, tIdent, "") && len(line) == 4 {
+			return line[3].text
+		}
+		if is(3, tPunct, "(") && is(4, tIdent, "") && is(5, tPunct, ")") && len(line) == 6 {
+			return line[4].text
 		}
 	}
 	return ""

@@ -38,6 +38,9 @@ var headers = map[string]string{
 	"sys/limits.h":    "#define LIMIT_SYS 2\n",
 	"inc/limits.h":    "#define LIMIT_USER 1\n#include_next <limits.h>\n",
 	"sys/glibc.h":     "#include_next <limits.h>\n#include \"gone.h\"\n",
+	"sys/guarded.h":   "/* guarded */\n#ifndef GUARDED_H\n#define GUARDED_H\n#define ONCE 1\n#endif\n",
+	"sys/trailing.h":  "#ifndef TRAILING_H\n#define TRAILING_H\n#endif\n#define AFTER 2\n",
+	"inc/guard.h":     "#if !defined(GUARD_H)\n#define GUARD_H\nstruct g { int x; };\n#endif\n",
 	"inc/decl.h":      "#define SIZE 8\nstruct pair { int a; int b; };\n",
 	"inc/probe.h":     "BEGIN { @x = 1 + ; }\n",
 	"inc/unclosed.h":  "#ifdef SIZE\n",
@@ -67,6 +70,7 @@ func TestPreprocess(t *testing.T) {
 		{"--include", "BEGIN { @ = SIZE }", "struct pair { int a; int b; };\nBEGIN { @ = 8 }", []string{"inc/decl.h"}, nil},
 		{"absent system headers", "#include <net/sock.h>\n#include <net/sock.h>\n#include <linux/blkdev.h>\n#include <stddef.h>\nBEGIN {}", "BEGIN {}", nil, []string{"<net/sock.h>, <linux/blkdev.h> not found: kinst goes on with the kernel's BTF types"}},
 		{"compiler headers", "#include <glibc.h>\n#include <stddef.h>\nBEGIN { @ = INT_MAX + CHAR_BIT; @u = ULONG_MAX }", "BEGIN { @ = 2147483647 + 8; @u = (9223372036854775807L * 2UL + 1UL) }", nil, []string{`"gone.h" not found: kinst goes on with the kernel's BTF types`}},
+		{"include guards", "#include <guarded.h>\n#undef ONCE\n#include <guarded.h>\n#include <trailing.h>\n#undef AFTER\n#include <trailing.h>\n#include \"guard.h\"\n#include \"guard.h\"\n#ifndef ONCE\nBEGIN { @ = AFTER }\n#endif", "struct g { int x; };\nBEGIN { @ = 2 }", nil, nil},
 		{"__has_include", "#if __has_include(<sock.h>) && !__has_include(\"nothere.h\") && !__has_builtin(x)\nyes\n#endif", "yes", nil, nil},
 		{"__LINE__ and __FILE__", "\n#define L __LINE__\nBEGIN { @ = L; @f = __FILE__ }", "BEGIN { @ = 3; @f = \"prog.bt\" }", nil, nil},
 		{"continuations", "#define LONG 1 + \\\n 2\nBEGIN { @ = LONG }", "BEGIN { @ = 1 + 2 }", nil, nil},
@@ -158,6 +162,36 @@ func TestMissingHeader(t *testing.T) {
 	want = `<command line>:1:10: header "gone.h" not found in ., DIR/inc, DIR/sys`
 	if err == nil || strings.ReplaceAll(err.Error(), dir, "DIR") != want {
 		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
+// A header whose whole text is inside #ifndef X ... #endif is skipped
+// once X is defined; anything outside, or an #else, keeps it read.
+func TestGuards(t *testing.T) {
+	for _, tc := range []struct {
+		text         string
+		full, system string // the guard found when read in either mode
+	}{
+		{"#ifndef A\n#define A\n#endif\n", "A", "A"},
+		{"/* c */\n#ifndef A\n#define A\nstruct s;\n#endif\n// end\n", "A", "A"},
+		{"#if !defined(A)\n#endif", "A", "A"},
+		{"#if !defined A\n#endif", "A", "A"},
+		{"#if !defined(A) || B\n#endif", "", ""},
+		{"#ifndef A\n#else\n#endif", "", ""},
+		{"#ifndef A\n#if B\n#else\n#endif\n#endif", "A", "A"},
+		{"#ifndef A\n#endif\n#define B\n", "", ""},
+		{"#define B\n#ifndef A\n#endif", "", ""},
+		{"#ifndef A\n#endif\nstruct s;\n", "", "A"}, // text counts only where it is kept
+		{"#ifdef A\n#endif", "", ""},
+	} {
+		src := &source{file: syntax.NewFile("h", []byte(tc.text)), text: []byte(tc.text), found: -1}
+		p := newPP(&Config{SystemDirs: []string{}})
+		full := guard(lex(src, &p.errs))
+		src.system = true
+		system := p.systemFile(src)
+		if full != tc.full || system != tc.system || len(p.errs) > 0 {
+			t.Errorf("%q: guards %q and %q, want %q and %q (errors %v)", tc.text, full, system, tc.full, tc.system, p.errs)
+		}
 	}
 }
 
