@@ -428,6 +428,8 @@ func (e *evaluator) char(t token) (val, error) {
 	var v uint64
 	var err error
 	switch {
+	case esc == "":
+		err = strconv.ErrSyntax
 	case esc[0] >= '0' && esc[0] <= '7' && len(esc) <= 3:
 		v, err = strconv.ParseUint(esc, 8, 8)
 	case esc[0] == 'x' && len(esc) > 1:

@@ -117,6 +117,7 @@ func TestErrors(t *testing.T) {
 		{"#if (1\n#endif", "prog.bt:1:6: expected ')' in #if expression\n#if (1\n     ^"},
 		{"#if 1 / 0\n#endif", "prog.bt:1:7: division by zero in #if expression\n#if 1 / 0\n      ^"},
 		{"#if 0 && 1 / 0\n#endif\n#if 1.5\n#endif", "prog.bt:3:5: 1.5 is not an integer constant\n#if 1.5\n    ^~~"},
+		{"#if '\\'\n#endif", "prog.bt:1:5: malformed character constant '\\'\n#if '\\'\n    ^~~"},
 		{"#if\n#endif", "prog.bt:1:2: #if needs an expression\n#if\n ^~"},
 		{"#ifdef 1\n#endif", "prog.bt:1:2: #ifdef needs a macro name\n#ifdef 1\n ^~~~~"},
 		{"#foo", "prog.bt:1:2: unknown directive #foo\n#foo\n ^~~"},
