@@ -32,6 +32,7 @@ type token struct {
 	space bool // white space or a comment before it
 	bol   bool // first on its line
 	gen   bool // copied by a macro expansion rather than read in place
+	noexp bool // in an attach point, where names are not macros
 }
 
 func (t *token) is(kind kind, text string) bool { return t.kind == kind && t.text == text }

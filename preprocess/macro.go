@@ -208,7 +208,7 @@ func (p *pp) expand(toks []token) []token {
 			return out
 		}
 		m := p.macros[t.text]
-		if t.kind != tIdent || m == nil {
+		if t.kind != tIdent || m == nil || t.noexp {
 			out = append(out, t)
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -121,6 +122,7 @@ type pp struct {
 	headers  map[string]*header // by path
 	expanded int                // tokens macro expansion has read
 	stats    map[string]bool    // isFile's answers
+	braces   int                // the depth of braces in the text so far
 	missing  []string
 	warnings []string
 	errs     syntax.ErrorList
@@ -193,11 +195,45 @@ func (p *pp) tokens(src *source, toks []token) {
 			j++
 		}
 		if !src.system && p.active() {
-			p.emit(p.expand(toks[i:j]))
+			p.emit(p.expand(p.attachPoints(toks[i:j])))
 		}
 		i = j
 	}
 	p.closeConds(base)
+}
+
+// attachPoints marks the names in probes' attach points, which bpftrace
+// does not expand as macros: outside braces, a run of tokens with no
+// space between them that holds a ':' (kprobe:f, tracepoint:sched:x,
+// uprobe:/bin/sh:main). A ?: written without spaces in a predicate
+// looks the same and is not expanded either. run is copied before it
+// is marked: it may be a header's tokens, read again.
+func (p *pp) attachPoints(run []token) []token {
+	copied := false
+	for g := 0; g < len(run); {
+		e := g + 1
+		for e < len(run) && !run[e].space {
+			e++
+		}
+		if p.braces == 0 && slices.ContainsFunc(run[g:e], func(t token) bool { return t.is(tPunct, ":") }) {
+			if !copied {
+				run, copied = slices.Clone(run), true
+			}
+			for k := g; k < e; k++ {
+				run[k].noexp = true
+			}
+		}
+		for _, t := range run[g:e] {
+			switch {
+			case t.is(tPunct, "{"):
+				p.braces++
+			case t.is(tPunct, "}") && p.braces > 0:
+				p.braces--
+			}
+		}
+		g = e
+	}
+	return run
 }
 
 // systemFile runs a system header's directives as the lexer finds them,

@@ -59,6 +59,7 @@ func TestPreprocess(t *testing.T) {
 		{"name without arguments", "#define F(x) x\nBEGIN { @F = 1; $F = F; }", "BEGIN { @F = 1; $F = F; }", nil, nil},
 		{"stringize and paste", "#define S(x) #x\n#define CAT(a, b) a ## b\nBEGIN { printf(S(a  \"q\"  b)); @ = CAT(co, mm); }", "BEGIN { printf(\"a \\\"q\\\" b\"); @ = comm; }", nil, nil},
 		{"variadic", "#define P(f, ...) printf(f, __VA_ARGS__)\n#define Q(f, args...) printf(f , ## args)\nBEGIN { P(\"%d %d\", 1, 2); Q(\"x\"); }", "BEGIN { printf(\"%d %d\", 1, 2); printf(\"x\"); }", nil, nil},
+		{"attach points are not expanded", "#define sched oops\n#define X 1\ntracepoint:sched:sched_switch,kprobe:X /X == 1/ { @[sched] = X ? X:X; }\nuprobe:/bin/sched:sched{}", "tracepoint:sched:sched_switch,kprobe:X /1 == 1/ { @[oops] = 1 ? 1:1; }\nuprobe:/bin/sched:sched{}", nil, nil},
 		{"sigils are not macros", "#define x 1\nBEGIN { $x = x; @x = x; }", "BEGIN { $x = 1; @x = 1; }", nil, nil},
 		{"conditionals", "#define A 2\n#if defined(A) && A > 1\nBEGIN { @a = 1 }\n#elif A\nBEGIN { @b = 1 }\n#else\nBEGIN { @c = 1 }\n#endif\n#ifdef B\nx\n#elifndef B\ny\n#endif", "BEGIN { @a = 1 }\ny", nil, nil},
 		{"nested skipped", "#if 0\n#if 1\na\n#else\nb\n#endif\n#unknown stuff\n#elif 0x10 == 16 && 'a' == 97 && -1 < 0 && -1 > 0u\nc\n#endif", "c", nil, nil},
