@@ -307,10 +307,8 @@ func (p *pp) collect(m *macro, name token, stack []token) (args [][]token, rpare
 		t := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		switch {
-		case t.is(tPunct, "(") || t.is(tPunct, "[") || t.is(tPunct, "{"):
-			if t.text == "(" {
-				depth++
-			}
+		case t.is(tPunct, "("):
+			depth++
 		case t.is(tPunct, ")"):
 			if depth == 0 {
 				args = append(args, cur)
