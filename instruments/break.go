@@ -188,7 +188,7 @@ func (b *breaker) hit(w io.Writer, nsecs uint64, pid, tid int, comm string) erro
 	unix.Kill(pid, unix.SIGCONT)
 	b.resumed = clock
 	if err != nil {
-		b.err = fmt.Errorf("cannot dump pid %d at %s: %s", pid, b.fn, strings.TrimPrefix(strings.TrimSpace(out.String()), "kinst: "))
+		b.err = fmt.Errorf("%s (hit at %s)", strings.TrimPrefix(strings.TrimSpace(out.String()), "kinst: "), b.fn)
 		b.cancel()
 		return nil
 	}

@@ -24,7 +24,7 @@ import (
 var ErrExited = errors.New("process exited")
 
 // ErrTraced marks a process another tracer (a debugger) holds.
-var ErrTraced = errors.New("process is traced")
+var ErrTraced = errors.New("already traced")
 
 // The notes of a Linux core file that elf does not name.
 const (
@@ -112,19 +112,19 @@ func threads(pid, first int) ([]int, error) {
 	return tids, nil
 }
 
-// tracer is the pid that traces a process, 0 for none.
-func tracer(pid int) int {
+// untraced checks that no debugger traces the process, which ptrace
+// allows one tracer.
+func untraced(pid int) error {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0
+		return fmt.Errorf("%w: pid %d", ErrExited, pid)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "TracerPid:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(v))
-			return n
+		if v, ok := strings.CutPrefix(l, "TracerPid:"); ok && strings.TrimSpace(v) != "0" {
+			return fmt.Errorf("%w, by process %s: detach that debugger first", ErrTraced, strings.TrimSpace(v))
 		}
 	}
-	return 0
+	return nil
 }
 
 // waitStopped waits until every thread of the process is stopped.
@@ -166,8 +166,8 @@ type threadRegs struct {
 // their registers; release lets them go back to their stop. ptrace
 // requests must all come from one thread, which the caller locks.
 func seize(pid, first int) (regs []threadRegs, release func(), err error) {
-	if t := tracer(pid); t != 0 {
-		return nil, nil, fmt.Errorf("%w: process %d is traced by process %d: detach that debugger first", ErrTraced, pid, t)
+	if err := untraced(pid); err != nil {
+		return nil, nil, err
 	}
 	tids, err := threads(pid, first)
 	if err != nil {
@@ -462,6 +462,9 @@ func writeCore(w io.Writer, pid int, regs []threadRegs, sig int) (int64, error) 
 // registers under ptrace and the memory from /proc/PID/mem, and lets it
 // go back to its stop. It returns the size written.
 func DumpCore(path string, pid, first int) (int64, error) {
+	if err := untraced(pid); err != nil {
+		return 0, err
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return 0, err
