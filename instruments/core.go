@@ -440,12 +440,20 @@ func writeCore(w io.Writer, pid int, regs []threadRegs, sig int) (int64, error) 
 		}
 		for addr := m.start; addr < m.end; {
 			chunk := buf[:min(uint64(len(buf)), m.end-addr)]
-			k, err := mem.ReadAt(chunk, int64(addr))
-			if err != nil {
-				// Memory the kernel will not read (a mapping past the
-				// end of its file, say) is zero in the core, as a
-				// hole.
-				clear(chunk[k:])
+			// process_vm_readv pins pages in batches, where reads of
+			// /proc/PID/mem go a page at a time; it stops at the
+			// first page it cannot read, which the file reads.
+			k, _ := unix.ProcessVMReadv(pid, []unix.Iovec{{Base: &chunk[0], Len: uint64(len(chunk))}},
+				[]unix.RemoteIovec{{Base: uintptr(addr), Len: len(chunk)}}, 0)
+			k = max(k, 0)
+			if k < len(chunk) {
+				r, err := mem.ReadAt(chunk[k:], int64(addr)+int64(k))
+				if err != nil {
+					// Memory the kernel will not read (a mapping past
+					// the end of its file, say) is zero in the core,
+					// as a hole.
+					clear(chunk[k+r:])
+				}
 			}
 			if err := write(chunk); err != nil {
 				return n, err
