@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -47,12 +49,16 @@ func wantGdb(t *testing.T, out string, patterns ...string) {
 	}
 }
 
-// delayed starts bin with args after a delay, under its final pid, so
-// that kinst can attach to it with --pid before it makes its calls.
-func delayed(t *testing.T, delay time.Duration, bin string, args ...string) *exec.Cmd {
+// held starts bin with args under its final pid, held until release
+// is called, so that kinst can attach to it with --pid before it makes
+// its calls.
+func held(t *testing.T, bin string, args ...string) (cmd *exec.Cmd, release func()) {
 	t.Helper()
-	script := fmt.Sprintf("sleep %.1f; exec \"$0\" \"$@\"", delay.Seconds())
-	cmd := exec.Command("sh", append([]string{"-c", script, bin}, args...)...)
+	cmd = exec.Command("sh", append([]string{"-c", `read go; exec "$0" "$@"`, bin}, args...)...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +67,42 @@ func delayed(t *testing.T, delay time.Duration, bin string, args ...string) *exe
 		cmd.Process.Signal(syscall.SIGCONT)
 		cmd.Wait()
 	})
-	return cmd
+	return cmd, func() { in.Write([]byte("go\n")); in.Close() }
+}
+
+// verbose matches what kinst -v says of its probes.
+var verbose = regexp.MustCompile(`^kinst: (attached|detached) |^kinst: uprobe:`)
+
+// kinstAttached runs kinst with -v and calls release once its probes
+// are attached; its result leaves out what -v printed.
+func kinstAttached(t *testing.T, release func(), args ...string) result {
+	t.Helper()
+	cmd := exec.Command(testenv.Kinst(t), append(args, "-v")...)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(runTimeout, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	var stderr strings.Builder
+	sc := bufio.NewScanner(errPipe)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "kinst: attached ") {
+			release()
+		}
+		if !verbose.MatchString(line) {
+			stderr.WriteString(line + "\n")
+		}
+	}
+	r := result{stdout: stdout.String(), stderr: stderr.String(), code: exitCode(t, cmd.Wait())}
+	checkNoPanic(t, r.stderr)
+	return r
 }
 
 // The core of target add 5 stopped at its third call of kinst_add, with
@@ -73,9 +114,9 @@ func TestBreakCore(t *testing.T) {
 	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
 	bin := target(t)
 	core := filepath.Join(t.TempDir(), "core")
-	cmd := delayed(t, 2*time.Second, bin, "add", "5")
+	cmd, release := held(t, bin, "add", "5")
 	pid := cmd.Process.Pid
-	r := kinst(t, "break", "uprobe:"+bin+":kinst_add", "--if", "arg0 == 3", "--core", core, "--unsafe", "--pid", strconv.Itoa(pid))
+	r := kinstAttached(t, release, "break", "uprobe:"+bin+":kinst_add", "--if", "arg0 == 3", "--core", core, "--unsafe", "--pid", strconv.Itoa(pid))
 	line := regexp.MustCompile(fmt.Sprintf(`^pid %d tid %d %s: stopped at uprobe:%s:kinst_add; core written to %s \([0-9.]+ MB, [0-9.]+s after the hit\)\n$`,
 		pid, pid, regexp.QuoteMeta(comm(bin)), regexp.QuoteMeta(bin), regexp.QuoteMeta(core)))
 	if r.code != 0 || r.stderr != "" || !line.MatchString(r.stdout) {
@@ -143,9 +184,9 @@ func TestBreakStop(t *testing.T) {
 		{"--gdb", "debug it with: gdb -p %d"},
 	} {
 		t.Run(tc.flag, func(t *testing.T) {
-			cmd := delayed(t, 2*time.Second, bin, "add", "5")
+			cmd, release := held(t, bin, "add", "5")
 			pid := cmd.Process.Pid
-			r := kinst(t, "break", "uprobe:"+bin+":kinst_add", tc.flag, "--unsafe", "--pid", strconv.Itoa(pid))
+			r := kinstAttached(t, release, "break", "uprobe:"+bin+":kinst_add", tc.flag, "--unsafe", "--pid", strconv.Itoa(pid))
 			r.want(t, 0, fmt.Sprintf("pid %d tid %d %s: stopped at uprobe:%s:kinst_add; "+tc.then+"\n", pid, pid, comm(bin), bin, pid), "")
 			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 			if err != nil || !strings.Contains(string(stat), ") T ") {
