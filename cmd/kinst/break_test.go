@@ -3,7 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -300,4 +303,91 @@ func TestBreakDumpRefused(t *testing.T) {
 	if _, err := os.Stat(core); !os.IsNotExist(err) {
 		t.Errorf("a refused dump left %s: %v", core, err)
 	}
+}
+
+// coreThreads reads the threads of a core file, in the order of their
+// NT_PRSTATUS notes, after checking it is an x86-64 core with memory.
+func coreThreads(t *testing.T, path string) []int {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Type != elf.ET_CORE || f.Machine != elf.EM_X86_64 || len(f.Progs) < 2 || f.Progs[0].Type != elf.PT_NOTE {
+		t.Fatalf("%s: type %v, machine %v, %d segments", path, f.Type, f.Machine, len(f.Progs))
+	}
+	notes, err := io.ReadAll(f.Progs[0].Open())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tids []int
+	for len(notes) >= 12 {
+		namesz, descsz, typ := binary.LittleEndian.Uint32(notes), binary.LittleEndian.Uint32(notes[4:]), binary.LittleEndian.Uint32(notes[8:])
+		desc := notes[12+(namesz+3)&^3:]
+		if typ == uint32(elf.NT_PRSTATUS) {
+			tids = append(tids, int(binary.LittleEndian.Uint32(desc[32:])))
+		}
+		notes = desc[(descsz+3)&^3:]
+	}
+	return tids
+}
+
+// A dump of a Go program has each of its threads, the one asked for
+// first, as gdb's current thread.
+func TestBreakDumpThreads(t *testing.T) {
+	t.Parallel()
+	w := workload(t)
+	cmd := exec.Command(w, "nanosleep", "1", "60000000")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	pid := cmd.Process.Pid
+	var tids []int
+	for deadline := time.Now().Add(10 * time.Second); len(tids) < 2 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		tids = tids[:0]
+		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		for _, e := range ents {
+			tid, _ := strconv.Atoi(e.Name())
+			tids = append(tids, tid)
+		}
+	}
+	if len(tids) < 2 {
+		t.Fatalf("the Go workload runs %d threads", len(tids))
+	}
+	second := tids[1]
+	core := filepath.Join(t.TempDir(), "core")
+	r := kinst(t, "break", "--pid", strconv.Itoa(pid), "--thread", strconv.Itoa(second), "--core", core, "--unsafe")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	got := coreThreads(t, core)
+	if len(got) < len(tids) || got[0] != second {
+		t.Errorf("core threads %v; the process had %v, and %d first", got, tids, second)
+	}
+	out := gdbCore(t, w, core, "info threads")
+	wantGdb(t, out, fmt.Sprintf(`(?m)^\* 1 +LWP %d `, second), fmt.Sprintf(`(?m)^  %d +LWP \d+ `, len(got)))
+}
+
+// A kernel function stops the process that called it as the call
+// returns to user space: the core holds its thread, and gdb, where
+// there is one, shows the sleep called from main.
+func TestBreakKernelFunction(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Kprobe, testenv.Ringbuf)
+	bin := target(t)
+	core := filepath.Join(t.TempDir(), "core")
+	r := kinst(t, "break", "hrtimer_nanosleep", "--core", core, "--unsafe", "-c", bin+" sleep 300")
+	m := regexp.MustCompile(`^pid (\d+) tid (\d+) ` + regexp.QuoteMeta(comm(bin)) + `: stopped at hrtimer_nanosleep; core written to ` + regexp.QuoteMeta(core) + ` \(`).FindStringSubmatch(r.stdout)
+	if r.code != 0 || r.stderr != "" || m == nil {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if got := coreThreads(t, core); fmt.Sprint(got) != "["+m[2]+"]" {
+		t.Errorf("core threads %v, want [%s]", got, m[2])
+	}
+	wantGdb(t, gdbCore(t, bin, core, "bt"), `(?m)^#0 .*nanosleep`, `(?m)^#\d+ +0x[0-9a-f]+ in main `)
 }
