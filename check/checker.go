@@ -61,6 +61,11 @@ func Check(prog *syntax.Program, conf *Config) (*Program, error) {
 		c.errs.Add(c.file, syntax.NoPos, syntax.NoPos, "string length %d is out of range 1..%d", conf.StrLen, MaxStrLen)
 		return nil, c.errs
 	}
+	c.declare(prog)
+	if len(c.errs) > 0 {
+		c.errs.Sort()
+		return nil, c.errs
+	}
 	units := c.resolve(prog)
 	if len(c.errs) > 0 {
 		c.errs.Sort()
@@ -113,10 +118,15 @@ type checker struct {
 	// vars keeps variable types across passes, widened by every
 	// assignment seen.
 	vars map[varKey]map[string]*Type
+	// decls holds the program's C declarations.
+	decls declared
 
 	// per probe
 	probe  *Probe
 	inLoop int
+	// failedVars names the variables whose first assignment had an
+	// error, so that their uses do not report it again.
+	failedVars map[string]bool
 }
 
 func (c *checker) errorf(n syntax.Node, format string, args ...any) {
@@ -270,6 +280,7 @@ func (c *checker) checkProbe(u unit) {
 		Uses:     map[string]bool{},
 	}
 	c.probe = p
+	c.failedVars = map[string]bool{}
 	if u.probe.Pred != nil {
 		t := c.expr(u.probe.Pred)
 		if t != nil && !t.IsInt() {

@@ -3,7 +3,11 @@ package instruments_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -158,5 +162,56 @@ interval:ms:2000 {
 `
 	if code != 0 || stdout != want || stderr != "" {
 		t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, stdout, want)
+	}
+}
+
+// TestCountPrometheus serves count's map to a scrape while it runs: a
+// copy of the workload, picked out by its name, calls getppid n times.
+func TestCountPrometheus(t *testing.T) {
+	testenv.Require(t, testenv.Tracepoint)
+	const n, name = 1500, "kinst-cnt-prom"
+	data, err := os.ReadFile(testenv.Workload(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(w, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd, stdout, stop := startAttached(t, 1, "count", "--prometheus", addr, "--comm", name, "syscall:getppid")
+	if out, err := exec.Command(w, "getppid", fmt.Sprint(n)).CombinedOutput(); err != nil {
+		stop()
+		t.Fatalf("workload: %v\n%s", err, out)
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `# HELP kinst_calls count map @calls of the kinst program.
+# TYPE kinst_calls counter
+kinst_calls{key="tracepoint:syscalls:sys_enter_getppid"} 1500
+# HELP kinst_lost_events_total Records probes sent that the ring buffer refused because it was full.
+# TYPE kinst_lost_events_total counter
+kinst_lost_events_total 0
+`
+	if string(body) != want {
+		t.Errorf("/metrics:\n%s\nwant:\n%s", body, want)
+	}
+	// The scrapes take the place of the table at exit.
+	if stdout.Len() != 0 || cmd.ProcessState.ExitCode() != 0 {
+		t.Errorf("exit %d, stdout:\n%s", cmd.ProcessState.ExitCode(), stdout)
 	}
 }

@@ -34,6 +34,7 @@ const (
 	KindStats                  // stats()
 	KindHist                   // hist()
 	KindLhist                  // lhist()
+	KindRecord                 // C structs and unions
 )
 
 var kindNames = [...]string{
@@ -63,6 +64,7 @@ var kindNames = [...]string{
 	KindStats:      "stats",
 	KindHist:       "hist",
 	KindLhist:      "lhist",
+	KindRecord:     "record",
 }
 
 // String returns bpftrace's name for the kind, as in its type messages.
@@ -91,6 +93,11 @@ type Frame struct {
 	Symbol string // the symbol containing Addr; "" when unresolved
 	Offset uint64 // Addr minus the symbol's start
 	Module string // the object holding Symbol, printed after user frames in perf mode
+	// MapStart, MapEnd and MapOffset are the mapping of Module holding a
+	// user frame's Addr, and BuildID Module's GNU build ID: what profiles
+	// record of a frame and printing ignores.
+	MapStart, MapEnd, MapOffset uint64
+	BuildID                     string
 }
 
 // Value is one thing bpftrace prints: an integer, a string, a tuple, a
@@ -159,6 +166,17 @@ func Tuple(elems ...Value) Value { return Value{kind: KindTuple, ref: elems} }
 
 // Array returns a C array of elems, as pton() or a struct field gives.
 func Array(elems ...Value) Value { return Value{kind: KindArray, ref: elems} }
+
+// Record returns a C struct or union: its fields' names and values, in
+// order.
+func Record(names []string, vals []Value) Value {
+	return Value{kind: KindRecord, ref: &record{names, vals}}
+}
+
+type record struct {
+	names []string
+	vals  []Value
+}
 
 // Buffer returns the bytes buf() captured (its length, not its capacity).
 func Buffer(b []byte) Value { return Value{kind: KindBuffer, s: string(b)} }
@@ -279,6 +297,9 @@ func (v Value) Uint() uint64 { return v.n }
 // Int returns Uint's bits as a signed integer.
 func (v Value) Int() int64 { return int64(v.n) }
 
+// Signed reports whether an integer or a sum is printed signed.
+func (v Value) Signed() bool { return v.signed }
+
 // Total returns the total of an avg or stats.
 func (v Value) Total() int64 { return v.m }
 
@@ -299,7 +320,35 @@ func (v Value) Buckets() []uint64 {
 	return v.buckets()
 }
 
-func (v Value) elems() []Value    { e, _ := v.ref.([]Value); return e }
+// LhistBounds returns the min, max and step of an lhist.
+func (v Value) LhistBounds() (min, max, step int64) {
+	if l := v.lhist(); l != nil {
+		return l.min, l.max, l.step
+	}
+	return 0, 0, 0
+}
+
+// KeyText returns v as bpftrace prints it as an element of a map key.
+func (v Value) KeyText() (string, error) {
+	b, err := appendKey(nil, v)
+	return string(b), err
+}
+
+func (v Value) elems() []Value {
+	if r, ok := v.ref.(*record); ok {
+		return r.vals
+	}
+	e, _ := v.ref.([]Value)
+	return e
+}
+
+func (v Value) fieldNames() []string {
+	if r, ok := v.ref.(*record); ok {
+		return r.names
+	}
+	return nil
+}
+
 func (v Value) frames() []Frame   { f, _ := v.ref.([]Frame); return f }
 func (v Value) buckets() []uint64 { b, _ := v.ref.([]uint64); return b }
 func (v Value) lhist() *lhist     { l, _ := v.ref.(*lhist); return l }

@@ -3,8 +3,11 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
@@ -18,8 +21,8 @@ type pair struct{ A, B uint64 }
 // Hist buckets: 0 for negatives, 1 for zero, then one per power of two.
 const histBuckets = 66
 
-// readMap reads a whole map and decodes it for printing.
-func (s *Session) readMap(gm *codegen.Map) (*output.Map, error) {
+// readMap reads a whole map and decodes it for printing with dec.
+func (s *Session) readMap(gm *codegen.Map, dec *decoder) (*output.Map, error) {
 	m := s.coll.Maps[gm.Spec]
 	om := &output.Map{Name: gm.Display(), Kind: check.OutputKind(gm.Value)}
 	vt := gm.Value
@@ -32,17 +35,26 @@ func (s *Session) readMap(gm *codegen.Map) (*output.Map, error) {
 	}
 	var hists map[string]*hist
 	var order []string
-	it := m.Iterate()
-	var key []byte
+	var err error
 	switch {
 	case !gm.PerCPU:
-		var val []byte
-		for it.Next(&key, &val) {
-			om.Entries = append(om.Entries, output.Entry{Key: s.decodeKey(gm, key, keyed), Value: s.dec.value(vt, val, asValue)})
-		}
+		size := int(m.ValueSize())
+		var vals []byte
+		err = readBatches(m, func(n int) any {
+			out, b := byteRows(n, size)
+			vals = b
+			return out
+		}, func(i int, key []byte) {
+			val := vals[i*size : (i+1)*size]
+			om.Entries = append(om.Entries, output.Entry{Key: decodeKey(dec, gm, key, keyed), Value: dec.value(vt, val, asValue)})
+		})
 	case gm.ValueSize == 8:
-		var vals []uint64
-		for it.Next(&key, &vals) {
+		var all []uint64
+		err = readBatches(m, func(n int) any {
+			all = make([]uint64, n*s.ncpu)
+			return all
+		}, func(i int, key []byte) {
+			vals := all[i*s.ncpu : (i+1)*s.ncpu]
 			switch vt.Kind {
 			case check.Hist, check.Lhist:
 				userKey := key[:len(key)-8]
@@ -56,7 +68,7 @@ func (s *Session) readMap(gm *codegen.Map) (*output.Map, error) {
 					if vt.Kind == check.Lhist {
 						n = int((vt.LhistMax-vt.LhistMin)/vt.LhistStep) + 2
 					}
-					h = &hist{key: s.decodeKey(gm, key, keyed), buckets: make([]uint64, n)}
+					h = &hist{key: decodeKey(dec, gm, key, keyed), buckets: make([]uint64, n)}
 					hists[string(userKey)] = h
 					order = append(order, string(userKey))
 				}
@@ -64,21 +76,23 @@ func (s *Session) readMap(gm *codegen.Map) (*output.Map, error) {
 					h.buckets[bucket] += sumU64(vals)
 				}
 			case check.Count:
-				om.Entries = append(om.Entries, output.Entry{Key: s.decodeKey(gm, key, keyed), Value: output.Count(sumU64(vals))})
+				om.Entries = append(om.Entries, output.Entry{Key: decodeKey(dec, gm, key, keyed), Value: output.Count(sumU64(vals))})
 			case check.Sum:
-				om.Entries = append(om.Entries, output.Entry{Key: s.decodeKey(gm, key, keyed), Value: output.Sum(sumU64(vals), vt.Signed)})
+				om.Entries = append(om.Entries, output.Entry{Key: decodeKey(dec, gm, key, keyed), Value: output.Sum(sumU64(vals), vt.Signed)})
 			}
-		}
+		})
 	default:
-		var vals []pair
-		for it.Next(&key, &vals) {
-			v, ok := combine(vt, vals)
-			if ok {
-				om.Entries = append(om.Entries, output.Entry{Key: s.decodeKey(gm, key, keyed), Value: v})
+		var all []pair
+		err = readBatches(m, func(n int) any {
+			all = make([]pair, n*s.ncpu)
+			return all
+		}, func(i int, key []byte) {
+			if v, ok := combine(vt, all[i*s.ncpu:(i+1)*s.ncpu]); ok {
+				om.Entries = append(om.Entries, output.Entry{Key: decodeKey(dec, gm, key, keyed), Value: v})
 			}
-		}
+		})
 	}
-	if err := it.Err(); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", gm.Display(), err)
 	}
 	// bpftrace shows a count map without keys as 0 until it counts.
@@ -96,6 +110,43 @@ func (s *Session) readMap(gm *codegen.Map) (*output.Map, error) {
 		om.Entries = append(om.Entries, output.Entry{Key: h.key, Value: v})
 	}
 	return om, nil
+}
+
+// batchSize is how many elements one system call reads at first.
+const batchSize = 256
+
+// readBatches reads every element of m a batch at a time: newValues
+// makes the slice that receives the values of n elements, and fn is
+// called with the index and key of each element read into it.
+func readBatches(m *ebpf.Map, newValues func(n int) any, fn func(i int, key []byte)) error {
+	keySize := int(m.KeySize())
+	var cursor ebpf.MapBatchCursor
+	for n := batchSize; ; {
+		keysOut, keys := byteRows(n, keySize)
+		got, err := m.BatchLookup(&cursor, keysOut, newValues(n), nil)
+		if errors.Is(err, unix.ENOSPC) {
+			// A hash bucket holds more elements than the batch; the
+			// kernel read none of them.
+			n *= 2
+			continue
+		}
+		for i := range got {
+			fn(i, keys[i*keySize:(i+1)*keySize])
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// byteRows makes a slice of n arrays of size bytes, the shape batch
+// lookups fill, and returns it with the bytes behind it.
+func byteRows(n, size int) (any, []byte) {
+	v := reflect.MakeSlice(reflect.SliceOf(reflect.ArrayOf(size, reflect.TypeFor[byte]())), n, n)
+	return v.Interface(), unsafe.Slice((*byte)(v.UnsafePointer()), n*size)
 }
 
 func sumU64(vals []uint64) uint64 {
@@ -157,7 +208,7 @@ func better(t *check.Type, a, b uint64) bool {
 }
 
 // decodeKey decodes a stored key into the map's key values.
-func (s *Session) decodeKey(gm *codegen.Map, key []byte, keyed bool) []output.Value {
+func decodeKey(dec *decoder, gm *codegen.Map, key []byte, keyed bool) []output.Value {
 	if !keyed {
 		return nil
 	}
@@ -165,7 +216,7 @@ func (s *Session) decodeKey(gm *codegen.Map, key []byte, keyed bool) []output.Va
 	// the bucket after them.
 	vals := make([]output.Value, len(gm.Keys))
 	for i, t := range gm.Keys {
-		vals[i] = s.dec.value(t, key[gm.Key.Offsets[i]:], asKey)
+		vals[i] = dec.value(t, key[gm.Key.Offsets[i]:], asKey)
 	}
 	return vals
 }

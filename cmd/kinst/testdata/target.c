@@ -7,11 +7,16 @@
  *	target add N          kinst_add(i, -2*i) for i = 1..N, summed in
  *	                      the global kinst_sum
  *	target greet WORD...  kinst_greet(WORD) for each WORD
+ *	target linger MS WORD kinst_greet(WORD), then sleep MS milliseconds, so
+ *	                      that the process is alive when its symbols are read
+ *	target stack N        kinst_stack(i, ..., 8*i) of eight arguments for
+ *	                      i = 1..N: the last two go on the stack
  *	target writes A B     write(2) of i bytes to /dev/null for i = A..B
  *	target write SIZE...  write(2) of each SIZE bytes to /dev/null
  *	target sleep MS       sleep MS milliseconds
  *	target touch N        write to N fresh pages, between kinst_phase(1)
  *	                      and kinst_phase(0): N page faults and no other
+ *	target watch N        write kinst_watched N times, then read it N times
  *
  * It is built static, so that the QEMU guests can run it too:
  *	gcc -O1 -g -static -o kinst-target target.c
@@ -67,6 +72,26 @@ static int touch(long n)
 	return 0;
 }
 
+/* kinst_watched is the variable watchpoint tests watch. */
+volatile long kinst_watched;
+
+static int watch(long n)
+{
+	long sum = 0;
+	for (long i = 1; i <= n; i++)
+		kinst_watched = i;
+	for (long i = 1; i <= n; i++)
+		sum += kinst_watched;
+	return sum == n * n ? 0 : 1;
+}
+
+/* Past six arguments, x86-64 passes them on the stack: g and h. */
+__attribute__((noinline)) long kinst_stack(long a, long b, long c, long d, long e, long f, long g, long h)
+{
+	__asm__ volatile("");
+	return a + b + c + d + e + f + g + h;
+}
+
 static char buf[1 << 16];
 
 /* write_size writes size bytes to fd and returns 0, or 1 on failure. */
@@ -85,7 +110,7 @@ static int write_size(int fd, long size)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: target add N | greet WORD... | writes A B | write SIZE... | sleep MS | touch N\n");
+	fprintf(stderr, "usage: target add N | stack N | greet WORD... | linger MS WORD | writes A B | write SIZE... | sleep MS | touch N | watch N\n");
 	return 2;
 }
 
@@ -99,6 +124,18 @@ int main(int argc, char **argv)
 		for (long i = 1; i <= n; i++)
 			kinst_sum += kinst_add(i, -2 * i);
 		return kinst_sum == -n * (n + 1) / 2 ? 0 : 1;
+	}
+	if (strcmp(cmd, "stack") == 0 && argc == 3) {
+		long n = atol(argv[2]), sum = 0;
+		for (long i = 1; i <= n; i++)
+			sum += kinst_stack(i, 2 * i, 3 * i, 4 * i, 5 * i, 6 * i, 7 * i, 8 * i);
+		return sum == 36 * n * (n + 1) / 2 ? 0 : 1;
+	}
+	if (strcmp(cmd, "linger") == 0 && argc == 4) {
+		long ms = atol(argv[2]);
+		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+		kinst_greet(argv[3]);
+		return nanosleep(&ts, NULL) == 0 ? 0 : 1;
 	}
 	if (strcmp(cmd, "greet") == 0) {
 		for (int i = 2; i < argc; i++)
@@ -130,5 +167,7 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "touch") == 0 && argc == 3)
 		return touch(atol(argv[2]));
+	if (strcmp(cmd, "watch") == 0 && argc == 3)
+		return watch(atol(argv[2]));
 	return usage();
 }
