@@ -116,7 +116,13 @@ func breakpoint(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // condition holds, and tells kinst which.
 func breakProgram(c *Common, t Target, cond string, n int) string {
 	var b strings.Builder
-	pred := And(c.Predicate(), cond)
+	user := ""
+	if !strings.HasPrefix(t.Entry, "uprobe:") {
+		// A kernel thread has no user space to stop in (the kernel
+		// refuses it the signal) nor to dump (PF_KTHREAD).
+		user = "(curtask->flags & 0x200000) == 0"
+	}
+	pred := And(c.Predicate(), user, cond)
 	if pred != "" {
 		pred = "(" + pred + ") && "
 	}

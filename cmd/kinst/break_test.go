@@ -391,3 +391,16 @@ func TestBreakKernelFunction(t *testing.T) {
 	}
 	wantGdb(t, gdbCore(t, bin, core, "bt"), `(?m)^#0 .*nanosleep`, `(?m)^#\d+ +0x[0-9a-f]+ in main `)
 }
+
+// --show prints the program: at most --count stops, and for kernel
+// code none of a kernel thread, which has no user space to stop in.
+func TestBreakShow(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	bin := target(t)
+	body := " && @kinst_stops < %d/ {\n\t@kinst_stops = @kinst_stops + 1;\n\tsignal(\"SIGSTOP\");\n\tprintf(\"%%lu %%d %%d %%s\\n\", nsecs, pid, tid, comm);\n}\n"
+	kinst(t, "break", "syscall:getppid", "--if", "pid > 1", "--core", "c", "--count", "3", "--show").want(t, 0,
+		"tracepoint:syscalls:sys_enter_getppid /((curtask->flags & 0x200000) == 0 && pid > 1)"+fmt.Sprintf(body, 3), "")
+	kinst(t, "break", "uprobe:"+bin+":kinst_add", "--stop", "--pid", "42", "--show").want(t, 0,
+		"uprobe:"+bin+":kinst_add /(pid == 42)"+fmt.Sprintf(body, 1), "")
+}
