@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -33,6 +34,7 @@ const (
 	// The size of struct elf_prstatus and struct elf_prpsinfo on x86-64.
 	prstatusSize = 336
 	prpsinfoSize = 136
+	fpregsSize   = 512
 	pageSize     = 4096
 )
 
@@ -160,6 +162,7 @@ func waitStopped(pid int, timeout time.Duration) error {
 type threadRegs struct {
 	tid  int
 	regs unix.PtraceRegs
+	fp   [fpregsSize]byte // struct user_fpregs_struct: x87, SSE and MXCSR
 }
 
 // seize takes the stopped process's threads under ptrace and reads
@@ -203,6 +206,10 @@ func seize(pid, first int) (regs []threadRegs, release func(), err error) {
 		if err := unix.PtraceGetRegs(tid, &r.regs); err != nil {
 			release()
 			return nil, nil, fmt.Errorf("read the registers of thread %d: %w", tid, err)
+		}
+		if _, _, errno := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETFPREGS, uintptr(tid), 0, uintptr(unsafe.Pointer(&r.fp[0])), 0, 0); errno != 0 {
+			release()
+			return nil, nil, fmt.Errorf("read the floating-point registers of thread %d: %w", tid, errno)
 		}
 		regs = append(regs, r)
 	}
@@ -276,6 +283,7 @@ func prstatus(pid int, ids procIDs, t threadRegs, sig int) []byte {
 	var regs bytes.Buffer
 	binary.Write(&regs, le, &t.regs)
 	copy(b[112:], regs.Bytes())
+	le.PutUint32(b[328:], 1) // pr_fpvalid: NT_PRFPREG follows
 	return b
 }
 
@@ -352,6 +360,7 @@ func writeCore(w io.Writer, pid int, regs []threadRegs, sig int) (int64, error) 
 			s = sig
 		}
 		notes = note(notes, uint32(elf.NT_PRSTATUS), "CORE", prstatus(pid, ids, t, s))
+		notes = note(notes, uint32(elf.NT_FPREGSET), "CORE", t.fp[:])
 		if i == 0 {
 			// The kernel writes the process's notes after its first
 			// thread's status.

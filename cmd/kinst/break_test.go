@@ -128,7 +128,7 @@ func TestBreakCore(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("target add 5, resumed after the dump: %v", err)
 	}
-	out := gdbCore(t, bin, core, "bt", "info registers rip rdi", "print kinst_sum", "info threads")
+	out := gdbCore(t, bin, core, "bt", "info registers rip rdi", "print kinst_sum", "info threads", "info registers mxcsr")
 	wantGdb(t, out,
 		`Program terminated with signal SIGSTOP`,
 		`(?m)^#0 +0x[0-9a-f]+ in kinst_add \(a=a@entry=3, b=b@entry=-6\)`,
@@ -137,6 +137,9 @@ func TestBreakCore(t *testing.T) {
 		`(?m)^rdi +0x3 +3$`,
 		`(?m)^\$1 = -3$`,
 		fmt.Sprintf(`(?m)^\* 1 +LWP %d +0x[0-9a-f]+ in kinst_add `, pid),
+		// The SSE control register, at its reset value: the
+		// floating-point registers are in the core.
+		`(?m)^mxcsr +0x1f80 `,
 	)
 }
 
