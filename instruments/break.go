@@ -241,7 +241,11 @@ func dumpNow(w io.Writer, file string, pid, first int) error {
 	if err != nil {
 		return fmt.Errorf("cannot dump process %d: %w", pid, err)
 	}
-	_, err = fmt.Fprintf(w, "core of pid %d written to %s (%.1f MB in %.3fs)\n", pid, file, float64(size)/1e6, time.Since(start).Seconds())
+	stays := ""
+	if st == 'T' {
+		stays = "; it was stopped before, and stays stopped"
+	}
+	_, err = fmt.Fprintf(w, "core of pid %d written to %s (%.1f MB in %.3fs)%s\n", pid, file, float64(size)/1e6, time.Since(start).Seconds(), stays)
 	return err
 }
 

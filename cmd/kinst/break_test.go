@@ -230,6 +230,23 @@ func TestBreakDumpNow(t *testing.T) {
 	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err != nil || !strings.Contains(string(stat), ") S ") {
 		t.Errorf("process %d is not back to its sleep: %s %v", pid, stat, err)
 	}
+
+	// A process stopped before stays stopped.
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); strings.Contains(string(stat), ") T ") {
+			break
+		}
+	}
+	r = kinst(t, "break", "--pid", strconv.Itoa(pid), "--core", core, "--unsafe")
+	if want := regexp.MustCompile(fmt.Sprintf(`^core of pid %d written to %s \([0-9.]+ MB in [0-9.]+s\); it was stopped before, and stays stopped\n$`, pid, regexp.QuoteMeta(core))); r.code != 0 || r.stderr != "" || !want.MatchString(r.stdout) {
+		t.Errorf("stopped before: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err != nil || !strings.Contains(string(stat), ") T ") {
+		t.Errorf("process %d, stopped before the dump, is not stopped after it: %s %v", pid, stat, err)
+	}
 }
 
 func TestBreakErrors(t *testing.T) {
