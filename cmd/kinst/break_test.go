@@ -426,8 +426,8 @@ func TestBreakShow(t *testing.T) {
 }
 
 // A script does what break does with signal() and system(): stop the
-// process in the probe, then dump it with kinst break --pid and let it
-// go on.
+// process in the probe, then dump it with kinst break --pid, which
+// leaves it stopped as it found it, and let it go on.
 func TestBreakFromScript(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
@@ -438,7 +438,7 @@ func TestBreakFromScript(t *testing.T) {
 	system("%s break --unsafe --pid %%d --thread %%d --core %s; kill -CONT %%d", pid, tid, pid);
 }`, bin, testenv.Kinst(t), core)
 	r := kinst(t, "-q", "--unsafe", "-e", prog, "-c", bin+" add 5")
-	if m := regexp.MustCompile(`^core of pid \d+ written to ` + regexp.QuoteMeta(core) + ` \([0-9.]+ MB in [0-9.]+s\)\n`).MatchString(r.stdout); r.code != 0 || r.stderr != "" || !m {
+	if m := regexp.MustCompile(`^core of pid \d+ written to ` + regexp.QuoteMeta(core) + ` \([0-9.]+ MB in [0-9.]+s\); it was stopped before, and stays stopped\n`).MatchString(r.stdout); r.code != 0 || r.stderr != "" || !m {
 		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	wantGdb(t, gdbCore(t, bin, core, "bt"), `(?m)^#0 +0x[0-9a-f]+ in kinst_add \(a=a@entry=3, b=b@entry=-6\)`)
