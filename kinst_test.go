@@ -110,6 +110,35 @@ func TestHelperChecks(t *testing.T) {
 	}
 }
 
+// TestLost overfills a small ring buffer from BEGIN: what did not fit
+// is reported by a Lost record, and every printf is accounted for.
+func TestLost(t *testing.T) {
+	testenv.Root(t)
+	src := `BEGIN { $i = 0; while ($i < 1000) { printf("%d\n", $i); $i++ } }`
+	prog, err := kinst.Compile("lost.bt", []byte(src), &kinst.Options{BufferSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var printed, lost uint64
+	run, err := prog.Start(context.Background(), func(r kinst.Record) {
+		switch r := r.(type) {
+		case *kinst.Printf:
+			printed++
+		case *kinst.Lost:
+			lost += r.Count
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if lost == 0 || printed+lost != 1000 {
+		t.Errorf("%d printed and %d lost, want some lost and 1000 in all", printed, lost)
+	}
+}
+
 func show(recs []kinst.Record) string {
 	var b strings.Builder
 	for _, r := range recs {
