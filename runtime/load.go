@@ -23,11 +23,11 @@ import (
 func (s *Session) load() error {
 	spec := s.out.Collection
 	if err := inject.Fail(inject.Maps); err != nil {
-		return fmt.Errorf("create maps: %w", err)
+		return fmt.Errorf("load: create maps: %w", err)
 	}
 	coll, err := ebpf.NewCollection(&ebpf.CollectionSpec{Maps: spec.Maps, Programs: map[string]*ebpf.ProgramSpec{}})
 	if err != nil {
-		return fmt.Errorf("create maps: %w", err)
+		return fmt.Errorf("load: create maps: %w", err)
 	}
 	s.coll = coll
 	var kernelTypes *btf.Spec
