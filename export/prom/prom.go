@@ -247,11 +247,14 @@ func Listen(addr string) (*Server, error) {
 	return s, nil
 }
 
-// Feed makes a run's maps the server's metrics, in place of the maps
-// printed at exit.
+// Feed makes a run's maps the server's metrics. The maps are then not
+// printed at exit as bpftrace prints them; a caller's own exit hook, an
+// instrument's table or profile, still runs.
 func (s *Server) Feed(opts *runtime.Options) {
 	opts.Maps = func(r *runtime.MapReader) { s.Collector.SetSource(r) }
-	opts.ExitMaps = func([]*output.Map) error { return nil }
+	if opts.ExitMaps == nil {
+		opts.ExitMaps = func([]*output.Map) error { return nil }
+	}
 }
 
 // Addr is the address the server listens on.
