@@ -1,6 +1,7 @@
 package attach
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,9 @@ type Options struct {
 	Trampoline bool
 	// Pid restricts uprobes to one process.
 	Pid int
+	// Cpid is the pid of the -c command: watchpoints watch its memory
+	// when Pid is 0.
+	Cpid int
 	// Cookies gives each target's link its id as the attach cookie; the
 	// program needs them when it serves several targets and reads probe
 	// or func. Older kernels refuse cookies on some link types.
@@ -47,7 +51,8 @@ type Attached struct {
 // Attach attaches prog to every target. A program with several targets
 // skips the ones that fail, as long as one attaches; otherwise a failure
 // detaches what was attached before returning, so nothing is left behind.
-func Attach(prog *ebpf.Program, targets []*check.Target, opts Options) (*Attached, error) {
+// So does ctx's end, which Attach looks for between two targets.
+func Attach(ctx context.Context, prog *ebpf.Program, targets []*check.Target, opts Options) (*Attached, error) {
 	a := &Attached{}
 	if opts.Multi {
 		l, err := attachMulti(prog, targets, opts)
@@ -58,6 +63,10 @@ func Attach(prog *ebpf.Program, targets []*check.Target, opts Options) (*Attache
 		return a, nil
 	}
 	for i, t := range targets {
+		if err := ctx.Err(); err != nil {
+			Detach(a.Links)
+			return nil, err
+		}
 		var cookie uint64
 		if opts.Cookies {
 			cookie = uint64(opts.FirstID + i)
@@ -111,7 +120,7 @@ func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options)
 		if err != nil {
 			return nil, err
 		}
-		opts := &link.UprobeOptions{Address: a.Offset, PID: pid, Cookie: cookie}
+		opts := &link.UprobeOptions{Address: a.Offset, PID: pid, Cookie: cookie, RefCtrOffset: a.RefCtrOffset}
 		if a.Return {
 			l, err := ex.Uretprobe(a.Symbol, prog, opts)
 			return one(l, err)
@@ -131,6 +140,13 @@ func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options)
 		return one(l, err)
 	case PerfEvent:
 		return attachPerf(prog, a)
+	case Iter:
+		return attachIter(prog)
+	case Watchpoint:
+		if pid == 0 {
+			pid = opts.Cpid
+		}
+		return attachWatchpoint(prog, a, pid)
 	}
 	return nil, fmt.Errorf("%s probes are %w", t.Provider, ErrUnsupported)
 }
@@ -168,14 +184,21 @@ func attachMulti(prog *ebpf.Program, targets []*check.Target, opts Options) (io.
 			return nil, err
 		}
 		addrs := make([]uint64, len(targets))
+		var refCtrs []uint64
 		for i, t := range targets {
 			u := t.Attach.(Uprobe)
 			if u.Path != first.Path {
 				return nil, fmt.Errorf("one uprobe.multi link covers one file, not %s and %s", first.Path, u.Path)
 			}
 			addrs[i] = u.Offset
+			if u.RefCtrOffset != 0 && refCtrs == nil {
+				refCtrs = make([]uint64, len(targets))
+			}
+			if refCtrs != nil {
+				refCtrs[i] = u.RefCtrOffset
+			}
 		}
-		uopts := &link.UprobeMultiOptions{Addresses: addrs, Cookies: cookies, PID: uint32(opts.Pid)}
+		uopts := &link.UprobeMultiOptions{Addresses: addrs, RefCtrOffsets: refCtrs, Cookies: cookies, PID: uint32(opts.Pid)}
 		if first.Return {
 			return ex.UretprobeMulti(nil, prog, uopts)
 		}
@@ -196,8 +219,8 @@ func (p *perfLink) Close() error {
 	return errors.Join(err, unix.Close(p.fd))
 }
 
-// attachPerf opens a software clock event per CPU (profile) or on CPU 0
-// (interval) and attaches prog to each.
+// attachPerf opens the event on every CPU (profile, software, hardware) or
+// on CPU 0 (interval) and attaches prog to each.
 func attachPerf(prog *ebpf.Program, ev PerfEvent) (links []io.Closer, err error) {
 	cpus := []int{0}
 	if ev.AllCPUs {
@@ -208,8 +231,8 @@ func attachPerf(prog *ebpf.Program, ev PerfEvent) (links []io.Closer, err error)
 	}
 	for _, cpu := range cpus {
 		attr := unix.PerfEventAttr{
-			Type:   unix.PERF_TYPE_SOFTWARE,
-			Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+			Type:   ev.Type,
+			Config: ev.Config,
 			Size:   uint32(unsafeSizeofPerfAttr),
 		}
 		if ev.Freq != 0 {

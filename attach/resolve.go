@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/kernel"
@@ -36,16 +38,23 @@ type Uprobe struct {
 	Symbol string
 	Offset uint64 // file offset of the probed instruction
 	Return bool
+	// RefCtrOffset is the file offset of a USDT semaphore the kernel
+	// counts the uprobe in, 0 for none.
+	RefCtrOffset uint64
 }
 
-// PerfEvent targets a software clock for profile and interval probes.
+// PerfEvent targets a perf event: the software clock of profile and
+// interval probes, or the event of a software or hardware probe.
 type PerfEvent struct {
+	// Type and Config name the event as perf_event_open(2) does.
+	Type   uint32
+	Config uint64
 	// Period is the sampling period in nanoseconds, or Freq a frequency
 	// in Hz.
 	Period uint64
 	Freq   uint64
-	// AllCPUs is set for profile, which samples on every CPU; interval
-	// fires on one.
+	// AllCPUs is set for profile, software and hardware, which sample on
+	// every CPU; interval fires on one.
 	AllCPUs bool
 }
 
@@ -63,8 +72,16 @@ func (r *Resolver) Resolve(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		return r.rawTracepoint(ap)
 	case "interval", "profile":
 		return timer(ap)
+	case "software", "hardware":
+		return perfEvents(ap)
+	case "watchpoint", "asyncwatchpoint":
+		return watchpoints(ap)
+	case "iter":
+		return iterators(ap)
 	case "uprobe", "uretprobe":
 		return r.uprobes(ap)
+	case "usdt":
+		return r.usdts(ap)
 	case "kprobe", "kretprobe", "fentry", "fexit", "fmod_ret":
 		return r.kernelFuncs(ap)
 	}
@@ -140,11 +157,7 @@ func fieldType(fl kernel.Field, strLen int) *check.Type {
 	case fl.DataLoc:
 		return check.StrType(strLen)
 	case fl.Pointer():
-		var elem *check.Type
-		if base := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(fl.Type, "const "), "*")); base == "char" {
-			elem = check.TInt8
-		}
-		return &check.Type{Kind: check.Ptr, Size: 8, Elem: elem, Space: space}
+		return &check.Type{Kind: check.Ptr, Size: 8, Elem: pointee(fl.Type, space), Space: space}
 	case fl.Array:
 		n := max(fl.ArrayLen, 1)
 		elemSize := max(fl.Size/n, 1)
@@ -158,6 +171,46 @@ func fieldType(fl kernel.Field, strLen int) *check.Type {
 		return check.IntType(size, signed)
 	}
 	return &check.Type{Kind: check.Array, Size: fl.Size, Elem: check.TUint8, Len: fl.Size, Space: space}
+}
+
+// pointee types what a tracepoint's pointer field points to, from its C
+// type in the format file: char, integers, further pointers, and structs,
+// unions and typedefs through kernel BTF. What BTF cannot type is left
+// untyped (void *).
+func pointee(ctype string, space check.AddrSpace) *check.Type {
+	stars := 0
+	var words []string
+	for _, w := range strings.Fields(strings.ReplaceAll(ctype, "*", " * ")) {
+		switch w {
+		case "*":
+			stars++
+		case "const", "volatile", "__user":
+		default:
+			words = append(words, w)
+		}
+	}
+	base := strings.Join(words, " ")
+	var t *check.Type
+	size, signed, _ := kernel.Field{Type: base}.Int()
+	switch {
+	case base == "void":
+	case base == "char":
+		t = check.TInt8
+	case !strings.HasPrefix(base, "struct ") && !strings.HasPrefix(base, "union ") && (size == 1 || size == 2 || size == 4 || size == 8):
+		t = check.IntType(size, signed)
+	default:
+		bt, err := kernel.TypeByName(base)
+		if err != nil {
+			return nil
+		}
+		if t, err = check.FromBTF(bt, space); err != nil {
+			return nil
+		}
+	}
+	for i := 1; i < stars; i++ {
+		t = &check.Type{Kind: check.Ptr, Size: 8, Elem: t, Space: space}
+	}
+	return t
 }
 
 func (r *Resolver) rawTracepoint(ap *syntax.AttachPoint) ([]*check.Target, error) {
@@ -201,7 +254,7 @@ func timer(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	if err != nil || n == 0 {
 		return nil, fmt.Errorf("%s rate %q must be a positive whole number", ap.Provider, num)
 	}
-	ev := PerfEvent{AllCPUs: ap.Provider == "profile"}
+	ev := PerfEvent{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK, AllCPUs: ap.Provider == "profile"}
 	switch unit {
 	case "s":
 		ev.Period = n * 1e9

@@ -123,6 +123,26 @@ func btfField(members []btf.Member, name string, base int, space AddrSpace) *Fie
 	return nil
 }
 
+// Members lists a record's fields in layout order, for printing whole
+// records: the program's declared fields, or the kernel's with anonymous
+// members flattened. Fields whose type kinst cannot represent are left
+// out.
+func (t *Type) Members() []*Field {
+	if t.BTF == nil {
+		for _, f := range t.Fields {
+			f.resolve()
+		}
+		return t.Fields
+	}
+	var out []*Field
+	for _, n := range t.FieldNames() {
+		if f := t.Field(n); f != nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // FieldNames lists a record's field names, for suggestions in errors.
 func (t *Type) FieldNames() []string {
 	var names []string
@@ -158,3 +178,35 @@ func (t *Type) FieldNames() []string {
 // FromBTF converts a kernel BTF type for a Resolver or Kernel
 // implementation: function parameters, return values and named types.
 func FromBTF(t btf.Type, space AddrSpace) (*Type, error) { return fromBTF(t, space) }
+
+// btfAlign is the C alignment of a kernel type, which BTF does not
+// record: the largest of its members', or 1 for a packed struct whose
+// size that alignment would not divide.
+func btfAlign(t btf.Type) int {
+	switch u := btf.UnderlyingType(t).(type) {
+	case *btf.Int:
+		return max(1, min(int(u.Size), 16))
+	case *btf.Enum:
+		return max(1, int(u.Size))
+	case *btf.Pointer:
+		return 8
+	case *btf.Array:
+		return btfAlign(u.Type)
+	case *btf.Struct:
+		return membersAlign(u.Members, u.Size)
+	case *btf.Union:
+		return membersAlign(u.Members, u.Size)
+	}
+	return 1
+}
+
+func membersAlign(ms []btf.Member, size uint32) int {
+	a := 1
+	for _, m := range ms {
+		a = max(a, btfAlign(m.Type))
+	}
+	if size%uint32(a) != 0 {
+		return 1
+	}
+	return a
+}

@@ -5,12 +5,13 @@ import (
 	"strconv"
 	"strings"
 
+	"kinst.dev/kinst/cconst"
 	"kinst.dev/kinst/syntax"
 )
 
 // Provider groups for builtins that only some probes have.
 var (
-	argProviders  = []string{"kprobe", "uprobe", "rawtracepoint", "fentry", "fexit", "fmod_ret"}
+	argProviders  = []string{"kprobe", "uprobe", "usdt", "rawtracepoint", "fentry", "fexit", "fmod_ret"}
 	retProviders  = []string{"kretprobe", "uretprobe", "fexit", "fmod_ret"}
 	funcProviders = []string{"kprobe", "kretprobe", "uprobe", "uretprobe", "fentry", "fexit", "fmod_ret"}
 	argsProviders = []string{"tracepoint", "fentry", "fexit", "fmod_ret", "kprobe", "kretprobe"}
@@ -92,12 +93,20 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 			c.errorf(id, "ctx has no meaning in %s", p.Provider)
 			return nil
 		}
+		if p.Provider == "iter" && len(p.Targets) > 0 {
+			// An iterator's context is its record of meta data and
+			// object pointers: ctx->task, ctx->file.
+			return &Type{Kind: Ptr, Size: 8, Elem: p.Targets[0].Args, Space: KernelSpace}
+		}
 		return &Type{Kind: Ptr, Size: 8, Space: KernelSpace}
 	}
 	if n, ok := argIndex(name); ok {
 		if !has(argProviders, p.Provider) {
 			c.errorf(id, "%s is only available in %s probes", name, strings.Join(argProviders, ", "))
 			return nil
+		}
+		if p.Provider == "usdt" {
+			return c.usdtArg(id, n)
 		}
 		limit := MaxArgs
 		if t := p.Targets[0]; t.NumArgs > 0 && (p.Provider != "kprobe" && p.Provider != "uprobe") {
@@ -112,12 +121,17 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		}
 		return TUint64
 	}
-	if c.conf.Kernel != nil {
-		if v, ok := c.conf.Kernel.Enum(name); ok {
-			delete(p.Uses, name)
-			c.setConst(id, Const{Int: uint64(v)})
-			return TInt64
+	if _, ok := stackArgIndex(name); ok {
+		if p.Provider != "kprobe" && p.Provider != "uprobe" {
+			c.errorf(id, "%s is only available in kprobe and uprobe probes: it reads the stack at the function's entry", name)
+			return nil
 		}
+		return TInt64
+	}
+	if v, ok := c.constant(name); ok {
+		delete(p.Uses, name)
+		c.setConst(id, Const{Int: uint64(v)})
+		return TInt64
 	}
 	if near := nearest(name, builtinNames); near != "" {
 		c.errorf(id, "unknown identifier %s (did you mean %s?)", name, near)
@@ -127,19 +141,59 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 	return nil
 }
 
+// usdtArg types argument n of a USDT probe: every site the probe covers
+// must pass it. Like bpftrace, it is a 64-bit integer, extended from the
+// operand's width as its sign says.
+func (c *checker) usdtArg(id *syntax.Ident, n int) *Type {
+	for _, t := range c.probe.Targets {
+		if n < len(t.USDT) {
+			continue
+		}
+		switch len(t.USDT) {
+		case 0:
+			c.errorf(id, "%s is out of range: %s has no arguments", id.Name, t.FullName())
+		case 1:
+			c.errorf(id, "%s is out of range: %s has one argument, arg0", id.Name, t.FullName())
+		default:
+			c.errorf(id, "%s is out of range: %s has arguments arg0 to arg%d", id.Name, t.FullName(), len(t.USDT)-1)
+		}
+		return nil
+	}
+	return TUint64
+}
+
+// constant resolves a name no macro replaced: an enumerator the program
+// or the kernel declares, else a constant of the C headers kinst knows
+// without them.
+func (c *checker) constant(name string) (int64, bool) {
+	if v, ok := c.enumValue(name); ok {
+		return v, true
+	}
+	return cconst.Lookup(name)
+}
+
 var builtinNames = []string{
 	"pid", "tid", "uid", "gid", "nsecs", "elapsed", "cpu", "cgroup", "rand", "numaid",
 	"comm", "username", "probe", "cpid", "curtask", "kstack", "ustack", "func",
-	"retval", "args", "ctx", "arg0", "arg1",
+	"retval", "args", "ctx", "arg0", "arg1", "sarg0", "sarg1",
 }
 
 // argIndex parses "argN".
-func argIndex(name string) (int, bool) {
-	if !strings.HasPrefix(name, "arg") || len(name) == 3 {
+func argIndex(name string) (int, bool) { return numbered(name, "arg") }
+
+// stackArgIndex parses "sargN", the Nth argument passed on the stack.
+func stackArgIndex(name string) (int, bool) { return numbered(name, "sarg") }
+
+// StackArgIndex parses "sargN" for the code generator.
+func StackArgIndex(name string) (int, bool) { return stackArgIndex(name) }
+
+// numbered parses prefix followed by a number without leading zeros.
+func numbered(name, prefix string) (int, bool) {
+	if !strings.HasPrefix(name, prefix) || len(name) == len(prefix) {
 		return 0, false
 	}
-	n, err := strconv.Atoi(name[3:])
-	if err != nil || n < 0 || fmt.Sprint(n) != name[3:] {
+	n, err := strconv.Atoi(name[len(prefix):])
+	if err != nil || n < 0 || fmt.Sprint(n) != name[len(prefix):] {
 		return 0, false
 	}
 	return n, true

@@ -44,6 +44,17 @@ func init() {
 		"ustack":   {check: (*checker).checkStack},
 		"kptr":     {check: (*checker).checkPtrSpace},
 		"uptr":     {check: (*checker).checkPtrSpace},
+
+		"strftime":    {check: (*checker).checkStrftime},
+		"strerror":    {check: (*checker).checkStrerror},
+		"macaddr":     {check: (*checker).checkMacaddr},
+		"cgroup_path": {check: (*checker).checkCgroupPath},
+		"cgroupid":    {check: (*checker).checkCgroupid},
+		"pton":        {check: (*checker).checkPton},
+		"strcontains": {check: (*checker).checkStrcontains},
+		"bswap":       {check: (*checker).checkBswap},
+		"path":        {check: (*checker).checkPath},
+		"uaddr":       {check: (*checker).checkUaddr},
 	}
 }
 
@@ -195,16 +206,18 @@ func trimFn(msg, fn string) string {
 // OutputKind is how package output prints values of type t.
 func OutputKind(t *Type) output.Kind {
 	switch t.Kind {
-	case Int:
+	case Int, Ptr:
+		// Pointers print as integers everywhere but in map keys, which
+		// the runtime decodes as output.Pointer itself.
 		return output.KindInt
-	case Ptr:
-		return output.KindPointer
 	case Str, FuncName:
 		return output.KindString
 	case Tuple:
 		return output.KindTuple
 	case Array:
 		return output.KindArray
+	case Record:
+		return output.KindRecord
 	case Buffer:
 		return output.KindBuffer
 	case Ksym:
@@ -222,6 +235,14 @@ func OutputKind(t *Type) output.Kind {
 		return output.KindProbe
 	case Username:
 		return output.KindUsername
+	case Timestamp:
+		return output.KindTimestamp
+	case Strerror:
+		return output.KindStrerror
+	case MacAddr:
+		return output.KindMacAddr
+	case CgroupPath:
+		return output.KindCgroupPath
 	case Count:
 		return output.KindCount
 	case Sum:
@@ -449,7 +470,7 @@ func (c *checker) spaceOf(t *Type) AddrSpace {
 	if t.Kind == Ptr {
 		return t.Space
 	}
-	if c.probe.Provider == "uprobe" || c.probe.Provider == "uretprobe" {
+	if c.probe.Provider == "uprobe" || c.probe.Provider == "uretprobe" || c.probe.Provider == "usdt" {
 		return UserSpace
 	}
 	return KernelSpace
@@ -462,6 +483,11 @@ func (c *checker) checkStr(x *syntax.CallExpr, call *Call) *Type {
 	t := c.expr(x.Args[0])
 	if t == nil {
 		return nil
+	}
+	if pt, ok := c.paramText(x.Args[0]); ok {
+		// str($1) is the parameter's text even when it reads as a
+		// number, as in bpftrace: str($1) of 42 is "42".
+		t = pt
 	}
 	size := c.conf.StrLen
 	if len(x.Args) == 2 {
@@ -497,6 +523,30 @@ func (c *checker) checkStr(x *syntax.CallExpr, call *Call) *Type {
 	return nil
 }
 
+// paramText retypes x, a positional parameter perhaps in parentheses, as
+// its text, and reports whether it is one.
+func (c *checker) paramText(x syntax.Expr) (*Type, bool) {
+	switch e := x.(type) {
+	case *syntax.ParenExpr:
+		t, ok := c.paramText(e.X)
+		if ok {
+			c.setConst(x, c.probe.Consts[e.X])
+			c.probe.Types[x] = t
+		}
+		return t, ok
+	case *syntax.ParamExpr:
+		if e.Count {
+			return nil, false
+		}
+		s := c.param(e.N)
+		t := StrType(len(s) + 1)
+		c.setConst(x, Const{IsStr: true, Str: s})
+		c.probe.Types[x] = t
+		return t, true
+	}
+	return nil, false
+}
+
 func (c *checker) checkBuf(x *syntax.CallExpr, call *Call) *Type {
 	if !c.nargs(x, 1, 2) {
 		return nil
@@ -506,13 +556,24 @@ func (c *checker) checkBuf(x *syntax.CallExpr, call *Call) *Type {
 		return nil
 	}
 	var n int64
+	varLen := false
 	switch {
 	case len(x.Args) == 2:
-		v, ok := c.constInt(x.Args[1], "buf() length")
-		if !ok {
+		lt := c.expr(x.Args[1])
+		if lt == nil {
 			return nil
 		}
-		n = v
+		if v, ok := c.probe.Consts[x.Args[1]]; ok && !v.IsStr {
+			n = int64(v.Int)
+			break
+		}
+		if lt.Kind != Int {
+			c.errorf(x.Args[1], "buf() length must be an integer, not %s", lt)
+			return nil
+		}
+		// A length known only at run time reads at most the string
+		// length, as in bpftrace 0.17; one byte records how much.
+		n, varLen = int64(min(c.conf.StrLen, maxVarBuf)), true
 	case t.Kind == Array || t.Kind == Str:
 		n = int64(t.Size)
 	default:
@@ -528,8 +589,12 @@ func (c *checker) checkBuf(x *syntax.CallExpr, call *Call) *Type {
 		return nil
 	}
 	call.Space = c.spaceOf(t)
-	return &Type{Kind: Buffer, Size: int(n) + 1}
+	return &Type{Kind: Buffer, Size: int(n) + 1, VarLen: varLen}
 }
+
+// maxVarBuf bounds buf() with a run-time length: its length byte must
+// hold the count.
+const maxVarBuf = 255
 
 func (c *checker) checkStrncmp(x *syntax.CallExpr, call *Call) *Type {
 	if !c.nargs(x, 3, 3) {
@@ -650,9 +715,9 @@ func (c *checker) checkReg(x *syntax.CallExpr, call *Call) *Type {
 		return nil
 	}
 	switch c.probe.Provider {
-	case "kprobe", "kretprobe", "uprobe", "uretprobe", "profile":
+	case "kprobe", "kretprobe", "uprobe", "uretprobe", "usdt", "profile":
 	default:
-		c.errorf(x, "reg() reads the registers of kprobe, uprobe and profile probes only")
+		c.errorf(x, "reg() reads the registers of kprobe, uprobe, usdt and profile probes only")
 		return nil
 	}
 	name, ok := c.constString(x.Args[0], "reg() register name")

@@ -2,7 +2,9 @@ package check
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
+	"strings"
 
 	"kinst.dev/kinst/syntax"
 )
@@ -59,6 +61,11 @@ func Check(prog *syntax.Program, conf *Config) (*Program, error) {
 		c.errs.Add(c.file, syntax.NoPos, syntax.NoPos, "string length %d is out of range 1..%d", conf.StrLen, MaxStrLen)
 		return nil, c.errs
 	}
+	c.declare(prog)
+	if len(c.errs) > 0 {
+		c.errs.Sort()
+		return nil, c.errs
+	}
 	units := c.resolve(prog)
 	if len(c.errs) > 0 {
 		c.errs.Sort()
@@ -111,10 +118,15 @@ type checker struct {
 	// vars keeps variable types across passes, widened by every
 	// assignment seen.
 	vars map[varKey]map[string]*Type
+	// decls holds the program's C declarations.
+	decls declared
 
 	// per probe
 	probe  *Probe
 	inLoop int
+	// failedVars names the variables whose first assignment had an
+	// error, so that their uses do not report it again.
+	failedVars map[string]bool
 }
 
 func (c *checker) errorf(n syntax.Node, format string, args ...any) {
@@ -161,6 +173,10 @@ func (c *checker) resolvePoint(ap *syntax.AttachPoint) ([]*Target, error) {
 	}
 	if c.conf.Resolver == nil {
 		return nil, fmt.Errorf("no resolver for %s probes", ap.Provider)
+	}
+	ap, err := c.expandParams(ap)
+	if err != nil {
+		return nil, err
 	}
 	targets, err := c.conf.Resolver.Resolve(ap)
 	if err != nil {
@@ -264,6 +280,7 @@ func (c *checker) checkProbe(u unit) {
 		Uses:     map[string]bool{},
 	}
 	c.probe = p
+	c.failedVars = map[string]bool{}
 	if u.probe.Pred != nil {
 		t := c.expr(u.probe.Pred)
 		if t != nil && !t.IsInt() {
@@ -338,6 +355,40 @@ func (c *checker) exprStmt(x syntax.Expr) {
 			c.errorf(x, "expression result unused: %s is not a statement", syntax.String(x))
 		}
 	}
+}
+
+// paramRef matches a positional parameter inside an attach point.
+var paramRef = regexp.MustCompile(`\$[0-9]+`)
+
+// expandParams returns ap with its positional parameters replaced by
+// their text, as bpftrace does for interval:ms:$1 or uprobe:$1:main. The
+// tree is left as written; a copy is made only when there is something
+// to replace.
+func (c *checker) expandParams(ap *syntax.AttachPoint) (*syntax.AttachPoint, error) {
+	if !strings.Contains(ap.Raw, "$") {
+		return ap, nil
+	}
+	var missing string
+	expand := func(s string) string {
+		return paramRef.ReplaceAllStringFunc(s, func(ref string) string {
+			n, _ := strconv.Atoi(ref[1:])
+			if n < 1 || n > len(c.conf.Params) {
+				missing = ref
+				return ref
+			}
+			return c.conf.Params[n-1]
+		})
+	}
+	cp := *ap
+	cp.Raw = expand(ap.Raw)
+	cp.Parts = make([]string, len(ap.Parts))
+	for i, part := range ap.Parts {
+		cp.Parts[i] = expand(part)
+	}
+	if missing != "" {
+		return nil, fmt.Errorf("%s uses positional parameter %s, but %d were given", ap.Raw, missing, len(c.conf.Params))
+	}
+	return &cp, nil
 }
 
 // param returns the text of positional parameter n, or "" when absent,

@@ -35,7 +35,9 @@ func (c *checker) expr1(x syntax.Expr) *Type {
 	case *syntax.VarExpr:
 		v := c.probe.Vars[x.Name]
 		if v == nil {
-			c.errorf(x, "variable $%s is used before it is assigned", x.Name)
+			if !c.failedVars[x.Name] {
+				c.errorf(x, "variable $%s is used before it is assigned", x.Name)
+			}
 			return nil
 		}
 		return v.Type
@@ -112,7 +114,9 @@ func (c *checker) expr1(x syntax.Expr) *Type {
 // keys, map values and tuples.
 func storable(t *Type) bool {
 	switch t.Kind {
-	case Void, Record, Array, Count, Sum, Min, Max, Avg, Stats, Hist, Lhist:
+	case Record:
+		return complete(t)
+	case Void, Count, Sum, Min, Max, Avg, Stats, Hist, Lhist:
 		return false
 	}
 	return true
@@ -162,6 +166,11 @@ func (c *checker) unary(x *syntax.UnaryExpr) *Type {
 		}
 		return TInt64
 	case syntax.MUL:
+		if t.Kind == Int {
+			// An integer is a kernel address holding a u64, as in
+			// bpftrace 0.17: *kaddr("avenrun").
+			return TUint64
+		}
 		if t.Kind != Ptr {
 			c.errorf(x, "cannot dereference %s: it is not a pointer", t)
 			return nil
@@ -178,6 +187,15 @@ func (c *checker) unary(x *syntax.UnaryExpr) *Type {
 	}
 	c.errorf(x, "operator %s is not supported", x.Op)
 	return nil
+}
+
+// ElemSize is the size of what pointer p points to; an untyped pointer
+// counts in bytes.
+func ElemSize(p *Type) int {
+	if p.Elem == nil || p.Elem.Size == 0 {
+		return 1
+	}
+	return p.Elem.Size
 }
 
 func b2u(b bool) uint64 {
@@ -204,12 +222,16 @@ func truncate(v uint64, t *Type) uint64 {
 func (c *checker) incDec(x *syntax.IncDecExpr) *Type {
 	switch target := x.X.(type) {
 	case *syntax.MapExpr:
-		m := c.useMap(target, TInt64, true)
+		value := TInt64
+		if m := c.prog.mapIndex[target.Name]; m != nil && m.Value.Kind == Ptr {
+			value = m.Value // ++ steps a pointer
+		}
+		m := c.useMap(target, value, true)
 		if m == nil {
 			return nil
 		}
 		m.Read = true
-		if m.Value.Kind != Int {
+		if m.Value.Kind != Int && m.Value.Kind != Ptr {
 			c.errorf(x, "%s holds %s values; %s needs integers", m.Display(), m.Value, x.Op)
 			return nil
 		}
@@ -220,7 +242,7 @@ func (c *checker) incDec(x *syntax.IncDecExpr) *Type {
 			v = c.defineVar(target, TInt64)
 		}
 		c.probe.Types[target] = v.Type
-		if v.Type.Kind != Int {
+		if v.Type.Kind != Int && v.Type.Kind != Ptr {
 			c.errorf(x, "$%s holds %s values; %s needs integers", target.Name, v.Type, x.Op)
 			return nil
 		}
@@ -258,6 +280,14 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 		}
 		return TInt64
 	}
+	// Arrays compare element by element, with == and != only.
+	if lt.Kind == Array || rt.Kind == Array {
+		if !lt.Equal(rt) || (op != syntax.EQL && op != syntax.NEQ) {
+			c.errorf(x, "invalid operation: %s %s %s (arrays of the same type support only == and !=)", lt, op, rt)
+			return nil
+		}
+		return TInt64
+	}
 	// Pointers take + and - with integers, and compare with anything
 	// that is an address.
 	if lt.Kind == Ptr || rt.Kind == Ptr {
@@ -266,6 +296,13 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 			return TInt64
 		case lt.Kind == Ptr && rt.Kind == Int && (op == syntax.ADD || op == syntax.SUB):
 			return lt
+		case lt.Kind == Ptr && rt.Kind == Ptr && op == syntax.SUB:
+			// The distance in elements, as in C.
+			if ElemSize(lt) != ElemSize(rt) {
+				c.errorf(x, "invalid operation: %s - %s (the pointers' elements differ in size)", lt, rt)
+				return nil
+			}
+			return TInt64
 		case rt.Kind == Ptr && lt.Kind == Int && op == syntax.ADD:
 			return rt
 		case op == syntax.LAND || op == syntax.LOR:
@@ -477,26 +514,17 @@ func (c *checker) cast(x *syntax.CastExpr) *Type {
 	return nil
 }
 
-// typeExpr resolves a type name: the integer types, or kernel types by
-// BTF.
+// typeExpr resolves a type name: the integer types, the program's
+// declarations, or kernel types by BTF.
 func (c *checker) typeExpr(te *syntax.TypeExpr) *Type {
-	var t *Type
-	if te.Kind == syntax.IDENT && intTypeNames[te.Name] != nil {
-		t = intTypeNames[te.Name]
-	} else {
-		if c.conf.Kernel == nil {
-			c.errorf(te, "kernel types are not available: no BTF")
+	t := intTypeNames[te.Name]
+	if te.Kind != syntax.IDENT || t == nil {
+		if t = c.namedType(te.Kind, te.Name, te); t == nil {
 			return nil
 		}
-		kt, err := c.conf.Kernel.Type(te.Kind, te.Name)
-		if err != nil {
-			c.errorf(te, "%v", err)
-			return nil
-		}
-		t = kt
 	}
 	space := KernelSpace
-	if c.probe.Provider == "uprobe" || c.probe.Provider == "uretprobe" {
+	if c.probe.Provider == "uprobe" || c.probe.Provider == "uretprobe" || c.probe.Provider == "usdt" {
 		space = UserSpace
 	}
 	for i := 0; i < te.Ptr; i++ {
@@ -557,7 +585,7 @@ func (c *checker) index(x *syntax.IndexExpr) *Type {
 	switch t.Kind {
 	case Array:
 		if v, ok := c.probe.Consts[x.Index]; ok && v.Int >= uint64(t.Len) {
-			c.errorf(x.Index, "index %d is out of range for %s", int64(v.Int), t)
+			c.errorf(x, "the index %d is out of bounds for array of size %d", int64(v.Int), t.Len)
 			return nil
 		}
 		return t.Elem

@@ -12,21 +12,25 @@ type Kind int
 
 // The kinds of value.
 const (
-	Void      Kind = iota // statements and functions with no value
-	Int                   // integers of 1, 2, 4 or 8 bytes, signed or not
-	Str                   // NUL-padded character buffers of fixed size
-	Tuple                 // (a, b, …)
-	Ptr                   // a pointer into kernel or user memory
-	Record                // a struct or union: tracepoint args, BTF types
-	Array                 // a fixed-size array inside a record
-	Stack                 // kstack or ustack: an id into a stack-trace map
-	Ksym                  // a kernel address printed as its symbol
-	Usym                  // a user address printed as its symbol
-	Inet                  // an address printed by ntop
-	Buffer                // raw bytes printed with escapes, from buf()
-	ProbeName             // the probe builtin: a target index printed as its full name
-	FuncName              // the func builtin: a target index printed as its function
-	Username              // the username builtin: a uid printed as its user name
+	Void       Kind = iota // statements and functions with no value
+	Int                    // integers of 1, 2, 4 or 8 bytes, signed or not
+	Str                    // NUL-padded character buffers of fixed size
+	Tuple                  // (a, b, …)
+	Ptr                    // a pointer into kernel or user memory
+	Record                 // a struct or union: tracepoint args, BTF types
+	Array                  // a fixed-size array inside a record
+	Stack                  // kstack or ustack: an id into a stack-trace map
+	Ksym                   // a kernel address printed as its symbol
+	Usym                   // a user address printed as its symbol
+	Inet                   // an address printed by ntop
+	Buffer                 // raw bytes printed with escapes, from buf()
+	ProbeName              // the probe builtin: a target index printed as its full name
+	FuncName               // the func builtin: a target index printed as its function
+	Username               // the username builtin: a uid printed as its user name
+	Timestamp              // strftime(): nanoseconds since boot printed with a format (Name)
+	Strerror               // strerror(): an errno printed as its message
+	MacAddr                // macaddr(): 6 bytes printed as a MAC address
+	CgroupPath             // cgroup_path(): a cgroup id printed as its paths, filtered by Name
 	// Aggregations: values only maps hold; each CPU keeps its own part.
 	Count
 	Sum
@@ -61,7 +65,12 @@ type Type struct {
 	Space   AddrSpace // Ptr and Record: where the memory is
 	BTF     btf.Type  // Record and Ptr to kernel types, when known
 	Fields  []*Field  // Record
-	Name    string    // Record: "struct file"; Int: a typedef name, if any
+	Name    string    // Record: "struct file"; Int: a typedef name, if any;
+	// Timestamp: the strftime format; CgroupPath: the hierarchy filter
+	calign int // Record: the C alignment of a program-declared struct
+	// VarLen marks a Buffer whose length byte, its last, says how many
+	// of the bytes before it were read.
+	VarLen bool
 
 	// Stack: kernel or user, how many frames and how to print.
 	User      bool
@@ -166,7 +175,7 @@ func (t *Type) Align() int {
 	switch t.Kind {
 	case Int:
 		return t.Size
-	case Str, Buffer:
+	case Str, Buffer, MacAddr:
 		return 1
 	case Tuple:
 		a := 1
@@ -202,7 +211,8 @@ func (t *Type) IsInt() bool {
 // living in memory (strings, tuples, records, usym and inet values).
 func (t *Type) InRegister() bool {
 	switch t.Kind {
-	case Int, Ptr, Ksym, Stack, ProbeName, FuncName, Username, Count, Sum, Min, Max:
+	case Int, Ptr, Ksym, Stack, ProbeName, FuncName, Username, Timestamp, Strerror, CgroupPath,
+		Count, Sum, Min, Max:
 		return true
 	}
 	return false
@@ -230,8 +240,10 @@ func (t *Type) Equal(u *Type) bool {
 		if (t.Elem == nil) != (u.Elem == nil) || t.Elem != nil && !t.Elem.Equal(u.Elem) {
 			return false
 		}
-	case Record:
+	case Record, Timestamp, CgroupPath:
 		return t.Name == u.Name
+	case Array:
+		return t.Len == u.Len && t.Elem.Equal(u.Elem)
 	case Stack:
 		return t.User == u.User && t.Frames == u.Frames && t.StackMode == u.StackMode
 	case Lhist:
@@ -281,6 +293,7 @@ func (t *Type) String() string {
 var kindNames = map[Kind]string{
 	Ksym: "ksym", Usym: "usym", Inet: "inet", Buffer: "buffer",
 	ProbeName: "probe", FuncName: "func", Username: "username",
+	Timestamp: "timestamp", Strerror: "strerror", MacAddr: "macaddr", CgroupPath: "cgroup_path",
 	Count: "count", Sum: "sum", Min: "min", Max: "max", Avg: "avg",
 	Stats: "stats", Hist: "hist", Lhist: "lhist",
 }

@@ -70,6 +70,9 @@ func (g *gen) builtin(id *syntax.Ident) operand {
 	if n, ok := argIndex(id.Name); ok {
 		return g.arg(n)
 	}
+	if n, ok := check.StackArgIndex(id.Name); ok {
+		return g.stackArg(n)
+	}
 	g.c.errorf(id, "builtin %s is not supported here", id.Name)
 	return immOp(0)
 }
@@ -152,6 +155,9 @@ func (g *gen) ctxWord(off int16) operand {
 // arg reads argument n: from the saved registers in kprobes and uprobes,
 // from the argument array in raw tracepoints and trampolines.
 func (g *gen) arg(n int) operand {
+	if g.p.Provider == "usdt" {
+		return g.usdtArg(g.p.Targets[0].USDT[n])
+	}
 	if g.mech.regsContext() {
 		return g.ctxWord(argRegs[n])
 	}
@@ -177,4 +183,29 @@ func (g *gen) retval() operand {
 		g.set(op, r)
 	}
 	return op
+}
+
+// spOffset is where pt_regs keeps the stack pointer.
+const spOffset = 152
+
+// stackArg reads the nth argument passed on the stack: at a function's
+// entry the return address is at sp, the stack arguments above it.
+func (g *gen) stackArg(n int) operand {
+	sp := g.owned(g.ctxWord(spOffset))
+	slot := g.allocStack(8)
+	g.storeImm(asm.R10, slot.off, 0, asm.DWord)
+	r := g.work(sp, asm.R3)
+	g.emit(asm.Add.Imm(r, int32(8*(n+1))))
+	g.set(sp, r)
+	g.load(asm.R3, sp)
+	g.free(sp)
+	g.addr(asm.R1, slot)
+	g.emit(asm.Mov.Imm(asm.R2, 8))
+	space := check.KernelSpace
+	if g.p.Provider == "uprobe" {
+		space = check.UserSpace
+	}
+	g.call(readHelper(space))
+	g.emit(asm.LoadMem(asm.R0, asm.R10, slot.off, asm.DWord))
+	return g.fromReg(asm.R0)
 }

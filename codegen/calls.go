@@ -185,6 +185,14 @@ func (g *gen) callScalar(x *syntax.CallExpr) operand {
 		return g.ctxWord(int16(off))
 	case "strncmp":
 		return g.strncmp(x)
+	case "strftime":
+		return g.scalar(x.Args[1])
+	case "strerror", "cgroup_path":
+		return g.scalar(x.Args[0])
+	case "bswap":
+		return g.bswap(x)
+	case "strcontains":
+		return g.strcontains(x)
 	}
 	g.c.errorf(x, "%s() has no integer value", x.Fun.Name)
 	return immOp(0)
@@ -236,6 +244,12 @@ func (g *gen) callMem(x *syntax.CallExpr, dst mem, t *check.Type) {
 		g.emit(asm.RSh.Imm(asm.R0, 32), asm.StoreMem(dst.base, dst.off+8, asm.R0, asm.DWord))
 	case "ntop":
 		g.ntop(x, c, dst)
+	case "macaddr":
+		g.macaddr(x, c, dst)
+	case "pton":
+		g.storeRaw(dst, []byte(c.Text))
+	case "path":
+		g.path(x, dst)
 	default:
 		if g.typeOf(x).InRegister() {
 			g.storeValue(x, dst, t)
@@ -313,12 +327,36 @@ func (g *gen) buf(x *syntax.CallExpr, c *check.Call, dst mem) {
 	n := dst.size - 1
 	src := g.typeOf(x.Args[0])
 	body := dst.at(0, n)
-	if src.Kind == check.Array || src.Kind == check.Str {
+	if v, ok := g.p.Consts[x.Args[0]]; ok && v.IsStr {
+		// All n bytes of a literal count: no NUL takes the last one.
+		b := make([]byte, n)
+		copy(b, v.Str)
+		g.storeRaw(body, b)
+	} else if src.Kind == check.Array || src.Kind == check.Str {
 		if l, ok := x.Args[0].(*syntax.FieldExpr); ok {
 			g.readMem(g.placeOf(l), src, nil, body)
 		} else {
 			g.memInto(x.Args[0], body, &check.Type{Kind: check.Str, Size: n})
 		}
+	} else if g.typeOf(x).VarLen {
+		// Read min(len, n) bytes, the bound in a register the verifier
+		// can follow, and record how many in the length byte.
+		g.zero(dst)
+		size := g.owned(g.scalar(x.Args[1]))
+		r := g.work(size, asm.R2)
+		fits := g.newLabel("buflen")
+		g.emit(asm.JLE.Imm(r, int32(n), fits), asm.Mov.Imm(r, int32(n)))
+		g.place(fits)
+		g.set(size, r)
+		ptr := g.scalar(x.Args[0])
+		g.load(asm.R3, ptr)
+		g.free(ptr)
+		g.load(asm.R2, size)
+		g.addr(asm.R1, body)
+		g.call(readHelper(c.Space))
+		g.emit(asm.StoreMem(dst.base, dst.off+int16(n), g.reg(size, asm.R0), asm.Byte))
+		g.free(size)
+		return
 	} else {
 		ptr := g.scalar(x.Args[0])
 		g.load(asm.R3, ptr)

@@ -130,6 +130,9 @@ func (g *gen) binary(x *syntax.BinaryExpr) operand {
 	if lt.Kind == check.Str {
 		return g.strEqual(x)
 	}
+	if lt.Kind == check.Array {
+		return g.memEqual(x)
+	}
 	signed := lt.Kind == check.Int && rt.Kind == check.Int && lt.Signed && rt.Signed
 	a := g.scalar(x.X)
 	b := g.scalar(x.Y)
@@ -137,6 +140,13 @@ func (g *gen) binary(x *syntax.BinaryExpr) operand {
 		return g.compare(x.Op, a, b, signed)
 	}
 	// Pointer arithmetic counts in elements, as in C.
+	if lt.Kind == check.Ptr && rt.Kind == check.Ptr {
+		diff := g.arith(syntax.SUB, g.owned(a), b, lt, rt)
+		if n := check.ElemSize(lt); n > 1 {
+			return g.arith(syntax.QUO, diff, immOp(int64(n)), check.TInt64, check.TInt64)
+		}
+		return diff
+	}
 	if lt.Kind == check.Ptr && rt.Kind == check.Int {
 		b = g.scale(b, lt)
 	} else if rt.Kind == check.Ptr && lt.Kind == check.Int {
@@ -147,10 +157,7 @@ func (g *gen) binary(x *syntax.BinaryExpr) operand {
 
 // scale multiplies an index by the size of what pointer type p points to.
 func (g *gen) scale(op operand, p *check.Type) operand {
-	size := 1
-	if p.Elem != nil {
-		size = p.Elem.Size
-	}
+	size := check.ElemSize(p)
 	if size == 1 {
 		return op
 	}
@@ -329,17 +336,21 @@ func (g *gen) strEqual(x *syntax.BinaryExpr) operand {
 		// including the terminating NUL.
 		lit := v.Str
 		if len(lit) >= a.size {
-			g.emit(asm.Ja.Label(ne)) // too long to fit: never equal
-		} else {
-			for i := 0; i <= len(lit); i++ {
-				var c byte
-				if i < len(lit) {
-					c = lit[i]
-				}
-				g.emit(asm.LoadMem(asm.R1, a.base, a.off+int16(i), asm.Byte), asm.JNE.Imm(asm.R1, int32(c), ne))
+			// Too long to fit: never equal. A jump to ne would leave the
+			// code for eq unreachable, which the verifier rejects.
+			if x.Op == syntax.NEQ {
+				return immOp(1)
 			}
-			g.emit(asm.Ja.Label(eq))
+			return immOp(0)
 		}
+		for i := 0; i <= len(lit); i++ {
+			var c byte
+			if i < len(lit) {
+				c = lit[i]
+			}
+			g.emit(asm.LoadMem(asm.R1, a.base, a.off+int16(i), asm.Byte), asm.JNE.Imm(asm.R1, int32(c), ne))
+		}
+		g.emit(asm.Ja.Label(eq))
 	} else {
 		b := g.memOf(right)
 		n := min(a.size, b.size)
@@ -369,6 +380,38 @@ func (g *gen) strEqual(x *syntax.BinaryExpr) operand {
 	g.emit(asm.Mov.Imm(asm.R0, want), asm.Ja.Label(done))
 	g.place(ne)
 	g.emit(asm.Mov.Imm(asm.R0, 1-want))
+	g.place(done)
+	return g.fromReg(asm.R0)
+}
+
+// memEqual compares two arrays of the same type byte by byte.
+func (g *gen) memEqual(x *syntax.BinaryExpr) operand {
+	mark := g.mark()
+	defer g.release(mark)
+	ne, done := g.newLabel("memne"), g.newLabel("memcmp")
+	a, b := g.memOf(x.X), g.memOf(x.Y)
+	for i := 0; i < a.size; {
+		size := 1
+		for _, n := range []int{8, 4, 2} {
+			if a.size-i >= n && (int(a.off)+i)%n == 0 && (int(b.off)+i)%n == 0 {
+				size = n
+				break
+			}
+		}
+		g.emit(
+			asm.LoadMem(asm.R1, a.base, a.off+int16(i), sizeOf(size)),
+			asm.LoadMem(asm.R2, b.base, b.off+int16(i), sizeOf(size)),
+			asm.JNE.Reg(asm.R1, asm.R2, ne),
+		)
+		i += size
+	}
+	eq := int32(1)
+	if x.Op == syntax.NEQ {
+		eq = 0
+	}
+	g.emit(asm.Mov.Imm(asm.R0, eq), asm.Ja.Label(done))
+	g.place(ne)
+	g.emit(asm.Mov.Imm(asm.R0, 1-eq))
 	g.place(done)
 	return g.fromReg(asm.R0)
 }
@@ -513,13 +556,19 @@ func hasPadding(t *check.Type) bool {
 	return n != t.Size
 }
 
-// storeBytes writes s into dst, NUL-padded to dst.size.
+// storeBytes writes s into dst, NUL-padded to dst.size and cut to keep
+// a terminating NUL.
 func (g *gen) storeBytes(dst mem, s string) {
 	b := make([]byte, dst.size)
 	copy(b, s)
 	if len(s) >= dst.size && dst.size > 0 {
 		b[dst.size-1] = 0
 	}
+	g.storeRaw(dst, b)
+}
+
+// storeRaw writes b, of dst.size bytes, into dst.
+func (g *gen) storeRaw(dst mem, b []byte) {
 	off := 0
 	for off < len(b) {
 		switch {

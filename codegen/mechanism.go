@@ -26,6 +26,7 @@ const (
 	MechFmodRet       Mechanism = "fmod_ret"       // a trampoline that may replace the return value
 	MechUprobe        Mechanism = "uprobe"         // one uprobe link per function
 	MechUprobeMulti   Mechanism = "uprobe.multi"   // one link for every function of a file
+	MechIter          Mechanism = "iter"           // a BPF iterator, run when kinst reads it
 )
 
 // ParseMechanism reads a mechanism name, as --attach takes it.
@@ -38,10 +39,13 @@ func ParseMechanism(s string) (Mechanism, error) {
 }
 
 // usesRegisters reports whether a probe's body needs the saved registers
-// that only a kprobe gives: reg(), ctx, or override().
+// that only a kprobe gives: reg(), ctx, override(), or sargN (found
+// through the saved stack pointer).
 func usesRegisters(p *check.Probe) bool {
-	if p.Uses["ctx"] {
-		return true
+	for name := range p.Uses {
+		if _, sarg := check.StackArgIndex(name); sarg || name == "ctx" {
+			return true
+		}
 	}
 	for _, c := range p.Calls {
 		if c.Func == "reg" || c.Func == "override" {
@@ -67,13 +71,19 @@ func (c *compiler) choose(p *check.Probe) (Mechanism, string) {
 		return MechRawTracepoint, "raw tracepoints attach by name"
 	case "profile", "interval":
 		return MechPerfEvent, "timers are perf events"
+	case "software", "hardware":
+		return MechPerfEvent, "software and hardware events are perf events"
+	case "watchpoint", "asyncwatchpoint":
+		return MechPerfEvent, "watchpoints are perf breakpoint events"
+	case "iter":
+		return MechIter, "iterators are tracing programs the kernel runs per object"
 	case "fentry":
 		return MechFentry, "asked for fentry"
 	case "fexit":
 		return MechFexit, "asked for fexit"
 	case "fmod_ret":
 		return MechFmodRet, "asked for fmod_ret"
-	case "uprobe", "uretprobe":
+	case "uprobe", "uretprobe", "usdt":
 		if len(p.Targets) > 1 && c.supports(MechUprobeMulti) && sameFile(p.Targets) {
 			return MechUprobeMulti, fmt.Sprintf("one uprobe.multi link attaches all %d functions", len(p.Targets))
 		}
@@ -151,8 +161,22 @@ func programType(m Mechanism, ret bool) (ebpf.ProgramType, ebpf.AttachType) {
 		return ebpf.Tracing, ebpf.AttachTraceFExit
 	case MechFmodRet:
 		return ebpf.Tracing, ebpf.AttachModifyReturn
+	case MechIter:
+		return ebpf.Tracing, ebpf.AttachTraceIter
 	}
 	return ebpf.Kprobe, ebpf.AttachNone
+}
+
+// NewestFirst reports whether the kernel runs the programs that share a
+// target of this mechanism in the reverse of their attach order: uprobe
+// consumers, aggregated kprobes, ftrace ops and trampoline program lists
+// all add at the head, while tracepoints and raw tracepoints append.
+func (m Mechanism) NewestFirst() bool {
+	switch m {
+	case MechUprobe, MechUprobeMulti, MechKprobe, MechKprobeMulti, MechFentry, MechFexit, MechFmodRet:
+		return true
+	}
+	return false
 }
 
 // IsTrampoline reports whether m binds a program to one function when it

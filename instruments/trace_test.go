@@ -516,11 +516,18 @@ func TestTraceThreadsEnd(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "log")
 	// Five programs: the entries and exits of both, and the cleanup.
 	_, _, stop := startAttached(t, 5, "trace", "-f", "json", "-o", file, "--comm", workloadComm(t), "syscall:exit", "syscall:getppid")
+	// Other tests may run the workload at the same time: only the calls
+	// of these two processes count.
+	pids := map[int]bool{}
 	for _, args := range [][]string{{"threads", strconv.Itoa(threads)}, {"getppid", "3"}} {
-		if out, err := exec.Command(testenv.Workload(t), args...).CombinedOutput(); err != nil {
+		var out bytes.Buffer
+		cmd := exec.Command(testenv.Workload(t), args...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
 			stop()
-			t.Fatalf("workload %q: %v\n%s", args, err, out)
+			t.Fatalf("workload %q: %v\n%s", args, err, out.String())
 		}
+		pids[cmd.Process.Pid] = true
 	}
 	stop()
 	data, err := os.ReadFile(file)
@@ -529,6 +536,9 @@ func TestTraceThreadsEnd(t *testing.T) {
 	}
 	var exits, getppid []traceEvent
 	for _, e := range parseLog(t, string(data)) {
+		if !pids[e.Pid] {
+			continue
+		}
 		switch e.Function {
 		case "exit":
 			exits = append(exits, e)

@@ -152,7 +152,7 @@ func appendOrder(b []byte, v Value) []byte {
 	case KindBuffer:
 		b = append(b, byte(len(v.s)))
 		return append(append(b, v.s...), 0)
-	case KindArray:
+	case KindArray, KindRecord:
 		for _, e := range v.elems() {
 			b = appendOrder(b, e)
 		}

@@ -71,8 +71,37 @@ func appendValue(b []byte, v Value, div uint64, json bool) ([]byte, error) {
 		return appendElems(b, v.elems(), open, sep, close, div, json)
 	case KindArray:
 		return appendElems(b, v.elems(), "[", ",", "]", div, json)
+	case KindRecord:
+		return appendRecord(b, v, div, json)
 	}
 	return b, fmt.Errorf("cannot print a %s value", v.kind)
+}
+
+// appendRecord prints a struct as 0.17 does: "{ .a = 1, .b = 2 }", or in
+// JSON as "{ "a": 1, "b": 2 }".
+func appendRecord(b []byte, v Value, div uint64, json bool) ([]byte, error) {
+	open, eq, sep, close := "{ ", " = ", ", ", " }"
+	if json {
+		eq = ": "
+	}
+	b = append(b, open...)
+	names := v.fieldNames()
+	for i, e := range v.elems() {
+		if i > 0 {
+			b = append(b, sep...)
+		}
+		if json {
+			b = appendJSONString(b, names[i])
+		} else {
+			b = append(append(b, '.'), names[i]...)
+		}
+		b = append(b, eq...)
+		var err error
+		if b, err = appendValue(b, e, div, json); err != nil {
+			return b, err
+		}
+	}
+	return append(b, close...), nil
 }
 
 func appendElems(b []byte, elems []Value, open, sep, close string, div uint64, json bool) ([]byte, error) {
@@ -135,6 +164,20 @@ func appendKey(b []byte, v Value) ([]byte, error) {
 			}
 		}
 		return append(b, ']'), nil
+	case KindRecord:
+		b = append(b, '{')
+		names := v.fieldNames()
+		for i, e := range v.elems() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(append(append(b, '.'), names[i]...), '=')
+			var err error
+			if b, err = appendKey(b, e); err != nil {
+				return b, err
+			}
+		}
+		return append(b, '}'), nil
 	case KindString, KindBuffer, KindKsym, KindUsym, KindInet, KindUsername,
 		KindProbe, KindTimestamp, KindMacAddr, KindPointer:
 		return appendValue(b, v, 1, false)

@@ -34,6 +34,7 @@ const (
 	KindStats                  // stats()
 	KindHist                   // hist()
 	KindLhist                  // lhist()
+	KindRecord                 // C structs and unions
 )
 
 var kindNames = [...]string{
@@ -63,6 +64,7 @@ var kindNames = [...]string{
 	KindStats:      "stats",
 	KindHist:       "hist",
 	KindLhist:      "lhist",
+	KindRecord:     "record",
 }
 
 // String returns bpftrace's name for the kind, as in its type messages.
@@ -164,6 +166,17 @@ func Tuple(elems ...Value) Value { return Value{kind: KindTuple, ref: elems} }
 
 // Array returns a C array of elems, as pton() or a struct field gives.
 func Array(elems ...Value) Value { return Value{kind: KindArray, ref: elems} }
+
+// Record returns a C struct or union: its fields' names and values, in
+// order.
+func Record(names []string, vals []Value) Value {
+	return Value{kind: KindRecord, ref: &record{names, vals}}
+}
+
+type record struct {
+	names []string
+	vals  []Value
+}
 
 // Buffer returns the bytes buf() captured (its length, not its capacity).
 func Buffer(b []byte) Value { return Value{kind: KindBuffer, s: string(b)} }
@@ -321,7 +334,21 @@ func (v Value) KeyText() (string, error) {
 	return string(b), err
 }
 
-func (v Value) elems() []Value    { e, _ := v.ref.([]Value); return e }
+func (v Value) elems() []Value {
+	if r, ok := v.ref.(*record); ok {
+		return r.vals
+	}
+	e, _ := v.ref.([]Value)
+	return e
+}
+
+func (v Value) fieldNames() []string {
+	if r, ok := v.ref.(*record); ok {
+		return r.names
+	}
+	return nil
+}
+
 func (v Value) frames() []Frame   { f, _ := v.ref.([]Frame); return f }
 func (v Value) buckets() []uint64 { b, _ := v.ref.([]uint64); return b }
 func (v Value) lhist() *lhist     { l, _ := v.ref.(*lhist); return l }

@@ -211,6 +211,25 @@ func TestIntN(t *testing.T) {
 	}
 }
 
+// TestRecords checks structs as 0.17 prints them: as values, inside
+// arrays, as map keys, and in JSON.
+func TestRecords(t *testing.T) {
+	inner := Record([]string{"x", "y"}, []Value{Int(0), IntN(0xffff, 2, true)})
+	outer := Record([]string{"a", "name", "arr"}, []Value{inner, String("ab"), Array(Int(1), Int(2))})
+	text, json := both(t, func(w *Writer) error { return w.Value(outer) })
+	if want := "{ .a = { .x = 0, .y = -1 }, .name = ab, .arr = [1,2] }\n"; text != want {
+		t.Errorf("text: got %q, want %q", text, want)
+	}
+	if want := `{"type": "value", "data": { "a": { "x": 0, "y": -1 }, "name": "ab", "arr": [1,2] }}` + "\n"; json != want {
+		t.Errorf("json: got %q, want %q", json, want)
+	}
+	m := &Map{Name: "@x", Kind: KindInt, Entries: []Entry{{Key: []Value{Array(inner, inner)}, Value: Int(1)}}}
+	text, _ = both(t, func(w *Writer) error { return w.Map(m, 0, 0) })
+	if want := "@x[[{.x=0,.y=-1},{.x=0,.y=-1}]]: 1\n"; text != want {
+		t.Errorf("key: got %q, want %q", text, want)
+	}
+}
+
 func TestValueErrors(t *testing.T) {
 	for _, v := range []Value{{}, IntN(1, 3, false), histOf(1), Lhist(0, 10, 0, make([]uint64, 20)),
 		Lhist(0, 10, 1, make([]uint64, 11)), Tuple(Int(1), Value{})} {

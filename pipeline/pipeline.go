@@ -1,16 +1,20 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"strconv"
 
+	"github.com/cilium/ebpf"
+
 	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/kernel"
+	"kinst.dev/kinst/preprocess"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -27,10 +31,21 @@ type Options struct {
 	EventsSize int
 	// Force runs kprobes through one mechanism; "" picks the cheapest.
 	Force codegen.Mechanism
+	// MaxProbes, from BPFTRACE_MAX_PROBES, bounds the probes a program
+	// attaches to; 0 sets no bound.
+	MaxProbes int
+	// HelperChecks is -k (1: helpers other than reads) or -kk (2: all):
+	// failing helpers are reported at run time.
+	HelperChecks int
 	// Dump receives the stages named in Stages: "ast", "types", "bpf"
 	// or "all".
 	Dump   io.Writer
 	Stages string
+	// IncludeDirs (-I) and Includes (--include) are the preprocessor's.
+	IncludeDirs []string
+	Includes    []string
+	// Warnings receives compile-time warnings; nil discards them.
+	Warnings io.Writer
 }
 
 // FromEnv reads the settings users give through the environment: the
@@ -49,8 +64,40 @@ func (o *Options) FromEnv() error {
 		return fmt.Errorf("KINST_BUFFER_KB must be a power of two of at least 4")
 	}
 	o.EventsSize = kb << 10
-	return nil
+	if o.EventsSize == 0 {
+		if o.EventsSize, err = perfPages(); err != nil {
+			return err
+		}
+	}
+	o.MaxProbes, err = envInt(0, "BPFTRACE_MAX_PROBES")
+	return err
 }
+
+// perfPages sizes the ring buffer from BPFTRACE_PERF_RB_PAGES, the pages
+// per CPU bpftrace gives its perf buffers: as many pages for every CPU
+// in one ring, rounded up to a power of two. It returns 0 when unset.
+func perfPages() (int, error) {
+	pages, err := envInt(0, "BPFTRACE_PERF_RB_PAGES")
+	if err != nil || pages&(pages-1) != 0 {
+		return 0, fmt.Errorf("BPFTRACE_PERF_RB_PAGES=%q is not a power of two", os.Getenv("BPFTRACE_PERF_RB_PAGES"))
+	}
+	if pages == 0 {
+		return 0, nil
+	}
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return 0, err
+	}
+	size := 1
+	for size < pages*os.Getpagesize()*ncpu {
+		size <<= 1
+	}
+	return size, nil
+}
+
+// ErrTooManyProbes reports a program that attaches to more probes than
+// BPFTRACE_MAX_PROBES allows.
+var ErrTooManyProbes = errors.New("too many probes")
 
 // envInt reads the first of names that is set, as a positive integer,
 // or def when none is.
@@ -85,7 +132,20 @@ func (o *Options) dumps(stage string) bool {
 // Compile turns a program's source into BPF for the running kernel.
 // Errors in the program are a syntax.ErrorList.
 func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
-	parsed, err := syntax.Parse(name, src)
+	pre, err := preprocess.Preprocess(name, src, &preprocess.Config{
+		IncludeDirs: opts.IncludeDirs,
+		Includes:    opts.Includes,
+		BTF:         haveBTF,
+	})
+	if pre != nil && opts.Warnings != nil {
+		for _, w := range pre.Warnings {
+			fmt.Fprintf(opts.Warnings, "kinst: warning: %s\n", w)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	parsed, err := syntax.ParseFile(pre.File)
 	if err != nil {
 		return nil, err
 	}
@@ -112,10 +172,11 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		DumpTypes(opts.Dump, checked)
 	}
 	out, err := codegen.Generate(checked, &codegen.Options{
-		MapEntries: opts.MapEntries,
-		EventsSize: opts.EventsSize,
-		Supports:   Supports,
-		Force:      opts.Force,
+		MapEntries:   opts.MapEntries,
+		EventsSize:   opts.EventsSize,
+		Supports:     Supports,
+		Force:        opts.Force,
+		HelperChecks: opts.HelperChecks,
 	})
 	if err != nil {
 		return nil, err
@@ -123,7 +184,21 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	if opts.dumps("bpf") {
 		DumpBPF(opts.Dump, out)
 	}
+	if n := len(out.Targets); opts.MaxProbes > 0 && n > opts.MaxProbes {
+		return nil, fmt.Errorf("%w: can't attach to %d probes because it exceeds the current limit of %d probes; "+
+			"raise it with BPFTRACE_MAX_PROBES, but carefully: very many probes can slow the system down", ErrTooManyProbes, n, opts.MaxProbes)
+	}
 	return out, nil
+}
+
+// haveBTF says whether the kernel has BTF, for BPFTRACE_HAVE_BTF: the
+// file the kernel exports answers without parsing it, which would cost
+// more than the rest of compiling most programs.
+func haveBTF() bool {
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err == nil {
+		return true
+	}
+	return kernel.Available(kernel.FeatBTF)
 }
 
 // Supports answers code generation's questions about mechanisms from
@@ -193,9 +268,9 @@ func dumpProgram(w io.Writer, out *codegen.Output, p *codegen.Program) {
 	slot := 0
 	for _, ins := range spec.Instructions {
 		if slot < len(p.Pos) && p.Pos[slot].IsValid() {
-			pos := out.File.Position(p.Pos[slot])
+			pos, text := out.File.Locate(p.Pos[slot])
 			if pos.Line != lastLine {
-				fmt.Fprintf(w, "; %d: %s\n", pos.Line, out.File.Line(pos.Line))
+				fmt.Fprintf(w, "; %d: %s\n", pos.Line, text)
 				lastLine = pos.Line
 			}
 		}

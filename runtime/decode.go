@@ -6,8 +6,10 @@ import (
 	"os/user"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
@@ -27,6 +29,12 @@ type decoder struct {
 	ksymsOnce sync.Once
 	ksyms     *kernel.Kallsyms
 	usyms     *elfsym.Symbolizer
+
+	noUserSymbols bool // BPFTRACE_NO_USER_SYMBOLS: user addresses print in hex
+	noSymbolCache bool // BPFTRACE_CACHE_USER_SYMBOLS=0: no symbols kept between lookups
+
+	bootOnce sync.Once
+	boot     time.Time // the wall time the kernel booted at
 }
 
 // role says where a value is printed; pointers print as addresses in
@@ -36,6 +44,7 @@ type role int
 const (
 	asValue role = iota
 	asKey
+	asArg // an argument of printf, system or cat: pointers as in keys
 )
 
 func (d *decoder) kallsyms() *kernel.Kallsyms {
@@ -64,6 +73,19 @@ func word(b []byte, size int) uint64 {
 	return le.Uint64(b)
 }
 
+// bitfield extracts a bitfield's value from the bytes at its offset.
+func bitfield(b []byte, f *check.Field) uint64 {
+	var raw uint64
+	for i := 0; i < 8 && i < len(b) && i*8 < f.BitOffset+f.Bits; i++ {
+		raw |= uint64(b[i]) << (8 * i)
+	}
+	raw >>= f.BitOffset
+	if f.Bits < 64 {
+		raw &= 1<<f.Bits - 1
+	}
+	return raw
+}
+
 func cstring(b []byte) string {
 	if i := bytes.IndexByte(b, 0); i >= 0 {
 		b = b[:i]
@@ -77,7 +99,7 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 	case check.Int:
 		return output.IntN(word(b, t.Size), t.Size, t.Signed)
 	case check.Ptr:
-		if r == asKey {
+		if r != asValue {
 			return output.Pointer(le.Uint64(b))
 		}
 		return output.Uint(le.Uint64(b))
@@ -93,11 +115,29 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		elems := make([]output.Value, t.Len)
 		for i := range elems {
 			off := i * t.Elem.Size
-			elems[i] = d.value(t.Elem, b[off:off+t.Elem.Size], r)
+			elems[i] = d.member(t.Elem, b[off:off+t.Elem.Size], r)
 		}
 		return output.Array(elems...)
+	case check.Record:
+		fields := t.Members()
+		names := make([]string, len(fields))
+		vals := make([]output.Value, len(fields))
+		for i, f := range fields {
+			names[i] = f.Name
+			if f.Bits > 0 {
+				vals[i] = output.Uint(bitfield(b[f.Offset:], f))
+				continue
+			}
+			vals[i] = d.member(f.Type, b[f.Offset:f.Offset+f.Type.Size], r)
+		}
+		return output.Record(names, vals)
 	case check.Buffer:
-		return output.Buffer(append([]byte(nil), b[:t.Size-1]...))
+		n := t.Size - 1
+		if t.VarLen && r != asKey {
+			// In keys 0.17 prints the whole buffer whatever was read.
+			n = min(n, int(b[n]))
+		}
+		return output.Buffer(append([]byte(nil), b[:n]...))
 	case check.Ksym:
 		addr := le.Uint64(b)
 		return output.Ksym(addr, d.ksym(addr))
@@ -117,10 +157,44 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		return output.String(d.target(le.Uint64(b)).Func)
 	case check.Username:
 		return output.Username(username(le.Uint64(b)))
+	case check.Timestamp:
+		// A format glibc cannot fill prints as "(?)", as in bpftrace.
+		text, _ := output.Strftime(t.Name, d.bootTime().Add(time.Duration(le.Uint64(b))))
+		return output.Timestamp(text)
+	case check.Strerror:
+		return output.Strerror(int64(le.Uint64(b)))
+	case check.MacAddr:
+		return output.MacAddr([6]byte(b[:6]))
+	case check.CgroupPath:
+		path, _ := kernel.CgroupPath(le.Uint64(b), t.Name)
+		return output.CgroupPath(path)
 	case check.Stack:
 		return d.stack(t, le.Uint64(b))
 	}
 	return output.Uint(le.Uint64(b))
+}
+
+// member decodes an element of an array or a field of a record. In map
+// keys, 0.17 prints the integers inside those signed at their own size.
+func (d *decoder) member(t *check.Type, b []byte, r role) output.Value {
+	if r == asKey && t.Kind == check.Int {
+		return output.IntN(word(b, t.Size), t.Size, true)
+	}
+	return d.value(t, b, r)
+}
+
+// bootTime is the wall time of boot, which strftime() adds nanoseconds
+// since boot to: the real-time clock less the boot-time clock, as
+// bpftrace computes it.
+func (d *decoder) bootTime() time.Time {
+	d.bootOnce.Do(func() {
+		var ts unix.Timespec
+		now := time.Now()
+		if unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) == nil {
+			d.boot = now.Add(-time.Duration(ts.Nano()))
+		}
+	})
+	return d.boot
 }
 
 func (d *decoder) target(i uint64) *check.Target {
@@ -131,6 +205,12 @@ func (d *decoder) target(i uint64) *check.Target {
 }
 
 func (d *decoder) usym(pid int, addr uint64) elfsym.Frame {
+	if d.noUserSymbols {
+		return elfsym.Frame{Addr: addr}
+	}
+	if d.noSymbolCache {
+		d.usyms = elfsym.NewSymbolizer()
+	}
 	return d.usyms.Frame(pid, addr)
 }
 

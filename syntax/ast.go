@@ -21,6 +21,7 @@ type Stmt interface {
 // A Program is a whole source file.
 type Program struct {
 	File   *File
+	Decls  []*Decl // C type declarations, in source order
 	Probes []*Probe
 }
 

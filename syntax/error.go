@@ -32,8 +32,7 @@ func (e *Error) Detail() string {
 	if e.File == nil || !e.Pos.IsValid() {
 		return b.String()
 	}
-	p := e.File.Position(e.Pos)
-	line := e.File.Line(p.Line)
+	p, line := e.File.Locate(e.Pos)
 	b.WriteByte('\n')
 	b.WriteString(line)
 	b.WriteByte('\n')

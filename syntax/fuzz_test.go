@@ -14,6 +14,8 @@ func FuzzParse(f *testing.F) {
 		"k:vfs_read+0x10, kr:vfs_read { @[kstack(5)] = sum(retval); }",
 		"BEGIN { @ = sizeof(struct file) + offsetof(struct file, f_mode) }",
 		"/* */ // x\nEND{}",
+		"struct s { int a[2][3]; union { char c; long l; }; unsigned b : 3, : 5; struct s *next; } BEGIN { @ = ((struct s *)0)->a[1]; }",
+		"typedef struct { void (*f)(int); } t, *pt; enum e { A, B = 1 << 2 }; struct fwd; END {}",
 	}
 	for _, s := range seeds {
 		f.Add(s)

@@ -13,7 +13,12 @@ const maxErrors = 10
 // Parse parses a whole program. name is what messages call the source.
 // The returned error, if any, is an ErrorList.
 func Parse(name string, src []byte) (*Program, error) {
-	f := NewFile(name, src)
+	return ParseFile(NewFile(name, src))
+}
+
+// ParseFile parses a whole program from f, which may be a preprocessor's
+// output.
+func ParseFile(f *File) (*Program, error) {
 	var p parser
 	p.init(f, true)
 	prog := p.parseProgram()
@@ -49,7 +54,10 @@ type parser struct {
 	specs bool // scan the next token as an attach point
 
 	inPred bool // a "/" before "{" closes the predicate
-	bail   bool // too many errors: stop reporting
+	// typedefs names the program's typedefs declared so far, which
+	// casts and sizeof take as type names, as a C parser does.
+	typedefs map[string]bool
+	bail     bool // too many errors: stop reporting
 }
 
 // bailout ends a parse that has reported too many errors.
@@ -156,8 +164,25 @@ func (p *parser) parseProgram() (prog *Program) {
 		p.error(p.pos, p.end, "program has no probes")
 		return prog
 	}
+	defer func() {
+		if len(prog.Probes) == 0 && len(p.errs) == 0 {
+			p.error(p.pos, p.end, "program has no probes")
+		}
+	}()
 	for p.tok != EOF {
 		start := p.pos
+		if p.tok == PROBESPEC && isDeclStart(p.lit) {
+			// Read the keyword again as an ordinary token.
+			p.s.off = p.file.Offset(p.pos)
+			p.next()
+			if d := p.parseDecl(); d != nil {
+				prog.Decls = append(prog.Decls, d)
+			}
+			if p.pos == start && p.tok != EOF {
+				p.skipProbe()
+			}
+			continue
+		}
 		if pr := p.parseProbe(); pr != nil {
 			prog.Probes = append(prog.Probes, pr)
 		}
@@ -500,7 +525,7 @@ func (p *parser) isCast() bool {
 		_, _, _, name := p.s.scan()
 		p.s.off = off
 		p.errs = p.errs[:nerr]
-		if intTypes[name] {
+		if intTypes[name] || p.typedefs[name] {
 			return t2 == RPAREN || t2 == MUL
 		}
 		// A typedef must be a pointer to be told from (x * y).
@@ -665,7 +690,7 @@ func (p *parser) isTypeStart() bool {
 	case STRUCT, UNION, ENUM:
 		return true
 	case IDENT:
-		return intTypes[p.lit]
+		return intTypes[p.lit] || p.typedefs[p.lit]
 	}
 	return false
 }

@@ -2,6 +2,7 @@ package syntax
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -28,6 +29,11 @@ func TestParseAttachPoints(t *testing.T) {
 		{"profile:hz:99 {}", "profile", []string{"hz", "99"}},
 		{"rawtracepoint:sys_enter {}", "rawtracepoint", []string{"sys_enter"}},
 		{"uprobe:/bin/bash:readline/pid == 1/ {}", "uprobe", []string{"/bin/bash", "readline"}},
+		{"uprobe:testprogs/prog:fn {}", "uprobe", []string{"testprogs/prog", "fn"}},
+		{"uprobe:testprogs/prog:fn/pid == 1/ {}", "uprobe", []string{"testprogs/prog", "fn"}},
+		{"kprobe:vfs_read/pid == 1/ {}", "kprobe", []string{"vfs_read"}},
+		{"software:faults:1 {}", "software", []string{"faults", "1"}},
+		{"interval:ms:$1 {}", "interval", []string{"ms", "$1"}},
 	}
 	for _, tt := range tests {
 		prog, err := Parse("t", []byte(tt.src))
@@ -154,6 +160,8 @@ END { print(@opens); clear(@opens); }`,
 		"BEGIN{@=hist(1);@s=lhist(5,0,10,1);exit()}",
 		"i:s:1 { time(\"%H\\n\"); }",
 		"profile:hz:99 /cpu == 0/ { @[kstack] = count(); }",
+		"struct a { int x; } BEGIN { } union u { long l; char c[2][3]; }; END { }",
+		"typedef struct { unsigned int f : 3, : 5; void (*cb)(int, char *); } t, *pt; enum e { A, B = 1 << 3 }; struct fwd; BEGIN { }",
 	}
 	for _, src := range srcs {
 		p1, err := Parse("t", []byte(src))
@@ -171,6 +179,60 @@ END { print(@opens); clear(@opens); }`,
 		if d1, d2 := Dumped(p1), Dumped(p2); d1 != d2 {
 			t.Errorf("trees differ:\n%s\n---\n%s", d1, d2)
 		}
+	}
+}
+
+func TestParseDecls(t *testing.T) {
+	src := `struct in { int x; short y; };
+struct out {
+	struct in a;
+	const char *name, tag[2][4];
+	unsigned long long b1 : 3, : 2;
+	union { long l; int i[2]; };
+	struct { int p; } named;
+	void (*fn)(int);
+}
+BEGIN { }
+typedef unsigned int u32x, *pu32x;
+enum color { RED, GREEN = 5, BLUE };
+struct fwd;
+END { }`
+	prog, err := Parse("t", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prog.Decls) != 5 || len(prog.Probes) != 2 {
+		t.Fatalf("got %d declarations and %d probes, want 5 and 2", len(prog.Decls), len(prog.Probes))
+	}
+	out := prog.Decls[1].Type
+	var fields []string
+	for _, f := range out.Fields {
+		var names []string
+		for _, d := range f.Decls {
+			names = append(names, fmt.Sprintf("%s/%d/%d/%v/%v", d.Name, d.Ptr, len(d.Dims), d.Bits != nil, d.Func))
+		}
+		fields = append(fields, f.Type.Kind.String()+" "+f.Type.Name+" "+strings.Join(names, ","))
+	}
+	want := []string{
+		"struct in a/0/0/false/false",
+		"identifier char name/1/0/false/false,tag/0/2/false/false",
+		"identifier unsigned long long b1/0/0/true/false,/0/0/true/false",
+		"union  ",
+		"struct  named/0/0/false/false",
+		"identifier void fn/0/0/false/true",
+	}
+	if !reflect.DeepEqual(fields, want) {
+		t.Errorf("fields:\n%q\nwant\n%q", fields, want)
+	}
+	td := prog.Decls[2]
+	if !td.Typedef || td.Type.Name != "unsigned int" || len(td.Names) != 2 || td.Names[1].Name != "pu32x" || td.Names[1].Ptr != 1 {
+		t.Errorf("typedef parsed as %s", String(td))
+	}
+	if e := prog.Decls[3].Type; len(e.Values) != 3 || e.Values[1].Value == nil || e.Values[2].Name != "BLUE" {
+		t.Errorf("enum parsed as %s", String(prog.Decls[3]))
+	}
+	if f := prog.Decls[4].Type; f.Body || f.Name != "fwd" {
+		t.Errorf("forward declaration parsed as %s", String(prog.Decls[4]))
 	}
 }
 
@@ -202,6 +264,15 @@ func TestParseErrors(t *testing.T) {
 		{"BEGIN { if 1 { } }", "t:1:12: expected '(', found '1'"},
 		{"BEGIN", "t:1:6: expected '{' or a /predicate/, found end of program"},
 		{"BEGIN { x`y }", "t:1:10: unexpected character '`'"},
+		{"struct a { int x; }", "t:1:20: program has no probes"},
+		{"struct a { int x }; BEGIN { }", "t:1:18: expected ';' after field, found '}'"},
+		{"struct a { int 3; }; BEGIN { }", "t:1:16: expected name, found '3'"},
+		{"struct { int x; }; BEGIN { }", "t:1:1: a struct declared outside a typedef needs a name"},
+		{"struct a b; BEGIN { }", "t:1:10: expected '{' or ';' after struct a, found 'b'"},
+		{"typedef int; BEGIN { }", "t:1:12: expected name, found ';'"},
+		{"typedef int x BEGIN { }", "t:1:15: expected ';' after typedef, found 'BEGIN'"},
+		{"enum e { A = }; BEGIN { }", "t:1:14: expected expression, found '}'"},
+		{"typedef struct a { int x[; } t; BEGIN { }", "t:1:26: expected expression, found ';'"},
 	}
 	for _, tt := range tests {
 		_, err := Parse("t", []byte(tt.src))

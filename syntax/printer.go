@@ -41,6 +41,10 @@ func (p *printer) newline() {
 func (p *printer) node(n Node) {
 	switch n := n.(type) {
 	case *Program:
+		for _, d := range n.Decls {
+			p.decl(d)
+			p.b.WriteString("\n\n")
+		}
 		for i, pr := range n.Probes {
 			if i > 0 {
 				p.b.WriteString("\n\n")
@@ -65,6 +69,8 @@ func (p *printer) node(n Node) {
 		p.block(n.Body)
 	case *AttachPoint:
 		p.b.WriteString(n.Raw)
+	case *Decl:
+		p.decl(n)
 	case Stmt:
 		p.stmt(n)
 	case Expr:
@@ -322,6 +328,13 @@ func describeNode(n Node) string {
 	switch n := n.(type) {
 	case *Program:
 		return "program"
+	case *Decl:
+		var p printer
+		p.ctype(&CType{Kind: n.Type.Kind, Name: n.Type.Name})
+		if n.Typedef {
+			return "typedef " + p.b.String()
+		}
+		return "declaration " + p.b.String()
 	case *Probe:
 		return "probe"
 	case *AttachPoint:

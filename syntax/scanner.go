@@ -35,8 +35,9 @@ func (s *scanner) error(off, end int, format string, args ...any) {
 	s.errs.Add(s.file, s.file.Pos(off), s.file.Pos(end), format, args...)
 }
 
-// skipSpace skips white space, comments and #include lines, which kinst
-// ignores because it reads kernel types from BTF instead of headers.
+// skipSpace skips white space, comments and preprocessor directives: a
+// program compiled by kinst has had them carried out by package
+// preprocess, and a parse without it (tools, tests) ignores them.
 func (s *scanner) skipSpace() {
 	for s.off < len(s.src) {
 		c := s.src[s.off]
@@ -314,6 +315,21 @@ func (s *scanner) scanString(start int) (Token, int, int, string) {
 	}
 }
 
+// partFollows reports whether a colon, and so another part of the attach
+// point, comes before the end of the attach point: a predicate holds no
+// colon, while a path in the middle of an attach point is followed by one.
+func (s *scanner) partFollows() bool {
+	for _, c := range s.src[s.off:] {
+		switch c {
+		case ':':
+			return true
+		case ' ', '\t', '\n', '\r', ',', '{', '}':
+			return false
+		}
+	}
+	return false
+}
+
 func isHex(c byte) bool {
 	return isDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
@@ -330,8 +346,9 @@ func hexVal(c byte) int {
 
 // scanProbeSpec reads one attach point: everything up to white space, a
 // comma or a brace. A slash belongs to the attach point when it starts a
-// path (right after a colon, or inside a part that is already a path);
-// otherwise it ends it and opens the predicate. Double quotes protect
+// path (right after a colon, or inside a part that is already a path), or
+// when another part follows, as in the relative path of
+// uprobe:bin/prog:main; otherwise it ends it and opens the predicate. Double quotes protect
 // anything, such as a path with spaces or a C++ symbol with colons.
 func (s *scanner) scanProbeSpec() (tok Token, start, end int, lit string) {
 	s.skipSpace()
@@ -358,7 +375,8 @@ func (s *scanner) scanProbeSpec() (tok Token, start, end int, lit string) {
 			partStart = s.off + 1
 		case '/':
 			part := s.src[partStart:s.off]
-			inPath := s.off == partStart || len(part) > 0 && (part[0] == '/' || part[0] == '.' || part[0] == '"')
+			inPath := s.off == partStart || len(part) > 0 && (part[0] == '/' || part[0] == '.' || part[0] == '"') ||
+				s.partFollows()
 			if !inPath {
 				goto done
 			}

@@ -30,6 +30,9 @@ func children(n Node) []Node {
 	}
 	switch n := n.(type) {
 	case *Program:
+		for _, d := range n.Decls {
+			add(d)
+		}
 		for _, p := range n.Probes {
 			add(p)
 		}

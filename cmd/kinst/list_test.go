@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -211,4 +212,48 @@ func TestFeatures(t *testing.T) {
 		return
 	}
 	t.Error("kinst features -f json has no kprobe feature")
+}
+
+// Software and hardware events are listed by name, short provider names
+// and patterns over the provider included, whatever the machine counts.
+func TestListPerfEvents(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		pattern string
+		want    []string
+	}{
+		{"s:*faults", []string{"software:alignment-faults:", "software:emulation-faults:", "software:major-faults:", "software:minor-faults:", "software:page-faults:"}},
+		{"software:cs", []string{"software:context-switches:"}},
+		{"*ware:*cycles", []string{"hardware:bus-cycles:", "hardware:cpu-cycles:", "hardware:ref-cycles:"}},
+	}
+	for _, tt := range tests {
+		r := kinst(t, "-l", tt.pattern)
+		if got := lines(t, r.stdout); r.code != 0 || r.stderr != "" || !slices.Equal(got, tt.want) {
+			t.Errorf("kinst -l %s: exit status %d, stderr %q\n got %q\nwant %q", tt.pattern, r.code, r.stderr, got, tt.want)
+		}
+	}
+}
+
+// Kernel types are listed by C name from BTF, as bpftrace lists them, and
+// -lv prints a definition.
+func TestListTypes(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.BTF)
+	r := kinst(t, "-lv", "struct path")
+	want := "struct path {\n\tstruct vfsmount *mnt;\n\tstruct dentry *dentry;\n};\n\n"
+	if r.code != 0 || r.stdout != want || r.stderr != "" {
+		t.Errorf("kinst -lv 'struct path': exit status %d, stderr %q\n got %q\nwant %q", r.code, r.stderr, r.stdout, want)
+	}
+	bpftrace, err := exec.LookPath("bpftrace")
+	if err != nil {
+		t.Skip("no bpftrace to compare the list of structs with")
+	}
+	out, err := exec.Command(bpftrace, "-l", "struct *").Output()
+	if err != nil {
+		t.Fatalf("bpftrace -l 'struct *': %v", err)
+	}
+	r = kinst(t, "-l", "struct *")
+	if got, want := lines(t, r.stdout), lines(t, string(out)); r.code != 0 || !slices.Equal(got, want) {
+		t.Errorf("kinst -l 'struct *': exit status %d, %d structs; bpftrace lists %d", r.code, len(got), len(want))
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -95,6 +96,18 @@ uretprobe:BIN:kinst_add { @rets = count(); @r = sum((int64)retval); }`)
 			"@rets: 1000\n", "")
 }
 
+// sarg0 and sarg1 read the seventh and eighth arguments of
+// kinst_stack(i, 2*i, ..., 8*i), which x86-64 passes on the stack.
+func TestUprobeStackArgs(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	prog := strings.NewReplacer("BIN", bin).Replace(`
+uprobe:BIN:kinst_stack { printf("%d %d %d\n", arg5, sarg0, sarg1); }`)
+	kinst(t, "-q", "-e", prog, "-c", bin+" stack 3").want(t, 0,
+		"6 7 8\n12 14 16\n18 21 24\n\n\n", "")
+}
+
 // String arguments are read from the traced process's memory, and each
 // return follows its call.
 func TestUprobeStringsInOrder(t *testing.T) {
@@ -155,6 +168,83 @@ func TestInterval(t *testing.T) {
 	if lo, hi := ms/100-2, ms/100; ticks < lo || ticks > hi {
 		t.Errorf("%d ticks of 100 ms in %d ms, want %d to %d", ticks, ms, lo, hi)
 	}
+}
+
+// A software event with a count of 1 fires on every event: the target
+// faults in exactly 300 fresh pages while its phase is on.
+func TestSoftwarePageFaults(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	bin := target(t)
+	prog := strings.NewReplacer("BIN", bin).Replace(`
+uprobe:BIN:kinst_phase { @on[tid] = arg0; }
+software:page-faults:1 /@on[tid]/ { @faults = count(); }
+END { clear(@on); }`)
+	// The cleared @on prints as an empty line, as in bpftrace.
+	kinst(t, "-q", "-e", prog, "-c", bin+" touch 300").want(t, 0, "\n\n@faults: 300\n\n", "")
+}
+
+// A watchpoint in the -c command's memory fires on every access of the
+// kind asked for: the target writes its variable 20 times, then reads it
+// 20 times, and calls kinst_add 3 times.
+func TestWatchpoints(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.PerfEvent, testenv.Ringbuf)
+	bin := target(t)
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := f.Symbols()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := map[string]uint64{}
+	for _, s := range syms {
+		addr[s.Name] = s.Value
+	}
+	tests := []struct {
+		spec, cmd, want string
+	}{
+		{fmt.Sprintf("watchpoint:%#x:8:w", addr["kinst_watched"]), "watch 20", "@: 20\n"},
+		{fmt.Sprintf("asyncwatchpoint:%#x:8:rw", addr["kinst_watched"]), "watch 20", "@: 40\n"},
+		{fmt.Sprintf("w:%d:8:x", addr["kinst_add"]), "add 3", "@: 3\n"},
+	}
+	for _, tt := range tests {
+		kinst(t, "-q", "-e", tt.spec+" { @ = count(); }", "-c", bin+" "+tt.cmd).want(t, 0, "\n\n"+tt.want, "")
+	}
+}
+
+// An iterator runs its probe once per object, in order, and then kinst
+// ends: the target process has one thread, and open files 0 to 4
+// (standard input, output and error, and two more).
+func TestIterators(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Iter, testenv.Ringbuf)
+	var extra []*os.File
+	for range 2 {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		extra = append(extra, f)
+	}
+	cmd := exec.Command(target(t), "sleep", "60000")
+	cmd.ExtraFiles = extra
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	pid := strconv.Itoa(cmd.Process.Pid)
+	kinst(t, "-q", "-e", `iter:task /ctx->task->tgid == $1/ { printf("%s %d\n", ctx->task->comm, ctx->task->pid == $1); }`, pid).
+		want(t, 0, comm(targetName)+" 1\n\n\n", "")
+	// Descriptors the test binary inherited without close-on-exec may
+	// follow, so only the first five are looked at.
+	kinst(t, "-q", "-e", `iter:task_file /ctx->task->tgid == $1 && ctx->fd < 5/ { printf("%d ", ctx->fd); }`, pid).
+		want(t, 0, "0 1 2 3 4 \n\n", "")
 }
 
 // With -c, kinst stops when the command ends, and promptly: detaching
@@ -351,6 +441,40 @@ func TestKernelFunctionProbes(t *testing.T) {
 			t.Parallel()
 			testenv.Require(t, append(tt.needs, testenv.Ringbuf)...)
 			kinst(t, "-q", "-e", tt.prog, "-c", workload(t)+" nanosleep 5 1000").want(t, 0, "\n\n"+tt.want, "")
+		})
+	}
+}
+
+// Probes that share a target run in program order, as bpftrace's do,
+// whether the kernel runs a target's programs oldest or newest first.
+func TestProbeOrder(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		needs []testenv.Feature
+		args  []string
+		probe string // the attach point, CMD where the command's path goes
+		cmd   string // the workload, from target (T) or internal/workload (W)
+	}{
+		{"uprobe", []testenv.Feature{testenv.Uprobe}, nil, "uprobe:CMD:kinst_add", "T add 2"},
+		{"uprobe.multi", []testenv.Feature{testenv.UprobeMulti}, nil, "uprobe:CMD:kinst_*", "T add 2"},
+		{"tracepoint", []testenv.Feature{testenv.Tracepoint}, nil, "tracepoint:syscalls:sys_enter_nanosleep", "W nanosleep 2 1000"},
+		{"kprobe", []testenv.Feature{testenv.Kprobe}, []string{"--attach", "kprobe"}, "kprobe:do_nanosleep", "W nanosleep 2 1000"},
+		{"kprobe.multi", []testenv.Feature{testenv.KprobeMulti}, []string{"--attach", "kprobe.multi"}, "kprobe:do_nanoslee*", "W nanosleep 2 1000"},
+		{"fentry", []testenv.Feature{testenv.Fentry}, []string{"--attach", "fentry"}, "kprobe:do_nanosleep", "W nanosleep 2 1000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			testenv.Require(t, append(tt.needs, testenv.Ringbuf)...)
+			cmd := strings.Replace(strings.Replace(tt.cmd, "T ", target(t)+" ", 1), "W ", workload(t)+" ", 1)
+			probe := strings.Replace(tt.probe, "CMD", strings.Fields(cmd)[0], 1)
+			var prog strings.Builder
+			for _, word := range []string{"first", "second", "third"} {
+				fmt.Fprintf(&prog, "%s /tid == cpid/ { printf(\"%s\\n\"); }\n", probe, word)
+			}
+			args := append(tt.args, "-q", "-e", prog.String(), "-c", cmd)
+			kinst(t, args...).want(t, 0, strings.Repeat("first\nsecond\nthird\n", 2)+"\n\n", "")
 		})
 	}
 }

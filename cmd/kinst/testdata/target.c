@@ -6,14 +6,22 @@
  *
  *	target add N          kinst_add(i, -2*i) for i = 1..N
  *	target greet WORD...  kinst_greet(WORD) for each WORD
+ *	target linger MS WORD kinst_greet(WORD), then sleep MS milliseconds, so
+ *	                      that the process is alive when its symbols are read
+ *	target stack N        kinst_stack(i, ..., 8*i) of eight arguments for
+ *	                      i = 1..N: the last two go on the stack
  *	target writes A B     write(2) of i bytes to /dev/null for i = A..B
  *	target write SIZE...  write(2) of each SIZE bytes to /dev/null
  *	target sleep MS       sleep MS milliseconds
+ *	target touch N        write to N fresh pages, between kinst_phase(1)
+ *	                      and kinst_phase(0): N page faults and no other
+ *	target watch N        write kinst_watched N times, then read it N times
  *
  * It is built static, so that the QEMU guests can run it too:
  *	gcc -O1 -g -static -o kinst-target target.c
  */
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +39,53 @@ __attribute__((noinline)) int kinst_greet(const char *word)
 {
 	__asm__ volatile("");
 	return (int)strlen(word);
+}
+
+/* kinst_phase marks the part of a run a probe should count. */
+__attribute__((noinline)) void kinst_phase(int on)
+{
+	__asm__ volatile("" : : "r"(on));
+}
+
+/*
+ * touch faults in n fresh anonymous pages, one fault each: huge pages are
+ * refused, and everything else the loop uses is touched before phase 1.
+ */
+static int touch(long n)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, (size_t)(n * page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		perror("target: mmap");
+		return 1;
+	}
+	madvise(p, (size_t)(n * page), MADV_NOHUGEPAGE);
+	kinst_phase(0);
+	kinst_phase(1);
+	for (long i = 0; i < n; i++)
+		p[i * page] = 1;
+	kinst_phase(0);
+	return 0;
+}
+
+/* kinst_watched is the variable watchpoint tests watch. */
+volatile long kinst_watched;
+
+static int watch(long n)
+{
+	long sum = 0;
+	for (long i = 1; i <= n; i++)
+		kinst_watched = i;
+	for (long i = 1; i <= n; i++)
+		sum += kinst_watched;
+	return sum == n * n ? 0 : 1;
+}
+
+/* Past six arguments, x86-64 passes them on the stack: g and h. */
+__attribute__((noinline)) long kinst_stack(long a, long b, long c, long d, long e, long f, long g, long h)
+{
+	__asm__ volatile("");
+	return a + b + c + d + e + f + g + h;
 }
 
 static char buf[1 << 16];
@@ -51,7 +106,7 @@ static int write_size(int fd, long size)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: target add N | greet WORD... | writes A B | write SIZE... | sleep MS\n");
+	fprintf(stderr, "usage: target add N | stack N | greet WORD... | linger MS WORD | writes A B | write SIZE... | sleep MS | touch N | watch N\n");
 	return 2;
 }
 
@@ -65,6 +120,18 @@ int main(int argc, char **argv)
 		for (long i = 1; i <= n; i++)
 			sum += kinst_add(i, -2 * i);
 		return sum == -n * (n + 1) / 2 ? 0 : 1;
+	}
+	if (strcmp(cmd, "stack") == 0 && argc == 3) {
+		long n = atol(argv[2]), sum = 0;
+		for (long i = 1; i <= n; i++)
+			sum += kinst_stack(i, 2 * i, 3 * i, 4 * i, 5 * i, 6 * i, 7 * i, 8 * i);
+		return sum == 36 * n * (n + 1) / 2 ? 0 : 1;
+	}
+	if (strcmp(cmd, "linger") == 0 && argc == 4) {
+		long ms = atol(argv[2]);
+		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+		kinst_greet(argv[3]);
+		return nanosleep(&ts, NULL) == 0 ? 0 : 1;
 	}
 	if (strcmp(cmd, "greet") == 0) {
 		for (int i = 2; i < argc; i++)
@@ -94,5 +161,9 @@ int main(int argc, char **argv)
 		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
 		return nanosleep(&ts, NULL) == 0 ? 0 : 1;
 	}
+	if (strcmp(cmd, "touch") == 0 && argc == 3)
+		return touch(atol(argv[2]));
+	if (strcmp(cmd, "watch") == 0 && argc == 3)
+		return watch(atol(argv[2]));
 	return usage();
 }

@@ -1,0 +1,378 @@
+package check
+
+import "kinst.dev/kinst/syntax"
+
+// declared holds the types and constants a program's C declarations
+// give. Together with the kernel's BTF it is the one place type names
+// resolve; the program's declarations win (see namedType).
+type declared struct {
+	tags     map[string]*Type // "struct X", "union X", "enum X"
+	typedefs map[string]*Type
+	enums    map[string]int64
+	// complete records which tags have a body, as opposed to a forward
+	// declaration or a pointer to a type not yet defined.
+	complete map[string]bool
+}
+
+// declare lays out the program's declarations in order. Each one hides
+// a kernel type of the same name, as in bpftrace 0.17, whose fields come
+// from the program's definition; BTF supplies every type the program
+// does not declare.
+func (c *checker) declare(prog *syntax.Program) {
+	c.decls = declared{
+		tags:     map[string]*Type{},
+		typedefs: map[string]*Type{},
+		enums:    map[string]int64{},
+		complete: map[string]bool{},
+	}
+	for _, d := range prog.Decls {
+		base := c.ctype(d.Type)
+		if base == nil || !d.Typedef {
+			continue
+		}
+		for _, n := range d.Names {
+			if t := c.declarator(base, n); t != nil {
+				c.decls.typedefs[n.Name] = t
+			}
+		}
+	}
+}
+
+// cBaseTypes maps C's base type spellings to integer types.
+var cBaseTypes = map[string]*Type{
+	"char": TInt8, "signed char": TInt8, "unsigned char": TUint8,
+	"_Bool": TUint8, "bool": TUint8,
+	"short": TInt16, "short int": TInt16, "signed short": TInt16, "signed short int": TInt16,
+	"unsigned short": TUint16, "unsigned short int": TUint16,
+	"int": TInt32, "signed": TInt32, "signed int": TInt32, "unsigned": TUint32, "unsigned int": TUint32,
+	"long": TInt64, "long int": TInt64, "signed long": TInt64, "signed long int": TInt64,
+	"unsigned long": TUint64, "unsigned long int": TUint64,
+	"long long": TInt64, "long long int": TInt64, "signed long long": TInt64, "signed long long int": TInt64,
+	"unsigned long long": TUint64, "unsigned long long int": TUint64,
+}
+
+// ctype resolves a type specifier, defining the struct, union or enum
+// it carries a body for. It returns TVoid for void.
+func (c *checker) ctype(ct *syntax.CType) *Type {
+	if ct.Kind == syntax.IDENT {
+		switch ct.Name {
+		case "void":
+			return TVoid
+		case "float", "double", "long double":
+			c.errorf(ct, "floating-point type %s is not supported", ct.Name)
+			return nil
+		}
+		if t := cBaseTypes[ct.Name]; t != nil {
+			return t
+		}
+		return c.namedType(syntax.IDENT, ct.Name, ct)
+	}
+	tag := ct.Kind.String() + " " + ct.Name
+	if !ct.Body {
+		if t := c.decls.tags[tag]; t != nil {
+			return t
+		}
+		if t := c.namedType(ct.Kind, ct.Name, nil); t != nil {
+			return t
+		}
+		// A forward declaration, or a type only pointed to: complete
+		// (or kernel-defined) by the time it is used.
+		t := &Type{Kind: Record, Name: tag}
+		c.decls.tags[tag] = t
+		return t
+	}
+	if ct.Name != "" && c.decls.complete[tag] {
+		c.errorf(ct, "%s is defined twice", tag)
+		return nil
+	}
+	if ct.Kind == syntax.ENUM {
+		return c.defineEnum(ct, tag)
+	}
+	t := &Type{Kind: Record, Name: tag}
+	if ct.Name == "" {
+		t.Name = "struct <anonymous>"
+		if ct.Kind == syntax.UNION {
+			t.Name = "union <anonymous>"
+		}
+	} else {
+		if old := c.decls.tags[tag]; old != nil {
+			t = old // fill in what earlier pointers refer to
+		}
+		c.decls.tags[tag] = t
+	}
+	if !c.layout(t, ct) {
+		return nil
+	}
+	if ct.Name != "" {
+		c.decls.complete[tag] = true
+	}
+	return t
+}
+
+func (c *checker) defineEnum(ct *syntax.CType, tag string) *Type {
+	next := int64(0)
+	for _, e := range ct.Values {
+		if e.Value != nil {
+			v, ok := c.declConst(e.Value)
+			if !ok {
+				return nil
+			}
+			next = v
+		}
+		if _, dup := c.decls.enums[e.Name]; dup {
+			c.errorf(&syntax.Ident{NamePos: e.NamePos, Name: e.Name}, "enum constant %s is defined twice", e.Name)
+			return nil
+		}
+		c.decls.enums[e.Name] = next
+		next++
+	}
+	t := &Type{Kind: Int, Size: 4, Signed: true, Name: tag}
+	if ct.Name != "" {
+		c.decls.tags[tag] = t
+		c.decls.complete[tag] = true
+	}
+	return t
+}
+
+// layout places a struct's or union's members as a C compiler for
+// x86-64 and arm64 does: each at its natural alignment, bitfields packed
+// into units of their declared type, the size rounded to the largest
+// alignment.
+func (c *checker) layout(t *Type, ct *syntax.CType) bool {
+	union := ct.Kind == syntax.UNION
+	bit, size, align := 0, 0, 1
+	// place puts a field of type ft at the next free bit; width is -1
+	// for an ordinary field, else a bitfield's width (0 only aligns).
+	place := func(f *Field, ft *Type, width int, named bool) {
+		a := cAlign(ft)
+		switch {
+		case union:
+			f.Offset = 0
+		case width >= 0:
+			unit := ft.Size * 8
+			if width == 0 || bit/unit != (bit+width-1)/unit {
+				bit = alignUp(bit, unit)
+			}
+			f.Offset, f.BitOffset = bit/8, bit%8
+			bit += width
+		default:
+			bit = alignUp(alignUp(bit, 8)/8, a) * 8
+			f.Offset = bit / 8
+			bit += ft.Size * 8
+		}
+		if union {
+			n := ft.Size * 8
+			if width >= 0 {
+				n = width
+			}
+			bit = max(bit, n)
+		}
+		if named {
+			align = max(align, a)
+		}
+		size = max(size, bit)
+	}
+	for _, cf := range ct.Fields {
+		base := c.ctype(cf.Type)
+		if base == nil {
+			return false
+		}
+		if len(cf.Decls) == 0 {
+			// An anonymous struct or union: its members are t's, moved
+			// to where it lies.
+			anon := &Field{}
+			place(anon, base, -1, true)
+			for _, f := range base.Fields {
+				g := *f
+				g.Offset += anon.Offset
+				t.Fields = append(t.Fields, &g)
+			}
+			continue
+		}
+		for _, d := range cf.Decls {
+			ft := c.declarator(base, d)
+			if ft == nil {
+				return false
+			}
+			f := &Field{Name: d.Name, Type: ft}
+			width := -1
+			if d.Bits != nil {
+				w, ok := c.declConst(d.Bits)
+				if !ok {
+					return false
+				}
+				if ft.Kind != Int || w < 0 || int(w) > ft.Size*8 || (w == 0 && d.Name != "") {
+					c.errorf(d.Bits, "invalid width %d for bitfield %s of type %s", w, d.Name, ft)
+					return false
+				}
+				width = int(w)
+				f.Bits = width
+			}
+			if width < 0 && !complete(ft) {
+				c.errorf(d, "field %s has incomplete type %s", d.Name, ft)
+				return false
+			}
+			place(f, ft, width, d.Name != "")
+			if d.Name != "" {
+				t.Fields = append(t.Fields, f)
+			}
+		}
+	}
+	t.Size = alignUp(alignUp(size, 8)/8, align)
+	t.calign = align
+	return true
+}
+
+// complete reports whether values of t have a known layout.
+func complete(t *Type) bool {
+	return t.Kind != Void && !(t.Kind == Record && t.Size == 0 && t.BTF == nil && len(t.Fields) == 0)
+}
+
+// declarator applies a declarator's pointers and array dimensions to
+// base.
+func (c *checker) declarator(base *Type, d *syntax.Declarator) *Type {
+	t := base
+	if d.Func {
+		return &Type{Kind: Ptr, Size: 8}
+	}
+	for i := 0; i < d.Ptr; i++ {
+		elem := t
+		if elem.Kind == Void {
+			elem = nil
+		}
+		t = &Type{Kind: Ptr, Size: 8, Elem: elem}
+	}
+	if len(d.Dims) > 0 && !complete(t) {
+		c.errorf(d, "array %s has elements of incomplete type %s", d.Name, t)
+		return nil
+	}
+	for i := len(d.Dims) - 1; i >= 0; i-- {
+		n, ok := c.declConst(d.Dims[i])
+		if !ok {
+			return nil
+		}
+		if n < 0 || n > 1<<20 {
+			c.errorf(d.Dims[i], "array size %d is out of range", n)
+			return nil
+		}
+		// char arrays are strings, as in bpftrace; unsigned char
+		// arrays stay arrays of numbers.
+		if t.Kind == Int && t.Size == 1 && t.Signed && i == len(d.Dims)-1 {
+			t = StrType(int(n))
+			continue
+		}
+		t = &Type{Kind: Array, Size: t.Size * int(n), Elem: t, Len: int(n)}
+	}
+	if t.Kind == Void {
+		c.errorf(d, "%s cannot have type void", d.Name)
+		return nil
+	}
+	return t
+}
+
+// cAlign is the alignment C gives a value of type t.
+func cAlign(t *Type) int {
+	switch t.Kind {
+	case Int:
+		return t.Size
+	case Str:
+		return 1
+	case Array:
+		return cAlign(t.Elem)
+	case Record:
+		if t.calign > 0 {
+			return t.calign
+		}
+		if t.BTF != nil {
+			return btfAlign(t.BTF)
+		}
+		return 1
+	}
+	return 8
+}
+
+// namedType looks a type name up: the program's declarations first,
+// then the kernel's BTF. at, when set, is where to report a failure.
+func (c *checker) namedType(kind syntax.Token, name string, at syntax.Node) *Type {
+	if kind == syntax.IDENT {
+		if t := c.decls.typedefs[name]; t != nil {
+			return t
+		}
+	} else if t := c.decls.tags[kind.String()+" "+name]; t != nil {
+		return t
+	}
+	if c.conf.Kernel == nil {
+		if at != nil {
+			c.errorf(at, "unknown type %s: it is not declared and kernel types are not available (no BTF)", typeName(kind, name))
+		}
+		return nil
+	}
+	t, err := c.conf.Kernel.Type(kind, name)
+	if err != nil {
+		if at != nil {
+			c.errorf(at, "unknown type %s", typeName(kind, name))
+		}
+		return nil
+	}
+	return t
+}
+
+func typeName(kind syntax.Token, name string) string {
+	if kind == syntax.IDENT {
+		return name
+	}
+	return kind.String() + " " + name
+}
+
+// declConst evaluates an integer constant expression in a declaration.
+func (c *checker) declConst(x syntax.Expr) (int64, bool) {
+	switch x := x.(type) {
+	case *syntax.IntLit:
+		return int64(x.Value), true
+	case *syntax.ParenExpr:
+		return c.declConst(x.X)
+	case *syntax.Ident:
+		if v, ok := c.enumValue(x.Name); ok {
+			return v, true
+		}
+		c.errorf(x, "unknown constant %s", x.Name)
+		return 0, false
+	case *syntax.UnaryExpr:
+		v, ok := c.declConst(x.X)
+		switch {
+		case !ok:
+			return 0, false
+		case x.Op == syntax.SUB:
+			return -v, true
+		case x.Op == syntax.TILDE:
+			return ^v, true
+		case x.Op == syntax.NOT:
+			return int64(b2u(v == 0)), true
+		}
+	case *syntax.BinaryExpr:
+		a, ok1 := c.declConst(x.X)
+		b, ok2 := c.declConst(x.Y)
+		if !ok1 || !ok2 {
+			return 0, false
+		}
+		v, ok := fold(x.Op, uint64(a), uint64(b), true)
+		if !ok {
+			c.errorf(x, "division by zero")
+			return 0, false
+		}
+		return int64(v), true
+	}
+	c.errorf(x, "%s is not an integer constant", syntax.String(x))
+	return 0, false
+}
+
+// enumValue finds an enum constant: the program's, then the kernel's.
+func (c *checker) enumValue(name string) (int64, bool) {
+	if v, ok := c.decls.enums[name]; ok {
+		return v, true
+	}
+	if c.conf.Kernel != nil {
+		return c.conf.Kernel.Enum(name)
+	}
+	return 0, false
+}

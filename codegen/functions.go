@@ -1,0 +1,163 @@
+package codegen
+
+import (
+	"strings"
+	"unicode"
+
+	"github.com/cilium/ebpf/asm"
+
+	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/syntax"
+)
+
+// bswap reverses the bytes of an integer of 2, 4 or 8 bytes; one byte is
+// left as it is.
+func (g *gen) bswap(x *syntax.CallExpr) operand {
+	op := g.owned(g.scalar(x.Args[0]))
+	size := g.typeOf(x.Args[0]).Size
+	r := g.work(op, asm.R0)
+	switch size {
+	case 1:
+		g.emit(asm.And.Imm(r, 0xff))
+	case 2:
+		g.emit(asm.HostTo(asm.BE, r, asm.Half))
+	case 4:
+		g.emit(asm.HostTo(asm.BE, r, asm.Word))
+	default:
+		g.emit(asm.HostTo(asm.BE, r, asm.DWord))
+	}
+	g.set(op, r)
+	return op
+}
+
+// strcontains looks for the needle at every position of the haystack,
+// stopping at the haystack's NUL; an empty needle is always found, as in
+// bpftrace. It reads no byte past either string's buffer.
+func (g *gen) strcontains(x *syntax.CallExpr) operand {
+	mark := g.mark()
+	defer g.release(mark)
+	a, b := g.memOf(x.Args[0]), g.memOf(x.Args[1])
+	found, missing, done := g.newLabel("found"), g.newLabel("missing"), g.newLabel("strcontains")
+	g.emit(asm.LoadMem(asm.R2, b.base, b.off, asm.Byte), asm.JEq.Imm(asm.R2, 0, found))
+	for i := 0; i < a.size; i++ {
+		next := g.newLabel("next")
+		g.emit(asm.LoadMem(asm.R1, a.base, a.off+int16(i), asm.Byte), asm.JEq.Imm(asm.R1, 0, missing))
+		j := 0
+		for ; j < b.size && i+j < a.size; j++ {
+			g.emit(asm.LoadMem(asm.R2, b.base, b.off+int16(j), asm.Byte))
+			if j > 0 {
+				g.emit(asm.JEq.Imm(asm.R2, 0, found))
+			}
+			g.emit(
+				asm.LoadMem(asm.R1, a.base, a.off+int16(i+j), asm.Byte),
+				asm.JNE.Reg(asm.R1, asm.R2, next),
+			)
+		}
+		if j == b.size {
+			// The needle's whole buffer matched.
+			g.emit(asm.Ja.Label(found))
+		} else {
+			// The haystack ended inside the needle: nor can any later
+			// position hold it.
+			g.emit(asm.Ja.Label(missing))
+		}
+		g.place(next)
+	}
+	g.emit(asm.Ja.Label(missing))
+	g.place(found)
+	g.emit(asm.Mov.Imm(asm.R0, 1), asm.Ja.Label(done))
+	g.place(missing)
+	g.emit(asm.Mov.Imm(asm.R0, 0))
+	g.place(done)
+	return g.fromReg(asm.R0)
+}
+
+// macaddr copies 6 bytes from an array or from memory at an address.
+func (g *gen) macaddr(x *syntax.CallExpr, c *check.Call, dst mem) {
+	at := g.typeOf(x.Args[0])
+	if at.Kind == check.Array || at.Kind == check.Str {
+		if _, ok := syntax.Unparen(x.Args[0]).(*syntax.FieldExpr); ok {
+			g.readMem(g.placeOf(x.Args[0]), at, nil, dst)
+		} else {
+			g.memInto(x.Args[0], dst, at)
+		}
+		return
+	}
+	ptr := g.scalar(x.Args[0])
+	g.load(asm.R3, ptr)
+	g.free(ptr)
+	g.addr(asm.R1, dst)
+	g.emit(asm.Mov.Imm(asm.R2, int32(dst.size)))
+	g.call(readHelper(c.Space))
+}
+
+// path writes the path of a struct path with bpf_d_path, which the kernel
+// allows in trampolines of an allowlist of functions and in iterators.
+func (g *gen) path(x *syntax.CallExpr, dst mem) {
+	g.zero(dst)
+	at := g.typeOf(x.Args[0])
+	if at.Kind == check.Record {
+		l := g.placeOf(x.Args[0])
+		g.ptrArg(asm.R1, l)
+		if l.kind == locPtr {
+			g.free(l.ptr)
+		}
+	} else {
+		op := g.scalar(x.Args[0])
+		g.load(asm.R1, op)
+		g.free(op)
+	}
+	g.addr(asm.R2, dst)
+	g.emit(asm.Mov.Imm(asm.R3, int32(dst.size)))
+	g.call(asm.FnDPath)
+}
+
+// checkLevel is the -k level that reports failures of helper fn: 1 for
+// map updates and deletions and signals, 2 (-kk) for memory reads; 0
+// for helpers never checked. Reads of memory the program owns
+// (probe_read_kernel in copyMem) cannot fail and are not listed.
+func checkLevel(fn asm.BuiltinFunc) int {
+	switch fn {
+	case asm.FnMapUpdateElem, asm.FnMapDeleteElem, asm.FnSendSignal:
+		return 1
+	case asm.FnProbeRead, asm.FnProbeReadUser, asm.FnProbeReadStr, asm.FnProbeReadUserStr,
+		asm.FnProbeReadKernelStr, asm.FnDPath:
+		return 2
+	}
+	return 0
+}
+
+// helperErrorArgs is the record of a helper failure: its error number.
+var helperErrorArgs = check.TupleType([]*check.Type{check.TInt64})
+
+// helperError sends a record when the helper just called returned a
+// negative error in R0, which it leaves as it was.
+func (g *gen) helperError(fn asm.BuiltinFunc) {
+	mark := g.mark()
+	defer g.release(mark)
+	ok := g.newLabel("helper_ok")
+	g.emit(asm.JSGE.Imm(asm.R0, 0, ok))
+	a := g.action(&Action{Kind: ActHelperError, Text: helperName(fn), Args: helperErrorArgs})
+	rec := g.record(a)
+	body := rec.at(headerSize, 8)
+	g.emit(asm.StoreMem(body.base, body.off, asm.R0, asm.DWord))
+	g.emitRecord(rec)
+	g.emit(asm.LoadMem(asm.R0, body.base, body.off, asm.DWord))
+	g.place(ok)
+}
+
+// helperName is the name bpftrace gives a helper in its -k warnings.
+func helperName(fn asm.BuiltinFunc) string {
+	name := strings.TrimPrefix(fn.String(), "Fn")
+	var b strings.Builder
+	for i, r := range name {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,451 @@
+package syntax
+
+import "strings"
+
+// C declarations: the struct, union, enum and typedef definitions a
+// program may give at the top level, before and between its probes.
+type (
+	// A Decl is one top-level declaration: a struct, union or enum
+	// definition or forward declaration, or a typedef of Names.
+	Decl struct {
+		Start   Pos
+		Typedef bool
+		Type    *CType
+		Names   []*Declarator // the typedef's names; none otherwise
+		EndPos  Pos
+	}
+
+	// A CType is a C type specifier: base type words such as
+	// "unsigned long" or a typedef name (Kind IDENT), or a struct,
+	// union or enum with a tag, a body or both.
+	CType struct {
+		NamePos Pos
+		Kind    Token // IDENT, STRUCT, UNION or ENUM
+		Name    string
+		Body    bool // braces follow: this is a definition
+		Fields  []*CField
+		Values  []*Enumerator
+		EndPos  Pos
+	}
+
+	// A CField is one member line of a struct or union: a type and
+	// its declarators, or an anonymous struct or union (no Decls).
+	CField struct {
+		Type  *CType
+		Decls []*Declarator
+	}
+
+	// A Declarator names a field or typedef and adds pointer levels,
+	// array dimensions and a bitfield width to the base type.
+	Declarator struct {
+		NamePos Pos
+		Name    string // "" for an unnamed bitfield
+		Ptr     int
+		Func    bool   // (*Name)(...): a function pointer
+		Dims    []Expr // array dimensions, outermost first
+		Bits    Expr   // bitfield width, or nil
+		EndPos  Pos
+	}
+
+	// An Enumerator is one constant of an enum, with its explicit value
+	// if it has one.
+	Enumerator struct {
+		NamePos Pos
+		Name    string
+		Value   Expr
+	}
+)
+
+func (d *Decl) Pos() Pos       { return d.Start }
+func (d *Decl) End() Pos       { return d.EndPos }
+func (t *CType) Pos() Pos      { return t.NamePos }
+func (t *CType) End() Pos      { return t.EndPos }
+func (d *Declarator) Pos() Pos { return d.NamePos }
+func (d *Declarator) End() Pos { return d.EndPos }
+
+// cBaseWords are the words that make up C's base type names.
+var cBaseWords = map[string]bool{
+	"unsigned": true, "signed": true, "char": true, "short": true, "int": true,
+	"long": true, "_Bool": true, "bool": true, "void": true, "float": true, "double": true,
+}
+
+// cQualifiers are ignored wherever they appear in a type.
+var cQualifiers = map[string]bool{
+	"const": true, "volatile": true, "restrict": true, "__restrict": true,
+	"__const": true, "__volatile__": true,
+}
+
+// isDeclStart reports whether a top-level token the scanner read as an
+// attach point is really the keyword that opens a declaration.
+func isDeclStart(lit string) bool {
+	switch lit {
+	case "struct", "union", "enum", "typedef":
+		return true
+	}
+	return false
+}
+
+// parseDecl parses a top-level declaration. It is entered with the
+// scanner in ordinary mode at the first keyword, and leaves it in
+// attach-point mode at whatever follows, consuming an optional ';'.
+func (p *parser) parseDecl() *Decl {
+	d := &Decl{Start: p.pos}
+	if p.tok == IDENT && p.lit == "typedef" {
+		d.Typedef = true
+		p.next()
+	}
+	d.Type = p.parseCType(!d.Typedef)
+	if !d.Typedef {
+		switch {
+		case d.Type.Kind == IDENT:
+			p.error(d.Type.Pos(), d.Type.End(), "only struct, union, enum and typedef declarations may appear outside probes")
+			p.syncDecl()
+			return nil
+		case d.Type.Name == "":
+			p.error(d.Type.Pos(), d.Type.Pos()+Pos(len(d.Type.Kind.String())), "a %s declared outside a typedef needs a name", d.Type.Kind)
+			p.endDecl()
+			return nil
+		case d.Type.Body:
+			// The closing brace is the current token; a ';' may follow.
+			d.EndPos = p.end
+			p.endDecl()
+			return d
+		case p.tok != SEMICOLON:
+			p.errorExpected("'{' or ';' after " + d.Type.Kind.String() + " " + d.Type.Name)
+			p.syncDecl()
+			return nil
+		}
+		d.EndPos = p.end
+		p.specs = true
+		p.next()
+		return d
+	}
+	for {
+		n := p.parseDeclarator(false)
+		if n.Name == "" {
+			p.syncDecl()
+			return nil
+		}
+		d.Names = append(d.Names, n)
+		if p.typedefs == nil {
+			p.typedefs = map[string]bool{}
+		}
+		p.typedefs[n.Name] = true
+		if p.tok != COMMA {
+			break
+		}
+		p.next()
+	}
+	if p.tok != SEMICOLON {
+		p.errorExpected("';' after typedef")
+		p.syncDecl()
+		return nil
+	}
+	d.EndPos = p.end
+	p.specs = true
+	p.next()
+	return d
+}
+
+// endDecl finishes a declaration whose last token is current: it skips
+// an optional ';' and reads on in attach-point mode.
+func (p *parser) endDecl() {
+	if p.peek() == SEMICOLON {
+		p.next()
+	}
+	p.specs = true
+	p.next()
+}
+
+// syncDecl skips the rest of a broken declaration: up to a ';' outside
+// braces, or past the brace that closes its body.
+func (p *parser) syncDecl() {
+	depth := 0
+	for p.tok != EOF {
+		switch p.tok {
+		case LBRACE:
+			depth++
+		case RBRACE:
+			depth--
+			if depth <= 0 {
+				p.endDecl()
+				return
+			}
+		case SEMICOLON:
+			if depth == 0 {
+				p.specs = true
+				p.next()
+				return
+			}
+		}
+		p.next()
+	}
+}
+
+func (p *parser) skipQualifiers() {
+	for p.tok == IDENT && cQualifiers[p.lit] {
+		p.next()
+	}
+}
+
+// parseCType parses a type specifier. At the top level (top) a body's
+// closing brace stays the current token, since what follows it is read
+// in attach-point mode.
+func (p *parser) parseCType(top bool) *CType {
+	p.skipQualifiers()
+	t := &CType{NamePos: p.pos, EndPos: p.end, Kind: IDENT}
+	switch p.tok {
+	case STRUCT, UNION, ENUM:
+		t.Kind = p.tok
+		p.next()
+		if p.tok == IDENT {
+			t.Name = p.lit
+			t.EndPos = p.end
+			p.next()
+		}
+		if p.tok != LBRACE {
+			if t.Name == "" {
+				p.errorExpected(t.Kind.String() + " name or '{'")
+			}
+			break
+		}
+		t.Body = true
+		p.next()
+		if t.Kind == ENUM {
+			p.parseEnumBody(t)
+		} else {
+			p.parseFields(t)
+		}
+		t.EndPos = p.end
+		if p.tok != RBRACE {
+			p.errorExpected("'}'")
+			return t
+		}
+		if top {
+			return t
+		}
+		p.next()
+	case IDENT:
+		if !cBaseWords[p.lit] {
+			t.Name = p.lit
+			p.next()
+			break
+		}
+		var words []string
+		for p.tok == IDENT && (cBaseWords[p.lit] || cQualifiers[p.lit]) {
+			if cBaseWords[p.lit] {
+				words = append(words, p.lit)
+				t.EndPos = p.end
+			}
+			p.next()
+		}
+		t.Name = strings.Join(words, " ")
+	default:
+		p.errorExpected("type")
+		return t
+	}
+	p.skipQualifiers()
+	return t
+}
+
+// parseFields parses the members of a struct or union body up to the
+// closing brace.
+func (p *parser) parseFields(t *CType) {
+	for p.tok != RBRACE && p.tok != EOF {
+		start := p.pos
+		f := &CField{Type: p.parseCType(false)}
+		if p.tok == SEMICOLON && f.Type.Body && f.Type.Kind != ENUM {
+			// An anonymous struct or union: its members belong to t.
+			t.Fields = append(t.Fields, f)
+			p.next()
+			continue
+		}
+		for {
+			d := p.parseDeclarator(true)
+			f.Decls = append(f.Decls, d)
+			if p.tok != COMMA {
+				break
+			}
+			p.next()
+		}
+		t.Fields = append(t.Fields, f)
+		if p.tok != SEMICOLON {
+			p.errorExpected("';' after field")
+			for p.tok != SEMICOLON && p.tok != RBRACE && p.tok != EOF {
+				p.next()
+			}
+		}
+		if p.tok == SEMICOLON {
+			p.next()
+		}
+		if p.pos == start {
+			p.next()
+		}
+	}
+}
+
+// parseEnumBody parses an enum's constants up to the closing brace.
+func (p *parser) parseEnumBody(t *CType) {
+	for p.tok == IDENT {
+		e := &Enumerator{NamePos: p.pos, Name: p.lit}
+		p.next()
+		if p.tok == ASSIGN {
+			p.next()
+			e.Value = p.parseExpr()
+		}
+		t.Values = append(t.Values, e)
+		if p.tok != COMMA {
+			break
+		}
+		p.next()
+	}
+	if p.tok != RBRACE {
+		p.errorExpected("enum constant or '}'")
+		for p.tok != RBRACE && p.tok != EOF {
+			p.next()
+		}
+	}
+}
+
+// parseDeclarator parses pointer stars, a name, array dimensions and, in
+// a struct (field), a bitfield width. A function pointer (*name)(...)
+// keeps only its name: kinst treats it as an untyped pointer.
+func (p *parser) parseDeclarator(field bool) *Declarator {
+	d := &Declarator{NamePos: p.pos, EndPos: p.pos}
+	for p.tok == MUL {
+		d.Ptr++
+		p.next()
+		p.skipQualifiers()
+	}
+	switch {
+	case p.tok == IDENT:
+		d.NamePos, d.Name, d.EndPos = p.pos, p.lit, p.end
+		p.next()
+	case p.tok == LPAREN && p.peek() == MUL:
+		p.next()
+		for p.tok == MUL {
+			p.next()
+		}
+		if p.tok != IDENT {
+			p.errorExpected("name of function pointer")
+			return d
+		}
+		d.NamePos, d.Name, d.Func = p.pos, p.lit, true
+		p.next()
+		d.EndPos = p.expect(RPAREN) + 1
+		if p.tok == LPAREN {
+			depth := 0
+			for p.tok != EOF {
+				if p.tok == LPAREN {
+					depth++
+				} else if p.tok == RPAREN {
+					depth--
+					if depth == 0 {
+						d.EndPos = p.end
+						p.next()
+						break
+					}
+				}
+				p.next()
+			}
+		}
+		return d
+	case field && p.tok == COLON:
+	default:
+		p.errorExpected("name")
+		return d
+	}
+	for p.tok == LBRACK {
+		p.next()
+		d.Dims = append(d.Dims, p.parseExpr())
+		d.EndPos = p.expect(RBRACK) + 1
+	}
+	if field && p.tok == COLON {
+		p.next()
+		d.Bits = p.parseExpr()
+		d.EndPos = d.Bits.End()
+	}
+	return d
+}
+
+// decl prints a top-level declaration.
+func (p *printer) decl(d *Decl) {
+	if d.Typedef {
+		p.b.WriteString("typedef ")
+	}
+	p.ctype(d.Type)
+	for i, n := range d.Names {
+		if i > 0 {
+			p.b.WriteByte(',')
+		}
+		p.b.WriteByte(' ')
+		p.declarator(n)
+	}
+	p.b.WriteByte(';')
+}
+
+func (p *printer) ctype(t *CType) {
+	if t.Kind == IDENT {
+		p.b.WriteString(t.Name)
+		return
+	}
+	p.b.WriteString(t.Kind.String())
+	if t.Name != "" {
+		p.b.WriteByte(' ')
+		p.b.WriteString(t.Name)
+	}
+	if !t.Body {
+		return
+	}
+	p.b.WriteString(" {")
+	p.indent++
+	for i, e := range t.Values {
+		p.newline()
+		p.b.WriteString(e.Name)
+		if e.Value != nil {
+			p.b.WriteString(" = ")
+			p.expr(e.Value, 0)
+		}
+		if i < len(t.Values)-1 {
+			p.b.WriteByte(',')
+		}
+	}
+	for _, f := range t.Fields {
+		p.newline()
+		p.ctype(f.Type)
+		for i, d := range f.Decls {
+			if i > 0 {
+				p.b.WriteByte(',')
+			}
+			p.b.WriteByte(' ')
+			p.declarator(d)
+		}
+		p.b.WriteByte(';')
+	}
+	p.indent--
+	p.newline()
+	p.b.WriteByte('}')
+}
+
+func (p *printer) declarator(d *Declarator) {
+	if d.Func {
+		p.printf("(*%s)()", d.Name)
+		return
+	}
+	if d.Name == "" {
+		p.b.WriteString(": ")
+		p.expr(d.Bits, 0)
+		return
+	}
+	p.b.WriteString(strings.Repeat("*", d.Ptr))
+	p.b.WriteString(d.Name)
+	for _, x := range d.Dims {
+		p.b.WriteByte('[')
+		p.expr(x, 0)
+		p.b.WriteByte(']')
+	}
+	if d.Bits != nil {
+		p.b.WriteString(" : ")
+		p.expr(d.Bits, 0)
+	}
+}
