@@ -192,7 +192,8 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		return fmt.Errorf("map the lost-records counter: %w", err)
 	}
 	if opts.Maps != nil {
-		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks, usyms: usyms}}
+		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks, usyms: usyms,
+			noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}}
 		defer r.end()
 		opts.Maps(r)
 	}
