@@ -131,6 +131,14 @@ kinst_lin_count 5
 # HELP kinst_lost_events_total Records probes sent that the ring buffer refused because it was full.
 # TYPE kinst_lost_events_total counter
 kinst_lost_events_total 0
+# HELP kinst_map_full_total Updates of a map refused because it held as many elements as it may (KINST_MAP_KEYS_MAX).
+# TYPE kinst_map_full_total counter
+kinst_map_full_total{map="@avg"} 0
+kinst_map_full_total{map="@bytes"} 0
+kinst_map_full_total{map="@last"} 0
+kinst_map_full_total{map="@lin"} 0
+kinst_map_full_total{map="@sizes"} 0
+kinst_map_full_total{map="@writes"} 0
 # HELP kinst_sizes hist map @sizes of the kinst program.
 # TYPE kinst_sizes histogram
 ` + sizes.String() + `kinst_sizes_bucket{le="+Inf"} 5
@@ -220,6 +228,35 @@ func queryValue(u string) (string, error) {
 	}
 	v, _ := answer.Data.Result[0].Value[1].(string)
 	return v, nil
+}
+
+// With room for 10 elements, 15 keys leave 5 updates of each map
+// refused, which kinst_map_full_total counts per map.
+func TestPrometheusMapFull(t *testing.T) {
+	tracing(t)
+	t.Setenv("KINST_MAP_KEYS_MAX", "10")
+	addr := freeAddr(t)
+	r := start(t, "-q", "--prometheus", addr, "-e", `BEGIN { $i = 0; while ($i < 15) { @m[$i] = $i; @c[$i] = count(); $i++; } }`)
+	want := `# HELP kinst_map_full_total Updates of a map refused because it held as many elements as it may (KINST_MAP_KEYS_MAX).
+# TYPE kinst_map_full_total counter
+kinst_map_full_total{map="@c"} 5
+kinst_map_full_total{map="@m"} 5
+`
+	var got string
+	for deadline := time.Now().Add(runTimeout); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if got = string(body); strings.Contains(got, want) && strings.Count(got, "\nkinst_m{") == 10 && strings.Count(got, "\nkinst_c{") == 10 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no scrape with 10 elements a map and these counters within %v:\n%s\nwant:\n%s", runTimeout, got, want)
+		}
+	}
+	r.signal(t, syscall.SIGINT)
+	r.wait(t).want(t, 0, "", "")
 }
 
 func TestPrometheusBadAddress(t *testing.T) {

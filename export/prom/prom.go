@@ -23,6 +23,9 @@ import (
 type Source interface {
 	Maps() ([]*output.Map, error)
 	Lost() (uint64, error)
+	// Full gives, per map in the order of Maps, the updates it refused
+	// because it was full.
+	Full() ([]uint64, error)
 }
 
 // Collector turns a Source's maps into metrics at each scrape.
@@ -43,7 +46,10 @@ func (c *Collector) SetSource(src Source) {
 // read, which makes the collector unchecked.
 func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 
-var lostDesc = prometheus.NewDesc("kinst_lost_events_total", "Records probes sent that the ring buffer refused because it was full.", nil, nil)
+var (
+	lostDesc = prometheus.NewDesc("kinst_lost_events_total", "Records probes sent that the ring buffer refused because it was full.", nil, nil)
+	fullDesc = prometheus.NewDesc("kinst_map_full_total", "Updates of a map refused because it held as many elements as it may (KINST_MAP_KEYS_MAX).", []string{"map"}, nil)
+)
 
 // Collect reads every map and sends its metrics.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
@@ -64,7 +70,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(prometheus.NewDesc("kinst_maps", "The program's maps.", nil, nil), err)
 		return
 	}
-	for _, m := range maps {
+	full, err := src.Full()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(fullDesc, err)
+		return
+	}
+	for i, m := range maps {
+		if i < len(full) {
+			ch <- prometheus.MustNewConstMetric(fullDesc, prometheus.CounterValue, float64(full[i]), m.Name)
+		}
 		collectMap(ch, m)
 	}
 }

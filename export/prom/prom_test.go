@@ -17,11 +17,13 @@ import (
 type source struct {
 	maps []*output.Map
 	lost uint64
+	full []uint64
 	err  error
 }
 
 func (s *source) Maps() ([]*output.Map, error) { return s.maps, s.err }
 func (s *source) Lost() (uint64, error)        { return s.lost, nil }
+func (s *source) Full() ([]uint64, error)      { return s.full, nil }
 
 // scrape serves src and returns what /metrics answers.
 func scrape(t *testing.T, src prom.Source) string {
@@ -112,7 +114,7 @@ kinst_l_count 10
 func TestHistBounds(t *testing.T) {
 	hist := make([]uint64, 66)
 	hist[0], hist[1], hist[2], hist[4], hist[40] = 1, 2, 3, 4, 5
-	got := scrape(t, &source{maps: []*output.Map{{Name: "@h", Kind: output.KindHist, Entries: []output.Entry{{Value: output.Hist(hist)}}}}, lost: 7})
+	got := scrape(t, &source{maps: []*output.Map{{Name: "@h", Kind: output.KindHist, Entries: []output.Entry{{Value: output.Hist(hist)}}}}, lost: 7, full: []uint64{3}})
 	var b strings.Builder
 	b.WriteString("# HELP kinst_h hist map @h of the kinst program.\n# TYPE kinst_h histogram\n")
 	// Cumulative: 1 below zero, 2 zeros, 3 ones, 4 in [4, 8); the 5 in
@@ -131,6 +133,7 @@ func TestHistBounds(t *testing.T) {
 	}
 	b.WriteString("kinst_h_bucket{le=\"+Inf\"} 15\nkinst_h_sum NaN\nkinst_h_count 15\n")
 	b.WriteString("# HELP kinst_lost_events_total Records probes sent that the ring buffer refused because it was full.\n# TYPE kinst_lost_events_total counter\nkinst_lost_events_total 7\n")
+	b.WriteString("# HELP kinst_map_full_total Updates of a map refused because it held as many elements as it may (KINST_MAP_KEYS_MAX).\n# TYPE kinst_map_full_total counter\nkinst_map_full_total{map=\"@h\"} 3\n")
 	if got != b.String() {
 		t.Errorf("got:\n%s\nwant:\n%s", got, b.String())
 	}
