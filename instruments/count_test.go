@@ -206,6 +206,9 @@ kinst_calls{key="tracepoint:syscalls:sys_enter_getppid"} 1500
 # HELP kinst_lost_events_total Records probes sent that the ring buffer refused because it was full.
 # TYPE kinst_lost_events_total counter
 kinst_lost_events_total 0
+# HELP kinst_map_full_total Updates of a map refused because it held as many elements as it may (KINST_MAP_KEYS_MAX).
+# TYPE kinst_map_full_total counter
+kinst_map_full_total{map="@calls"} 0
 `
 	if string(body) != want {
 		t.Errorf("/metrics:\n%s\nwant:\n%s", body, want)
