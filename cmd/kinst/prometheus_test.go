@@ -112,8 +112,8 @@ func TestPrometheusMetrics(t *testing.T) {
 	}
 	want := `# HELP kinst_avg avg map @avg of the kinst program.
 # TYPE kinst_avg summary
-kinst_avg_sum{key="` + name + `"} 230
-kinst_avg_count{key="` + name + `"} 5
+kinst_avg_sum{comm="` + name + `"} 230
+kinst_avg_count{comm="` + name + `"} 5
 # HELP kinst_bytes sum map @bytes of the kinst program.
 # TYPE kinst_bytes counter
 kinst_bytes 230
@@ -146,7 +146,7 @@ kinst_sizes_sum NaN
 kinst_sizes_count 5
 # HELP kinst_writes count map @writes of the kinst program.
 # TYPE kinst_writes counter
-kinst_writes{key="` + name + `"} 5
+kinst_writes{comm="` + name + `"} 5
 `
 	if got != want {
 		t.Errorf("/metrics:\n%s\nwant:\n%s", got, want)
@@ -188,7 +188,7 @@ func TestPrometheusServerScrapes(t *testing.T) {
 		server.Wait()
 	}()
 
-	query := "http://" + promAddr + "/api/v1/query?query=" + url.QueryEscape(`kinst_writes{job="kinst",key="`+name+`"}`)
+	query := "http://" + promAddr + "/api/v1/query?query=" + url.QueryEscape(`kinst_writes{job="kinst",comm="`+name+`"}`)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		value, err := queryValue(query)
@@ -247,7 +247,7 @@ kinst_map_full_total{map="@m"} 5
 		if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if got = string(body); strings.Contains(got, want) && strings.Count(got, "\nkinst_m{") == 10 && strings.Count(got, "\nkinst_c{") == 10 {
+			if got = string(body); strings.Contains(got, want) && strings.Count(got, "\nkinst_m{i=") == 10 && strings.Count(got, "\nkinst_c{i=") == 10 {
 				break
 			}
 		}
@@ -306,7 +306,7 @@ func BenchmarkPrometheusScrape(b *testing.B) {
 		if err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if n := strings.Count(string(body), "\nkinst_m{"); n == 10000 {
+			if n := strings.Count(string(body), "\nkinst_m{i="); n == 10000 {
 				break
 			}
 		}

@@ -1,7 +1,9 @@
 // Package prom serves a running program's maps as Prometheus metrics.
 //
 // Each map is one metric family named kinst_ and the map's name ("@"
-// alone is kinst_map), its keys labels key (one key) or key0, key1, …
+// alone is kinst_map), its keys labels named after what the program puts
+// in them (@[comm, args->fd] gives comm and fd; see KeyLabels) or, where
+// that gives no name, after their place: key (one key) or key0, key1, …
 // count() maps and sums of unsigned values are counters; other integers,
 // signed sums, min() and max() gauges; avg() and stats() summaries
 // without quantiles (their _sum and _count); hist() and lhist()

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/runtime"
 )
@@ -32,6 +34,9 @@ type Source interface {
 type Collector struct {
 	mu  sync.Mutex
 	src Source
+	// labels names the key labels of maps, by map name; a map missing
+	// here has its keys labelled by place: key, or key0, key1, …
+	labels map[string][]string
 }
 
 // SetSource makes later scrapes read src; until then they find no
@@ -54,7 +59,7 @@ var (
 // Collect reads every map and sends its metrics.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	src := c.src
+	src, labels := c.src, c.labels
 	c.mu.Unlock()
 	if src == nil {
 		return
@@ -79,7 +84,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if i < len(full) {
 			ch <- prometheus.MustNewConstMetric(fullDesc, prometheus.CounterValue, float64(full[i]), m.Name)
 		}
-		collectMap(ch, m)
+		collectMap(ch, m, labels[m.Name])
 	}
 }
 
@@ -104,13 +109,17 @@ func labelNames(n int) []string {
 	return names
 }
 
-// collectMap sends one metric per entry of m.
-func collectMap(ch chan<- prometheus.Metric, m *output.Map) {
+// collectMap sends one metric per entry of m, its keys labelled by
+// names or, where names do not fit, by place.
+func collectMap(ch chan<- prometheus.Metric, m *output.Map, names []string) {
 	nkeys := 0
 	if len(m.Entries) > 0 {
 		nkeys = len(m.Entries[0].Key)
 	}
 	labels := labelNames(nkeys)
+	if len(names) == nkeys {
+		labels = slices.Clone(names)
+	}
 	info := false
 	switch m.Kind {
 	case output.KindInt, output.KindPointer, output.KindCount, output.KindSum, output.KindMin, output.KindMax,
@@ -261,10 +270,14 @@ func Listen(addr string) (*Server, error) {
 	return s, nil
 }
 
-// Feed makes a run's maps the server's metrics. The maps are then not
-// printed at exit as bpftrace prints them; a caller's own exit hook, an
+// Feed makes the maps of a run of out the server's metrics, their keys
+// labelled as KeyLabels names them. The maps are then not printed at
+// exit as bpftrace prints them; a caller's own exit hook, an
 // instrument's table or profile, still runs.
-func (s *Server) Feed(opts *runtime.Options) {
+func (s *Server) Feed(out *codegen.Output, opts *runtime.Options) {
+	s.Collector.mu.Lock()
+	s.Collector.labels = KeyLabels(out)
+	s.Collector.mu.Unlock()
 	opts.Maps = func(r *runtime.MapReader) { s.Collector.SetSource(r) }
 	if opts.ExitMaps == nil {
 		opts.ExitMaps = func([]*output.Map) error { return nil }
