@@ -189,14 +189,14 @@ func TestPrometheusServerScrapes(t *testing.T) {
 	}()
 
 	query := "http://" + promAddr + "/api/v1/query?query=" + url.QueryEscape(`kinst_writes{job="kinst",comm="`+name+`"}`)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(runTimeout)
 	for {
 		value, err := queryValue(query)
 		if err == nil && value == "7" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Prometheus did not answer 7 within 30s: last answer %q, %v\nprometheus log:\n%s", value, err, log.String())
+			t.Fatalf("Prometheus did not answer 7 within %v: last answer %q, %v\nprometheus log:\n%s", runTimeout, value, err, log.String())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
