@@ -178,8 +178,14 @@ func TestPrometheusServerScrapes(t *testing.T) {
 	}
 	server := exec.Command(promBin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+promAddr)
-	var log strings.Builder
-	server.Stdout, server.Stderr = &log, &log
+	// A file, which the server writes itself: the test reads it while
+	// the server runs.
+	log, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	server.Stdout, server.Stderr = log, log
 	if err := server.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -196,12 +202,21 @@ func TestPrometheusServerScrapes(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Prometheus did not answer 7 within %v: last answer %q, %v\nprometheus log:\n%s", runTimeout, value, err, log.String())
+			t.Fatalf("Prometheus did not answer 7 within %v: last answer %q, %v\nprometheus log:\n%s", runTimeout, value, err, readLog(log.Name()))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	r.signal(t, syscall.SIGTERM)
 	r.wait(t).want(t, 0, "", "")
+}
+
+// readLog returns the text of a log file, or why it cannot.
+func readLog(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	return string(data)
 }
 
 // queryValue asks Prometheus an instant query that must find one series
