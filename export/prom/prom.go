@@ -261,7 +261,7 @@ func Listen(addr string) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{ln: ln, done: make(chan error, 1)}
-	reg := prometheus.NewPedanticRegistry()
+	reg := prometheus.NewRegistry()
 	reg.MustRegister(&s.Collector)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))

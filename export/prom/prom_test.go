@@ -169,3 +169,28 @@ func TestListenErrors(t *testing.T) {
 		t.Errorf("listen on a malformed address: %v", err)
 	}
 }
+
+// BenchmarkScrape10000 times a scrape of a count() map of 10,000
+// entries already read, the rendering alone; BenchmarkPrometheusScrape
+// in cmd/kinst adds reading the map from the kernel.
+func BenchmarkScrape10000(b *testing.B) {
+	m := &output.Map{Name: "@m", Kind: output.KindCount}
+	for i := range 10000 {
+		m.Entries = append(m.Entries, output.Entry{Key: []output.Value{output.Int(int64(i))}, Value: output.Count(uint64(i))})
+	}
+	srv, err := prom.Listen("127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	srv.Collector.SetSource(&source{maps: []*output.Map{m}, full: []uint64{0}})
+	u := "http://" + srv.Addr().String() + "/metrics"
+	for b.Loop() {
+		resp, err := http.Get(u)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
