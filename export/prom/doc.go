@@ -11,5 +11,6 @@
 // total, so its _sum is NaN. A map of strings or symbols is an info
 // metric: 1, with the value as the label value. kinst_lost_events_total
 // counts the records the ring buffer refused, kinst_map_full_total{map}
-// the updates each map refused because it was full.
+// the updates each map refused because it was full. Maps named @__… are
+// instruments' bookkeeping and are not served.
 package prom

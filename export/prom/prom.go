@@ -81,6 +81,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for i, m := range maps {
+		if strings.HasPrefix(m.Name, "@__") {
+			continue // an instrument's bookkeeping: calls in progress, processes seen
+		}
 		if i < len(full) {
 			ch <- prometheus.MustNewConstMetric(fullDesc, prometheus.CounterValue, float64(full[i]), m.Name)
 		}

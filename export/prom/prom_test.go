@@ -114,7 +114,9 @@ kinst_l_count 10
 func TestHistBounds(t *testing.T) {
 	hist := make([]uint64, 66)
 	hist[0], hist[1], hist[2], hist[4], hist[40] = 1, 2, 3, 4, 5
-	got := scrape(t, &source{maps: []*output.Map{{Name: "@h", Kind: output.KindHist, Entries: []output.Entry{{Value: output.Hist(hist)}}}}, lost: 7, full: []uint64{3}})
+	// @__start is bookkeeping, not served.
+	start := &output.Map{Name: "@__start", Kind: output.KindInt, Entries: []output.Entry{{Key: []output.Value{output.Int(1)}, Value: output.Int(5)}}}
+	got := scrape(t, &source{maps: []*output.Map{start, {Name: "@h", Kind: output.KindHist, Entries: []output.Entry{{Value: output.Hist(hist)}}}}, lost: 7, full: []uint64{9, 3}})
 	var b strings.Builder
 	b.WriteString("# HELP kinst_h hist map @h of the kinst program.\n# TYPE kinst_h histogram\n")
 	// Cumulative: 1 below zero, 2 zeros, 3 ones, 4 in [4, 8); the 5 in
