@@ -91,8 +91,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Name is the metric name of a map.
-func Name(mapName string) string {
+// metricName is the metric name of a map.
+func metricName(mapName string) string {
 	name := strings.TrimPrefix(mapName, "@")
 	if name == "" {
 		name = "map"
@@ -132,7 +132,7 @@ func collectMap(ch chan<- prometheus.Metric, m *output.Map, names []string) {
 		info = true
 		labels = append(labels, "value")
 	}
-	desc := prometheus.NewDesc(Name(m.Name), fmt.Sprintf("%s map %s of the kinst program.", m.Kind, m.Name), labels, nil)
+	desc := prometheus.NewDesc(metricName(m.Name), fmt.Sprintf("%s map %s of the kinst program.", m.Kind, m.Name), labels, nil)
 	for _, e := range m.Entries {
 		values, err := labelValues(e.Key)
 		if err == nil && info {
