@@ -339,5 +339,13 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	if rel != 0 {
 		t.Name = path + ":" + spec
 	}
+	switch {
+	case ap.Provider == "uprobe" && rel == 0:
+		t.ArgsFrom = func() (*check.Type, error) { return dwarfArgs(path, name) }
+	case ap.Provider == "uprobe":
+		t.ArgsFrom = func() (*check.Type, error) {
+			return nil, fmt.Errorf("past the entry of %s its registers no longer hold the arguments", name)
+		}
+	}
 	return []*check.Target{t}, nil
 }

@@ -24,6 +24,11 @@ type Target struct {
 	// Args is the record args refers to, or nil where the target has no
 	// typed arguments.
 	Args *Type
+	// ArgsFrom, when set, works Args out for a probe that reads args:
+	// reading a binary's DWARF costs more than the programs that never
+	// read args should pay. Its error says why there are none.
+	ArgsFrom func() (*Type, error)
+	argsErr  error
 	// Ret is the type of retval where the target knows it (fexit and
 	// kretprobe with BTF).
 	Ret *Type

@@ -1,0 +1,129 @@
+package attach
+
+import (
+	"debug/dwarf"
+	"fmt"
+
+	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/elfsym"
+)
+
+// uprobeArgs describes a user function's arguments from its binary's
+// DWARF: a record of one word per parameter, numbered as the calling
+// convention passes them in registers. Parameters whose values are not
+// integers or pointers read as uint64, as for kernel functions.
+func uprobeArgs(f elfsym.Func) *check.Type {
+	args := &check.Type{Kind: check.Record, Name: "struct " + f.Name + "_args", Size: 8 * len(f.Params), Space: check.UserSpace}
+	conv := dwarfConverter{}
+	for i, p := range f.Params {
+		pt := conv.convert(p.Type)
+		if pt == nil || !pt.InRegister() {
+			pt = check.TUint64
+		}
+		args.Fields = append(args.Fields, &check.Field{Name: p.Name, Type: pt, Offset: 8 * i})
+	}
+	return args
+}
+
+// dwarfConverter turns DWARF types into kinst types; it remembers the
+// records it has made so that self-referring structs end.
+type dwarfConverter map[dwarf.Type]*check.Type
+
+// convert returns t as a kinst type of user memory, or nil for void and
+// types kinst cannot represent (floating point, functions).
+func (conv dwarfConverter) convert(t dwarf.Type) *check.Type {
+	switch u := t.(type) {
+	case *dwarf.TypedefType:
+		return conv.convert(u.Type)
+	case *dwarf.QualType:
+		return conv.convert(u.Type)
+	case *dwarf.CharType:
+		return check.IntType(1, true)
+	case *dwarf.UcharType, *dwarf.BoolType:
+		return check.TUint8
+	case *dwarf.IntType:
+		return intOfSize(u.ByteSize, true)
+	case *dwarf.UintType:
+		return intOfSize(u.ByteSize, false)
+	case *dwarf.EnumType:
+		return intOfSize(u.ByteSize, false)
+	case *dwarf.PtrType:
+		return &check.Type{Kind: check.Ptr, Size: 8, Elem: conv.convert(u.Type), Space: check.UserSpace}
+	case *dwarf.ArrayType:
+		elem := conv.convert(u.Type)
+		if elem == nil || u.Count < 0 {
+			return nil
+		}
+		if elem.Kind == check.Int && elem.Size == 1 && elem.Signed {
+			return check.StrType(int(u.Count))
+		}
+		return &check.Type{Kind: check.Array, Size: elem.Size * int(u.Count), Elem: elem, Len: int(u.Count), Space: check.UserSpace}
+	case *dwarf.StructType:
+		if r := conv[t]; r != nil {
+			return r
+		}
+		name := u.Kind + " " + u.StructName
+		if u.StructName == "" {
+			name = u.Kind + " <anonymous>"
+		}
+		r := &check.Type{Kind: check.Record, Name: name, Space: check.UserSpace}
+		conv[t] = r
+		if !u.Incomplete {
+			r.Size = int(u.ByteSize)
+			conv.fields(r, u, 0)
+		}
+		return r
+	}
+	return nil
+}
+
+// fields adds the members of s, at base bytes into r, flattening
+// anonymous members as C's name lookup does.
+func (conv dwarfConverter) fields(r *check.Type, s *dwarf.StructType, base int) {
+	for _, f := range s.Field {
+		if f.Name == "" {
+			if inner, ok := f.Type.(*dwarf.StructType); ok {
+				conv.fields(r, inner, base+int(f.ByteOffset))
+			}
+			continue
+		}
+		ft := conv.convert(f.Type)
+		if ft == nil {
+			continue
+		}
+		field := &check.Field{Name: f.Name, Type: ft, Offset: base + int(f.ByteOffset)}
+		if f.BitSize > 0 {
+			bit := f.DataBitOffset
+			if bit == 0 && f.BitOffset != 0 {
+				// DWARF 2/3 count from the storage unit's high end.
+				bit = f.ByteOffset*8 + f.ByteSize*8 - f.BitOffset - f.BitSize
+			}
+			field.Offset, field.BitOffset, field.Bits = base+int(bit/8), int(bit%8), int(f.BitSize)
+		}
+		r.Fields = append(r.Fields, field)
+	}
+}
+
+func intOfSize(size int64, signed bool) *check.Type {
+	switch size {
+	case 1, 2, 4, 8:
+		return check.IntType(int(size), signed)
+	}
+	return nil
+}
+
+// dwarfArgs looks a uprobe's function up in the binary's DWARF.
+func dwarfArgs(path, fn string) (*check.Type, error) {
+	d, err := elfsym.OpenDebug(path)
+	if err != nil {
+		return nil, err
+	}
+	fs, err := d.Funcs(fn)
+	if err != nil {
+		return nil, err
+	}
+	if len(fs) == 0 {
+		return nil, fmt.Errorf("the DWARF of %s does not describe %s", path, fn)
+	}
+	return uprobeArgs(fs[0]), nil
+}
