@@ -127,3 +127,28 @@ func dwarfArgs(path, fn string) (*check.Type, error) {
 	}
 	return uprobeArgs(fs[0]), nil
 }
+
+// cTypeString spells a DWARF type as bpftrace -lv lists uprobe arguments:
+// "long int", "const char*", "struct kinst_point*".
+func cTypeString(t dwarf.Type) string {
+	switch u := t.(type) {
+	case *dwarf.QualType:
+		return u.Qual + " " + cTypeString(u.Type)
+	case *dwarf.PtrType:
+		if _, void := u.Type.(*dwarf.VoidType); void || u.Type == nil {
+			return "void*"
+		}
+		return cTypeString(u.Type) + "*"
+	case *dwarf.ArrayType:
+		return fmt.Sprintf("%s[%d]", cTypeString(u.Type), u.Count)
+	case *dwarf.StructType:
+		return u.Kind + " " + u.StructName
+	case *dwarf.EnumType:
+		return "enum " + u.EnumName
+	case *dwarf.TypedefType:
+		return u.Name
+	case *dwarf.VoidType:
+		return "void"
+	}
+	return t.String()
+}

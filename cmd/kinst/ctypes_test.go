@@ -147,3 +147,34 @@ func TestUprobeArgsErrors(t *testing.T) {
 		}
 	}
 }
+
+// -lv lists a binary's functions with their parameters from DWARF,
+// spelled as bpftrace 0.17 spells them.
+func TestListUprobeParams(t *testing.T) {
+	t.Parallel()
+	bin := target(t)
+	want := strings.NewReplacer("BIN", bin).Replace(`uprobe:BIN:kinst_add
+    long int a
+    long int b
+uprobe:BIN:kinst_greet
+    const char* word
+uprobe:BIN:kinst_move
+    struct kinst_point* p
+    int dx
+uprobe:BIN:kinst_phase
+    int on
+uprobe:BIN:kinst_stack
+    long int a
+    long int b
+    long int c
+    long int d
+    long int e
+    long int f
+    long int g
+    long int h
+`)
+	r := kinst(t, "-lv", "uprobe:"+bin+":kinst_*")
+	if r.code != 0 || r.stdout != want {
+		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s\nstderr:\n%s", r.code, r.stdout, want, r.stderr)
+	}
+}
