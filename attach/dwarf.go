@@ -3,9 +3,11 @@ package attach
 import (
 	"debug/dwarf"
 	"fmt"
+	"sync"
 
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/elfsym"
+	"kinst.dev/kinst/syntax"
 )
 
 // uprobeArgs describes a user function's arguments from its binary's
@@ -126,6 +128,34 @@ func dwarfArgs(path, fn string) (*check.Type, error) {
 		return nil, fmt.Errorf("the DWARF of %s does not describe %s", path, fn)
 	}
 	return uprobeArgs(fs[0]), nil
+}
+
+// dwarfTypes returns a lookup of the named types in the binary at path,
+// which reads its DWARF on first use.
+func dwarfTypes(path string) func(kind syntax.Token, name string) (*check.Type, error) {
+	var once sync.Once
+	var d *elfsym.Debug
+	var err error
+	conv := dwarfConverter{}
+	return func(kind syntax.Token, name string) (*check.Type, error) {
+		once.Do(func() { d, err = elfsym.OpenDebug(path) })
+		if err != nil {
+			return nil, err
+		}
+		k := ""
+		if kind != syntax.IDENT {
+			k = kind.String()
+		}
+		dt, err := d.Type(k, name)
+		if err != nil {
+			return nil, err
+		}
+		t := conv.convert(dt)
+		if t == nil {
+			return nil, fmt.Errorf("%s: type %s is not supported", path, name)
+		}
+		return t, nil
+	}
 }
 
 // cTypeString spells a DWARF type as bpftrace -lv lists uprobe arguments:

@@ -289,12 +289,14 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		return nil, err
 	}
 	ret := ap.Provider == "uretprobe"
+	userType := dwarfTypes(path)
 	target := func(sym string, off uint64) *check.Target {
 		return &check.Target{
 			Provider: ap.Provider,
 			Name:     path + ":" + sym,
 			Func:     sym,
 			Attach:   Uprobe{Path: path, Symbol: sym, Offset: off, Return: ret},
+			UserType: userType,
 		}
 	}
 	if kernel.HasGlob(spec) {

@@ -292,7 +292,8 @@ func cAlign(t *Type) int {
 }
 
 // namedType looks a type name up: the program's declarations first,
-// then the kernel's BTF. at, when set, is where to report a failure.
+// then, in a uprobe, the binary's DWARF, then the kernel's BTF. at, when
+// set, is where to report a failure.
 func (c *checker) namedType(kind syntax.Token, name string, at syntax.Node) *Type {
 	if kind == syntax.IDENT {
 		if t := c.decls.typedefs[name]; t != nil {
@@ -300,6 +301,12 @@ func (c *checker) namedType(kind syntax.Token, name string, at syntax.Node) *Typ
 		}
 	} else if t := c.decls.tags[kind.String()+" "+name]; t != nil {
 		return t
+	}
+	if c.probe != nil && c.probe.Targets[0].UserType != nil {
+		// A probe in a user binary sees the binary's own types first.
+		if t, err := c.probe.Targets[0].UserType(kind, name); err == nil {
+			return t
+		}
 	}
 	if c.conf.Kernel == nil {
 		if at != nil {

@@ -29,6 +29,10 @@ type Target struct {
 	// read args should pay. Its error says why there are none.
 	ArgsFrom func() (*Type, error)
 	argsErr  error
+	// UserType, for a target in a user binary, looks a struct, union,
+	// enum (kind STRUCT, UNION, ENUM) or typedef (IDENT) up in the
+	// binary's debug information, for casts in its probes.
+	UserType func(kind syntax.Token, name string) (*Type, error)
 	// Ret is the type of retval where the target knows it (fexit and
 	// kretprobe with BTF).
 	Ret *Type

@@ -122,6 +122,9 @@ uprobe:BIN:kinst_move /args->p->next != 0/ { print(*args->p->next); }`)
 			"\n\n@[alpha, 7]: 4\n@[beta, -1]: 6\n", "")
 	prog = "uprobe:" + bin + ":kinst_add { @add = sum(args->a + args->b); }"
 	kinst(t, "-q", "-e", prog, "-c", bin+" add 3").want(t, 0, "\n\n@add: -6\n", "")
+	// Casts in a uprobe take the binary's types before the kernel's.
+	prog = "uprobe:" + bin + ":kinst_move { $p = (struct kinst_point *)arg0; printf(\"%s %d %d\\n\", $p->name, $p->level, sizeof(struct kinst_point)); }"
+	kinst(t, "-q", "-e", prog, "-c", bin+" move 2").want(t, 0, "alpha 17 32\nbeta 31 32\n\n\n", "")
 }
 
 // A binary without DWARF, and an offset past the entry, give located
