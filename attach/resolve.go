@@ -38,6 +38,9 @@ type Uprobe struct {
 	Symbol string
 	Offset uint64 // file offset of the probed instruction
 	Return bool
+	// RefCtrOffset is the file offset of a USDT semaphore the kernel
+	// counts the uprobe in, 0 for none.
+	RefCtrOffset uint64
 }
 
 // PerfEvent targets a perf event: the software clock of profile and
@@ -77,6 +80,8 @@ func (r *Resolver) Resolve(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		return iterators(ap)
 	case "uprobe", "uretprobe":
 		return r.uprobes(ap)
+	case "usdt":
+		return r.usdts(ap)
 	case "kprobe", "kretprobe", "fentry", "fexit", "fmod_ret":
 		return r.kernelFuncs(ap)
 	}

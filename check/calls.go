@@ -54,6 +54,7 @@ func init() {
 		"strcontains": {check: (*checker).checkStrcontains},
 		"bswap":       {check: (*checker).checkBswap},
 		"path":        {check: (*checker).checkPath},
+		"uaddr":       {check: (*checker).checkUaddr},
 	}
 }
 
@@ -469,7 +470,7 @@ func (c *checker) spaceOf(t *Type) AddrSpace {
 	if t.Kind == Ptr {
 		return t.Space
 	}
-	if c.probe.Provider == "uprobe" || c.probe.Provider == "uretprobe" {
+	if c.probe.Provider == "uprobe" || c.probe.Provider == "uretprobe" || c.probe.Provider == "usdt" {
 		return UserSpace
 	}
 	return KernelSpace
@@ -714,9 +715,9 @@ func (c *checker) checkReg(x *syntax.CallExpr, call *Call) *Type {
 		return nil
 	}
 	switch c.probe.Provider {
-	case "kprobe", "kretprobe", "uprobe", "uretprobe", "profile":
+	case "kprobe", "kretprobe", "uprobe", "uretprobe", "usdt", "profile":
 	default:
-		c.errorf(x, "reg() reads the registers of kprobe, uprobe and profile probes only")
+		c.errorf(x, "reg() reads the registers of kprobe, uprobe, usdt and profile probes only")
 		return nil
 	}
 	name, ok := c.constString(x.Args[0], "reg() register name")

@@ -181,7 +181,7 @@ func TestCheckErrors(t *testing.T) {
 		{"BEGIN { $x = count() }", "t:1:9: count() can only be assigned to a map with ="},
 		{"BEGIN { count() }", "t:1:9: count() must be assigned to a map, as in @x = count(…)"},
 		{"BEGIN { @x = retval }", "t:1:14: retval is only available in kretprobe, uretprobe, fexit, fmod_ret probes"},
-		{"BEGIN { @x = arg0 }", "t:1:14: arg0 is only available in kprobe, uprobe, rawtracepoint, fentry, fexit, fmod_ret probes"},
+		{"BEGIN { @x = arg0 }", "t:1:14: arg0 is only available in kprobe, uprobe, usdt, rawtracepoint, fentry, fexit, fmod_ret probes"},
 		{"kprobe:f { @x = arg9 }", "t:1:17: arg9 is out of range: kprobe probes have arguments arg0 to arg5"},
 		{"BEGIN { @x = kstack }", "t:1:14: kstack has no meaning in BEGIN: no code was interrupted"},
 		{"t:syscalls:sys_enter_openat { @x = args->flagz }", "t:1:36: struct sys_enter_openat has no field flagz (did you mean flags?)"},
@@ -197,7 +197,7 @@ func TestCheckErrors(t *testing.T) {
 		{"BEGIN { @x = str(\"a\", \"b\") }", "t:1:23: str() length must be an integer, not string[2]"},
 		{"BEGIN { 1 + 2 }", "t:1:9: expression result unused: 1 + 2 is not a statement"},
 		{"BEGIN { @x = ntop(3, 1) }", "t:1:19: ntop() address family must be AF_INET (2) or AF_INET6 (10), not 3"},
-		{"BEGIN { @x = reg(\"ip\") }", "t:1:14: reg() reads the registers of kprobe, uprobe and profile probes only"},
+		{"BEGIN { @x = reg(\"ip\") }", "t:1:14: reg() reads the registers of kprobe, uprobe, usdt and profile probes only"},
 		{"kprobe:f { @x = reg(\"xx\") }", `t:1:21: unknown register "xx"; x86-64 has ax, bp, bx, cs, cx, di, dx, flags, ip, orig_ax, r10, r11, r12, r13, r14, r15, r8, r9, si, sp, ss`},
 	}
 	for _, tt := range tests {

@@ -524,7 +524,7 @@ func (c *checker) typeExpr(te *syntax.TypeExpr) *Type {
 		}
 	}
 	space := KernelSpace
-	if c.probe.Provider == "uprobe" || c.probe.Provider == "uretprobe" {
+	if c.probe.Provider == "uprobe" || c.probe.Provider == "uretprobe" || c.probe.Provider == "usdt" {
 		space = UserSpace
 	}
 	for i := 0; i < te.Ptr; i++ {
@@ -562,6 +562,11 @@ func (c *checker) field(x *syntax.FieldExpr) *Type {
 	f := rec.Field(x.Name)
 	if f == nil {
 		msg := "%s has no field %s"
+		if rec.BTF != nil {
+			// Kernel structs change between releases: say whose
+			// definition lacks the field.
+			msg = "%s in this kernel's BTF has no field %s"
+		}
 		if near := nearest(x.Name, rec.FieldNames()); near != "" {
 			c.errorf(x, msg+" (did you mean %s?)", rec, x.Name, near)
 		} else {

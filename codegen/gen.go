@@ -28,6 +28,9 @@ type Options struct {
 	// Force makes kprobes and kretprobes use one mechanism, for
 	// comparisons; "" picks the cheapest.
 	Force Mechanism
+	// HelperChecks makes programs report failing helpers, as bpftrace's
+	// -k (1: all but memory reads) and -kk (2: all).
+	HelperChecks int
 }
 
 // Defaults. bpftrace caps maps at 4096 keys too.
@@ -78,7 +81,7 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 		maps: map[*check.Map]*Map{},
 	}
 	c.declareMaps()
-	for _, p := range prog.Probes {
+	for _, p := range splitUSDT(prog.Probes) {
 		mech, why := c.choose(p)
 		if (mech.IsTrampoline() || mech == MechRawTracepoint) && len(p.Targets) > 1 {
 			// A trampoline program is bound to one function when it is

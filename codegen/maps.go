@@ -48,6 +48,12 @@ func (g *gen) update(m *Map, key, value mem, flags int32) {
 	g.addr(asm.R2, key)
 	g.addr(asm.R3, value)
 	g.emit(asm.Mov.Imm(asm.R4, flags))
+	if flags == updateNoExist {
+		// Creating an element another CPU may have created first:
+		// failing with EEXIST is expected, not worth a -k warning.
+		g.emit(asm.FnMapUpdateElem.Call())
+		return
+	}
 	g.call(asm.FnMapUpdateElem)
 }
 

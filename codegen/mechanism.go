@@ -83,7 +83,7 @@ func (c *compiler) choose(p *check.Probe) (Mechanism, string) {
 		return MechFexit, "asked for fexit"
 	case "fmod_ret":
 		return MechFmodRet, "asked for fmod_ret"
-	case "uprobe", "uretprobe":
+	case "uprobe", "uretprobe", "usdt":
 		if len(p.Targets) > 1 && c.supports(MechUprobeMulti) && sameFile(p.Targets) {
 			return MechUprobeMulti, fmt.Sprintf("one uprobe.multi link attaches all %d functions", len(p.Targets))
 		}

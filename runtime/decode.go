@@ -30,6 +30,9 @@ type decoder struct {
 	ksyms     *kernel.Kallsyms
 	usyms     *elfsym.Symbolizer
 
+	noUserSymbols bool // BPFTRACE_NO_USER_SYMBOLS: user addresses print in hex
+	noSymbolCache bool // BPFTRACE_CACHE_USER_SYMBOLS=0: no symbols kept between lookups
+
 	bootOnce sync.Once
 	boot     time.Time // the wall time the kernel booted at
 }
@@ -202,7 +205,10 @@ func (d *decoder) target(i uint64) *check.Target {
 }
 
 func (d *decoder) usym(pid int, addr uint64) elfsym.Frame {
-	if d.usyms == nil {
+	if d.noUserSymbols {
+		return elfsym.Frame{Addr: addr}
+	}
+	if d.noSymbolCache {
 		d.usyms = elfsym.NewSymbolizer()
 	}
 	return d.usyms.Frame(pid, addr)
@@ -239,7 +245,8 @@ func (d *decoder) stack(t *check.Type, v uint64) output.Value {
 	for _, a := range addrs {
 		if t.User {
 			f := d.usym(int(v>>32), a)
-			frames = append(frames, output.Frame{Addr: a, Symbol: f.Symbol, Offset: f.Offset, Module: f.Path})
+			frames = append(frames, output.Frame{Addr: a, Symbol: f.Symbol, Offset: f.Offset, Module: f.Path,
+				MapStart: f.MapStart, MapEnd: f.MapEnd, MapOffset: f.MapOffset, BuildID: f.BuildID})
 			continue
 		}
 		fr := output.Frame{Addr: a}
