@@ -30,8 +30,9 @@ type Debug struct {
 	data *dwarf.Data
 }
 
-// OpenDebug reads the DWARF data of the ELF file at path; the error wraps
-// ErrNoDebugInfo when it has none.
+// OpenDebug reads the DWARF data of the ELF file at path, or of its
+// separate debug file (by build ID or .gnu_debuglink, as for symbols);
+// the error wraps ErrNoDebugInfo when neither has any.
 func OpenDebug(path string) (*Debug, error) {
 	ef, err := elf.Open(path)
 	if err != nil {
@@ -39,7 +40,17 @@ func OpenDebug(path string) (*Debug, error) {
 	}
 	defer ef.Close()
 	if ef.Section(".debug_info") == nil {
-		return nil, fmt.Errorf("%s: %w", path, ErrNoDebugInfo)
+		dbg := findDebugFile(ef, path)
+		if dbg == "" {
+			return nil, fmt.Errorf("%s: %w", path, ErrNoDebugInfo)
+		}
+		if ef, err = elf.Open(dbg); err != nil {
+			return nil, fmt.Errorf("open %s: %w", dbg, err)
+		}
+		defer ef.Close()
+		if ef.Section(".debug_info") == nil {
+			return nil, fmt.Errorf("%s and its debug file %s: %w", path, dbg, ErrNoDebugInfo)
+		}
 	}
 	data, err := ef.DWARF()
 	if err != nil {
