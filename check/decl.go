@@ -223,9 +223,11 @@ func (c *checker) layout(t *Type, ct *syntax.CType) bool {
 	return true
 }
 
-// complete reports whether values of t have a known layout.
+// complete reports whether values of t have a known layout: a record
+// only forward-declared (or only pointed to) has none; an empty struct
+// the program defines has one, of size 0, as in GNU C.
 func complete(t *Type) bool {
-	return t.Kind != Void && !(t.Kind == Record && t.Size == 0 && t.BTF == nil && len(t.Fields) == 0)
+	return t.Kind != Void && !(t.Kind == Record && t.Size == 0 && t.BTF == nil && len(t.Fields) == 0 && t.calign == 0)
 }
 
 // declarator applies a declarator's pointers and array dimensions to

@@ -28,6 +28,8 @@ struct out {
 };
 struct packed_bits { unsigned char a : 4, b : 4, c : 4; unsigned long long d : 60; };
 struct later { int v; };
+struct empty {};
+struct holds_empty { struct empty e; int y; };
 `
 
 func TestDeclLayout(t *testing.T) {
@@ -53,6 +55,8 @@ func TestDeclLayout(t *testing.T) {
 		{"offsetof(struct packed_bits, c)", 1},
 		{"offsetof(struct packed_bits, d)", 8},
 		{"sizeof(struct later)", 4},
+		{"sizeof(struct empty)", 0},
+		{"sizeof(struct holds_empty)", 4},
 		{"BLUE", 6},
 		{"WIDE", 80},
 		{"sizeof(u16x)", 2},
