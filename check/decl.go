@@ -140,17 +140,29 @@ func (c *checker) defineEnum(ct *syntax.CType, tag string) *Type {
 // alignment.
 func (c *checker) layout(t *Type, ct *syntax.CType) bool {
 	union := ct.Kind == syntax.UNION
+	var structAlign int
+	if ct.Align != nil {
+		n, ok := c.alignment(ct.Align)
+		if !ok {
+			return false
+		}
+		structAlign = n
+	}
 	bit, size, align := 0, 0, 1
 	// place puts a field of type ft at the next free bit; width is -1
 	// for an ordinary field, else a bitfield's width (0 only aligns).
-	place := func(f *Field, ft *Type, width int, named bool) {
+	place := func(f *Field, ft *Type, width int, named bool, fieldAlign int) {
 		a := cAlign(ft)
+		if ct.Packed {
+			a = 1
+		}
+		a = max(a, fieldAlign)
 		switch {
 		case union:
 			f.Offset = 0
 		case width >= 0:
 			unit := ft.Size * 8
-			if width == 0 || bit/unit != (bit+width-1)/unit {
+			if width == 0 || !ct.Packed && bit/unit != (bit+width-1)/unit {
 				bit = alignUp(bit, unit)
 			}
 			f.Offset, f.BitOffset = bit/8, bit%8
@@ -181,7 +193,7 @@ func (c *checker) layout(t *Type, ct *syntax.CType) bool {
 			// An anonymous struct or union: its members are t's, moved
 			// to where it lies.
 			anon := &Field{}
-			place(anon, base, -1, true)
+			place(anon, base, -1, true, 0)
 			for _, f := range base.Fields {
 				g := *f
 				g.Offset += anon.Offset
@@ -212,15 +224,37 @@ func (c *checker) layout(t *Type, ct *syntax.CType) bool {
 				c.errorf(d, "field %s has incomplete type %s", d.Name, ft)
 				return false
 			}
-			place(f, ft, width, d.Name != "")
+			fieldAlign := 0
+			if d.Align != nil {
+				n, ok := c.alignment(d.Align)
+				if !ok {
+					return false
+				}
+				fieldAlign = n
+			}
+			place(f, ft, width, d.Name != "", fieldAlign)
 			if d.Name != "" {
 				t.Fields = append(t.Fields, f)
 			}
 		}
 	}
+	align = max(align, structAlign)
 	t.Size = alignUp(alignUp(size, 8)/8, align)
 	t.calign = align
 	return true
+}
+
+// alignment evaluates an aligned(N) attribute: a power of two.
+func (c *checker) alignment(x syntax.Expr) (int, bool) {
+	n, ok := c.declConst(x)
+	if !ok {
+		return 0, false
+	}
+	if n < 1 || n > 4096 || n&(n-1) != 0 {
+		c.errorf(x, "alignment %d is not a power of two up to 4096", n)
+		return 0, false
+	}
+	return int(n), true
 }
 
 // complete reports whether values of t have a known layout: a record

@@ -85,6 +85,42 @@ func TestDeclLayout(t *testing.T) {
 	}
 }
 
+// TestDeclAttributes checks packed and aligned against what GCC gives
+// for the same declarations on x86-64.
+func TestDeclAttributes(t *testing.T) {
+	const src = `
+struct p1 { char a; int b; short c; } __attribute__((packed));
+struct __attribute__((packed)) p2 { char a; long b; };
+struct al { char a; int b __attribute__((aligned(16))); char c; };
+struct al2 { char a; } __attribute__((__aligned__(8)));
+struct pb { unsigned char a : 4; unsigned int b : 12; unsigned int c: 20; } __attribute__((packed));
+struct outer { char x; struct p1 in; struct al2 z; }
+`
+	tests := []struct {
+		expr string
+		want int64
+	}{
+		{"sizeof(struct p1)", 7}, {"offsetof(struct p1, c)", 5}, {"sizeof(struct p2)", 9},
+		{"sizeof(struct al)", 32}, {"offsetof(struct al, b)", 16}, {"offsetof(struct al, c)", 20},
+		{"sizeof(struct al2)", 8}, {"sizeof(struct pb)", 5}, {"sizeof(struct outer)", 16},
+	}
+	for _, tt := range tests {
+		prog, err := checkSrc(t, src+"BEGIN { @x = "+tt.expr+" }", nil)
+		if err != nil {
+			t.Errorf("%s: %v", tt.expr, err)
+			continue
+		}
+		p := prog.Probes[0]
+		if v := p.Consts[p.Syntax.Body.Stmts[0].(*syntax.AssignStmt).Rhs]; int64(v.Int) != tt.want {
+			t.Errorf("%s = %d, want %d", tt.expr, int64(v.Int), tt.want)
+		}
+	}
+	_, err := checkSrc(t, "struct a { int b __attribute__((aligned(3))); }; BEGIN { }", nil)
+	if err == nil || err.Error() != "t:1:41: alignment 3 is not a power of two up to 4096" {
+		t.Errorf("aligned(3): got %v", err)
+	}
+}
+
 func TestDeclFields(t *testing.T) {
 	prog, err := checkSrc(t, declSrc+`kprobe:f {
 	$o = (struct out *)arg0;
