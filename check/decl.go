@@ -1,6 +1,10 @@
 package check
 
-import "kinst.dev/kinst/syntax"
+import (
+	"strings"
+
+	"kinst.dev/kinst/syntax"
+)
 
 // declared holds the types and constants a program's C declarations
 // give. Together with the kernel's BTF it is the one place type names
@@ -38,17 +42,51 @@ func (c *checker) declare(prog *syntax.Program) {
 	}
 }
 
-// cBaseTypes maps C's base type spellings to integer types.
-var cBaseTypes = map[string]*Type{
-	"char": TInt8, "signed char": TInt8, "unsigned char": TUint8,
-	"_Bool": TUint8, "bool": TUint8,
-	"short": TInt16, "short int": TInt16, "signed short": TInt16, "signed short int": TInt16,
-	"unsigned short": TUint16, "unsigned short int": TUint16,
-	"int": TInt32, "signed": TInt32, "signed int": TInt32, "unsigned": TUint32, "unsigned int": TUint32,
-	"long": TInt64, "long int": TInt64, "signed long": TInt64, "signed long int": TInt64,
-	"unsigned long": TUint64, "unsigned long int": TUint64,
-	"long long": TInt64, "long long int": TInt64, "signed long long": TInt64, "signed long long int": TInt64,
-	"unsigned long long": TUint64, "unsigned long long int": TUint64,
+// isBaseWords reports whether a type name is made of C's base type
+// words, as opposed to a typedef name.
+func isBaseWords(name string) bool {
+	for _, w := range strings.Fields(name) {
+		switch w {
+		case "unsigned", "signed", "char", "short", "int", "long", "_Bool", "bool":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// baseType gives the integer type C's base type words name, in any
+// order ("long unsigned int" is "unsigned long"), or nil for an invalid
+// combination.
+func baseType(name string) *Type {
+	n := map[string]int{}
+	for _, w := range strings.Fields(name) {
+		n[w]++
+	}
+	unsigned := n["unsigned"] > 0
+	if n["unsigned"]+n["signed"] > 1 || n["short"] > 1 || n["long"] > 2 || n["char"]+n["_Bool"]+n["bool"] > 1 {
+		return nil
+	}
+	switch {
+	case n["_Bool"]+n["bool"] == 1:
+		if len(n) > 1 {
+			return nil
+		}
+		return TUint8
+	case n["char"] == 1:
+		if n["int"]+n["short"]+n["long"] > 0 {
+			return nil
+		}
+		return IntType(1, !unsigned)
+	case n["short"] == 1:
+		if n["long"] > 0 {
+			return nil
+		}
+		return IntType(2, !unsigned)
+	case n["long"] > 0:
+		return IntType(8, !unsigned)
+	}
+	return IntType(4, !unsigned)
 }
 
 // ctype resolves a type specifier, defining the struct, union or enum
@@ -62,10 +100,14 @@ func (c *checker) ctype(ct *syntax.CType) *Type {
 			c.errorf(ct, "floating-point type %s is not supported", ct.Name)
 			return nil
 		}
-		if t := cBaseTypes[ct.Name]; t != nil {
+		if !isBaseWords(ct.Name) {
+			return c.namedType(syntax.IDENT, ct.Name, ct)
+		}
+		if t := baseType(ct.Name); t != nil {
 			return t
 		}
-		return c.namedType(syntax.IDENT, ct.Name, ct)
+		c.errorf(ct, "invalid type %s", ct.Name)
+		return nil
 	}
 	tag := ct.Kind.String() + " " + ct.Name
 	if !ct.Body {

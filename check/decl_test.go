@@ -29,6 +29,7 @@ struct out {
 struct packed_bits { unsigned char a : 4, b : 4, c : 4; unsigned long long d : 60; };
 struct later { int v; };
 struct empty {};
+struct spellings { short unsigned int a; long unsigned int b; signed char c; long long int d; };
 struct holds_empty { struct empty e; int y; };
 `
 
@@ -56,6 +57,8 @@ func TestDeclLayout(t *testing.T) {
 		{"offsetof(struct packed_bits, d)", 8},
 		{"sizeof(struct later)", 4},
 		{"sizeof(struct empty)", 0},
+		{"sizeof(struct spellings)", 32},
+		{"offsetof(struct spellings, d)", 24},
 		{"sizeof(struct holds_empty)", 4},
 		{"BLUE", 6},
 		{"WIDE", 80},
@@ -169,6 +172,8 @@ func TestDeclErrors(t *testing.T) {
 		{"struct a { nope_t x; }; BEGIN { }", "t:1:12: unknown type nope_t"},
 		{"struct a { int x; }; struct a { int y; }; BEGIN { }", "t:1:22: struct a is defined twice"},
 		{"struct a { float f; }; BEGIN { }", "t:1:12: floating-point type float is not supported"},
+		{"struct a { long short x; }; BEGIN { }", "t:1:12: invalid type long short"},
+		{"struct a { unsigned signed x; }; BEGIN { }", "t:1:12: invalid type unsigned signed"},
 		{"struct a { int x[N]; }; BEGIN { }", "t:1:18: unknown constant N"},
 		{"struct a { int x[-1]; }; BEGIN { }", "t:1:18: array size -1 is out of range"},
 		{"struct a { char c : 9; }; BEGIN { }", "t:1:21: invalid width 9 for bitfield c of type int8"},
