@@ -294,12 +294,14 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		return nil, err
 	}
 	ret := ap.Provider == "uretprobe"
+	userType := dwarfTypes(path)
 	target := func(sym string, off uint64) *check.Target {
 		return &check.Target{
 			Provider: ap.Provider,
 			Name:     path + ":" + sym,
 			Func:     sym,
 			Attach:   Uprobe{Path: path, Symbol: sym, Offset: off, Return: ret},
+			UserType: userType,
 		}
 	}
 	if kernel.HasGlob(spec) {
@@ -343,6 +345,14 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	t := target(name, off)
 	if rel != 0 {
 		t.Name = path + ":" + spec
+	}
+	switch {
+	case ap.Provider == "uprobe" && rel == 0:
+		t.ArgsFrom = func() (*check.Type, error) { return dwarfArgs(path, name) }
+	case ap.Provider == "uprobe":
+		t.ArgsFrom = func() (*check.Type, error) {
+			return nil, fmt.Errorf("past the entry of %s its registers no longer hold the arguments", name)
+		}
 	}
 	return []*check.Target{t}, nil
 }

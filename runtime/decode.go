@@ -102,7 +102,9 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		if r != asValue {
 			return output.Pointer(le.Uint64(b))
 		}
-		return output.Uint(le.Uint64(b))
+		// 0.17 prints pointer values signed: kernel addresses are
+		// negative.
+		return output.Int(int64(le.Uint64(b)))
 	case check.Str:
 		return output.String(cstring(b[:t.Size]))
 	case check.Tuple:

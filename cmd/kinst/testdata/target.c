@@ -7,6 +7,7 @@
  *	target add N          kinst_add(i, -2*i) for i = 1..N, summed in
  *	                      the global kinst_sum
  *	target greet WORD...  kinst_greet(WORD) for each WORD
+ *	target move N         kinst_move(p, i) for i = 1..N, p two structs in turn
  *	target linger MS WORD kinst_greet(WORD), then sleep MS milliseconds, so
  *	                      that the process is alive when its symbols are read
  *	target stack N        kinst_stack(i, ..., 8*i) of eight arguments for
@@ -44,6 +45,21 @@ __attribute__((noinline)) int kinst_greet(const char *word)
 
 /* kinst_sum is a global whose value a debugger reading a core can check. */
 long kinst_sum;
+
+/* A struct argument for DWARF tests: kinst_move(p, dx) for move N. */
+struct kinst_point {
+	int x, y;
+	char name[8];
+	unsigned int flags : 3, level : 5;
+	struct kinst_point *next;
+};
+
+__attribute__((noinline)) int kinst_move(struct kinst_point *p, int dx)
+{
+	__asm__ volatile("");
+	p->x += dx;
+	return p->x;
+}
 
 /* kinst_phase marks the part of a run a probe should count. */
 __attribute__((noinline)) void kinst_phase(int on)
@@ -110,7 +126,7 @@ static int write_size(int fd, long size)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: target add N | stack N | greet WORD... | linger MS WORD | writes A B | write SIZE... | sleep MS | touch N | watch N\n");
+	fprintf(stderr, "usage: target add N | stack N | move N | greet WORD... | linger MS WORD | writes A B | write SIZE... | sleep MS | touch N | watch N\n");
 	return 2;
 }
 
@@ -130,6 +146,12 @@ int main(int argc, char **argv)
 		for (long i = 1; i <= n; i++)
 			sum += kinst_stack(i, 2 * i, 3 * i, 4 * i, 5 * i, 6 * i, 7 * i, 8 * i);
 		return sum == 36 * n * (n + 1) / 2 ? 0 : 1;
+	}
+	if (strcmp(cmd, "move") == 0 && argc == 3) {
+		struct kinst_point a = {0, 7, "alpha", 5, 17, NULL}, b = {100, -1, "beta", 2, 31, &a};
+		for (long i = 1; i <= atol(argv[2]); i++)
+			kinst_move(i % 2 ? &a : &b, (int)i);
+		return 0;
 	}
 	if (strcmp(cmd, "linger") == 0 && argc == 4) {
 		long ms = atol(argv[2]);
