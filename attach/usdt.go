@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -119,7 +120,7 @@ func (r *Resolver) usdtFiles(bin string) ([]usdtFile, error) {
 		case err == nil:
 			files = append(files, usdtFile{path, probes})
 		case !named:
-		case errors.As(err, &format):
+		case errors.As(err, &format) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 			return nil, fmt.Errorf("%s is not an ELF file", path)
 		case errors.Is(err, usdt.ErrNoNotes):
 			return nil, fmt.Errorf("%s has no USDT probes", path)

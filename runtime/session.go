@@ -311,7 +311,7 @@ func (s *Session) attach(p *codegen.Program) (*attach.Attached, error) {
 	}
 	start := time.Now()
 	a, err := attach.Attach(s.coll.Programs[p.Name], p.Targets, attach.Options{
-		FirstID:    p.FirstTarget,
+		IDs:        p.IDs,
 		Multi:      p.Mechanism == codegen.MechKprobeMulti || p.Mechanism == codegen.MechUprobeMulti,
 		Trampoline: p.Mechanism.IsTrampoline(),
 		Pid:        s.opts.Pid,

@@ -263,6 +263,20 @@ func expandFlags(args []string) []string {
 			out = append(out, "-I", dir) // -IDIR, as for a C compiler
 			continue
 		}
+		// Switches may end in one option that takes a value, attached or
+		// the next argument: "-lp PID", "-lvp PID", "-lp123".
+		if lead := len(name) - len(strings.TrimLeft(name, "lvq")); !strings.HasPrefix(a, "--") && lead > 0 && lead < len(name) && valueFlags[name[lead:lead+1]] {
+			for _, c := range name[:lead+1] {
+				out = append(out, "-"+string(c))
+			}
+			if v := name[lead+1:]; v != "" {
+				out = append(out, v)
+			} else if i+1 < len(args) {
+				i++
+				out = append(out, args[i])
+			}
+			continue
+		}
 		if strings.HasPrefix(a, "--") || len(name) < 2 || strings.Trim(name, "lvq") != "" {
 			out = append(out, a)
 			if valueFlags[name] && !strings.Contains(name, "=") && i+1 < len(args) {

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"kinst.dev/kinst/internal/testenv"
+)
+
+// usdtArgsProgram prints every argument of the target's USDT probes.
+const usdtArgsProgram = `
+usdt:BIN:kinst:tick { printf("%s %d %d %d\n", probe, arg0, arg1, arg2) }
+usdt:BIN:kinst:small { printf("%s %d %d %d\n", probe, arg0, arg1, arg2) }
+usdt:BIN:kinst:mem { printf("%s %d %d\n", probe, arg0, arg1) }
+usdt:BIN:kinst:twice { printf("%s %d\n", probe, arg0) }
+usdt:BIN:gated { printf("%s %d\n", probe, arg0) }`
+
+// The target's USDT probes pass arguments in registers and their low
+// parts (-8@%rdx, -1@%sil, 2@%di), as constants (-4@$-7), in stack
+// memory (-8@16(%rsp)) and in a global (-8@kinst_total(%rip)); each
+// reads back what the program passed, sign-extended as its size says.
+// kinst:twice has two sites whose argument is in different registers,
+// and kinst:gated fires only while its semaphore is raised, which the
+// kernel does for the attached uprobe.
+func TestUSDTArgs(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	prog := strings.ReplaceAll(usdtArgsProgram, "BIN", bin)
+	want := strings.NewReplacer("BIN", bin).Replace(
+		"usdt:BIN:kinst:tick 1 -1 1\n" +
+			"usdt:BIN:kinst:small -1 60001 -7\n" +
+			"usdt:BIN:kinst:mem 3 -1\n" +
+			"usdt:BIN:kinst:twice 1\n" +
+			"usdt:BIN:kinst:twice -2\n" +
+			"usdt:BIN:kinst:gated 1\n" +
+			"usdt:BIN:kinst:tick 2 -2 3\n" +
+			"usdt:BIN:kinst:small -2 60002 -7\n" +
+			"usdt:BIN:kinst:mem 6 -2\n" +
+			"usdt:BIN:kinst:twice 2\n" +
+			"usdt:BIN:kinst:twice -4\n" +
+			"usdt:BIN:kinst:gated 2\n\n\n")
+	kinst(t, "-e", prog, "-c", bin+" usdt 2").want(t, 0, "Attaching 6 probes...\n"+want, "")
+}
+
+// bpftrace 0.17 prints the same, but for arguments in globals, which it
+// does not decode ("deref ident is not handled yet"): those are left
+// out of the comparison.
+func TestUSDTArgsAsBpftrace(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bpftrace, err := exec.LookPath("bpftrace")
+	if err != nil {
+		t.Skip("bpftrace is not installed")
+	}
+	bin := target(t)
+	prog := strings.ReplaceAll(strings.Replace(usdtArgsProgram, `%d %d %d\n", probe, arg0, arg1, arg2) }`, `%d %d\n", probe, arg0, arg1) }`, 1), "BIN", bin)
+	args := []string{"-e", prog, "-c", bin + " usdt 3"}
+	out, err := exec.Command(bpftrace, args...).Output()
+	if err != nil {
+		t.Fatalf("bpftrace: %v", err)
+	}
+	r := kinst(t, args...)
+	if r.code != 0 || r.stdout != string(out) {
+		t.Errorf("kinst exit status %d, stdout:\n%s\nbpftrace's:\n%s\nkinst's stderr:\n%s", r.code, r.stdout, out, r.stderr)
+	}
+}
+
+// Wildcards in the provider and name parts reach every site: 1000
+// rounds fire kinst:twice 2000 times and the others 1000 times each. As
+// in bpftrace, each site counts as one probe attached.
+func TestUSDTWildcardCounts(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	prog := strings.ReplaceAll(`
+usdt:BIN:kin*:* { @[probe] = count(); }
+usdt:BIN:kinst:t* { @sum[probe] = sum((int64)arg0); }
+usdt:BIN:*:mem { @lo = min((int64)arg1); @hi = max(arg0); }`, "BIN", bin)
+	want := strings.ReplaceAll("Attaching 10 probes...\n\n\n"+
+		"@[usdt:BIN:kinst:gated]: 1000\n"+
+		"@[usdt:BIN:kinst:mem]: 1000\n"+
+		"@[usdt:BIN:kinst:small]: 1000\n"+
+		"@[usdt:BIN:kinst:tick]: 1000\n"+
+		"@[usdt:BIN:kinst:twice]: 2000\n"+
+		"@hi: 3000\n"+
+		"@lo: -1000\n"+
+		"@sum[usdt:BIN:kinst:twice]: -500500\n"+
+		"@sum[usdt:BIN:kinst:tick]: 500500\n", "BIN", bin)
+	kinst(t, "-e", prog, "-c", bin+" usdt 1000").want(t, 0, want, "")
+}
+
+// A probe of a library Debian ships: libstdc++ marks every throw and
+// catch with USDT probes, which a program throwing 100 exceptions fires
+// 100 times each. The library is named as -l and uprobes name it.
+func TestUSDTLibstdcxx(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	gxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("g++ is not installed")
+	}
+	bin := filepath.Join(t.TempDir(), "throw")
+	if out, err := exec.Command(gxx, "-O1", "-o", bin, "testdata/throw.cc").CombinedOutput(); err != nil {
+		t.Fatalf("g++: %v\n%s", err, out)
+	}
+	r := kinst(t, "-l", "usdt:libstdc++:libstdcxx:*")
+	if !strings.Contains(r.stdout, ":libstdcxx:throw\n") {
+		t.Skipf("this libstdc++ has no USDT probes: kinst -l lists\n%s%s", r.stdout, r.stderr)
+	}
+	prog := `usdt:libstdc++:libstdcxx:throw { @throws = count(); } usdt:libstdc++:catch { @catches = count(); }`
+	kinst(t, "-e", prog, "-c", bin+" 100").want(t, 0,
+		"Attaching 2 probes...\n\n\n@catches: 100\n@throws: 100\n", "")
+}
+
+// python returns Debian's python3 binary when it has USDT probes.
+func python(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.EvalSymlinks("/usr/bin/python3")
+	if err != nil {
+		t.Skip("/usr/bin/python3 is not installed")
+	}
+	f, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Section(".note.stapsdt") == nil {
+		t.Skipf("%s has no USDT probes", p)
+	}
+	return p
+}
+
+// Python's probes are gated by semaphores: python:audit fires only
+// while kinst has the kernel raise its semaphore, once for each
+// sys.audit() call, with the event's name as arg0. Python 3.11 does not
+// fire function__entry for the calls its interpreter inlines, so audit
+// events are what a script controls exactly.
+func TestUSDTPythonSemaphore(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	py := python(t)
+	script := filepath.Join(t.TempDir(), "audit.py")
+	src := "import sys\nfor i in range(250):\n    sys.audit('kinst.event', i)\n"
+	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prog := fmt.Sprintf(`usdt:%s:python:audit /str(arg0) == "kinst.event"/ { @events = count(); }`, py)
+	kinst(t, "-e", prog, "-c", py+" "+script).want(t, 0, "Attaching 1 probe...\n\n\n@events: 250\n", "")
+}
+
+// With -p, usdt:NAME searches every file the process maps, named
+// through /proc/PID/root as bpftrace names them.
+func TestUSDTPid(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	py := python(t)
+	proc := exec.Command(py, "-c", "import sys, time\nwhile True:\n    sys.audit('kinst.event')\n    time.sleep(0.05)\n")
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
+	pid := proc.Process.Pid
+	prog := `usdt:audit /str(arg0) == "kinst.event" && @seen == 0/ { @seen = 1; printf("%s %s\n", probe, str(arg0)); exit(); }`
+	kinst(t, "-p", strconv.Itoa(pid), "-e", prog).want(t, 0,
+		fmt.Sprintf("Attaching 1 probe...\nusdt:/proc/%d/root%s:python:audit kinst.event\n\n\n@seen: 1\n", pid, py), "")
+}
+
+// kinst -l lists a file's USDT probes once each, sorted, and -lp those
+// of every file a process maps; without a provider, -lp also lists the
+// functions of the process's executable.
+func TestUSDTList(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe)
+	bin := target(t)
+	names := []string{"gated", "mem", "small", "tick", "twice"}
+	listing := func(path string) string {
+		var b strings.Builder
+		for _, n := range names {
+			fmt.Fprintf(&b, "usdt:%s:kinst:%s\n", path, n)
+		}
+		return b.String()
+	}
+	kinst(t, "-l", "usdt:"+bin+":*").want(t, 0, listing(bin), "")
+	kinst(t, "-l", "usdt:"+bin).want(t, 0, listing(bin), "")
+	kinst(t, "-l", "U:"+bin+":kinst:t*").want(t, 0, fmt.Sprintf("usdt:%s:kinst:tick\nusdt:%[1]s:kinst:twice\n", bin), "")
+	kinst(t, "-lv", "usdt:"+bin+":kinst:small").want(t, 0, fmt.Sprintf("usdt:%s:kinst:small\n    arg0: -1@%%sil\n    arg1: 2@%%di\n    arg2: -4@$-7\n", bin), "")
+
+	proc := exec.Command(bin, "sleep", "20000")
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
+	pid := strconv.Itoa(proc.Process.Pid)
+	// The process has run once its memory maps the executable.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if maps, _ := os.ReadFile("/proc/" + pid + "/maps"); bytes.Contains(maps, []byte(filepath.Base(bin))) || time.Now().After(deadline) {
+			break
+		}
+	}
+	seen := "/proc/" + pid + "/root" + bin
+	kinst(t, "-lp", pid, "usdt:*").want(t, 0, listing(seen), "")
+	r := kinst(t, "-lp", pid)
+	if r.code != 0 || !strings.Contains(r.stdout, "uprobe:"+seen+":kinst_add\n") || !strings.HasSuffix(r.stdout, listing(seen)) {
+		t.Errorf("kinst -lp %s: exit status %d, stdout:\n%s\nstderr:\n%s", pid, r.code, r.stdout, r.stderr)
+	}
+}
+
+// Bad USDT attach points are located errors, before anything attaches.
+func TestUSDTErrors(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe)
+	bin := target(t)
+	text := filepath.Join(t.TempDir(), "notelf")
+	if err := os.WriteFile(text, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ prog, msg string }{
+		{"usdt:/nonexistent/bin:p:n { }",
+			"resolve /nonexistent/bin: no such binary or library: stat /nonexistent/bin: no such file or directory"},
+		{"usdt:" + text + ":p:n { }", text + " is not an ELF file"},
+		{"usdt:" + self + ":p:n { }", self + " has no USDT probes"},
+		{"usdt:" + bin + ":kinst:nope { }",
+			"no USDT probe in " + bin + " matches kinst:nope; kinst -l 'usdt:" + bin + ":*' lists them"},
+		{"usdt:" + bin + ":nope { }",
+			"no USDT probe in " + bin + " matches nope; kinst -l 'usdt:" + bin + ":*' lists them"},
+		{"usdt:nope { }", "usdt probes are written usdt:PATH:[PROVIDER:]NAME, or usdt:NAME with -p"},
+	}
+	for _, tt := range tests {
+		caret := "^" + strings.Repeat("~", strings.Index(tt.prog, " {")-1)
+		kinst(t, "-e", tt.prog).want(t, 1, "", fmt.Sprintf("-e:1:1: %s\n%s\n%s\n", tt.msg, tt.prog, caret))
+	}
+	// An argument the probe does not pass.
+	prog := "usdt:" + bin + ":kinst:t* { @ = arg2; }"
+	col := strings.Index(prog, "arg2") + 1
+	kinst(t, "-e", prog).want(t, 1, "", fmt.Sprintf("-e:1:%d: arg2 is out of range: usdt:%s:kinst:twice has one argument, arg0\n%s\n%s^~~~\n", col, bin, prog, strings.Repeat(" ", col-1)))
+}
