@@ -238,16 +238,18 @@ func timer(ap *syntax.AttachPoint) ([]*check.Target, error) {
 }
 
 func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
-	var file, spec string
+	var path, spec string
+	var err error
 	switch {
 	case len(ap.Parts) == 2:
-		file, spec = ap.Parts[0], ap.Parts[1]
+		spec = ap.Parts[1]
+		path, err = elfsym.Resolve(ap.Parts[0], r.Pid)
 	case len(ap.Parts) == 1 && r.Pid != 0:
-		file, spec = fmt.Sprintf("/proc/%d/exe", r.Pid), ap.Parts[0]
+		spec = ap.Parts[0]
+		path, err = processExe(r.Pid)
 	default:
 		return nil, fmt.Errorf("%s probes are written %s:PATH:FUNCTION[+OFFSET]", ap.Provider, ap.Provider)
 	}
-	path, err := elfsym.Resolve(file, r.Pid)
 	if err != nil {
 		return nil, err
 	}

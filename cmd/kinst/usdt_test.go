@@ -100,7 +100,8 @@ usdt:BIN:*:mem { @lo = min((int64)arg1); @hi = max(arg0); }`, "BIN", bin)
 
 // A probe of a library Debian ships: libstdc++ marks every throw and
 // catch with USDT probes, which a program throwing 100 exceptions fires
-// 100 times each. The library is named as -l and uprobes name it.
+// 100 times each; other processes throwing meanwhile are filtered out.
+// The library is named as uprobes name it.
 func TestUSDTLibstdcxx(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
@@ -116,7 +117,7 @@ func TestUSDTLibstdcxx(t *testing.T) {
 	if !strings.Contains(r.stdout, ":libstdcxx:throw\n") {
 		t.Skipf("this libstdc++ has no USDT probes: kinst -l lists\n%s%s", r.stdout, r.stderr)
 	}
-	prog := `usdt:libstdc++:libstdcxx:throw { @throws = count(); } usdt:libstdc++:catch { @catches = count(); }`
+	prog := `usdt:libstdc++:libstdcxx:throw /pid == cpid/ { @throws = count(); } usdt:libstdc++:catch /pid == cpid/ { @catches = count(); }`
 	kinst(t, "-e", prog, "-c", bin+" 100").want(t, 0,
 		"Attaching 2 probes...\n\n\n@catches: 100\n@throws: 100\n", "")
 }
@@ -153,7 +154,7 @@ func TestUSDTPythonSemaphore(t *testing.T) {
 	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	prog := fmt.Sprintf(`usdt:%s:python:audit /str(arg0) == "kinst.event"/ { @events = count(); }`, py)
+	prog := fmt.Sprintf(`usdt:%s:python:audit /pid == cpid && str(arg0) == "kinst.event"/ { @events = count(); }`, py)
 	kinst(t, "-e", prog, "-c", py+" "+script).want(t, 0, "Attaching 1 probe...\n\n\n@events: 250\n", "")
 }
 
@@ -163,15 +164,15 @@ func TestUSDTPid(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
 	py := python(t)
-	proc := exec.Command(py, "-c", "import sys, time\nwhile True:\n    sys.audit('kinst.event')\n    time.sleep(0.05)\n")
+	proc := exec.Command(py, "-c", "import sys, time\nwhile True:\n    sys.audit('kinst.pid')\n    time.sleep(0.05)\n")
 	if err := proc.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
 	pid := proc.Process.Pid
-	prog := `usdt:audit /str(arg0) == "kinst.event" && @seen == 0/ { @seen = 1; printf("%s %s\n", probe, str(arg0)); exit(); }`
+	prog := `usdt:audit /str(arg0) == "kinst.pid" && @seen == 0/ { @seen = 1; printf("%s %s\n", probe, str(arg0)); exit(); }`
 	kinst(t, "-p", strconv.Itoa(pid), "-e", prog).want(t, 0,
-		fmt.Sprintf("Attaching 1 probe...\nusdt:/proc/%d/root%s:python:audit kinst.event\n\n\n@seen: 1\n", pid, py), "")
+		fmt.Sprintf("Attaching 1 probe...\nusdt:/proc/%d/root%s:python:audit kinst.pid\n\n\n@seen: 1\n", pid, py), "")
 }
 
 // kinst -l lists a file's USDT probes once each, sorted, and -lp those
@@ -246,4 +247,45 @@ func TestUSDTErrors(t *testing.T) {
 	prog := "usdt:" + bin + ":kinst:t* { @ = arg2; }"
 	col := strings.Index(prog, "arg2") + 1
 	kinst(t, "-e", prog).want(t, 1, "", fmt.Sprintf("-e:1:%d: arg2 is out of range: usdt:%s:kinst:twice has one argument, arg0\n%s\n%s^~~~\n", col, bin, prog, strings.Repeat(" ", col-1)))
+}
+
+// With -p, absolute paths are the process's: a target run from a tmpfs
+// mounted in its own mount namespace, where kinst's namespace has only an
+// empty directory, is found through /proc/PID/root for uprobes and USDT
+// probes, listed and attached.
+func TestPidMountNamespace(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("unshare is not installed")
+	}
+	bin := target(t)
+	dir := t.TempDir()
+	inner := filepath.Join(dir, "kinst-target")
+	proc := exec.Command(unshare, "-m", "--propagation", "private", "sh", "-c",
+		fmt.Sprintf("mount -t tmpfs none %s && cp %s %s && exec %[3]s sleep 20000", dir, bin, inner))
+	var stderr bytes.Buffer
+	proc.Stderr = &stderr
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
+	pid := strconv.Itoa(proc.Process.Pid)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if exe, _ := os.Readlink("/proc/" + pid + "/exe"); exe == inner {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Skipf("unshare did not run the target in a mount namespace of its own: %s", &stderr)
+		}
+	}
+	if _, err := os.Stat(inner); err == nil {
+		t.Fatalf("%s is visible outside the process's mount namespace", inner)
+	}
+	seen := "/proc/" + pid + "/root" + inner
+	kinst(t, "-lp", pid, "uprobe:"+inner+":kinst_a*").want(t, 0, "uprobe:"+seen+":kinst_add\n", "")
+	kinst(t, "-lp", pid, "usdt:"+inner+":kinst:t*").want(t, 0, "usdt:"+seen+":kinst:tick\nusdt:"+seen+":kinst:twice\n", "")
+	prog := fmt.Sprintf(`uprobe:%s:kinst_add, usdt:%[1]s:kinst:tick { } BEGIN { printf("%%s\n", "attached"); exit(); }`, inner)
+	kinst(t, "-p", pid, "-e", prog).want(t, 0, "Attaching 3 probes...\nattached\n\n\n", "")
 }
