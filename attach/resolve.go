@@ -287,7 +287,9 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		if !ok {
 			return nil, fmt.Errorf("address %s is not in a loadable segment of %s", spec, path)
 		}
-		return []*check.Target{target(spec, off)}, nil
+		t := target(spec, off)
+		t.Attach = withSemaphore(t.Attach.(Uprobe))
+		return []*check.Target{t}, nil
 	}
 	name, rel := spec, uint64(0)
 	if i := strings.LastIndexByte(spec, '+'); i > 0 {
@@ -307,6 +309,7 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	t := target(name, off)
 	if rel != 0 {
 		t.Name = path + ":" + spec
+		t.Attach = withSemaphore(t.Attach.(Uprobe))
 	}
 	return []*check.Target{t}, nil
 }

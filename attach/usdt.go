@@ -158,6 +158,23 @@ func mappedFiles(pid int) ([]string, error) {
 	return paths, nil
 }
 
+// withSemaphore gives a uprobe inside a function the reference counter
+// of the USDT site it lands on, if any: the kernel refuses a second
+// uprobe on an instruction with a counter other than the first one's,
+// so a uprobe and a usdt probe on one site could not both attach.
+func withSemaphore(u Uprobe) Uprobe {
+	probes, err := usdt.Read(u.Path)
+	if err != nil {
+		return u
+	}
+	for _, p := range probes {
+		if p.Offset == u.Offset {
+			u.RefCtrOffset = p.SemaphoreOffset
+		}
+	}
+	return u
+}
+
 // processExe names process pid's executable through /proc/PID/root, as
 // mappedFiles names the files it maps.
 func processExe(pid int) (string, error) {

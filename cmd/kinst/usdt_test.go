@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"kinst.dev/kinst/internal/testenv"
+	"kinst.dev/kinst/usdt"
 )
 
 // usdtArgsProgram prints every argument of the target's USDT probes.
@@ -288,4 +290,28 @@ func TestPidMountNamespace(t *testing.T) {
 	kinst(t, "-lp", pid, "usdt:"+inner+":kinst:t*").want(t, 0, "usdt:"+seen+":kinst:tick\nusdt:"+seen+":kinst:twice\n", "")
 	prog := fmt.Sprintf(`uprobe:%s:kinst_add, usdt:%[1]s:kinst:tick { } BEGIN { printf("%%s\n", "attached"); exit(); }`, inner)
 	kinst(t, "-p", pid, "-e", prog).want(t, 0, "Attaching 3 probes...\nattached\n\n\n", "")
+}
+
+// A uprobe on a USDT site's own address and the usdt probe attach
+// together, each seeing every hit: the kernel refuses a second uprobe on
+// an instruction unless both count in the same semaphore, so the uprobe
+// takes the site's.
+func TestUSDTAndUprobeOnOneSite(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	probes, err := usdt.Read(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(probes, func(p usdt.Probe) bool { return p.FullName() == "kinst:tick" })
+	if i < 0 {
+		t.Fatal("the target has no kinst:tick")
+	}
+	for _, prog := range []string{
+		fmt.Sprintf("uprobe:%s:%#x { @uprobe = count(); } usdt:%[1]s:kinst:tick { @usdt = count(); }", bin, probes[i].Addr),
+		fmt.Sprintf("usdt:%s:kinst:tick { @usdt = count(); } uprobe:%[1]s:%#x { @uprobe = count(); }", bin, probes[i].Addr),
+	} {
+		kinst(t, "-e", prog, "-c", bin+" usdt 5").want(t, 0, "Attaching 2 probes...\n\n\n@uprobe: 5\n@usdt: 5\n", "")
+	}
 }
