@@ -54,6 +54,9 @@ options:
                  while running, instead of printing them at exit
   --attach MECH  run kprobes and kretprobes as kprobe, kprobe.multi or fentry
                  (fexit for kretprobes) instead of the cheapest the kernel offers
+  --usdt-file-activation
+                 as bpftrace's: kinst always has the kernel raise USDT semaphores
+                 in every process that maps the probed file, running or to come
 
 environment:
   KINST_STRLEN (or BPFTRACE_STRLEN)            size of str() strings (default 64, at most 1024)
@@ -111,6 +114,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		dryRun  = fs.Bool("dry-run", false, "")
 		unsafe  = fs.Bool("unsafe", false, "")
 		mech    = fs.String("attach", "", "")
+		_       = fs.Bool("usdt-file-activation", false, "")
 		incDirs stringList
 		incs    stringList
 		promAt  = fs.String("prometheus", "", "")

@@ -315,3 +315,49 @@ func TestUSDTAndUprobeOnOneSite(t *testing.T) {
 		kinst(t, "-e", prog, "-c", bin+" usdt 5").want(t, 0, "Attaching 2 probes...\n\n\n@uprobe: 5\n@usdt: 5\n", "")
 	}
 }
+
+// Semaphores are raised by file, as --usdt-file-activation asks of
+// bpftrace: a Python process already running when kinst starts, not
+// named by -p, sees its python:audit semaphore raised and fires the
+// probe; once kinst ends, the semaphore in the process is 0 again.
+func TestUSDTFileActivation(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	py := python(t)
+	script := "import sys, time\nwhile True:\n    sys.audit('kinst.file')\n    time.sleep(0.05)\n"
+	proc := exec.Command(py, "-c", script)
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
+	pid := proc.Process.Pid
+	prog := fmt.Sprintf(`usdt:%s:python:audit /pid == %d && str(arg0) == "kinst.file" && @seen == 0/ { @seen = 1; printf("%%s\n", str(arg0)); exit(); }`, py, pid)
+	for _, flags := range [][]string{{"--usdt-file-activation"}, nil} {
+		kinst(t, append(flags, "-e", prog)...).want(t, 0, "Attaching 1 probe...\nkinst.file\n\n\n@seen: 1\n", "")
+	}
+	probes, err := usdt.Read(py)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(probes, func(p usdt.Probe) bool { return p.FullName() == "python:audit" })
+	ef, err := elf.Open(py)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	if i < 0 || probes[i].Semaphore == 0 || ef.Type != elf.ET_EXEC {
+		return // the semaphore's address in the process is not the file's
+	}
+	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	var sem [2]byte
+	if _, err := mem.ReadAt(sem[:], int64(probes[i].Semaphore)); err != nil {
+		t.Fatal(err)
+	}
+	if sem != [2]byte{} {
+		t.Errorf("python:audit's semaphore holds %v after kinst ended, want 0", sem)
+	}
+}
