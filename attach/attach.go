@@ -1,6 +1,7 @@
 package attach
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -49,7 +50,8 @@ type Attached struct {
 // Attach attaches prog to every target. A program with several targets
 // skips the ones that fail, as long as one attaches; otherwise a failure
 // detaches what was attached before returning, so nothing is left behind.
-func Attach(prog *ebpf.Program, targets []*check.Target, opts Options) (*Attached, error) {
+// So does ctx's end, which Attach looks for between two targets.
+func Attach(ctx context.Context, prog *ebpf.Program, targets []*check.Target, opts Options) (*Attached, error) {
 	a := &Attached{}
 	if opts.Multi {
 		l, err := attachMulti(prog, targets, opts)
@@ -60,6 +62,10 @@ func Attach(prog *ebpf.Program, targets []*check.Target, opts Options) (*Attache
 		return a, nil
 	}
 	for i, t := range targets {
+		if err := ctx.Err(); err != nil {
+			Detach(a.Links)
+			return nil, err
+		}
 		var cookie uint64
 		if opts.Cookies {
 			cookie = opts.IDs[i]
@@ -133,6 +139,8 @@ func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options)
 		return one(l, err)
 	case PerfEvent:
 		return attachPerf(prog, a)
+	case Iter:
+		return attachIter(prog)
 	case Watchpoint:
 		if pid == 0 {
 			pid = opts.Cpid

@@ -28,6 +28,7 @@ var listers = map[string]func(w *bufio.Writer, pattern string, verbose bool) err
 	"usdt":          listUSDT(0),
 	"software":      listPerf("software", softwareEvents),
 	"hardware":      listPerf("hardware", hardwareEvents),
+	"iter":          listIterators,
 }
 
 // processListers list the probes of a provider in the files of the
@@ -42,7 +43,7 @@ var processListers = map[string]func(pid int) func(w *bufio.Writer, pattern stri
 var providerAliases = map[string]string{
 	"t": "tracepoint", "rt": "rawtracepoint", "k": "kprobe", "kr": "kretprobe",
 	"f": "fentry", "fr": "fexit", "kfunc": "fentry", "kretfunc": "fexit",
-	"u": "uprobe", "ur": "uretprobe", "U": "usdt", "s": "software", "h": "hardware",
+	"u": "uprobe", "ur": "uretprobe", "U": "usdt", "s": "software", "h": "hardware", "it": "iter",
 }
 
 // List writes the probes matching pattern, one full name per line; with

@@ -93,6 +93,11 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 			c.errorf(id, "ctx has no meaning in %s", p.Provider)
 			return nil
 		}
+		if p.Provider == "iter" && len(p.Targets) > 0 {
+			// An iterator's context is its record of meta data and
+			// object pointers: ctx->task, ctx->file.
+			return &Type{Kind: Ptr, Size: 8, Elem: p.Targets[0].Args, Space: KernelSpace}
+		}
 		return &Type{Kind: Ptr, Size: 8, Space: KernelSpace}
 	}
 	if n, ok := argIndex(name); ok {

@@ -157,6 +157,7 @@ func TestConstants(t *testing.T) {
 func TestCheckErrors(t *testing.T) {
 	tests := []struct{ src, want string }{
 		{"BEGIN { @x = $y }", "t:1:14: variable $y is used before it is assigned"},
+		{"BEGIN { $x = nope; @y = $x + 1; @z = $x }", "t:1:14: unknown identifier nope"},
 		{"BEGIN { @m[(1, 2)] = 1 }", "t:1:12: a tuple cannot be a map key: give its elements as keys, as in @m[a, b]"},
 		{"BEGIN { @x = foo }", "t:1:14: unknown identifier foo"},
 		{"BEGIN { @x = comn }", "t:1:14: unknown identifier comn (did you mean comm?)"},
@@ -192,7 +193,7 @@ func TestCheckErrors(t *testing.T) {
 		{"BEGIN { @x = @y }", "t:1:14: map @y is read but never assigned"},
 		{"BEGIN { @x = $t.2; $t = (1, 2) }", "t:1:14: variable $t is used before it is assigned"},
 		{"BEGIN { $t = (1, 2); @x = $t.2 }", "t:1:27: tuple (int64, int64) has no element 2"},
-		{"BEGIN { @x = *pid }", "t:1:14: cannot dereference uint64: it is not a pointer"},
+		{"BEGIN { @x = *comm }", "t:1:14: cannot dereference string[16]: it is not a pointer"},
 		{"BEGIN { @x = str(\"a\", \"b\") }", "t:1:23: str() length must be an integer, not string[2]"},
 		{"BEGIN { 1 + 2 }", "t:1:9: expression result unused: 1 + 2 is not a statement"},
 		{"BEGIN { @x = ntop(3, 1) }", "t:1:19: ntop() address family must be AF_INET (2) or AF_INET6 (10), not 3"},

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/syntax"
 )
@@ -189,4 +190,45 @@ func (c *checker) checkPath(x *syntax.CallExpr, call *Call) *Type {
 		return nil
 	}
 	return StrType(c.conf.StrLen)
+}
+
+// uaddrProviders are the probes whose binary uaddr() looks in.
+var uaddrProviders = []string{"uprobe", "uretprobe", "usdt"}
+
+func (c *checker) checkUaddr(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 1) {
+		return nil
+	}
+	if !has(uaddrProviders, c.probe.Provider) {
+		c.errorf(x, "uaddr() is only available in %s probes: it looks in the probe's binary", strings.Join(uaddrProviders, ", "))
+		return nil
+	}
+	name, ok := c.constString(x.Args[0], "uaddr() symbol")
+	if !ok {
+		return nil
+	}
+	path := ""
+	for _, t := range c.probe.Targets {
+		p := t.Name[:max(strings.LastIndexByte(t.Name, ':'), 0)]
+		if path != "" && p != path {
+			c.errorf(x, "uaddr(): the probe's targets are in %s and %s; give it one binary", path, p)
+			return nil
+		}
+		path = p
+	}
+	addr, size, err := elfsym.Object(path, name)
+	if err != nil {
+		c.errorf(x.Args[0], "uaddr(): %v", err)
+		return nil
+	}
+	call.Text = name
+	c.setConst(x, Const{Int: addr})
+	// As bpftrace 0.17: a pointer to a signed integer of the variable's
+	// size, 8 bytes when it is no integer size.
+	elem := TInt64
+	switch size {
+	case 1, 2, 4:
+		elem = IntType(int(size), true)
+	}
+	return &Type{Kind: Ptr, Size: 8, Elem: elem, Space: UserSpace}
 }

@@ -78,6 +78,8 @@ func TestFunctionErrors(t *testing.T) {
 		{`BEGIN { @x = path(0) }`, "t:1:14: path() is only available in fentry, fexit, iter probes: the kernel lets only those call bpf_d_path"},
 		{`BEGIN { @x = sarg0 }`, "t:1:14: sarg0 is only available in kprobe and uprobe probes: it reads the stack at the function's entry"},
 		{`kretprobe:f { @x = sarg1 }`, "t:1:20: sarg1 is only available in kprobe and uprobe probes: it reads the stack at the function's entry"},
+		{`BEGIN { @x = uaddr("x") }`, "t:1:14: uaddr() is only available in uprobe, uretprobe, usdt probes: it looks in the probe's binary"},
+		{`uprobe:/bin/sh:main { @x = uaddr(comm) }`, "t:1:34: uaddr() symbol must be a constant string"},
 		{`BEGIN { @x = sarg }`, "t:1:14: unknown identifier sarg (did you mean sarg0?)"},
 	}
 	for _, tt := range tests {

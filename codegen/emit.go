@@ -101,7 +101,14 @@ func (g *gen) resolveAliases() {
 	}
 }
 
-func (g *gen) call(fn asm.BuiltinFunc) { g.emit(fn.Call()) }
+// call emits a call of helper fn; with -k or -kk it also reports the
+// helper's failure.
+func (g *gen) call(fn asm.BuiltinFunc) {
+	g.emit(fn.Call())
+	if level := checkLevel(fn); level > 0 && g.c.opts.HelperChecks >= level {
+		g.helperError(fn)
+	}
+}
 
 func (g *gen) mapPtr(dst asm.Register, name string) {
 	g.emit(asm.LoadMapPtr(dst, 0).WithReference(name))

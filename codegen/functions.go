@@ -1,6 +1,9 @@
 package codegen
 
 import (
+	"strings"
+	"unicode"
+
 	"github.com/cilium/ebpf/asm"
 
 	"kinst.dev/kinst/check"
@@ -107,4 +110,54 @@ func (g *gen) path(x *syntax.CallExpr, dst mem) {
 	g.addr(asm.R2, dst)
 	g.emit(asm.Mov.Imm(asm.R3, int32(dst.size)))
 	g.call(asm.FnDPath)
+}
+
+// checkLevel is the -k level that reports failures of helper fn: 1 for
+// map updates and deletions and signals, 2 (-kk) for memory reads; 0
+// for helpers never checked. Reads of memory the program owns
+// (probe_read_kernel in copyMem) cannot fail and are not listed.
+func checkLevel(fn asm.BuiltinFunc) int {
+	switch fn {
+	case asm.FnMapUpdateElem, asm.FnMapDeleteElem, asm.FnSendSignal:
+		return 1
+	case asm.FnProbeRead, asm.FnProbeReadUser, asm.FnProbeReadStr, asm.FnProbeReadUserStr,
+		asm.FnProbeReadKernelStr, asm.FnDPath:
+		return 2
+	}
+	return 0
+}
+
+// helperErrorArgs is the record of a helper failure: its error number.
+var helperErrorArgs = check.TupleType([]*check.Type{check.TInt64})
+
+// helperError sends a record when the helper just called returned a
+// negative error in R0, which it leaves as it was.
+func (g *gen) helperError(fn asm.BuiltinFunc) {
+	mark := g.mark()
+	defer g.release(mark)
+	ok := g.newLabel("helper_ok")
+	g.emit(asm.JSGE.Imm(asm.R0, 0, ok))
+	a := g.action(&Action{Kind: ActHelperError, Text: helperName(fn), Args: helperErrorArgs})
+	rec := g.record(a)
+	body := rec.at(headerSize, 8)
+	g.emit(asm.StoreMem(body.base, body.off, asm.R0, asm.DWord))
+	g.emitRecord(rec)
+	g.emit(asm.LoadMem(asm.R0, body.base, body.off, asm.DWord))
+	g.place(ok)
+}
+
+// helperName is the name bpftrace gives a helper in its -k warnings.
+func helperName(fn asm.BuiltinFunc) string {
+	name := strings.TrimPrefix(fn.String(), "Fn")
+	var b strings.Builder
+	for i, r := range name {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

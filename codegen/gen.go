@@ -28,6 +28,9 @@ type Options struct {
 	// Force makes kprobes and kretprobes use one mechanism, for
 	// comparisons; "" picks the cheapest.
 	Force Mechanism
+	// HelperChecks makes programs report failing helpers, as bpftrace's
+	// -k (1: all but memory reads) and -kk (2: all).
+	HelperChecks int
 }
 
 // Defaults. bpftrace caps maps at 4096 keys too.
@@ -251,7 +254,7 @@ func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firs
 		License:      "GPL",
 		Instructions: g.insns,
 	}
-	if mech.IsTrampoline() {
+	if mech.IsTrampoline() || mech == MechIter {
 		spec.AttachTo = p.Targets[0].Func
 	}
 	c.out.Collection.Programs[name] = spec

@@ -104,6 +104,7 @@ const (
 	ActExit
 	ActTime
 	ActJoin
+	ActHelperError // -k: a helper failed; Text names it, Args carry its error
 )
 
 // An Action is what one call site asks of user space. Its record in the
@@ -156,6 +157,8 @@ func (k ActionKind) String() string {
 		return "time"
 	case ActJoin:
 		return "join"
+	case ActHelperError:
+		return "helper error"
 	}
 	return fmt.Sprintf("action(%d)", int(k))
 }

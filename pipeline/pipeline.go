@@ -1,11 +1,14 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"strconv"
+
+	"github.com/cilium/ebpf"
 
 	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/check"
@@ -28,6 +31,12 @@ type Options struct {
 	EventsSize int
 	// Force runs kprobes through one mechanism; "" picks the cheapest.
 	Force codegen.Mechanism
+	// MaxProbes, from BPFTRACE_MAX_PROBES, bounds the probes a program
+	// attaches to; 0 sets no bound.
+	MaxProbes int
+	// HelperChecks is -k (1: helpers other than reads) or -kk (2: all):
+	// failing helpers are reported at run time.
+	HelperChecks int
 	// Dump receives the stages named in Stages: "ast", "types", "bpf"
 	// or "all".
 	Dump   io.Writer
@@ -55,8 +64,40 @@ func (o *Options) FromEnv() error {
 		return fmt.Errorf("KINST_BUFFER_KB must be a power of two of at least 4")
 	}
 	o.EventsSize = kb << 10
-	return nil
+	if o.EventsSize == 0 {
+		if o.EventsSize, err = perfPages(); err != nil {
+			return err
+		}
+	}
+	o.MaxProbes, err = envInt(0, "BPFTRACE_MAX_PROBES")
+	return err
 }
+
+// perfPages sizes the ring buffer from BPFTRACE_PERF_RB_PAGES, the pages
+// per CPU bpftrace gives its perf buffers: as many pages for every CPU
+// in one ring, rounded up to a power of two. It returns 0 when unset.
+func perfPages() (int, error) {
+	pages, err := envInt(0, "BPFTRACE_PERF_RB_PAGES")
+	if err != nil || pages&(pages-1) != 0 {
+		return 0, fmt.Errorf("BPFTRACE_PERF_RB_PAGES=%q is not a power of two", os.Getenv("BPFTRACE_PERF_RB_PAGES"))
+	}
+	if pages == 0 {
+		return 0, nil
+	}
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return 0, err
+	}
+	size := 1
+	for size < pages*os.Getpagesize()*ncpu {
+		size <<= 1
+	}
+	return size, nil
+}
+
+// ErrTooManyProbes reports a program that attaches to more probes than
+// BPFTRACE_MAX_PROBES allows.
+var ErrTooManyProbes = errors.New("too many probes")
 
 // envInt reads the first of names that is set, as a positive integer,
 // or def when none is.
@@ -94,7 +135,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	pre, err := preprocess.Preprocess(name, src, &preprocess.Config{
 		IncludeDirs: opts.IncludeDirs,
 		Includes:    opts.Includes,
-		BTF:         func() bool { return kernel.Available(kernel.FeatBTF) },
+		BTF:         haveBTF,
 	})
 	if pre != nil && opts.Warnings != nil {
 		for _, w := range pre.Warnings {
@@ -131,10 +172,11 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		DumpTypes(opts.Dump, checked)
 	}
 	out, err := codegen.Generate(checked, &codegen.Options{
-		MapEntries: opts.MapEntries,
-		EventsSize: opts.EventsSize,
-		Supports:   Supports,
-		Force:      opts.Force,
+		MapEntries:   opts.MapEntries,
+		EventsSize:   opts.EventsSize,
+		Supports:     Supports,
+		Force:        opts.Force,
+		HelperChecks: opts.HelperChecks,
 	})
 	if err != nil {
 		return nil, err
@@ -142,7 +184,21 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	if opts.dumps("bpf") {
 		DumpBPF(opts.Dump, out)
 	}
+	if n := len(out.Targets); opts.MaxProbes > 0 && n > opts.MaxProbes {
+		return nil, fmt.Errorf("%w: can't attach to %d probes because it exceeds the current limit of %d probes; "+
+			"raise it with BPFTRACE_MAX_PROBES, but carefully: very many probes can slow the system down", ErrTooManyProbes, n, opts.MaxProbes)
+	}
 	return out, nil
+}
+
+// haveBTF says whether the kernel has BTF, for BPFTRACE_HAVE_BTF: the
+// file the kernel exports answers without parsing it, which would cost
+// more than the rest of compiling most programs.
+func haveBTF() bool {
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err == nil {
+		return true
+	}
+	return kernel.Available(kernel.FeatBTF)
 }
 
 // Supports answers code generation's questions about mechanisms from

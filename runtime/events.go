@@ -2,12 +2,15 @@ package runtime
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"syscall"
 	"time"
 
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/output"
+	"kinst.dev/kinst/syntax"
 )
 
 // handle carries out one action record.
@@ -52,6 +55,12 @@ func (s *Session) handle(rec []byte) {
 	case codegen.ActExit:
 		s.exited = true
 		s.stopping.Store(true)
+	case codegen.ActHelperError:
+		errno := int64(le.Uint64(body[a.Args.Offsets[0]:]))
+		w := &syntax.Error{File: s.out.File, Pos: a.Pos, End: a.Pos,
+			Msg: fmt.Sprintf("WARNING: Failed to %s: %s (%d)", a.Text, output.Errno(-errno), errno)}
+		s.buf.Flush()
+		fmt.Fprintln(s.opts.Stderr, w.Detail())
 	case codegen.ActTime:
 		err = s.w.Time(a.Text, time.Now())
 	case codegen.ActJoin:
@@ -82,7 +91,7 @@ func (s *Session) decodeArgs(a *codegen.Action, body []byte) []output.Value {
 		s.args[a.ID] = vals
 	}
 	for i, t := range a.Args.Elems {
-		vals[i] = s.dec.value(t, body[a.Args.Offsets[i]:], asKey)
+		vals[i] = s.dec.value(t, body[a.Args.Offsets[i]:], asArg)
 	}
 	return vals
 }
@@ -94,7 +103,19 @@ func (s *Session) system(a *codegen.Action, body []byte) error {
 		return err
 	}
 	s.buf.Flush()
-	out, err := exec.Command("/bin/sh", "-c", line).Output()
+	if s.ctx.Err() != nil {
+		return nil // a signal ends the run: no more commands start
+	}
+	// A signal kills the command in progress, so that kinst ends at
+	// once however long it runs; a pipe its children hold open is given
+	// up soon after.
+	cmd := exec.CommandContext(s.ctx, "/bin/sh", "-c", line)
+	cmd.WaitDelay = 50 * time.Millisecond
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.Output()
+	if s.ctx.Err() != nil {
+		return nil
+	}
 	if len(out) > 0 {
 		if werr := s.w.System(string(out)); werr != nil {
 			return werr
@@ -112,7 +133,19 @@ func (s *Session) cat(a *codegen.Action, body []byte) error {
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	limit := s.opts.CatMax
+	switch {
+	case s.opts.NoCat:
+		limit = 0
+	case limit == 0:
+		limit = DefaultCatMax
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit))
 	if err != nil {
 		return err
 	}

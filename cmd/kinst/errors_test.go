@@ -52,6 +52,18 @@ func TestCompileErrors(t *testing.T) {
 				"-e:1:18: expected '{' or a /predicate/, found end of program\n" +
 				"BEGIN { @ = 1 } @\n" +
 				"                 ^\n"},
+		{"malformed declaration", []string{"-e", "struct s { int x }; BEGIN { }"}, false,
+			"-e:1:18: expected ';' after field, found '}'\n" +
+				"struct s { int x }; BEGIN { }\n" +
+				"                 ^\n"},
+		{"unknown field type", []string{"-e", "struct s {\n\tstruct nope *p;\n\tnope_t q;\n}; BEGIN { }"}, false,
+			"-e:3:2: unknown type nope_t\n" +
+				"\tnope_t q;\n" +
+				"\t^~~~~~\n"},
+		{"array index out of bounds", []string{"-e", "struct s { int a[2]; }; BEGIN { @ = ((struct s *)0)->a[2]; }"}, false,
+			"-e:1:37: the index 2 is out of bounds for array of size 2\n" +
+				"struct s { int a[2]; }; BEGIN { @ = ((struct s *)0)->a[2]; }\n" +
+				"                                    ^~~~~~~~~~~~~~~~~~~~~\n"},
 		{"map kind changes", []string{"-e", "BEGIN { @x = count(); @x = 1; }"}, false,
 			"-e:1:23: @x holds count values; cannot assign int64\n" +
 				"BEGIN { @x = count(); @x = 1; }\n" +
@@ -100,6 +112,10 @@ func TestCompileErrors(t *testing.T) {
 			"-e:1:1: watchpoint mode \"rx\" mixes execution with reads or writes, which one debug register cannot watch\n" +
 				"watchpoint:0x1000:8:rx { }\n" +
 				"^~~~~~~~~~~~~~~~~~~~~~\n"},
+		{"unknown iterator", []string{"-e", "iter:nope { }"}, true,
+			"-e:1:1: this kernel has no iterator nope; kinst -l 'iter:*' lists them\n" +
+				"iter:nope { }\n" +
+				"^~~~~~~~~\n"},
 		{"uprobe on a missing binary", []string{"-e", "uprobe:/nonexistent/bin:f { }"}, true,
 			"-e:1:1: resolve /nonexistent/bin: no such binary or library: stat /nonexistent/bin: no such file or directory\n" +
 				"uprobe:/nonexistent/bin:f { }\n" +
@@ -213,12 +229,25 @@ func TestUsageErrors(t *testing.T) {
 		args   []string
 		stderr string
 	}{
-		{"unknown flag", nil, []string{"--bogus"}, "flag provided but not defined: -bogus\n" + usage},
-		{"missing flag value", nil, []string{"-e"}, "flag needs an argument: -e\n" + usage},
-		{"bad pid", nil, []string{"-p", "abc", "-e", "BEGIN {}"}, "invalid value \"abc\" for flag -p: parse error\n" + usage},
+		{"unknown flag", nil, []string{"--bogus"}, "kinst: unrecognized option '--bogus'\n" + usage},
+		{"unknown switch", nil, []string{"-x", "-e", "BEGIN {}"}, "kinst: invalid option -- 'x'\n" + usage},
+		{"unknown switch in a group", nil, []string{"-qx", "-e", "BEGIN {}"}, "kinst: invalid option -- 'x'\n" + usage},
+		{"missing flag value", nil, []string{"-e"}, "kinst: option requires an argument -- 'e'\n" + usage},
+		{"missing long flag value", nil, []string{"-e", "BEGIN {}", "--attach"}, "kinst: option '--attach' requires an argument\n" + usage},
+		{"bad pid", nil, []string{"-p", "a1111", "-e", "BEGIN {}"}, "kinst: pid 'a1111' is not a valid decimal number\n"},
+		{"pid out of range", nil, []string{"-p", "5000000", "-e", "BEGIN {}"}, "kinst: pid '5000000' out of valid pid range [1,4194304]\n"},
+		{"pid zero", nil, []string{"-p0", "-e", "BEGIN {}"}, "kinst: pid '0' out of valid pid range [1,4194304]\n"},
+		{"buffering mode", nil, []string{"-B", "lines", "-e", "BEGIN {}"}, "kinst: -B must be either 'line', 'full', or 'none', not \"lines\"\n"},
+		{"three -k", nil, []string{"-kkk", "-e", "BEGIN {}"}, "kinst: -k may be given at most twice: -k checks helpers other than reads, -kk all of them\n"},
+		{"cat bytes", []string{"BPFTRACE_CAT_BYTES_MAX=10k"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_CAT_BYTES_MAX=\"10k\" is not a number of bytes\n"},
+		{"perf pages", []string{"BPFTRACE_PERF_RB_PAGES=3"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_PERF_RB_PAGES=\"3\" is not a power of two\n"},
+		{"symbol cache", []string{"BPFTRACE_CACHE_USER_SYMBOLS=x"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_CACHE_USER_SYMBOLS=\"x\": want 0 or 1\n"},
+		{"log size", []string{"BPFTRACE_LOG_SIZE=0"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_LOG_SIZE=\"0\" is not a positive number of bytes\n"},
+		{"max probes", []string{"BPFTRACE_MAX_PROBES=-1"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_MAX_PROBES=\"-1\" is not a positive integer\n"},
+		{"user symbols", []string{"BPFTRACE_NO_USER_SYMBOLS=yes"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_NO_USER_SYMBOLS=\"yes\": want 0 or 1\n"},
 		{"no program", nil, nil, "kinst: no program: give -e PROGRAM or a file (kinst -h for help)\n"},
 		{"missing file", nil, []string{"testdata/nonexistent.bt"}, "kinst: open testdata/nonexistent.bt: no such file or directory\n"},
-		{"output format", nil, []string{"-f", "xml", "-e", "BEGIN {}"}, "kinst: unknown output format \"xml\": use text or json\n"},
+		{"output format", nil, []string{"-f", "xml", "-e", "BEGIN {}"}, "kinst: unknown output format \"xml\": use text, json or pprof\n"},
 		{"debug stage", nil, []string{"-d", "nope", "-e", "BEGIN {}"}, "kinst: unknown stage \"nope\" for -d: use ast, types, bpf or all\n"},
 		{"command quote", nil, []string{"-c", `"x`, "-e", "BEGIN {}"}, "kinst: -c: unterminated quote in command\n"},
 		{"string length", []string{"KINST_STRLEN=abc"}, []string{"-e", "BEGIN {}"}, "kinst: KINST_STRLEN=\"abc\" is not a positive integer\n"},
@@ -233,14 +262,18 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
-// usageText is the usage kinst prints for -h, which exits 0.
+// usageText is the usage kinst prints for -h and --help, to standard
+// output with exit status 0, headed "USAGE:" as bpftrace's.
 func usageText(t *testing.T) string {
 	t.Helper()
 	r := kinst(t, "-h")
-	if r.code != 0 || r.stdout != "" || !strings.HasPrefix(r.stderr, "usage:\n  kinst [options] -e PROGRAM [ARGS...]\n") {
-		t.Fatalf("kinst -h: exit status %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
+	if r.code != 0 || r.stderr != "" || !strings.HasPrefix(r.stdout, "USAGE:\n    kinst [options] filename [ARGS...]\n") {
+		t.Fatalf("kinst -h: exit status %d, stderr %q, stdout:\n%s", r.code, r.stderr, r.stdout)
 	}
-	return r.stderr
+	if long := kinst(t, "--help"); long.code != 0 || long.stdout != r.stdout {
+		t.Fatalf("kinst --help: exit status %d, stdout:\n%s\nwant what -h prints", long.code, long.stdout)
+	}
+	return r.stdout
 }
 
 // A -c command that cannot start is an error before anything attaches.

@@ -1,23 +1,203 @@
 package main
 
 import (
+	"debug/elf"
+	"errors"
+	"flag"
+	"io"
+	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
+
+	"kinst.dev/kinst/elfsym"
+	"kinst.dev/kinst/internal/testenv"
 )
 
-func TestExpandFlags(t *testing.T) {
-	tests := []struct{ in, want []string }{
-		{[]string{"-lv", "tracepoint:*"}, []string{"-l", "-v", "tracepoint:*"}},
-		{[]string{"-lp", "42"}, []string{"-l", "-p", "42"}},
-		{[]string{"-lvp", "42", "usdt:*"}, []string{"-l", "-v", "-p", "42", "usdt:*"}},
-		{[]string{"-lp42"}, []string{"-l", "-p", "42"}},
-		{[]string{"-p", "42", "-l"}, []string{"-p", "42", "-l"}},
-		{[]string{"-e", "BEGIN {}", "-lq"}, []string{"-e", "BEGIN {}", "-l", "-q"}},
-		{[]string{"--dry-run", "prog.bt", "-lp"}, []string{"--dry-run", "prog.bt", "-lp"}},
+// parseArgs reads command lines as getopt_long reads bpftrace's.
+func TestParseArgs(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string // the flags set, then "|" and the positional arguments
+	}{
+		{[]string{"-lv"}, "l=true v=true |"},
+		{[]string{"-ve", "BEGIN {}"}, "e=BEGIN {} v=true |"},
+		{[]string{"-qvf", "json", "prog.bt", "1"}, "f=json q=true v=true | prog.bt 1"},
+		{[]string{"-fjson", "-p123"}, "f=json p=123 |"},
+		{[]string{"prog.bt", "-q", "x"}, "q=true | prog.bt x"},
+		{[]string{"-q", "--", "prog.bt", "-v"}, "q=true | prog.bt -v"},
+		{[]string{"--attach=kprobe", "--unsafe", "-", "a"}, "attach=kprobe unsafe=true | - a"},
+		{[]string{"--attach", "fentry", "-unsafe"}, "attach=fentry unsafe=true |"},
+		{[]string{"-kk", "-e", "x"}, "e=x k=2 |"},
+		{[]string{"-k", "-k"}, "k=2 |"},
+		{[]string{"-I/usr/include", "--include", "linux/fs.h", "x.bt"}, "I=/usr/include include=linux/fs.h | x.bt"},
+		{[]string{"-qI", "inc", "--include=a.h"}, "I=inc include=a.h q=true |"},
 	}
 	for _, tt := range tests {
-		if got := expandFlags(tt.in); !slices.Equal(got, tt.want) {
-			t.Errorf("expandFlags(%q) = %q, want %q", tt.in, got, tt.want)
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		for _, b := range []string{"l", "v", "q", "unsafe"} {
+			fs.Bool(b, false, "")
+		}
+		for _, s := range []string{"e", "f", "p", "attach", "I", "include"} {
+			fs.String(s, "", "")
+		}
+		var k countFlag
+		fs.Var(&k, "k", "")
+		pos, err := parseArgs(fs, tt.args)
+		if err != nil {
+			t.Errorf("%q: %v", tt.args, err)
+			continue
+		}
+		var set []string
+		fs.Visit(func(f *flag.Flag) { set = append(set, f.Name+"="+f.Value.String()) })
+		slices.Sort(set)
+		got := strings.Join(set, " ") + " |"
+		if len(pos) > 0 {
+			got += " " + strings.Join(pos, " ")
+		}
+		if got != tt.want {
+			t.Errorf("%q: got %q, want %q", tt.args, got, tt.want)
 		}
 	}
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.Bool("q", false, "")
+	if _, err := parseArgs(fs, []string{"-q", "--q"}); !errors.Is(err, errUsage) {
+		t.Errorf("--q: got %v, want a usage error: one-letter options take one dash", err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	for _, arg := range []string{"-V", "--version"} {
+		kinst(t, arg).want(t, 0, "kinst v"+version+"\n", "")
+	}
+}
+
+// --info prints the system, the build and the kernel features that
+// "kinst features" lists.
+func TestInfo(t *testing.T) {
+	t.Parallel()
+	r := kinst(t, "--info")
+	feats := kinst(t, "features")
+	if r.code != 0 || feats.code != 0 {
+		t.Fatalf("kinst --info: exit status %d, kinst features: %d\n%s%s", r.code, feats.code, r.stderr, feats.stderr)
+	}
+	head, table, ok := strings.Cut(r.stdout, "\nKernel features\n")
+	if !ok || table != feats.stdout {
+		t.Errorf("kinst --info does not end with \"Kernel features\" and the features table:\n%s", r.stdout)
+	}
+	for _, want := range []string{"System\n  OS: Linux ", "\n  Arch: ", "\nBuild\n  version: v" + version + "\n  Go: go"} {
+		if !strings.Contains(head, want) {
+			t.Errorf("kinst --info lacks %q:\n%s", want, head)
+		}
+	}
+}
+
+// -p of a process that has ended is refused before anything compiles.
+func TestPidNoSuchProcess(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(cmd.Process.Pid)
+	kinst(t, "-p", pid, "-e", "BEGIN {}").want(t, 2, "", "kinst: pid "+pid+": no such process\n")
+}
+
+// Every -B mode prints the same output; only when it is written differs.
+func TestBufferingModes(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Ringbuf)
+	prog := `BEGIN { printf("a\n"); printf("b\n"); @x = 1; exit(); }`
+	for _, mode := range []string{"line", "full", "none"} {
+		kinst(t, "-B", mode, "-e", prog).want(t, 0, "Attaching 1 probe...\na\nb\n\n\n@x: 1\n", "")
+	}
+	kinst(t, "-qB", "full", "-e", prog).want(t, 0, "a\nb\n\n\n@x: 1\n", "")
+}
+
+// BPFTRACE_NO_USER_SYMBOLS=1 prints user addresses in hex: the target
+// is static and not position independent, so kinst_greet runs at the
+// address its symbol gives. The target lingers so that, without the
+// setting, its symbols can be read while it is alive.
+func TestNoUserSymbols(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	f, err := elfsym.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sym, err := f.Lookup("kinst_greet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := "uprobe:" + bin + `:kinst_greet { printf("%s\n", usym(reg("ip"))); }`
+	kinstEnv(t, []string{"BPFTRACE_NO_USER_SYMBOLS=1"}, "-q", "-e", prog, "-c", bin+" linger 300 a").
+		want(t, 0, "0x"+strconv.FormatUint(sym.Addr, 16)+"\n\n\n", "")
+	for _, env := range []string{"BPFTRACE_NO_USER_SYMBOLS=0", "BPFTRACE_CACHE_USER_SYMBOLS=0"} {
+		kinstEnv(t, []string{env}, "-q", "-e", prog, "-c", bin+" linger 300 a").
+			want(t, 0, "kinst_greet\n\n\n", "")
+	}
+}
+
+// BPFTRACE_MAX_PROBES bounds the probes a program attaches to, BEGIN
+// included, as bpftrace counts them; nothing attaches past it.
+func TestMaxProbes(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Tracepoint, testenv.Ringbuf)
+	prog := "tracepoint:syscalls:sys_enter_getpid, tracepoint:syscalls:sys_enter_getppid { } BEGIN { exit(); }"
+	kinstEnv(t, []string{"BPFTRACE_MAX_PROBES=2"}, "-e", prog).want(t, 1, "",
+		"kinst: too many probes: can't attach to 3 probes because it exceeds the current limit of 2 probes; "+
+			"raise it with BPFTRACE_MAX_PROBES, but carefully: very many probes can slow the system down\n")
+	kinstEnv(t, []string{"BPFTRACE_MAX_PROBES=3"}, "-e", prog).want(t, 0, "Attaching 3 probes...\n\n\n", "")
+}
+
+// -k reports failing map updates and deletions where they are written,
+// -kk failing reads of memory too; without them nothing is reported.
+func TestHelperChecks(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Ringbuf)
+	maps := `BEGIN { @a[1] = 1; @a[2] = 2; delete(@a[5]); exit(); }`
+	env := []string{"BPFTRACE_MAP_KEYS_MAX=1"}
+	mapWarnings := "-e:1:20: WARNING: Failed to map_update_elem: Argument list too long (-7)\n" + maps + "\n" + strings.Repeat(" ", 19) + "^\n" +
+		"-e:1:31: WARNING: Failed to map_delete_elem: No such file or directory (-2)\n" + maps + "\n" + strings.Repeat(" ", 30) + "^\n"
+	kinstEnv(t, env, "-q", "-e", maps).want(t, 0, "\n\n@a[1]: 1\n", "")
+	kinstEnv(t, env, "-q", "-k", "-e", maps).want(t, 0, "\n\n@a[1]: 1\n", mapWarnings)
+	kinstEnv(t, env, "-qkk", "-e", maps).want(t, 0, "\n\n@a[1]: 1\n", mapWarnings)
+
+	reads := `BEGIN { $x = *(uint64 *)0; printf("[%s]\n", str(0)); exit(); }`
+	kinst(t, "-q", "-k", "-e", reads).want(t, 0, "[]\n\n\n", "")
+	kinst(t, "-q", "-kk", "-e", reads).want(t, 0, "[]\n\n\n",
+		"-e:1:14: WARNING: Failed to probe_read: Bad address (-14)\n"+reads+"\n"+strings.Repeat(" ", 13)+"^\n"+
+			"-e:1:45: WARNING: Failed to probe_read_str: Bad address (-14)\n"+reads+"\n"+strings.Repeat(" ", 44)+"^\n")
+}
+
+// uaddr() gives the address of a variable in the probe's binary, typed
+// by its size, as bpftrace 0.17 does: int64 * for kinst_watched (8
+// bytes) and for buf (64 KiB, no integer size); reading through it
+// reads the variable.
+func TestUaddr(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	ef, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	syms, err := ef.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := map[string]uint64{}
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_OBJECT {
+			addr[s.Name] = s.Value
+		}
+	}
+	prog := "uprobe:" + bin + `:kinst_add { printf("%x %x %d %d\n", uaddr("kinst_watched"), uaddr("buf"), sizeof(*uaddr("buf")), *uaddr("kinst_watched")); }`
+	kinst(t, "-q", "-e", prog, "-c", bin+" add 1").want(t, 0,
+		strconv.FormatUint(addr["kinst_watched"], 16)+" "+strconv.FormatUint(addr["buf"], 16)+" 8 0\n\n\n", "")
 }

@@ -18,51 +18,22 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/export/pprof"
 	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/instruments"
+	"kinst.dev/kinst/internal/inject"
+	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/runtime"
 	"kinst.dev/kinst/syntax"
 )
-
-const usage = `usage:
-  kinst [options] -e PROGRAM [ARGS...]
-  kinst [options] FILE|- [ARGS...]
-  kinst -l [-v] [PATTERN]
-  kinst features [-f text|json]
-
-options:
-  -e PROGRAM     run PROGRAM
-  -l [PATTERN]   list probes matching PATTERN (-v adds argument types)
-  -p PID         restrict uprobes to process PID
-  -c CMD         run CMD under tracing; stop when it exits
-  -f text|json   output format (default text)
-  -o FILE        write output to FILE
-  -q             quiet: no "Attaching N probes..." line
-  -v             verbose: the verifier's log with load errors, types with -l
-  -d STAGE       print a stage and continue: ast, types, bpf or all
-  --dry-run      compile and load into the kernel, then stop
-  --unsafe       allow system(), signal() and override()
-  -I DIR         add DIR to the #include search path
-  --include FILE read FILE before the program, as #include "FILE"
-  --prometheus ADDR
-                 serve the maps as Prometheus metrics on http://ADDR/metrics
-                 while running, instead of printing them at exit
-  --attach MECH  run kprobes and kretprobes as kprobe, kprobe.multi or fentry
-                 (fexit for kretprobes) instead of the cheapest the kernel offers
-  --usdt-file-activation
-                 as bpftrace's: kinst always has the kernel raise USDT semaphores
-                 in every process that maps the probed file, running or to come
-
-environment:
-  KINST_STRLEN (or BPFTRACE_STRLEN)            size of str() strings (default 64, at most 1024)
-  KINST_MAP_KEYS_MAX (or BPFTRACE_MAP_KEYS_MAX)  elements per map (default 4096)
-  KINST_BUFFER_KB                              size of the ring buffer events travel in (default 2048)
-`
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -92,19 +63,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("kinst", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		if cmds := instruments.Commands(); len(cmds) > 0 {
-			fmt.Fprintln(stderr, "\ninstruments (kinst NAME -h for their options):")
-			for _, c := range cmds {
-				fmt.Fprintf(stderr, "  %-10s %s\n", c.Name, c.Summary)
-			}
-		}
-	}
 	var (
 		prog    = fs.String("e", "", "")
 		list    = fs.Bool("l", false, "")
-		pid     = fs.Int("p", 0, "")
 		command = fs.String("c", "", "")
 		format  = fs.String("f", "text", "")
 		outFile = fs.String("o", "", "")
@@ -114,20 +75,48 @@ func run(args []string, stdout, stderr io.Writer) int {
 		dryRun  = fs.Bool("dry-run", false, "")
 		unsafe  = fs.Bool("unsafe", false, "")
 		mech    = fs.String("attach", "", "")
+		buffer  = fs.String("B", "", "")
 		_       = fs.Bool("usdt-file-activation", false, "")
+		info    = fs.Bool("info", false, "")
+		pid     pidFlag
+		checks  countFlag
+		help    bool
+		showVer bool
 		incDirs stringList
 		incs    stringList
 		promAt  = fs.String("prometheus", "", "")
 	)
 	fs.Var(&incDirs, "I", "")
 	fs.Var(&incs, "include", "")
-	// Options may follow the program file, as getopt allows; "--" ends
-	// them, for parameters that start with a dash.
-	rest, err := instruments.ParseFlags(fs, expandFlags(args))
+	fs.Var(&pid, "p", "")
+	fs.Var(&checks, "k", "")
+	for _, name := range []string{"h", "help"} {
+		fs.BoolVar(&help, name, false, "")
+	}
+	for _, name := range []string{"V", "version"} {
+		fs.BoolVar(&showVer, name, false, "")
+	}
+	rest, err := parseArgs(fs, args)
+	switch {
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "kinst: %s\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+		printUsage(stderr)
+		return 2
+	case err != nil:
+		fmt.Fprintf(stderr, "kinst: %v\n", err)
+		return 2
+	case help:
+		printUsage(stdout)
+		return 0
+	case showVer:
+		printVersion(stdout)
+		return 0
+	case *info:
+		return printInfo(stdout, stderr)
+	}
+	buffering, err := runtime.ParseBuffering(*buffer)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
+		fmt.Fprintf(stderr, "kinst: %v\n", err)
 		return 2
 	}
 	if *list {
@@ -138,15 +127,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if *prog != "" {
 			pattern = *prog
 		}
-		return listProbes(pattern, *verbose, *pid, stdout, stderr)
+		return listProbes(pattern, *verbose, int(pid), stdout, stderr)
 	}
 	var rf runtime.Format
 	switch *format {
 	case "text":
 	case "json":
 		rf = runtime.JSON
+	case "pprof":
+		if *outFile == "" {
+			fmt.Fprintf(stderr, "kinst: -f pprof writes a binary profile: give -o FILE\n")
+			return 2
+		}
 	default:
-		fmt.Fprintf(stderr, "kinst: unknown output format %q: use text or json\n", *format)
+		fmt.Fprintf(stderr, "kinst: unknown output format %q: use text, json or pprof\n", *format)
 		return 2
 	}
 	if !pipeline.ValidStage(*debug) {
@@ -178,26 +172,53 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	popts := &pipeline.Options{
 		Params: params,
-		Pid:    *pid,
+		Pid:    int(pid),
 		Unsafe: *unsafe,
 		Cpid:   len(argv) > 0,
 		Force:  force,
 		Dump:   stderr,
 		Stages: *debug,
 
-		IncludeDirs: incDirs,
-		Includes:    incs,
-		Warnings:    stderr,
+		IncludeDirs:  incDirs,
+		Includes:     incs,
+		Warnings:     stderr,
+		HelperChecks: int(checks),
 	}
-	if err := popts.FromEnv(); err != nil {
+	ropts := &runtime.Options{
+		Format:    rf,
+		Stdout:    stdout,
+		Stderr:    stderr,
+		Quiet:     *quiet,
+		Verbose:   *verbose,
+		Command:   argv,
+		Pid:       int(pid),
+		Buffering: buffering,
+	}
+	for _, fromEnv := range []func() error{popts.FromEnv, ropts.FromEnv} {
+		if err := fromEnv(); err != nil {
+			fmt.Fprintf(stderr, "kinst: %v\n", err)
+			return 2
+		}
+	}
+	if err := inject.Check(); err != nil {
 		fmt.Fprintf(stderr, "kinst: %v\n", err)
 		return 2
 	}
+	// Until the run catches signals, SIGINT and SIGTERM end kinst as
+	// they end any process: nothing is in the kernel yet.
+	inject.Delay(context.Background(), inject.Compile)
 	out, err := pipeline.Compile(name, src, popts)
 	if err != nil {
 		return report(err, *verbose, stderr)
 	}
 
+	var stackMaps []string
+	if *format == "pprof" {
+		if stackMaps = stackKeyed(out); len(stackMaps) == 0 {
+			fmt.Fprintf(stderr, "kinst: -f pprof: %v\n", pprof.ErrNoStacks)
+			return 1
+		}
+	}
 	w := stdout
 	if *outFile != "" {
 		f, err := os.Create(*outFile)
@@ -211,15 +232,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *dryRun {
 		return report(runtime.Load(out, &runtime.Options{Stderr: stderr, Verbose: *verbose}), *verbose, stderr)
 	}
-	opts := &runtime.Options{
-		Out:     w,
-		Format:  rf,
-		Stdout:  stdout,
-		Stderr:  stderr,
-		Quiet:   *quiet,
-		Verbose: *verbose,
-		Command: argv,
-		Pid:     *pid,
+	ropts.Out = w
+	// bpftrace prints the line when the variable is set, even empty.
+	_, ropts.NotifyAttached = os.LookupEnv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")
+	if *format == "pprof" {
+		writeProfile(ropts, w, stdout, stackMaps)
 	}
 	if *promAt != "" {
 		srv, err := prom.Listen(*promAt)
@@ -228,9 +245,36 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer srv.Close()
-		srv.Feed(opts)
+		srv.Feed(ropts)
 	}
-	return report(runtime.Run(context.Background(), out, opts), *verbose, stderr)
+	return report(runtime.Run(context.Background(), out, ropts), *verbose, stderr)
+}
+
+// stackKeyed names the maps with a kstack or ustack in their keys.
+func stackKeyed(out *codegen.Output) []string {
+	var names []string
+	for _, m := range out.Maps {
+		if slices.ContainsFunc(m.Keys, func(t *check.Type) bool { return t.Kind == check.Stack }) {
+			names = append(names, m.Display())
+		}
+	}
+	return names
+}
+
+// writeProfile makes the run write the maps called names as a pprof
+// profile to w at exit, and print the others to stdout.
+func writeProfile(opts *runtime.Options, w, stdout io.Writer, names []string) {
+	start := time.Now()
+	opts.Out = stdout
+	opts.ExitMaps = func(maps []*output.Map) error {
+		err := pprof.Write(w, maps, pprof.Options{Maps: names, Start: start, Duration: time.Since(start)})
+		rest := slices.DeleteFunc(slices.Clone(maps), func(m *output.Map) bool { return slices.Contains(names, m.Name) })
+		if err != nil || len(rest) == 0 {
+			return err
+		}
+		io.WriteString(stdout, output.ExitSeparator)
+		return output.NewText(stdout).Maps(rest)
+	}
 }
 
 // isSet reports whether the option called name was given.
@@ -248,52 +292,6 @@ func (l *stringList) String() string { return strings.Join(*l, " ") }
 func (l *stringList) Set(s string) error {
 	*l = append(*l, s)
 	return nil
-}
-
-// valueFlags are the options that take a value.
-var valueFlags = map[string]bool{"e": true, "p": true, "c": true, "f": true, "o": true, "d": true, "attach": true, "I": true, "include": true, "prometheus": true}
-
-// expandFlags splits grouped one-letter switches as getopt does, so
-// that "-lv" means "-l -v" as in bpftrace.
-func expandFlags(args []string) []string {
-	var out []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
-			return append(out, args[i:]...)
-		}
-		name := strings.TrimLeft(a, "-")
-		if dir, ok := strings.CutPrefix(a, "-I"); ok && dir != "" {
-			out = append(out, "-I", dir) // -IDIR, as for a C compiler
-			continue
-		}
-		// Switches may end in one option that takes a value, attached or
-		// the next argument: "-lp PID", "-lvp PID", "-lp123".
-		if lead := len(name) - len(strings.TrimLeft(name, "lvq")); !strings.HasPrefix(a, "--") && lead > 0 && lead < len(name) && valueFlags[name[lead:lead+1]] {
-			for _, c := range name[:lead+1] {
-				out = append(out, "-"+string(c))
-			}
-			if v := name[lead+1:]; v != "" {
-				out = append(out, v)
-			} else if i+1 < len(args) {
-				i++
-				out = append(out, args[i])
-			}
-			continue
-		}
-		if strings.HasPrefix(a, "--") || len(name) < 2 || strings.Trim(name, "lvq") != "" {
-			out = append(out, a)
-			if valueFlags[name] && !strings.Contains(name, "=") && i+1 < len(args) {
-				i++
-				out = append(out, args[i])
-			}
-			continue
-		}
-		for _, c := range name {
-			out = append(out, "-"+string(c))
-		}
-	}
-	return out
 }
 
 // source finds the program: -e, a file, or standard input for "-"; the
@@ -321,7 +319,10 @@ func report(err error, verbose bool, stderr io.Writer) int {
 	var list syntax.ErrorList
 	var ve *runtime.VerifierError
 	var ee exitError
+	var ie *runtime.InterruptError
 	switch {
+	case errors.As(err, &ie):
+		runtime.ExitBySignal(ie.Signal)
 	case errors.As(err, &list):
 		fmt.Fprintln(stderr, list.Detail())
 	case errors.As(err, &ve):

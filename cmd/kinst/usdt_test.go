@@ -18,12 +18,14 @@ import (
 )
 
 // usdtArgsProgram prints every argument of the target's USDT probes.
+// Tests run in parallel, and the probes fire in every process running
+// the target: each keeps to its own -c command.
 const usdtArgsProgram = `
-usdt:BIN:kinst:tick { printf("%s %d %d %d\n", probe, arg0, arg1, arg2) }
-usdt:BIN:kinst:small { printf("%s %d %d %d\n", probe, arg0, arg1, arg2) }
-usdt:BIN:kinst:mem { printf("%s %d %d\n", probe, arg0, arg1) }
-usdt:BIN:kinst:twice { printf("%s %d\n", probe, arg0) }
-usdt:BIN:gated { printf("%s %d\n", probe, arg0) }`
+usdt:BIN:kinst:tick /pid == cpid/ { printf("%s %d %d %d\n", probe, arg0, arg1, arg2) }
+usdt:BIN:kinst:small /pid == cpid/ { printf("%s %d %d %d\n", probe, arg0, arg1, arg2) }
+usdt:BIN:kinst:mem /pid == cpid/ { printf("%s %d %d\n", probe, arg0, arg1) }
+usdt:BIN:kinst:twice /pid == cpid/ { printf("%s %d\n", probe, arg0) }
+usdt:BIN:gated /pid == cpid/ { printf("%s %d\n", probe, arg0) }`
 
 // The target's USDT probes pass arguments in registers and their low
 // parts (-8@%rdx, -1@%sil, 2@%di), as constants (-4@$-7), in stack
@@ -84,9 +86,9 @@ func TestUSDTWildcardCounts(t *testing.T) {
 	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
 	bin := target(t)
 	prog := strings.ReplaceAll(`
-usdt:BIN:kin*:* { @[probe] = count(); }
-usdt:BIN:kinst:t* { @sum[probe] = sum((int64)arg0); }
-usdt:BIN:*:mem { @lo = min((int64)arg1); @hi = max(arg0); }`, "BIN", bin)
+usdt:BIN:kin*:* /pid == cpid/ { @[probe] = count(); }
+usdt:BIN:kinst:t* /pid == cpid/ { @sum[probe] = sum((int64)arg0); }
+usdt:BIN:*:mem /pid == cpid/ { @lo = min((int64)arg1); @hi = max(arg0); }`, "BIN", bin)
 	want := strings.ReplaceAll("Attaching 10 probes...\n\n\n"+
 		"@[usdt:BIN:kinst:gated]: 1000\n"+
 		"@[usdt:BIN:kinst:mem]: 1000\n"+
@@ -309,8 +311,8 @@ func TestUSDTAndUprobeOnOneSite(t *testing.T) {
 		t.Fatal("the target has no kinst:tick")
 	}
 	for _, prog := range []string{
-		fmt.Sprintf("uprobe:%s:%#x { @uprobe = count(); } usdt:%[1]s:kinst:tick { @usdt = count(); }", bin, probes[i].Addr),
-		fmt.Sprintf("usdt:%s:kinst:tick { @usdt = count(); } uprobe:%[1]s:%#x { @uprobe = count(); }", bin, probes[i].Addr),
+		fmt.Sprintf("uprobe:%s:%#x /pid == cpid/ { @uprobe = count(); } usdt:%[1]s:kinst:tick /pid == cpid/ { @usdt = count(); }", bin, probes[i].Addr),
+		fmt.Sprintf("usdt:%s:kinst:tick /pid == cpid/ { @usdt = count(); } uprobe:%[1]s:%#x /pid == cpid/ { @uprobe = count(); }", bin, probes[i].Addr),
 	} {
 		kinst(t, "-e", prog, "-c", bin+" usdt 5").want(t, 0, "Attaching 2 probes...\n\n\n@uprobe: 5\n@usdt: 5\n", "")
 	}

@@ -6,6 +6,8 @@
  *
  *	target add N          kinst_add(i, -2*i) for i = 1..N
  *	target greet WORD...  kinst_greet(WORD) for each WORD
+ *	target linger MS WORD kinst_greet(WORD), then sleep MS milliseconds, so
+ *	                      that the process is alive when its symbols are read
  *	target stack N        kinst_stack(i, ..., 8*i) of eight arguments for
  *	                      i = 1..N: the last two go on the stack
  *	target writes A B     write(2) of i bytes to /dev/null for i = A..B
@@ -146,7 +148,7 @@ static void usdt(long n)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: target add N | stack N | greet WORD... | writes A B | write SIZE... | sleep MS | touch N | watch N | usdt N\n");
+	fprintf(stderr, "usage: target add N | stack N | greet WORD... | linger MS WORD | writes A B | write SIZE... | sleep MS | touch N | watch N | usdt N\n");
 	return 2;
 }
 
@@ -166,6 +168,12 @@ int main(int argc, char **argv)
 		for (long i = 1; i <= n; i++)
 			sum += kinst_stack(i, 2 * i, 3 * i, 4 * i, 5 * i, 6 * i, 7 * i, 8 * i);
 		return sum == 36 * n * (n + 1) / 2 ? 0 : 1;
+	}
+	if (strcmp(cmd, "linger") == 0 && argc == 4) {
+		long ms = atol(argv[2]);
+		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+		kinst_greet(argv[3]);
+		return nanosleep(&ts, NULL) == 0 ? 0 : 1;
 	}
 	if (strcmp(cmd, "greet") == 0) {
 		for (int i = 2; i < argc; i++)

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"kinst.dev/kinst/instruments"
+)
+
+// version is kinst's release, set at link time with
+// -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+const usage = `USAGE:
+    kinst [options] filename [ARGS...]
+    kinst [options] - <stdin input>
+    kinst [options] -e 'program' [ARGS...]
+    kinst -l [-v] [search]
+    kinst features [-f text|json]
+    kinst INSTRUMENT [options]
+
+OPTIONS:
+    -B MODE        output buffering mode ('line', 'full', 'none')
+    -f FORMAT      output format ('text', 'json', 'pprof': the maps keyed by
+                   kstack or ustack as a pprof profile in -o FILE)
+    -o file        redirect program output to file
+    -e 'program'   execute this program
+    -h, --help     show this help message
+    -I DIR         add the directory to the include search path
+    --include FILE add an #include file before preprocessing
+    -l [search]    list probes (-v adds argument types)
+    -p PID         restrict uprobes to process PID
+    -c 'CMD'       run CMD under tracing; stop when it exits
+    --unsafe       allow unsafe builtin functions: system(), signal(), override()
+    --usdt-file-activation
+                   activate usdt semaphores based on file path (kinst always
+                   does, in every process that maps the file)
+    -q             keep messages quiet: no "Attaching N probes..." line
+    --info         print information about kernel BPF support
+    -k             emit a warning when a bpf helper returns an error (except read functions)
+    -kk            check all bpf helper functions
+    -V, --version  kinst version
+    --dry-run      compile and load into the kernel, then stop
+    --prometheus ADDR
+                   serve the maps as Prometheus metrics on http://ADDR/metrics
+                   while running, instead of printing them at exit
+    --attach MECH  run kprobes and kretprobes as kprobe, kprobe.multi or fentry
+                   (fexit for kretprobes) instead of the cheapest the kernel offers
+
+TROUBLESHOOTING OPTIONS:
+    -v             verbose messages: the verifier's log with load errors
+    -d STAGE       print a compilation stage and continue: ast, types, bpf or all
+
+ENVIRONMENT:
+    BPFTRACE_STRLEN             [default: 64] bytes on BPF stack per str() (at most 1024; or KINST_STRLEN)
+    BPFTRACE_MAP_KEYS_MAX       [default: 4096] max keys in a map (or KINST_MAP_KEYS_MAX)
+    BPFTRACE_CAT_BYTES_MAX      [default: 10240] maximum bytes read by cat builtin
+    BPFTRACE_MAX_PROBES         [default: none] max number of probes
+    BPFTRACE_LOG_SIZE           [default: 65536] first size of the verifier log in bytes (it grows)
+    BPFTRACE_PERF_RB_PAGES      [default: none] pages per CPU for the ring buffer (a power of two)
+    BPFTRACE_NO_USER_SYMBOLS    [default: 0] disable user symbol resolution
+    BPFTRACE_CACHE_USER_SYMBOLS [default: 1] 0 reads a process's symbols afresh for every address
+    KINST_BUFFER_KB             [default: 2048] size of the ring buffer events travel in
+
+EXAMPLES:
+kinst -l '*sleep*'
+    list probes containing "sleep"
+kinst -e 'tracepoint:syscalls:sys_enter_nanosleep { printf("PID %d sleeping...\n", pid); }'
+    trace processes calling sleep
+kinst -e 'tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }'
+    count syscalls by process name
+`
+
+// printUsage writes the usage and the instruments.
+func printUsage(w io.Writer) {
+	io.WriteString(w, usage)
+	if cmds := instruments.Commands(); len(cmds) > 0 {
+		fmt.Fprintln(w, "\nINSTRUMENTS (kinst NAME -h for their options):")
+		for _, c := range cmds {
+			fmt.Fprintf(w, "    %-10s %s\n", c.Name, c.Summary)
+		}
+	}
+}
+
+// errUsage reports a command line getopt rejects; the usage follows the
+// message, as in bpftrace.
+var errUsage = errors.New("usage")
+
+// parseArgs parses args as getopt_long does for bpftrace: grouped
+// one-letter switches (-lv), a value joined to its option (-p123) or in
+// the next argument, --name and --name=value, options after the program
+// file, and "--" ending them. Multi-letter options given with one dash
+// (-unsafe) are accepted too. It returns the positional arguments.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return append(pos, args[i+1:]...), nil
+		case a == "-" || !strings.HasPrefix(a, "-"):
+			pos = append(pos, a)
+			continue
+		}
+		long := strings.HasPrefix(a, "--")
+		name := strings.TrimLeft(a, "-")
+		if !long && len(name) > 1 && fs.Lookup(name) != nil {
+			long = true
+		}
+		if long {
+			name, val, hasVal := strings.Cut(name, "=")
+			f := fs.Lookup(name)
+			if f == nil || len(name) == 1 {
+				return nil, fmt.Errorf("%w: unrecognized option '%s'", errUsage, a)
+			}
+			if !isBool(f) && !hasVal {
+				if i+1 == len(args) {
+					return nil, fmt.Errorf("%w: option '--%s' requires an argument", errUsage, name)
+				}
+				i++
+				val = args[i]
+			} else if !hasVal {
+				val = "true"
+			}
+			if err := fs.Set(name, val); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		for j := 0; j < len(name); j++ {
+			c := name[j : j+1]
+			f := fs.Lookup(c)
+			if f == nil {
+				return nil, fmt.Errorf("%w: invalid option -- '%s'", errUsage, c)
+			}
+			if isBool(f) {
+				if err := fs.Set(c, "true"); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			val := name[j+1:]
+			if val == "" {
+				if i+1 == len(args) {
+					return nil, fmt.Errorf("%w: option requires an argument -- '%s'", errUsage, c)
+				}
+				i++
+				val = args[i]
+			}
+			if err := fs.Set(c, val); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
+	return pos, nil
+}
+
+func isBool(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// countFlag counts a switch given more than once: -k, -kk.
+type countFlag int
+
+func (c *countFlag) String() string   { return strconv.Itoa(int(*c)) }
+func (c *countFlag) IsBoolFlag() bool { return true }
+func (c *countFlag) Set(string) error {
+	if *c == 2 {
+		return errors.New("-k may be given at most twice: -k checks helpers other than reads, -kk all of them")
+	}
+	*c++
+	return nil
+}
+
+// pidFlag is -p: a live process, checked as bpftrace checks it.
+type pidFlag int
+
+func (p *pidFlag) String() string { return strconv.Itoa(int(*p)) }
+func (p *pidFlag) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("pid '%s' is not a valid decimal number", s)
+	}
+	if n < 1 || n > pidMaxLimit {
+		return fmt.Errorf("pid '%s' out of valid pid range [1,%d]", s, pidMaxLimit)
+	}
+	if err := unix.Kill(int(n), 0); errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("pid %d: no such process", n)
+	}
+	*p = pidFlag(n)
+	return nil
+}
+
+// pidMaxLimit is the largest pid_max a 64-bit kernel accepts, the range
+// bpftrace checks -p against.
+const pidMaxLimit = 1 << 22
+
+// printVersion prints what -V prints.
+func printVersion(w io.Writer) {
+	fmt.Fprintf(w, "kinst v%s\n", version)
+}
+
+// printInfo prints what --info prints: the system, the build, then the
+// kernel features kinst detects.
+func printInfo(stdout, stderr io.Writer) int {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err == nil {
+		fmt.Fprintf(stdout, "System\n  OS: %s %s %s\n  Arch: %s\n\n",
+			unix.ByteSliceToString(u.Sysname[:]), unix.ByteSliceToString(u.Release[:]),
+			unix.ByteSliceToString(u.Version[:]), unix.ByteSliceToString(u.Machine[:]))
+	}
+	fmt.Fprintf(stdout, "Build\n  version: v%s\n  Go: %s\n\nKernel features\n", version, runtime.Version())
+	return features(nil, stdout, stderr)
+}

@@ -1,0 +1,85 @@
+package runtime
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// Buffering is when output reaches its destination, bpftrace's -B.
+type Buffering int
+
+// The buffering modes.
+const (
+	BufferDrained Buffering = iota // when no record is waiting: prompt, and cheap under load
+	BufferLine                     // after every record
+	BufferFull                     // when 64 KiB are pending, and at the end
+	BufferNone                     // as BufferLine: records are written whole
+)
+
+// ParseBuffering reads a -B mode: line, full or none; "" is the default,
+// BufferDrained.
+func ParseBuffering(s string) (Buffering, error) {
+	switch s {
+	case "":
+		return BufferDrained, nil
+	case "line":
+		return BufferLine, nil
+	case "full":
+		return BufferFull, nil
+	case "none":
+		return BufferNone, nil
+	}
+	return 0, fmt.Errorf("-B must be either 'line', 'full', or 'none', not %q", s)
+}
+
+// DefaultCatMax is how many bytes of a file cat() prints unless
+// BPFTRACE_CAT_BYTES_MAX says otherwise, as in bpftrace 0.17.
+const DefaultCatMax = 10240
+
+// FromEnv sets the options bpftrace 0.17 reads from the environment at
+// run time: BPFTRACE_CAT_BYTES_MAX (bytes cat() prints of a file, 0 for
+// none), BPFTRACE_NO_USER_SYMBOLS (1 to print user addresses in hex),
+// BPFTRACE_CACHE_USER_SYMBOLS (0 to read a process's symbols afresh for
+// every address) and BPFTRACE_LOG_SIZE (the verifier log's first size).
+func (o *Options) FromEnv() error {
+	if v := os.Getenv("BPFTRACE_LOG_SIZE"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || n == 0 {
+			return fmt.Errorf("BPFTRACE_LOG_SIZE=%q is not a positive number of bytes", v)
+		}
+		o.LogSize = uint32(n)
+	}
+	switch v := os.Getenv("BPFTRACE_CACHE_USER_SYMBOLS"); v {
+	case "", "1", "auto":
+	case "0":
+		o.NoSymbolCache = true
+	default:
+		return fmt.Errorf("BPFTRACE_CACHE_USER_SYMBOLS=%q: want 0 or 1", v)
+	}
+	if v := os.Getenv("BPFTRACE_CAT_BYTES_MAX"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("BPFTRACE_CAT_BYTES_MAX=%q is not a number of bytes", v)
+		}
+		o.CatMax, o.NoCat = n, n == 0
+	}
+	on, err := envBool("BPFTRACE_NO_USER_SYMBOLS")
+	if err != nil {
+		return err
+	}
+	o.NoUserSymbols = on
+	return nil
+}
+
+// envBool reads a 0 or 1 setting; unset is 0.
+func envBool(name string) (bool, error) {
+	switch v := os.Getenv(name); v {
+	case "", "0":
+		return false, nil
+	case "1":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s=%q: want 0 or 1", name, v)
+	}
+}
