@@ -168,9 +168,9 @@ func BenchmarkAttachDetach(b *testing.B) {
 
 // BenchmarkUSDTHitCost measures what one hit of a USDT probe costs next
 // to a plain uprobe on the same instruction, counting only, and reading
-// three arguments: two registers and a global in memory, which a uprobe
-// reads as two registers and nothing more. The target fires kinst:tick
-// once per round among other, unprobed sites.
+// three arguments: two registers and a global in memory, against a
+// uprobe reading two registers. The target fires kinst:tick once per
+// round among other, unprobed sites.
 func BenchmarkUSDTHitCost(b *testing.B) {
 	testenv.Require(b, testenv.Uprobe)
 	gcc, err := exec.LookPath("gcc")
@@ -191,12 +191,14 @@ func BenchmarkUSDTHitCost(b *testing.B) {
 	}
 	site := fmt.Sprintf("uprobe:%s:%#x", bin, probes[i].Addr)
 	tick := "usdt:" + bin + ":kinst:tick"
+	// The target's CPU time, user and system, is what a hit costs it;
+	// wall time would add whatever else the machine runs meanwhile.
 	run := func(rounds int) time.Duration {
-		start := time.Now()
-		if out, err := exec.Command(bin, "usdt", fmt.Sprint(rounds)).CombinedOutput(); err != nil {
+		cmd := exec.Command(bin, "usdt", fmt.Sprint(rounds))
+		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("target: %v\n%s", err, out)
 		}
-		return time.Since(start)
+		return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
 	cases := []struct{ name, prog string }{
 		{"uprobe-count", site + " { @ = count(); }"},

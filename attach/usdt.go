@@ -76,10 +76,13 @@ func (r *Resolver) usdts(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		}
 		where := "the files process " + strconv.Itoa(r.Pid) + " maps"
 		list := fmt.Sprintf("kinst -lp %d 'usdt:*'", r.Pid)
-		if bin != "" {
+		switch {
+		case kernel.HasGlob(bin):
+			where, list = "the files matching "+bin, fmt.Sprintf("kinst -l 'usdt:%s'", bin)
+		case bin != "":
 			where, list = files[0].path, fmt.Sprintf("kinst -l 'usdt:%s:*'", files[0].path)
 		}
-		return nil, fmt.Errorf("no USDT probe in %s matches %s; %s lists them", where, spec, list)
+		return nil, fmt.Errorf("no USDT probe matches %s in %s; %s lists them", spec, where, list)
 	}
 	return targets, nil
 }

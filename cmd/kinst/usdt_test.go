@@ -238,9 +238,11 @@ func TestUSDTErrors(t *testing.T) {
 		{"usdt:" + text + ":p:n { }", text + " is not an ELF file"},
 		{"usdt:" + self + ":p:n { }", self + " has no USDT probes"},
 		{"usdt:" + bin + ":kinst:nope { }",
-			"no USDT probe in " + bin + " matches kinst:nope; kinst -l 'usdt:" + bin + ":*' lists them"},
+			"no USDT probe matches kinst:nope in " + bin + "; kinst -l 'usdt:" + bin + ":*' lists them"},
 		{"usdt:" + bin + ":nope { }",
-			"no USDT probe in " + bin + " matches nope; kinst -l 'usdt:" + bin + ":*' lists them"},
+			"no USDT probe matches nope in " + bin + "; kinst -l 'usdt:" + bin + ":*' lists them"},
+		{"usdt:" + filepath.Dir(bin) + "/kinst-targ*:nope { }",
+			"no USDT probe matches nope in the files matching " + filepath.Dir(bin) + "/kinst-targ*; kinst -l 'usdt:" + filepath.Dir(bin) + "/kinst-targ*' lists them"},
 		{"usdt:nope { }", "usdt probes are written usdt:PATH:[PROVIDER:]NAME, or usdt:NAME with -p"},
 	}
 	for _, tt := range tests {
