@@ -213,6 +213,15 @@ func TestUSDTList(t *testing.T) {
 	}
 	seen := "/proc/" + pid + "/root" + bin
 	kinst(t, "-lp", pid, "usdt:*").want(t, 0, listing(seen), "")
+	// bpftrace 0.17 lists the same.
+	if bpftrace, err := exec.LookPath("bpftrace"); err == nil {
+		for _, args := range [][]string{{"-l", "usdt:" + bin + ":*"}, {"-lp", pid, "usdt:*"}} {
+			out, err := exec.Command(bpftrace, args...).Output()
+			if r := kinst(t, args...); err != nil || r.stdout != string(out) {
+				t.Errorf("kinst %q lists\n%s\nbpftrace (%v):\n%s", args, r.stdout, err, out)
+			}
+		}
+	}
 	r := kinst(t, "-lp", pid)
 	if r.code != 0 || !strings.Contains(r.stdout, "uprobe:"+seen+":kinst_add\n") || !strings.HasSuffix(r.stdout, listing(seen)) {
 		t.Errorf("kinst -lp %s: exit status %d, stdout:\n%s\nstderr:\n%s", pid, r.code, r.stdout, r.stderr)
