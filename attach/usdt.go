@@ -179,11 +179,16 @@ func withSemaphore(u Uprobe) Uprobe {
 }
 
 // processExe names process pid's executable through /proc/PID/root, as
-// mappedFiles names the files it maps.
+// mappedFiles names the files it maps; one deleted since the process
+// started is reached through /proc/PID/exe, the only name left.
 func processExe(pid int) (string, error) {
-	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	link := fmt.Sprintf("/proc/%d/exe", pid)
+	exe, err := os.Readlink(link)
 	if err != nil {
 		return "", fmt.Errorf("find the executable of process %d: %w", pid, err)
+	}
+	if strings.HasSuffix(exe, " (deleted)") {
+		return link, nil
 	}
 	return fmt.Sprintf("/proc/%d/root%s", pid, exe), nil
 }

@@ -374,3 +374,33 @@ func TestUSDTFileActivation(t *testing.T) {
 		t.Errorf("python:audit's semaphore holds %v after kinst ended, want 0", sem)
 	}
 }
+
+// With -p, a process whose executable was deleted since it started has
+// its functions reached through /proc/PID/exe, the only name left.
+func TestPidDeletedExecutable(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe)
+	data, err := os.ReadFile(target(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "kinst-target")
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	proc := exec.Command(bin, "sleep", "20000")
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
+	pid := strconv.Itoa(proc.Process.Pid)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if exe, _ := os.Readlink("/proc/" + pid + "/exe"); exe == bin || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err := os.Remove(bin); err != nil {
+		t.Fatal(err)
+	}
+	kinst(t, "-lp", pid, "uprobe:*:kinst_a*").want(t, 0, "uprobe:/proc/"+pid+"/exe:kinst_add\n", "")
+}
