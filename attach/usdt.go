@@ -69,6 +69,11 @@ func (r *Resolver) usdts(ap *syntax.AttachPoint) ([]*check.Target, error) {
 			})
 		}
 	}
+	if len(ap.Parts) < 3 && !kernel.HasGlob(name) {
+		if err := oneProvider(targets, ap.Raw); err != nil {
+			return nil, err
+		}
+	}
 	if len(targets) == 0 {
 		spec := provider + ":" + name
 		if len(ap.Parts) < 3 {
@@ -85,6 +90,23 @@ func (r *Resolver) usdts(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		return nil, fmt.Errorf("no USDT probe matches %s in %s; %s lists them", spec, where, list)
 	}
 	return targets, nil
+}
+
+// oneProvider refuses, as bpftrace does, a probe named without its
+// provider when providers share the name: a wildcard asks for them all.
+func oneProvider(targets []*check.Target, raw string) error {
+	var names []string
+	for _, t := range targets {
+		_, full, _ := strings.Cut(strings.TrimPrefix(t.Name, t.Attach.(Uprobe).Path), ":")
+		if !slices.Contains(names, full) {
+			names = append(names, full)
+		}
+	}
+	if len(names) > 1 {
+		slices.Sort(names)
+		return fmt.Errorf("%s names no provider and matches %s: name one, or use '*' for all", raw, strings.Join(names, " and "))
+	}
+	return nil
 }
 
 // usdtFiles reads the probes of the files bin names: a path, a library

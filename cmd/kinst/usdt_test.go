@@ -186,11 +186,11 @@ func TestUSDTList(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe)
 	bin := target(t)
-	names := []string{"gated", "mem", "small", "tick", "twice"}
+	names := []string{"kinst:gated", "kinst:mem", "kinst:small", "kinst:tick", "kinst:twice", "other:tick"}
 	listing := func(path string) string {
 		var b strings.Builder
 		for _, n := range names {
-			fmt.Fprintf(&b, "usdt:%s:kinst:%s\n", path, n)
+			fmt.Fprintf(&b, "usdt:%s:%s\n", path, n)
 		}
 		return b.String()
 	}
@@ -253,6 +253,8 @@ func TestUSDTErrors(t *testing.T) {
 		{"usdt:" + filepath.Dir(bin) + "/kinst-targ*:nope { }",
 			"no USDT probe matches nope in the files matching " + filepath.Dir(bin) + "/kinst-targ*; kinst -l 'usdt:" + filepath.Dir(bin) + "/kinst-targ*' lists them"},
 		{"usdt:nope { }", "usdt probes are written usdt:PATH:[PROVIDER:]NAME, or usdt:NAME with -p"},
+		{"usdt:" + bin + ":tick { }",
+			"usdt:" + bin + ":tick names no provider and matches kinst:tick and other:tick: name one, or use '*' for all"},
 	}
 	for _, tt := range tests {
 		caret := "^" + strings.Repeat("~", strings.Index(tt.prog, " {")-1)

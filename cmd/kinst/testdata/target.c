@@ -18,8 +18,8 @@
  *	                      and kinst_phase(0): N page faults and no other
  *	target watch N        write kinst_watched N times, then read it N times
  *	target usdt N         fire the USDT probes kinst:tick, kinst:small,
- *	                      kinst:mem, kinst:twice (two sites) and, when
- *	                      enabled, kinst:gated for i = 1..N
+ *	                      kinst:mem, kinst:twice (two sites), other:tick
+ *	                      and, when enabled, kinst:gated for i = 1..N
  *
  * It is built static, so that the QEMU guests can run it too:
  *	gcc -O1 -g -static -o kinst-target target.c
@@ -123,6 +123,7 @@ unsigned short kinst_small_semaphore __attribute__((section(".probes")));
 unsigned short kinst_mem_semaphore __attribute__((section(".probes")));
 unsigned short kinst_twice_semaphore __attribute__((section(".probes")));
 unsigned short kinst_gated_semaphore __attribute__((section(".probes")));
+unsigned short other_tick_semaphore __attribute__((section(".probes")));
 
 volatile long kinst_total;
 
@@ -147,6 +148,7 @@ static void usdt(long n)
 		STAP_PROBE1(kinst, twice, (short)(-2 * i));
 		if (kinst_gated_semaphore)
 			STAP_PROBE1(kinst, gated, i);
+		STAP_PROBE(other, tick);
 	}
 }
 
