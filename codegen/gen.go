@@ -209,10 +209,33 @@ func (c *compiler) compile(p *check.Probe, mech Mechanism, why string) {
 	c.out.Programs = append(c.out.Programs, prog)
 }
 
+// probeIDs gives each of the targets starting at firstTarget in
+// Output.Targets the index of the first target of its name: probe and
+// func yield it, so that the sites of a USDT probe, which share a name,
+// are one probe in maps and output, as in bpftrace.
+func (c *compiler) probeIDs(targets []*check.Target, firstTarget int) []uint64 {
+	ids := make([]uint64, len(targets))
+	for i, t := range targets {
+		ids[i] = uint64(firstTarget + i)
+		if t.Provider != "usdt" {
+			continue
+		}
+		all := append(c.out.Targets[:firstTarget:firstTarget], targets[:i]...)
+		for j, u := range all {
+			if u.FullName() == t.FullName() {
+				ids[i] = uint64(j)
+				break
+			}
+		}
+	}
+	return ids
+}
+
 // compileProbe generates one program whose targets start at firstTarget
 // in Output.Targets.
 func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firstTarget int) *Program {
-	g := &gen{c: c, p: p, mech: mech, vars: map[string]mem{}, aliases: map[string]string{}, firstTarget: firstTarget}
+	ids := c.probeIDs(p.Targets, firstTarget)
+	g := &gen{c: c, p: p, mech: mech, vars: map[string]mem{}, aliases: map[string]string{}, firstID: ids[0]}
 	g.scratchBase = c.scratchSize
 	g.exitLabel = g.newLabel("exit")
 	g.body()
@@ -240,6 +263,7 @@ func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firs
 		Probe:       p,
 		Targets:     p.Targets,
 		FirstTarget: firstTarget,
+		IDs:         ids,
 		Mechanism:   mech,
 		Why:         why,
 		Cookies:     g.cookies,

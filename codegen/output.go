@@ -61,6 +61,10 @@ type Program struct {
 	// FirstTarget is the index in Output.Targets of Targets[0]; the
 	// others follow it.
 	FirstTarget int
+	// IDs are what probe and func yield for each target, and so its
+	// attach cookie: its index in Output.Targets, or that of the first
+	// target of the same name.
+	IDs []uint64
 	// Mechanism is how the program attaches, and Why says why it was
 	// chosen.
 	Mechanism Mechanism
@@ -71,7 +75,7 @@ type Program struct {
 	Fallback *Program
 	// Cookies is set when the program serves several targets and tells
 	// them apart by the attach cookie, which must then be each target's
-	// index in Output.Targets.
+	// entry in IDs.
 	Cookies bool
 	// Pos maps an instruction index to the source position it came from,
 	// for -d and for explaining verifier rejections.

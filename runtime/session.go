@@ -456,7 +456,7 @@ func (s *Session) attach(p *codegen.Program) (*attach.Attached, error) {
 		return nil, fmt.Errorf("attach %s: %w", p.Targets[0].FullName(), err)
 	}
 	a, err := attach.Attach(s.ctx, s.coll.Programs[p.Name], p.Targets, attach.Options{
-		FirstID:    p.FirstTarget,
+		IDs:        p.IDs,
 		Multi:      p.Mechanism == codegen.MechKprobeMulti || p.Mechanism == codegen.MechUprobeMulti,
 		Trampoline: p.Mechanism.IsTrampoline(),
 		Pid:        s.opts.Pid,

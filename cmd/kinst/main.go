@@ -76,6 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		unsafe  = fs.Bool("unsafe", false, "")
 		mech    = fs.String("attach", "", "")
 		buffer  = fs.String("B", "", "")
+		_       = fs.Bool("usdt-file-activation", false, "")
 		info    = fs.Bool("info", false, "")
 		pid     pidFlag
 		checks  countFlag

@@ -18,10 +18,15 @@
  *	target touch N        write to N fresh pages, between kinst_phase(1)
  *	                      and kinst_phase(0): N page faults and no other
  *	target watch N        write kinst_watched N times, then read it N times
+ *	target usdt N         fire the USDT probes kinst:tick, kinst:small,
+ *	                      kinst:mem, kinst:twice (two sites), other:tick
+ *	                      and, when enabled, kinst:gated for i = 1..N
  *
  * It is built static, so that the QEMU guests can run it too:
  *	gcc -O1 -g -static -o kinst-target target.c
  */
+#define _SDT_HAS_SEMAPHORES 1
+#include <sys/sdt.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <stdio.h>
@@ -124,9 +129,48 @@ static int write_size(int fd, long size)
 	return 0;
 }
 
+/*
+ * The USDT probes' semaphores: with _SDT_HAS_SEMAPHORES every probe has
+ * one, which the kernel raises while a uprobe with a reference counter
+ * is attached; kinst:gated fires only then.
+ */
+unsigned short kinst_tick_semaphore __attribute__((section(".probes")));
+unsigned short kinst_small_semaphore __attribute__((section(".probes")));
+unsigned short kinst_mem_semaphore __attribute__((section(".probes")));
+unsigned short kinst_twice_semaphore __attribute__((section(".probes")));
+unsigned short kinst_gated_semaphore __attribute__((section(".probes")));
+unsigned short other_tick_semaphore __attribute__((section(".probes")));
+
+volatile long kinst_total;
+
+/*
+ * usdt passes the probes' arguments in registers, as constants, in
+ * stack memory and in a global, which the notes record as operands such
+ * as -8@%rdx, -4@$-7, -8@8(%rsp) and -8@kinst_total(%rip).
+ */
+static void usdt(long n)
+{
+	for (long i = 1; i <= n; i++) {
+		kinst_total += i;
+		int neg = -(int)i;
+		STAP_PROBE3(kinst, tick, i, neg, kinst_total);
+		signed char c = (signed char)-i;
+		unsigned short s = (unsigned short)(60000 + i);
+		STAP_PROBE3(kinst, small, c, s, -7);
+		volatile long v = 3 * i;
+		volatile int w = -(int)i;
+		STAP_PROBE2(kinst, mem, v, w);
+		STAP_PROBE1(kinst, twice, i);
+		STAP_PROBE1(kinst, twice, (short)(-2 * i));
+		if (kinst_gated_semaphore)
+			STAP_PROBE1(kinst, gated, i);
+		STAP_PROBE(other, tick);
+	}
+}
+
 static int usage(void)
 {
-	fprintf(stderr, "usage: target add N | stack N | move N | greet WORD... | linger MS WORD | writes A B | write SIZE... | sleep MS | touch N | watch N\n");
+	fprintf(stderr, "usage: target add N | stack N | move N | greet WORD... | linger MS WORD | writes A B | write SIZE... | sleep MS | touch N | watch N | usdt N\n");
 	return 2;
 }
 
@@ -189,6 +233,10 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "touch") == 0 && argc == 3)
 		return touch(atol(argv[2]));
+	if (strcmp(cmd, "usdt") == 0 && argc == 3) {
+		usdt(atol(argv[2]));
+		return 0;
+	}
 	if (strcmp(cmd, "watch") == 0 && argc == 3)
 		return watch(atol(argv[2]));
 	return usage();
