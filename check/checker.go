@@ -155,6 +155,9 @@ func (c *checker) resolve(prog *syntax.Program) []unit {
 				continue
 			}
 			for _, t := range targets {
+				if usesArgs && t.Args == nil && t.ArgsFrom != nil {
+					t.Args, t.argsErr = t.ArgsFrom()
+				}
 				mine = addTarget(mine, p, t, usesArgs)
 			}
 		}

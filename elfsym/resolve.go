@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -25,11 +26,12 @@ var libDirs = []string{
 
 // Resolve finds the file a uprobe target names, as bpftrace does:
 //
-//   - a path (anything with a '/') names itself;
+//   - a path (anything with a '/') names itself, an absolute one as
+//     process pid sees it (when pid > 0): under /proc/PID/root;
 //   - a library name ("libc", "libc.so.6", anything starting "lib" or
 //     containing ".so") is looked for among the files process pid has
-//     mapped (when pid > 0), then in the ld.so cache, then in the usual
-//     library directories;
+//     mapped (when pid > 0; under /proc/PID/root too), then in the
+//     ld.so cache, then in the usual library directories;
 //   - any other name is a program looked for on $PATH.
 //
 // The error wraps [ErrNotFound] when nothing matches.
@@ -38,6 +40,11 @@ func Resolve(target string, pid int) (string, error) {
 		return "", fmt.Errorf("resolve uprobe target: %w: empty name", ErrNotFound)
 	}
 	if strings.Contains(target, "/") {
+		if pid > 0 && filepath.IsAbs(target) {
+			// The process may live in another mount namespace, where
+			// the path names another file or one kinst cannot see.
+			target = procRoot(pid) + target
+		}
 		st, err := os.Stat(target)
 		if err != nil {
 			return "", fmt.Errorf("resolve %s: %w: %w", target, ErrNotFound, err)
@@ -50,7 +57,7 @@ func Resolve(target string, pid int) (string, error) {
 	if isLibraryName(target) {
 		if pid > 0 {
 			if p, ok := mappedLibrary(target, pid); ok {
-				return p, nil
+				return procRoot(pid) + p, nil
 			}
 		}
 		if p, ok := cachedLibrary(target); ok {
@@ -67,6 +74,9 @@ func Resolve(target string, pid int) (string, error) {
 	}
 	return p, nil
 }
+
+// procRoot is the root directory of process pid's mount namespace.
+func procRoot(pid int) string { return "/proc/" + strconv.Itoa(pid) + "/root" }
 
 func isLibraryName(name string) bool {
 	return strings.HasPrefix(name, "lib") || strings.Contains(name, ".so")

@@ -2,6 +2,7 @@ package elfsym
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,6 +88,15 @@ func TestResolvePrograms(t *testing.T) {
 	}
 	if got, err := Resolve(want, 0); err != nil || got != want {
 		t.Errorf("Resolve(%q) = %q, %v; a path names itself", want, got, err)
+	}
+	// With a process, an absolute path is the process's, a relative one
+	// stays kinst's.
+	self := os.Getpid()
+	if got, err := Resolve(want, self); err != nil || got != fmt.Sprintf("/proc/%d/root%s", self, want) {
+		t.Errorf("Resolve(%q, %d) = %q, %v; want it under /proc/%[2]d/root", want, self, got, err)
+	}
+	if got, err := Resolve("./resolve_test.go", self); err != nil || got != "./resolve_test.go" {
+		t.Errorf("Resolve(./resolve_test.go, %d) = %q, %v", self, got, err)
 	}
 	if got, err := Resolve("./resolve_test.go", 0); err != nil || got != "./resolve_test.go" {
 		t.Errorf("Resolve(./resolve_test.go) = %q, %v; a relative path names itself", got, err)

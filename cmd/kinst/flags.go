@@ -39,6 +39,9 @@ OPTIONS:
     -p PID         restrict uprobes to process PID
     -c 'CMD'       run CMD under tracing; stop when it exits
     --unsafe       allow unsafe builtin functions: system(), signal(), override()
+    --usdt-file-activation
+                   activate usdt semaphores based on file path (kinst always
+                   does, in every process that maps the file)
     -q             keep messages quiet: no "Attaching N probes..." line
     --info         print information about kernel BPF support
     -k             emit a warning when a bpf helper returns an error (except read functions)

@@ -76,6 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		unsafe  = fs.Bool("unsafe", false, "")
 		mech    = fs.String("attach", "", "")
 		buffer  = fs.String("B", "", "")
+		_       = fs.Bool("usdt-file-activation", false, "")
 		info    = fs.Bool("info", false, "")
 		pid     pidFlag
 		checks  countFlag
@@ -244,7 +245,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer srv.Close()
-		srv.Feed(ropts)
+		srv.Feed(out, ropts)
 	}
 	return report(runtime.Run(context.Background(), out, ropts), *verbose, stderr)
 }
