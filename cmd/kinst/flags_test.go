@@ -5,11 +5,13 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/internal/testenv"
@@ -200,4 +202,46 @@ func TestUaddr(t *testing.T) {
 	prog := "uprobe:" + bin + `:kinst_add { printf("%x %x %d %d\n", uaddr("kinst_watched"), uaddr("buf"), sizeof(*uaddr("buf")), *uaddr("kinst_watched")); }`
 	kinst(t, "-q", "-e", prog, "-c", bin+" add 1").want(t, 0,
 		strconv.FormatUint(addr["kinst_watched"], 16)+" "+strconv.FormatUint(addr["buf"], 16)+" 8 0\n\n\n", "")
+}
+
+// With -p, a uprobe's path is the traced process's: a process in another
+// mount namespace, here one with a tmpfs over an empty directory of the
+// host, is probed through /proc/PID/root, and the probe is named so, as
+// bpftrace names it.
+func TestUprobeInProcessMountNamespace(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare command to make a mount namespace")
+	}
+	testenv.Kinst(t) // built before the target's clock starts
+	dir := t.TempDir()
+	inner := dir + "/kinst-target"
+	cmd := exec.Command(unshare, "-m", "sh", "-c",
+		"mount -t tmpfs none "+dir+" && cp "+bin+" "+inner+" && exec "+inner+" later 5000 hello")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	pid := strconv.Itoa(cmd.Process.Pid)
+	// Wait for the exec, which unshare and sh make in the same process.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if exe, _ := os.Readlink("/proc/" + pid + "/exe"); exe == inner {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Skip("could not start the target in a mount namespace of its own (no CAP_SYS_ADMIN?)")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := os.Stat(inner); err == nil {
+		t.Fatalf("%s is visible outside the namespace", inner)
+	}
+	prog := "uprobe:" + inner + `:kinst_greet { printf("%s %s\n", probe, str(arg0)); exit(); }`
+	kinst(t, "-p", pid, "-e", prog).want(t, 0,
+		"Attaching 1 probe...\nuprobe:/proc/"+pid+"/root"+inner+":kinst_greet hello\n\n\n", "")
 }
