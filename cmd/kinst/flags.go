@@ -43,6 +43,7 @@ OPTIONS:
     -k             emit a warning when a bpf helper returns an error (except read functions)
     -kk            check all bpf helper functions
     -V, --version  kinst version
+    --no-warnings  disable all warning messages
     --dry-run      compile and load into the kernel, then stop
     --prometheus ADDR
                    serve the maps as Prometheus metrics on http://ADDR/metrics

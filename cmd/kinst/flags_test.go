@@ -157,7 +157,8 @@ func TestMaxProbes(t *testing.T) {
 }
 
 // -k reports failing map updates and deletions where they are written,
-// -kk failing reads of memory too; without them nothing is reported.
+// -kk failing reads of memory too; without them, or with --no-warnings,
+// nothing is reported. --no-warnings silences compile warnings too.
 func TestHelperChecks(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Ringbuf)
@@ -168,6 +169,9 @@ func TestHelperChecks(t *testing.T) {
 	kinstEnv(t, env, "-q", "-e", maps).want(t, 0, "\n\n@a[1]: 1\n", "")
 	kinstEnv(t, env, "-q", "-k", "-e", maps).want(t, 0, "\n\n@a[1]: 1\n", mapWarnings)
 	kinstEnv(t, env, "-qkk", "-e", maps).want(t, 0, "\n\n@a[1]: 1\n", mapWarnings)
+	kinstEnv(t, env, "-qk", "--no-warnings", "-e", maps).want(t, 0, "\n\n@a[1]: 1\n", "")
+	kinst(t, "-q", "--no-warnings", "-e", "#warning careful\nBEGIN { exit(); }").want(t, 0, "\n\n", "")
+	kinst(t, "-q", "-e", "#warning careful\nBEGIN { exit(); }").want(t, 0, "\n\n", "kinst: warning: -e:1:2: #warning careful\n")
 
 	reads := `BEGIN { $x = *(uint64 *)0; printf("[%s]\n", str(0)); exit(); }`
 	kinst(t, "-q", "-k", "-e", reads).want(t, 0, "[]\n\n\n", "")

@@ -71,6 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		mech    = fs.String("attach", "", "")
 		buffer  = fs.String("B", "", "")
 		info    = fs.Bool("info", false, "")
+		noWarn  = fs.Bool("no-warnings", false, "")
 		pid     pidFlag
 		checks  countFlag
 		help    bool
@@ -158,6 +159,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	var warnings io.Writer = stderr
+	if *noWarn {
+		warnings = nil
+	}
 	popts := &pipeline.Options{
 		Params: params,
 		Pid:    int(pid),
@@ -169,18 +174,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 		IncludeDirs:  incDirs,
 		Includes:     incs,
-		Warnings:     stderr,
+		Warnings:     warnings,
 		HelperChecks: int(checks),
 	}
 	ropts := &runtime.Options{
-		Format:    rf,
-		Stdout:    stdout,
-		Stderr:    stderr,
-		Quiet:     *quiet,
-		Verbose:   *verbose,
-		Command:   argv,
-		Pid:       int(pid),
-		Buffering: buffering,
+		Format:     rf,
+		Stdout:     stdout,
+		Stderr:     stderr,
+		Quiet:      *quiet,
+		Verbose:    *verbose,
+		Command:    argv,
+		Pid:        int(pid),
+		Buffering:  buffering,
+		NoWarnings: *noWarn,
 	}
 	for _, fromEnv := range []func() error{popts.FromEnv, ropts.FromEnv} {
 		if err := fromEnv(); err != nil {
