@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -248,4 +249,18 @@ func TestUprobeInProcessMountNamespace(t *testing.T) {
 	prog := "uprobe:" + inner + `:kinst_greet { printf("%s %s\n", probe, str(arg0)); exit(); }`
 	kinst(t, "-p", pid, "-e", prog).want(t, 0,
 		"Attaching 1 probe...\nuprobe:/proc/"+pid+"/root"+inner+":kinst_greet hello\n\n\n", "")
+}
+
+// path() reads a struct path with bpf_d_path, which the kernel allows in
+// fentry programs of security_file_open; the host of the tests forbids
+// fentry, so this runs in the guests.
+func TestPathBuiltin(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Fentry, testenv.Ringbuf)
+	file, err := filepath.Abs("testdata/syntax.bt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := `fentry:security_file_open /pid == cpid/ { $p = path(args->file->f_path); if ($p == "` + file + `") { @opens = count(); } }`
+	kinst(t, "-q", "-e", prog, "-c", workload(t)+" openat 3 "+file).want(t, 0, "\n\n@opens: 3\n", "")
 }
