@@ -49,6 +49,7 @@ deps:
 # Each fuzz target runs from its seed corpus for a bounded time.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./syntax
+	$(GO) test -run '^$$' -fuzz '^FuzzPreprocess$$' -fuzztime $(FUZZTIME) ./preprocess
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./check
 	$(GO) test -run '^$$' -fuzz '^FuzzGenerate$$' -fuzztime $(FUZZTIME) ./codegen
 
@@ -71,14 +72,15 @@ kinst:
 kernels: vmrun
 	$(BIN)/vmrun kernels $(SERIES)
 
-# The guests get kinst, workload, kinst-target and Debian's static busybox
-# on their PATH.
+# The guests get kinst, workload, kinst-target, Debian's static busybox
+# and bpftrace's shipped tools on their PATH.
 # All paths are absolute: go test runs vmrun from each package's folder.
 vmtest: vmrun kinst kernels
 	@status=0; for k in $(SERIES); do \
 		echo "=== guest kernel $$k: $$($(BIN)/vmrun kernels $$k | cut -d' ' -f2)"; \
 		files="--file $(BIN)/kinst --file $(BIN)/workload --file $(BIN)/kinst-target"; \
 		bb=$$(command -v busybox || true); if [ -n "$$bb" ]; then files="$$files --file $$bb"; fi; \
+		for t in /usr/sbin/*.bt; do [ -e "$$t" ] && files="$$files --file $$t"; done; \
 		$(GO) test -exec "$(BIN)/vmrun --kernel $$k --accel $(ACCEL) $$files --" ./... || status=1; \
 	done; exit $$status
 

@@ -4,9 +4,11 @@ go 1.26.0
 
 require (
 	github.com/cilium/ebpf v0.22.0
+	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	github.com/prometheus/client_golang v1.25.0
 	golang.org/x/arch v0.32.0
 	golang.org/x/sys v0.49.0
+	google.golang.org/protobuf v1.36.12
 )
 
 require (
@@ -16,5 +18,4 @@ require (
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 )

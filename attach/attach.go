@@ -1,6 +1,7 @@
 package attach
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -50,7 +51,8 @@ type Attached struct {
 // Attach attaches prog to every target. A program with several targets
 // skips the ones that fail, as long as one attaches; otherwise a failure
 // detaches what was attached before returning, so nothing is left behind.
-func Attach(prog *ebpf.Program, targets []*check.Target, opts Options) (*Attached, error) {
+// So does ctx's end, which Attach looks for between two targets.
+func Attach(ctx context.Context, prog *ebpf.Program, targets []*check.Target, opts Options) (*Attached, error) {
 	a := &Attached{}
 	if opts.Multi {
 		l, err := attachMulti(prog, targets, opts)
@@ -61,6 +63,10 @@ func Attach(prog *ebpf.Program, targets []*check.Target, opts Options) (*Attache
 		return a, nil
 	}
 	for i, t := range targets {
+		if err := ctx.Err(); err != nil {
+			Detach(a.Links)
+			return nil, err
+		}
 		var cookie uint64
 		if opts.Cookies {
 			cookie = uint64(opts.FirstID + i)
@@ -114,7 +120,7 @@ func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options)
 		if err != nil {
 			return nil, err
 		}
-		opts := &link.UprobeOptions{Address: a.Offset, PID: pid, Cookie: cookie}
+		opts := &link.UprobeOptions{Address: a.Offset, PID: pid, Cookie: cookie, RefCtrOffset: a.RefCtrOffset}
 		if a.Return {
 			l, err := ex.Uretprobe(a.Symbol, prog, opts)
 			return one(l, err)
@@ -134,6 +140,8 @@ func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options)
 		return one(l, err)
 	case PerfEvent:
 		return attachPerf(prog, a)
+	case Iter:
+		return attachIter(prog)
 	case Watchpoint:
 		if pid == 0 {
 			pid = opts.Cpid
@@ -176,14 +184,21 @@ func attachMulti(prog *ebpf.Program, targets []*check.Target, opts Options) (io.
 			return nil, err
 		}
 		addrs := make([]uint64, len(targets))
+		var refCtrs []uint64
 		for i, t := range targets {
 			u := t.Attach.(Uprobe)
 			if u.Path != first.Path {
 				return nil, fmt.Errorf("one uprobe.multi link covers one file, not %s and %s", first.Path, u.Path)
 			}
 			addrs[i] = u.Offset
+			if u.RefCtrOffset != 0 && refCtrs == nil {
+				refCtrs = make([]uint64, len(targets))
+			}
+			if refCtrs != nil {
+				refCtrs[i] = u.RefCtrOffset
+			}
 		}
-		uopts := &link.UprobeMultiOptions{Addresses: addrs, Cookies: cookies, PID: uint32(opts.Pid)}
+		uopts := &link.UprobeMultiOptions{Addresses: addrs, RefCtrOffsets: refCtrs, Cookies: cookies, PID: uint32(opts.Pid)}
 		if first.Return {
 			return ex.UretprobeMulti(nil, prog, uopts)
 		}

@@ -97,6 +97,13 @@ func (r *Resolver) kernelFuncs(ap *syntax.AttachPoint) ([]*check.Target, error) 
 			return nil, fmt.Errorf("kernel function %s does not exist or cannot be traced; kinst -l '%s:%s*' lists similar ones", name, ap.Provider, name)
 		}
 		names = []kernel.Func{{Name: name, Module: module}}
+		if off != 0 {
+			// Ask the kernel now, so that an offset inside an
+			// instruction is an error at the probe, with the reason.
+			if errs, err := kernel.CheckKprobes(name, []uint64{off}); err == nil && errs[0] != nil {
+				return nil, errs[0]
+			}
+		}
 	}
 	targets := make([]*check.Target, 0, len(names))
 	for _, f := range names {

@@ -168,7 +168,7 @@ func TestOffsetProbe(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		c.Stdout, c.Stderr = &stdout, &stderr
 		if err := c.Run(); err != nil {
-			if !strings.Contains(stderr.String(), "attach "+probe) {
+			if !strings.Contains(stderr.String(), "the kernel refuses a kprobe at __x64_sys_getppid+") {
 				t.Fatalf("%s: %v\n%s", probe, err, stderr.String())
 			}
 			continue
@@ -182,6 +182,24 @@ func TestOffsetProbe(t *testing.T) {
 		return
 	}
 	t.Fatal("no offset attached")
+}
+
+// TestOffsetInsideInstruction: an offset that is not an instruction
+// boundary is refused when the program is checked, at the probe, with the
+// kernel's reason.
+func TestOffsetInsideInstruction(t *testing.T) {
+	testenv.Require(t, testenv.Kprobe)
+	const prog = "kprobe:__x64_sys_getppid+1 { }"
+	c := exec.Command(testenv.Kinst(t), "--dry-run", "-e", prog)
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	err := c.Run()
+	want := "-e:1:1: the kernel refuses a kprobe at __x64_sys_getppid+0x1: not an instruction boundary as the kernel decodes the function, or inside its ftrace call site (EILSEQ)\n" +
+		prog + "\n" +
+		"^~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+	if err == nil || stderr.String() != want {
+		t.Errorf("kinst --dry-run -e %q: %v, stderr:\n%s\nwant:\n%s", prog, err, stderr.String(), want)
+	}
 }
 
 // TestWildcardCounts attaches every vfs_ function and counts exactly the

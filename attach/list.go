@@ -2,6 +2,7 @@ package attach
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -10,6 +11,7 @@ import (
 
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/kernel"
+	"kinst.dev/kinst/usdt"
 )
 
 // listers lists the probes of one provider matching a pattern over what
@@ -21,23 +23,35 @@ var listers = map[string]func(w *bufio.Writer, pattern string, verbose bool) err
 	"kretprobe":     listFuncs("kretprobe"),
 	"fentry":        listFuncs("fentry"),
 	"fexit":         listFuncs("fexit"),
-	"uprobe":        listUprobes("uprobe"),
-	"uretprobe":     listUprobes("uretprobe"),
+	"uprobe":        listUprobes("uprobe", 0),
+	"uretprobe":     listUprobes("uretprobe", 0),
+	"usdt":          listUSDT(0),
 	"software":      listPerf("software", softwareEvents),
 	"hardware":      listPerf("hardware", hardwareEvents),
+	"iter":          listIterators,
+}
+
+// processListers list the probes of a provider in the files of the
+// process -p names, or anywhere when pid is 0.
+var processListers = map[string]func(pid int) func(w *bufio.Writer, pattern string, verbose bool) error{
+	"usdt":      listUSDT,
+	"uprobe":    func(pid int) func(*bufio.Writer, string, bool) error { return listUprobes("uprobe", pid) },
+	"uretprobe": func(pid int) func(*bufio.Writer, string, bool) error { return listUprobes("uretprobe", pid) },
 }
 
 // providerAliases maps the short and old provider names -l accepts.
 var providerAliases = map[string]string{
 	"t": "tracepoint", "rt": "rawtracepoint", "k": "kprobe", "kr": "kretprobe",
 	"f": "fentry", "fr": "fexit", "kfunc": "fentry", "kretfunc": "fexit",
-	"u": "uprobe", "ur": "uretprobe", "s": "software", "h": "hardware",
+	"u": "uprobe", "ur": "uretprobe", "U": "usdt", "s": "software", "h": "hardware", "it": "iter",
 }
 
 // List writes the probes matching pattern, one full name per line; with
 // verbose, each with its arguments. A pattern without a provider is
-// matched against tracepoints, raw tracepoints and kprobes.
-func List(w io.Writer, pattern string, verbose bool) error {
+// matched against tracepoints, raw tracepoints and kprobes, or, for a
+// process (pid not 0), against the functions of its executable and the
+// USDT probes of every file it maps, as bpftrace -lp does.
+func List(w io.Writer, pattern string, verbose bool, pid int) error {
 	bw := bufio.NewWriter(w)
 	defer bw.Flush()
 	if pattern == "" {
@@ -48,6 +62,9 @@ func List(w io.Writer, pattern string, verbose bool) error {
 	}
 	provider, rest, hasProvider := strings.Cut(pattern, ":")
 	if !hasProvider {
+		if pid != 0 {
+			return listProcess(bw, pattern, verbose, pid)
+		}
 		for _, p := range []string{"tracepoint", "rawtracepoint", "kprobe"} {
 			if err := listMatching(bw, p, pattern, verbose); err != nil {
 				return err
@@ -58,17 +75,23 @@ func List(w io.Writer, pattern string, verbose bool) error {
 	if full, ok := providerAliases[provider]; ok {
 		provider = full
 	}
+	lister := func(p string) func(*bufio.Writer, string, bool) error {
+		if pl, ok := processListers[p]; ok && pid != 0 {
+			return pl(pid)
+		}
+		return listers[p]
+	}
 	if kernel.HasGlob(provider) {
 		for _, p := range slices.Sorted(maps.Keys(listers)) {
 			if kernel.Match(provider, p) {
-				if err := listers[p](bw, rest, verbose); err != nil {
+				if err := lister(p)(bw, rest, verbose); err != nil {
 					return err
 				}
 			}
 		}
 		return nil
 	}
-	l := listers[provider]
+	l := lister(provider)
 	if l == nil {
 		return fmt.Errorf("kinst cannot list %s probes", provider)
 	}
@@ -228,16 +251,46 @@ func listProto(w *bufio.Writer, provider, name string) {
 	}
 }
 
-func listUprobes(provider string) func(*bufio.Writer, string, bool) error {
+// listProcess lists, for a pattern without a provider, the functions of
+// process pid's executable and the USDT probes of the files it maps
+// whose names match.
+func listProcess(w *bufio.Writer, pattern string, verbose bool, pid int) error {
+	var buf strings.Builder
+	inner := bufio.NewWriter(&buf)
+	if err := listUprobes("uprobe", pid)(inner, "*", false); err != nil {
+		return err
+	}
+	if err := listUSDT(pid)(inner, "*", false); err != nil && !errors.Is(err, usdt.ErrNoNotes) {
+		return err
+	}
+	inner.Flush()
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if line != "" && kernel.Match(pattern, line) {
+			fmt.Fprintln(w, line)
+		}
+	}
+	return nil
+}
+
+// listUprobes lists the functions of a file as uprobe or uretprobe
+// probes; with pid, those of the process's executable when the pattern
+// names no file, and a named file as the process sees it.
+func listUprobes(provider string, pid int) func(*bufio.Writer, string, bool) error {
 	return func(w *bufio.Writer, pattern string, verbose bool) error {
 		file, sym, ok := strings.Cut(pattern, ":")
-		if !ok {
+		if !ok && pid == 0 {
 			return fmt.Errorf("list %s probes as %s:PATH:PATTERN", provider, provider)
 		}
 		if sym == "" {
 			sym = "*"
 		}
-		path, err := elfsym.Resolve(file, 0)
+		var path string
+		var err error
+		if pid != 0 && (file == "" || file == "*") {
+			path, err = processExe(pid)
+		} else {
+			path, err = elfsym.Resolve(file, pid)
+		}
 		if err != nil {
 			return err
 		}

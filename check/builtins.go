@@ -11,7 +11,7 @@ import (
 
 // Provider groups for builtins that only some probes have.
 var (
-	argProviders  = []string{"kprobe", "uprobe", "rawtracepoint", "fentry", "fexit", "fmod_ret"}
+	argProviders  = []string{"kprobe", "uprobe", "usdt", "rawtracepoint", "fentry", "fexit", "fmod_ret"}
 	retProviders  = []string{"kretprobe", "uretprobe", "fexit", "fmod_ret"}
 	funcProviders = []string{"kprobe", "kretprobe", "uprobe", "uretprobe", "fentry", "fexit", "fmod_ret"}
 	argsProviders = []string{"tracepoint", "fentry", "fexit", "fmod_ret", "kprobe", "kretprobe"}
@@ -93,12 +93,20 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 			c.errorf(id, "ctx has no meaning in %s", p.Provider)
 			return nil
 		}
+		if p.Provider == "iter" && len(p.Targets) > 0 {
+			// An iterator's context is its record of meta data and
+			// object pointers: ctx->task, ctx->file.
+			return &Type{Kind: Ptr, Size: 8, Elem: p.Targets[0].Args, Space: KernelSpace}
+		}
 		return &Type{Kind: Ptr, Size: 8, Space: KernelSpace}
 	}
 	if n, ok := argIndex(name); ok {
 		if !has(argProviders, p.Provider) {
 			c.errorf(id, "%s is only available in %s probes", name, strings.Join(argProviders, ", "))
 			return nil
+		}
+		if p.Provider == "usdt" {
+			return c.usdtArg(id, n)
 		}
 		limit := MaxArgs
 		if t := p.Targets[0]; t.NumArgs > 0 && (p.Provider != "kprobe" && p.Provider != "uprobe") {
@@ -131,6 +139,27 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		c.errorf(id, "unknown identifier %s", name)
 	}
 	return nil
+}
+
+// usdtArg types argument n of a USDT probe: every site the probe covers
+// must pass it. Like bpftrace, it is a 64-bit integer, extended from the
+// operand's width as its sign says.
+func (c *checker) usdtArg(id *syntax.Ident, n int) *Type {
+	for _, t := range c.probe.Targets {
+		if n < len(t.USDT) {
+			continue
+		}
+		switch len(t.USDT) {
+		case 0:
+			c.errorf(id, "%s is out of range: %s has no arguments", id.Name, t.FullName())
+		case 1:
+			c.errorf(id, "%s is out of range: %s has one argument, arg0", id.Name, t.FullName())
+		default:
+			c.errorf(id, "%s is out of range: %s has arguments arg0 to arg%d", id.Name, t.FullName(), len(t.USDT)-1)
+		}
+		return nil
+	}
+	return TUint64
 }
 
 // constant resolves a name no macro replaced: an enumerator the program

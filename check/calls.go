@@ -470,7 +470,7 @@ func (c *checker) spaceOf(t *Type) AddrSpace {
 	if t.Kind == Ptr {
 		return t.Space
 	}
-	if c.probe.Provider == "uprobe" || c.probe.Provider == "uretprobe" {
+	if c.probe.Provider == "uprobe" || c.probe.Provider == "uretprobe" || c.probe.Provider == "usdt" {
 		return UserSpace
 	}
 	return KernelSpace
@@ -556,13 +556,24 @@ func (c *checker) checkBuf(x *syntax.CallExpr, call *Call) *Type {
 		return nil
 	}
 	var n int64
+	varLen := false
 	switch {
 	case len(x.Args) == 2:
-		v, ok := c.constInt(x.Args[1], "buf() length")
-		if !ok {
+		lt := c.expr(x.Args[1])
+		if lt == nil {
 			return nil
 		}
-		n = v
+		if v, ok := c.probe.Consts[x.Args[1]]; ok && !v.IsStr {
+			n = int64(v.Int)
+			break
+		}
+		if lt.Kind != Int {
+			c.errorf(x.Args[1], "buf() length must be an integer, not %s", lt)
+			return nil
+		}
+		// A length known only at run time reads at most the string
+		// length, as in bpftrace 0.17; one byte records how much.
+		n, varLen = int64(min(c.conf.StrLen, maxVarBuf)), true
 	case t.Kind == Array || t.Kind == Str:
 		n = int64(t.Size)
 	default:
@@ -578,8 +589,12 @@ func (c *checker) checkBuf(x *syntax.CallExpr, call *Call) *Type {
 		return nil
 	}
 	call.Space = c.spaceOf(t)
-	return &Type{Kind: Buffer, Size: int(n) + 1}
+	return &Type{Kind: Buffer, Size: int(n) + 1, VarLen: varLen}
 }
+
+// maxVarBuf bounds buf() with a run-time length: its length byte must
+// hold the count.
+const maxVarBuf = 255
 
 func (c *checker) checkStrncmp(x *syntax.CallExpr, call *Call) *Type {
 	if !c.nargs(x, 3, 3) {
@@ -700,9 +715,9 @@ func (c *checker) checkReg(x *syntax.CallExpr, call *Call) *Type {
 		return nil
 	}
 	switch c.probe.Provider {
-	case "kprobe", "kretprobe", "uprobe", "uretprobe", "profile":
+	case "kprobe", "kretprobe", "uprobe", "uretprobe", "usdt", "profile":
 	default:
-		c.errorf(x, "reg() reads the registers of kprobe, uprobe and profile probes only")
+		c.errorf(x, "reg() reads the registers of kprobe, uprobe, usdt and profile probes only")
 		return nil
 	}
 	name, ok := c.constString(x.Args[0], "reg() register name")

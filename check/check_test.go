@@ -157,6 +157,7 @@ func TestConstants(t *testing.T) {
 func TestCheckErrors(t *testing.T) {
 	tests := []struct{ src, want string }{
 		{"BEGIN { @x = $y }", "t:1:14: variable $y is used before it is assigned"},
+		{"BEGIN { $x = nope; @y = $x + 1; @z = $x }", "t:1:14: unknown identifier nope"},
 		{"BEGIN { @m[(1, 2)] = 1 }", "t:1:12: a tuple cannot be a map key: give its elements as keys, as in @m[a, b]"},
 		{"BEGIN { @x = foo }", "t:1:14: unknown identifier foo"},
 		{"BEGIN { @x = comn }", "t:1:14: unknown identifier comn (did you mean comm?)"},
@@ -180,7 +181,7 @@ func TestCheckErrors(t *testing.T) {
 		{"BEGIN { $x = count() }", "t:1:9: count() can only be assigned to a map with ="},
 		{"BEGIN { count() }", "t:1:9: count() must be assigned to a map, as in @x = count(…)"},
 		{"BEGIN { @x = retval }", "t:1:14: retval is only available in kretprobe, uretprobe, fexit, fmod_ret probes"},
-		{"BEGIN { @x = arg0 }", "t:1:14: arg0 is only available in kprobe, uprobe, rawtracepoint, fentry, fexit, fmod_ret probes"},
+		{"BEGIN { @x = arg0 }", "t:1:14: arg0 is only available in kprobe, uprobe, usdt, rawtracepoint, fentry, fexit, fmod_ret probes"},
 		{"kprobe:f { @x = arg9 }", "t:1:17: arg9 is out of range: kprobe probes have arguments arg0 to arg5"},
 		{"BEGIN { @x = kstack }", "t:1:14: kstack has no meaning in BEGIN: no code was interrupted"},
 		{"t:syscalls:sys_enter_openat { @x = args->flagz }", "t:1:36: struct sys_enter_openat has no field flagz (did you mean flags?)"},
@@ -192,11 +193,11 @@ func TestCheckErrors(t *testing.T) {
 		{"BEGIN { @x = @y }", "t:1:14: map @y is read but never assigned"},
 		{"BEGIN { @x = $t.2; $t = (1, 2) }", "t:1:14: variable $t is used before it is assigned"},
 		{"BEGIN { $t = (1, 2); @x = $t.2 }", "t:1:27: tuple (int64, int64) has no element 2"},
-		{"BEGIN { @x = *pid }", "t:1:14: cannot dereference uint64: it is not a pointer"},
+		{"BEGIN { @x = *comm }", "t:1:14: cannot dereference string[16]: it is not a pointer"},
 		{"BEGIN { @x = str(\"a\", \"b\") }", "t:1:23: str() length must be an integer, not string[2]"},
 		{"BEGIN { 1 + 2 }", "t:1:9: expression result unused: 1 + 2 is not a statement"},
 		{"BEGIN { @x = ntop(3, 1) }", "t:1:19: ntop() address family must be AF_INET (2) or AF_INET6 (10), not 3"},
-		{"BEGIN { @x = reg(\"ip\") }", "t:1:14: reg() reads the registers of kprobe, uprobe and profile probes only"},
+		{"BEGIN { @x = reg(\"ip\") }", "t:1:14: reg() reads the registers of kprobe, uprobe, usdt and profile probes only"},
 		{"kprobe:f { @x = reg(\"xx\") }", `t:1:21: unknown register "xx"; x86-64 has ax, bp, bx, cs, cx, di, dx, flags, ip, orig_ax, r10, r11, r12, r13, r14, r15, r8, r9, si, sp, ss`},
 	}
 	for _, tt := range tests {

@@ -124,6 +124,9 @@ type checker struct {
 	// per probe
 	probe  *Probe
 	inLoop int
+	// failedVars names the variables whose first assignment had an
+	// error, so that their uses do not report it again.
+	failedVars map[string]bool
 }
 
 func (c *checker) errorf(n syntax.Node, format string, args ...any) {
@@ -277,6 +280,7 @@ func (c *checker) checkProbe(u unit) {
 		Uses:     map[string]bool{},
 	}
 	c.probe = p
+	c.failedVars = map[string]bool{}
 	if u.probe.Pred != nil {
 		t := c.expr(u.probe.Pred)
 		if t != nil && !t.IsInt() {

@@ -4,7 +4,7 @@ import "kinst.dev/kinst/syntax"
 
 // declared holds the types and constants a program's C declarations
 // give. Together with the kernel's BTF it is the one place type names
-// resolve: see (*checker).namedType for which wins.
+// resolve; the program's declarations win (see namedType).
 type declared struct {
 	tags     map[string]*Type // "struct X", "union X", "enum X"
 	typedefs map[string]*Type
@@ -12,29 +12,19 @@ type declared struct {
 	// complete records which tags have a body, as opposed to a forward
 	// declaration or a pointer to a type not yet defined.
 	complete map[string]bool
-	// fromBTF names the program's tags that bpftrace 0.17 replaces by the
-	// kernel's definition: those the program casts to.
-	fromBTF map[string]bool
 }
 
-// declare lays out the program's declarations in order. A tag the
-// program both declares and casts to is taken from the kernel's BTF when
-// BTF has it, as bpftrace 0.17 does; otherwise the program's own
-// definition serves, and BTF supplies every type it does not declare.
+// declare lays out the program's declarations in order. Each one hides
+// a kernel type of the same name, as in bpftrace 0.17, whose fields come
+// from the program's definition; BTF supplies every type the program
+// does not declare.
 func (c *checker) declare(prog *syntax.Program) {
 	c.decls = declared{
 		tags:     map[string]*Type{},
 		typedefs: map[string]*Type{},
 		enums:    map[string]int64{},
 		complete: map[string]bool{},
-		fromBTF:  map[string]bool{},
 	}
-	syntax.Inspect(prog, func(n syntax.Node) bool {
-		if x, ok := n.(*syntax.CastExpr); ok && x.Type.Kind != syntax.IDENT {
-			c.decls.fromBTF[x.Type.Kind.String()+" "+x.Type.Name] = true
-		}
-		return true
-	})
 	for _, d := range prog.Decls {
 		base := c.ctype(d.Type)
 		if base == nil || !d.Typedef {
@@ -46,25 +36,6 @@ func (c *checker) declare(prog *syntax.Program) {
 			}
 		}
 	}
-	for tag := range c.decls.fromBTF {
-		t := c.decls.tags[tag]
-		if t == nil || c.conf.Kernel == nil {
-			continue
-		}
-		kind, name := splitTag(tag)
-		if kt, err := c.conf.Kernel.Type(kind, name); err == nil && kt.Kind == Record {
-			*t = *kt
-		}
-	}
-}
-
-func splitTag(tag string) (syntax.Token, string) {
-	for _, k := range []syntax.Token{syntax.STRUCT, syntax.UNION, syntax.ENUM} {
-		if p := k.String() + " "; len(tag) > len(p) && tag[:len(p)] == p {
-			return k, tag[len(p):]
-		}
-	}
-	return syntax.IDENT, tag
 }
 
 // cBaseTypes maps C's base type spellings to integer types.
@@ -284,7 +255,9 @@ func (c *checker) declarator(base *Type, d *syntax.Declarator) *Type {
 			c.errorf(d.Dims[i], "array size %d is out of range", n)
 			return nil
 		}
-		if t.Kind == Int && t.Size == 1 && i == len(d.Dims)-1 {
+		// char arrays are strings, as in bpftrace; unsigned char
+		// arrays stay arrays of numbers.
+		if t.Kind == Int && t.Size == 1 && t.Signed && i == len(d.Dims)-1 {
 			t = StrType(int(n))
 			continue
 		}

@@ -35,7 +35,9 @@ func (c *checker) expr1(x syntax.Expr) *Type {
 	case *syntax.VarExpr:
 		v := c.probe.Vars[x.Name]
 		if v == nil {
-			c.errorf(x, "variable $%s is used before it is assigned", x.Name)
+			if !c.failedVars[x.Name] {
+				c.errorf(x, "variable $%s is used before it is assigned", x.Name)
+			}
 			return nil
 		}
 		return v.Type
@@ -164,6 +166,11 @@ func (c *checker) unary(x *syntax.UnaryExpr) *Type {
 		}
 		return TInt64
 	case syntax.MUL:
+		if t.Kind == Int {
+			// An integer is a kernel address holding a u64, as in
+			// bpftrace 0.17: *kaddr("avenrun").
+			return TUint64
+		}
 		if t.Kind != Ptr {
 			c.errorf(x, "cannot dereference %s: it is not a pointer", t)
 			return nil
@@ -180,6 +187,15 @@ func (c *checker) unary(x *syntax.UnaryExpr) *Type {
 	}
 	c.errorf(x, "operator %s is not supported", x.Op)
 	return nil
+}
+
+// ElemSize is the size of what pointer p points to; an untyped pointer
+// counts in bytes.
+func ElemSize(p *Type) int {
+	if p.Elem == nil || p.Elem.Size == 0 {
+		return 1
+	}
+	return p.Elem.Size
 }
 
 func b2u(b bool) uint64 {
@@ -206,12 +222,16 @@ func truncate(v uint64, t *Type) uint64 {
 func (c *checker) incDec(x *syntax.IncDecExpr) *Type {
 	switch target := x.X.(type) {
 	case *syntax.MapExpr:
-		m := c.useMap(target, TInt64, true)
+		value := TInt64
+		if m := c.prog.mapIndex[target.Name]; m != nil && m.Value.Kind == Ptr {
+			value = m.Value // ++ steps a pointer
+		}
+		m := c.useMap(target, value, true)
 		if m == nil {
 			return nil
 		}
 		m.Read = true
-		if m.Value.Kind != Int {
+		if m.Value.Kind != Int && m.Value.Kind != Ptr {
 			c.errorf(x, "%s holds %s values; %s needs integers", m.Display(), m.Value, x.Op)
 			return nil
 		}
@@ -222,7 +242,7 @@ func (c *checker) incDec(x *syntax.IncDecExpr) *Type {
 			v = c.defineVar(target, TInt64)
 		}
 		c.probe.Types[target] = v.Type
-		if v.Type.Kind != Int {
+		if v.Type.Kind != Int && v.Type.Kind != Ptr {
 			c.errorf(x, "$%s holds %s values; %s needs integers", target.Name, v.Type, x.Op)
 			return nil
 		}
@@ -276,6 +296,13 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 			return TInt64
 		case lt.Kind == Ptr && rt.Kind == Int && (op == syntax.ADD || op == syntax.SUB):
 			return lt
+		case lt.Kind == Ptr && rt.Kind == Ptr && op == syntax.SUB:
+			// The distance in elements, as in C.
+			if ElemSize(lt) != ElemSize(rt) {
+				c.errorf(x, "invalid operation: %s - %s (the pointers' elements differ in size)", lt, rt)
+				return nil
+			}
+			return TInt64
 		case rt.Kind == Ptr && lt.Kind == Int && op == syntax.ADD:
 			return rt
 		case op == syntax.LAND || op == syntax.LOR:
@@ -497,7 +524,7 @@ func (c *checker) typeExpr(te *syntax.TypeExpr) *Type {
 		}
 	}
 	space := KernelSpace
-	if c.probe.Provider == "uprobe" || c.probe.Provider == "uretprobe" {
+	if c.probe.Provider == "uprobe" || c.probe.Provider == "uretprobe" || c.probe.Provider == "usdt" {
 		space = UserSpace
 	}
 	for i := 0; i < te.Ptr; i++ {
@@ -535,6 +562,11 @@ func (c *checker) field(x *syntax.FieldExpr) *Type {
 	f := rec.Field(x.Name)
 	if f == nil {
 		msg := "%s has no field %s"
+		if rec.BTF != nil {
+			// Kernel structs change between releases: say whose
+			// definition lacks the field.
+			msg = "%s in this kernel's BTF has no field %s"
+		}
 		if near := nearest(x.Name, rec.FieldNames()); near != "" {
 			c.errorf(x, msg+" (did you mean %s?)", rec, x.Name, near)
 		} else {

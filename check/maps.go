@@ -24,6 +24,9 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 	if s.Op == syntax.ASSIGN {
 		t = c.expr(s.Rhs)
 		if t == nil {
+			if v, ok := s.Lhs.(*syntax.VarExpr); ok && c.probe.Vars[v.Name] == nil {
+				c.failedVars[v.Name] = true
+			}
 			return
 		}
 		if !storable(t) {
@@ -49,7 +52,8 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 		if cur == nil || rt == nil {
 			return
 		}
-		if cur.Kind != Int || rt.Kind != Int {
+		ptrStep := cur.Kind == Ptr && rt.Kind == Int && (s.Op == syntax.ADD_ASSIGN || s.Op == syntax.SUB_ASSIGN)
+		if !ptrStep && (cur.Kind != Int || rt.Kind != Int) {
 			c.errorf(s, "invalid operation: %s %s %s (operands must be integers)", cur, s.Op, rt)
 			return
 		}

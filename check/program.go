@@ -3,6 +3,7 @@ package check
 import (
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/syntax"
+	"kinst.dev/kinst/usdt"
 )
 
 // A Resolver turns an attach point into the concrete targets it names,
@@ -33,6 +34,9 @@ type Target struct {
 	// Typed is set for a kernel function that BTF describes: a BPF
 	// trampoline can reach it, and NumArgs is its arity.
 	Typed bool
+	// USDT holds the argument operands of a USDT probe site, which
+	// arg0..argN read.
+	USDT []usdt.Arg
 
 	// Attach holds what package attach needs to attach this target;
 	// the checker does not look inside.

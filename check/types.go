@@ -68,6 +68,9 @@ type Type struct {
 	Name    string    // Record: "struct file"; Int: a typedef name, if any;
 	// Timestamp: the strftime format; CgroupPath: the hierarchy filter
 	calign int // Record: the C alignment of a program-declared struct
+	// VarLen marks a Buffer whose length byte, its last, says how many
+	// of the bytes before it were read.
+	VarLen bool
 
 	// Stack: kernel or user, how many frames and how to print.
 	User      bool

@@ -155,6 +155,9 @@ func (g *gen) ctxWord(off int16) operand {
 // arg reads argument n: from the saved registers in kprobes and uprobes,
 // from the argument array in raw tracepoints and trampolines.
 func (g *gen) arg(n int) operand {
+	if g.p.Provider == "usdt" {
+		return g.usdtArg(g.p.Targets[0].USDT[n])
+	}
 	if g.mech.regsContext() {
 		return g.ctxWord(argRegs[n])
 	}

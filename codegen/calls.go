@@ -338,6 +338,25 @@ func (g *gen) buf(x *syntax.CallExpr, c *check.Call, dst mem) {
 		} else {
 			g.memInto(x.Args[0], body, &check.Type{Kind: check.Str, Size: n})
 		}
+	} else if g.typeOf(x).VarLen {
+		// Read min(len, n) bytes, the bound in a register the verifier
+		// can follow, and record how many in the length byte.
+		g.zero(dst)
+		size := g.owned(g.scalar(x.Args[1]))
+		r := g.work(size, asm.R2)
+		fits := g.newLabel("buflen")
+		g.emit(asm.JLE.Imm(r, int32(n), fits), asm.Mov.Imm(r, int32(n)))
+		g.place(fits)
+		g.set(size, r)
+		ptr := g.scalar(x.Args[0])
+		g.load(asm.R3, ptr)
+		g.free(ptr)
+		g.load(asm.R2, size)
+		g.addr(asm.R1, body)
+		g.call(readHelper(c.Space))
+		g.emit(asm.StoreMem(dst.base, dst.off+int16(n), g.reg(size, asm.R0), asm.Byte))
+		g.free(size)
+		return
 	} else {
 		ptr := g.scalar(x.Args[0])
 		g.load(asm.R3, ptr)

@@ -140,6 +140,13 @@ func (g *gen) binary(x *syntax.BinaryExpr) operand {
 		return g.compare(x.Op, a, b, signed)
 	}
 	// Pointer arithmetic counts in elements, as in C.
+	if lt.Kind == check.Ptr && rt.Kind == check.Ptr {
+		diff := g.arith(syntax.SUB, g.owned(a), b, lt, rt)
+		if n := check.ElemSize(lt); n > 1 {
+			return g.arith(syntax.QUO, diff, immOp(int64(n)), check.TInt64, check.TInt64)
+		}
+		return diff
+	}
 	if lt.Kind == check.Ptr && rt.Kind == check.Int {
 		b = g.scale(b, lt)
 	} else if rt.Kind == check.Ptr && lt.Kind == check.Int {
@@ -150,10 +157,7 @@ func (g *gen) binary(x *syntax.BinaryExpr) operand {
 
 // scale multiplies an index by the size of what pointer type p points to.
 func (g *gen) scale(op operand, p *check.Type) operand {
-	size := 1
-	if p.Elem != nil {
-		size = p.Elem.Size
-	}
+	size := check.ElemSize(p)
 	if size == 1 {
 		return op
 	}

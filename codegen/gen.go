@@ -81,7 +81,7 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 		maps: map[*check.Map]*Map{},
 	}
 	c.declareMaps()
-	for _, p := range prog.Probes {
+	for _, p := range splitUSDT(prog.Probes) {
 		mech, why := c.choose(p)
 		if (mech.IsTrampoline() || mech == MechRawTracepoint) && len(p.Targets) > 1 {
 			// A trampoline program is bound to one function when it is
@@ -231,7 +231,7 @@ func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firs
 		License:      "GPL",
 		Instructions: g.insns,
 	}
-	if mech.IsTrampoline() {
+	if mech.IsTrampoline() || mech == MechIter {
 		spec.AttachTo = p.Targets[0].Func
 	}
 	c.out.Collection.Programs[name] = spec

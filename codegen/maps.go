@@ -95,6 +95,9 @@ func (g *gen) assignMap(x *syntax.MapExpr, s *syntax.AssignStmt) {
 	}
 	op := s.Op.BinaryOf()
 	rhs := g.scalar(s.Rhs)
+	if m.Value.Kind == check.Ptr {
+		rhs = g.scale(g.owned(rhs), m.Value)
+	}
 	g.modify(x, m, op, rhs, g.typeOf(s.Rhs), noResult)
 }
 
@@ -123,7 +126,7 @@ func (g *gen) incDec(x *syntax.IncDecExpr, value bool) operand {
 		g.emit(asm.LoadMem(r, v.base, v.off, asm.DWord))
 		g.set(old, r)
 		g.emit(asm.Mov.Reg(asm.R2, r))
-		g.emit(aluOp(op, false).Imm(asm.R2, 1))
+		g.emit(aluOp(op, false).Imm(asm.R2, int32(step(t))))
 		g.normalize(asm.R2, t)
 		g.emit(asm.StoreMem(v.base, v.off, asm.R2, asm.DWord))
 		if x.Prefix {
@@ -138,9 +141,19 @@ func (g *gen) incDec(x *syntax.IncDecExpr, value bool) operand {
 		case value:
 			w = oldValue
 		}
-		return g.modify(target, g.mapOf(target), op, immOp(1), check.TInt64, w)
+		m := g.mapOf(target)
+		return g.modify(target, m, op, immOp(int64(step(m.Value))), check.TInt64, w)
 	}
 	return immOp(0)
+}
+
+// step is what ++ adds to a value of type t: 1, or for a pointer the
+// size of what it points to.
+func step(t *check.Type) int {
+	if t.Kind == check.Ptr {
+		return check.ElemSize(t)
+	}
+	return 1
 }
 
 // modify applies op= rhs to a map element, creating it from zero when

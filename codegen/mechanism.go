@@ -26,6 +26,7 @@ const (
 	MechFmodRet       Mechanism = "fmod_ret"       // a trampoline that may replace the return value
 	MechUprobe        Mechanism = "uprobe"         // one uprobe link per function
 	MechUprobeMulti   Mechanism = "uprobe.multi"   // one link for every function of a file
+	MechIter          Mechanism = "iter"           // a BPF iterator, run when kinst reads it
 )
 
 // ParseMechanism reads a mechanism name, as --attach takes it.
@@ -74,13 +75,15 @@ func (c *compiler) choose(p *check.Probe) (Mechanism, string) {
 		return MechPerfEvent, "software and hardware events are perf events"
 	case "watchpoint", "asyncwatchpoint":
 		return MechPerfEvent, "watchpoints are perf breakpoint events"
+	case "iter":
+		return MechIter, "iterators are tracing programs the kernel runs per object"
 	case "fentry":
 		return MechFentry, "asked for fentry"
 	case "fexit":
 		return MechFexit, "asked for fexit"
 	case "fmod_ret":
 		return MechFmodRet, "asked for fmod_ret"
-	case "uprobe", "uretprobe":
+	case "uprobe", "uretprobe", "usdt":
 		if len(p.Targets) > 1 && c.supports(MechUprobeMulti) && sameFile(p.Targets) {
 			return MechUprobeMulti, fmt.Sprintf("one uprobe.multi link attaches all %d functions", len(p.Targets))
 		}
@@ -158,12 +161,12 @@ func programType(m Mechanism, ret bool) (ebpf.ProgramType, ebpf.AttachType) {
 		return ebpf.Tracing, ebpf.AttachTraceFExit
 	case MechFmodRet:
 		return ebpf.Tracing, ebpf.AttachModifyReturn
+	case MechIter:
+		return ebpf.Tracing, ebpf.AttachTraceIter
 	}
 	return ebpf.Kprobe, ebpf.AttachNone
 }
 
-// IsTrampoline reports whether m binds a program to one function when it
-// is loaded.
 // NewestFirst reports whether the kernel runs the programs that share a
 // target of this mechanism in the reverse of their attach order: uprobe
 // consumers, aggregated kprobes, ftrace ops and trampoline program lists
@@ -176,6 +179,8 @@ func (m Mechanism) NewestFirst() bool {
 	return false
 }
 
+// IsTrampoline reports whether m binds a program to one function when it
+// is loaded.
 func (m Mechanism) IsTrampoline() bool {
 	return m == MechFentry || m == MechFexit || m == MechFmodRet
 }

@@ -21,6 +21,11 @@ func (g *gen) body() {
 	if g.mech == MechFmodRet {
 		g.retSlot = g.allocStack(8).off
 	}
+	if g.mech == MechIter {
+		// The kernel calls an iterator's program once more after the
+		// last object, with none; bpftrace's probes never see that call.
+		g.emit(asm.LoadMem(asm.R0, regCtx, 8, asm.DWord), asm.JEq.Imm(asm.R0, 0, g.exitLabel))
+	}
 	if probe.Pred != nil {
 		g.cur = probe.Pred.Pos()
 		op := g.scalar(probe.Pred)
@@ -214,7 +219,11 @@ func (g *gen) assign(s *syntax.AssignStmt) {
 		r := g.work(cur, asm.R1)
 		g.emit(asm.LoadMem(r, v.base, v.off, asm.DWord))
 		g.set(cur, r)
-		res := g.arith(s.Op.BinaryOf(), cur, g.scalar(s.Rhs), t, g.typeOf(s.Rhs))
+		rhs := g.scalar(s.Rhs)
+		if t.Kind == check.Ptr {
+			rhs = g.scale(g.owned(rhs), t)
+		}
+		res := g.arith(s.Op.BinaryOf(), cur, rhs, t, g.typeOf(s.Rhs))
 		r = g.reg(res, asm.R0)
 		g.normalize(r, t)
 		g.emit(asm.StoreMem(v.base, v.off, r, asm.DWord))

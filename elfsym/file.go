@@ -3,6 +3,7 @@ package elfsym
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -37,10 +38,12 @@ type File struct {
 	// DebugPath names the separate debug file that supplied symbols
 	// the file itself lacks, "" when none was used.
 	DebugPath string
-	loads     []elf.ProgHeader // PT_LOAD segments
-	byName    []Symbol         // sorted by name, then preference
-	byAddr    []Symbol         // sorted by address, then preference
-	maxEnd    []uint64         // maxEnd[i]: highest end of byAddr[:i+1]
+	// BuildID is the file's GNU build ID in hex, "" when it has none.
+	BuildID string
+	loads   []elf.ProgHeader // PT_LOAD segments
+	byName  []Symbol         // sorted by name, then preference
+	byAddr  []Symbol         // sorted by address, then preference
+	maxEnd  []uint64         // maxEnd[i]: highest end of byAddr[:i+1]
 }
 
 // debugRoot is where distributions install separate debug files.
@@ -61,7 +64,7 @@ func open(openPath, path string) (*File, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer ef.Close()
-	f := &File{Path: path}
+	f := &File{Path: path, BuildID: buildID(ef)}
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_LOAD {
 			f.loads = append(f.loads, p.ProgHeader)
@@ -373,7 +376,12 @@ func buildID(ef *elf.File) string {
 	if err != nil {
 		return ""
 	}
-	order := ef.ByteOrder
+	return NoteBuildID(data, ef.ByteOrder)
+}
+
+// NoteBuildID returns the hex GNU build ID among ELF notes, as in a
+// .note.gnu.build-id section or /sys/kernel/notes, or "".
+func NoteBuildID(data []byte, order binary.ByteOrder) string {
 	for len(data) >= 12 {
 		namesz, descsz, typ := order.Uint32(data), order.Uint32(data[4:]), order.Uint32(data[8:])
 		nameEnd := 12 + align4(namesz)

@@ -13,6 +13,11 @@ type Frame struct {
 	Symbol string // "" when no function contains Addr
 	Offset uint64 // Addr's offset into Symbol
 	Path   string // the file mapped at Addr, "" when none is
+	// MapStart, MapEnd and MapOffset are the mapping holding Addr: its
+	// address range and the file offset mapped at MapStart.
+	MapStart, MapEnd, MapOffset uint64
+	// BuildID is the GNU build ID of Path, "" when unknown.
+	BuildID string
 }
 
 // Sym formats the frame as bpftrace's usym() does: the function name, or
@@ -63,11 +68,12 @@ func (s *Symbolizer) Frame(pid int, addr uint64) Frame {
 	if !ok || !m.File() {
 		return Frame{Addr: addr}
 	}
-	fr := Frame{Addr: addr, Path: m.Path}
+	fr := Frame{Addr: addr, Path: m.Path, MapStart: m.Start, MapEnd: m.End, MapOffset: m.Offset}
 	f := s.file(pid, m)
 	if f == nil {
 		return fr
 	}
+	fr.BuildID = f.BuildID
 	vaddr, ok := f.OffsetAddr(addr - m.Start + m.Offset)
 	if !ok {
 		return fr
@@ -76,6 +82,19 @@ func (s *Symbolizer) Frame(pid int, addr uint64) Frame {
 		fr.Symbol, fr.Offset = sym.Name, off
 	}
 	return fr
+}
+
+// Remember reads the mappings of process pid now, so that its addresses
+// still resolve once it has exited.
+func (s *Symbolizer) Remember(pid int) error {
+	maps, err := ReadMaps(pid)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.procs[pid] = maps
+	s.mu.Unlock()
+	return nil
 }
 
 // mapping finds the mapping of pid holding addr, reading the process's

@@ -2,6 +2,8 @@ package elfsym
 
 import (
 	"bufio"
+	"debug/elf"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os/exec"
@@ -74,8 +76,17 @@ func TestSymbolizeLiveAndExited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	maps, err := ReadMaps(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := findMapping(maps, leaf+3)
+	if !ok {
+		t.Fatalf("no mapping holds main.leaf at %#x", leaf)
+	}
 	s := NewSymbolizer()
-	want := Frame{Addr: leaf + 3, Symbol: "main.leaf", Offset: 3, Path: path}
+	want := Frame{Addr: leaf + 3, Symbol: "main.leaf", Offset: 3, Path: path,
+		MapStart: m.Start, MapEnd: m.End, MapOffset: m.Offset, BuildID: noteDesc(t, path)}
 	if got := s.Frame(pid, leaf+3); got != want {
 		t.Errorf("Frame(leaf+3) = %+v, want %+v", got, want)
 	}
@@ -147,15 +158,17 @@ func TestSymbolizeLibc(t *testing.T) {
 	// file offset, moved by the mapping's start.
 	var addr uint64
 	var path string
+	var held Mapping
 	for _, m := range maps {
 		if m.File() && strings.HasSuffix(m.Path, filepath.Base(libc)) && sym.Offset >= m.Offset && sym.Offset < m.Offset+(m.End-m.Start) {
-			addr, path = m.Start+sym.Offset-m.Offset+2, m.Path
+			addr, path, held = m.Start+sym.Offset-m.Offset+2, m.Path, m
 		}
 	}
 	if addr == 0 {
 		t.Fatalf("no mapping of %s holds offset %#x", libc, sym.Offset)
 	}
-	want := Frame{Addr: addr, Symbol: "getppid", Offset: 2, Path: path}
+	want := Frame{Addr: addr, Symbol: "getppid", Offset: 2, Path: path,
+		MapStart: held.Start, MapEnd: held.End, MapOffset: held.Offset, BuildID: noteDesc(t, libc)}
 	if got := NewSymbolizer().Frame(pid, addr); got != want {
 		t.Errorf("Frame(getppid+2) = %+v, want %+v", got, want)
 	}
@@ -192,4 +205,24 @@ func BenchmarkFrameCached(b *testing.B) {
 			b.Fatal("wrong symbol")
 		}
 	}
+}
+
+// noteDesc reads the build ID of the ELF file at path the simple way:
+// the last 20 bytes of its .note.gnu.build-id, a single SHA-1 note.
+func noteDesc(t *testing.T, path string) string {
+	t.Helper()
+	ef, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	sec := ef.Section(".note.gnu.build-id")
+	if sec == nil {
+		t.Fatalf("%s has no build ID note", path)
+	}
+	data, err := sec.Data()
+	if err != nil || len(data) != 36 {
+		t.Fatalf("%s: build ID note of %d bytes: %v", path, len(data), err)
+	}
+	return hex.EncodeToString(data[16:])
 }

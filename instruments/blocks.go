@@ -26,8 +26,9 @@ func init() {
 func blocks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c Common
 	fs := c.Flags("blocks", stderr,
-		"usage: kinst blocks FUNC [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-o FILE] [-f text|json] [-q] [--show]",
+		"usage: kinst blocks FUNC [--layout] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-o FILE] [-f text|json] [-q] [--show]",
 	)
+	layout := fs.Bool("layout", false, "propose the block order that makes the measured transitions fall through most")
 	pos, err := c.Parse(fs, args)
 	if err != nil {
 		return err
@@ -54,6 +55,11 @@ func blocks(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	hooks := Hooks{ExitMaps: func(w io.Writer, maps []*output.Map) error {
 		r := newBlockReport(g, refused, maps)
+		if *layout {
+			if err := r.propose(); err != nil {
+				return err
+			}
+		}
 		if c.Format == "json" {
 			return r.writeJSON(w)
 		}
@@ -179,6 +185,19 @@ type blockReport struct {
 	g       *CFG
 	f       *Flow
 	refused []error
+	layout  *Layout // with --layout
+}
+
+// ErrNotRun marks a function that did not run while it was measured.
+var ErrNotRun = errors.New("did not run")
+
+// propose computes the layout, which needs the function to have run.
+func (r *blockReport) propose() error {
+	if c := r.calls(); c.Known && c.N == 0 {
+		return fmt.Errorf("%s %w while its blocks were counted: no layout to propose", r.g.Regions[0].Name, ErrNotRun)
+	}
+	r.layout = ProposeLayout(r.g, r.f)
+	return nil
 }
 
 func newBlockReport(g *CFG, refused []error, maps []*output.Map) *blockReport {
@@ -254,6 +273,12 @@ func (r *blockReport) writeText(w io.Writer, quiet bool) error {
 		fmt.Fprintf(&sb, ", and %s at %#x, %d bytes", cold.Name, cold.Addr, len(cold.Code))
 	}
 	fmt.Fprintf(&sb, ": %d blocks, %d probed, %s calls\n", len(g.Blocks), probed, r.calls())
+	if r.layout != nil {
+		if _, err := io.WriteString(w, sb.String()); err != nil {
+			return err
+		}
+		return r.layout.writeText(w, r)
+	}
 
 	width := len("count")
 	for _, c := range f.Blocks {
@@ -373,6 +398,15 @@ type (
 		Blocks     []jsonBlock `json:"blocks"`
 		Edges      []jsonEdge  `json:"edges"`
 		Unbalanced []int       `json:"unbalanced"`
+		Layout     *jsonLayout `json:"layout,omitempty"`
+	}
+	// jsonLayout gives blocks by index.
+	jsonLayout struct {
+		Transitions uint64 `json:"transitions"`
+		Current     uint64 `json:"current"` // transitions that fall through
+		Proposed    uint64 `json:"proposed"`
+		Order       []int  `json:"order"`
+		Cold        []int  `json:"cold"`
 	}
 	jsonBlock struct {
 		Symbol       string     `json:"symbol"`
@@ -442,6 +476,15 @@ func (r *blockReport) writeJSON(w io.Writer) error {
 	}
 	for _, b := range r.f.Unbalanced {
 		doc.Unbalanced = append(doc.Unbalanced, b.Index)
+	}
+	if l := r.layout; l != nil {
+		doc.Layout = &jsonLayout{Transitions: l.Transitions, Current: l.Current, Proposed: l.Proposed, Order: []int{}, Cold: []int{}}
+		for _, b := range l.Order {
+			doc.Layout.Order = append(doc.Layout.Order, b.Index)
+		}
+		for _, b := range l.Cold {
+			doc.Layout.Cold = append(doc.Layout.Cold, b.Index)
+		}
 	}
 	return json.NewEncoder(w).Encode(doc)
 }

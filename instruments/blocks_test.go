@@ -268,3 +268,70 @@ func TestBlocksRefused(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want exit 1, %q", code, stderr, want)
 	}
 }
+
+// TestBlocksLayout proposes a layout of vfs_write from a run that writes
+// n times, and checks it against the counts of the same run: the order
+// holds every block once, the entry first and the blocks that never ran
+// last, and the fall-through totals are those of the edges whose
+// destination follows their source.
+func TestBlocksLayout(t *testing.T) {
+	testenv.Require(t, testenv.Kprobe)
+	work := fmt.Sprintf("%s write %d 10", testenv.Workload(t), 300)
+	stdout, stderr, code := kinst(t, "blocks", "--layout", "-f", "json", "vfs_write", "-c", work)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		blocksDoc
+		Layout struct {
+			Transitions, Current, Proposed uint64
+			Order, Cold                    []int
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("%v in\n%s", err, stdout)
+	}
+	checkFlow(t, &doc.blocksDoc)
+	l := doc.Layout
+	var cold []int
+	for i, b := range doc.Blocks {
+		if b.Count != nil && *b.Count == 0 {
+			cold = append(cold, i)
+		}
+	}
+	if fmt.Sprint(l.Cold) != fmt.Sprint(cold) {
+		t.Errorf("cold blocks %v, those that ran 0 times %v", l.Cold, cold)
+	}
+	pos := map[int]int{}
+	for i, b := range l.Order {
+		pos[b] = i
+	}
+	if len(l.Order) != len(doc.Blocks) || len(pos) != len(doc.Blocks) || l.Order[0] != 0 ||
+		fmt.Sprint(l.Order[len(l.Order)-len(cold):]) != fmt.Sprint(cold) {
+		t.Fatalf("order %v of %d blocks: want each once, the entry first, the cold blocks %v last", l.Order, len(doc.Blocks), cold)
+	}
+	var total, current, proposed uint64
+	for _, e := range doc.Edges {
+		if e.From == nil || e.To == nil || e.Count == nil {
+			continue
+		}
+		total += *e.Count
+		if e.Kind == "fall" {
+			current += *e.Count
+		}
+		if pos[*e.To] == pos[*e.From]+1 {
+			proposed += *e.Count
+		}
+	}
+	if l.Transitions != total || l.Current != current || l.Proposed != proposed || proposed < current || total == 0 {
+		t.Errorf("layout: %d transitions, %d falling through now, %d proposed; the edges: %d, %d, %d",
+			l.Transitions, l.Current, l.Proposed, total, current, proposed)
+	}
+
+	stdout, stderr, code = kinst(t, "blocks", "--layout", "vfs_write", "-c", work)
+	text := regexp.MustCompile(`^vfs_write at 0x[0-9a-f]+, \d+ bytes[^\n]*: (\d+) blocks, \d+ probed, 300 calls\n` +
+		`fall-through: current (\d+)%, proposed (\d+)%\nof \d+ transitions between blocks[^\n]*\ncold: \d+ of (\d+) blocks never ran[^\n]*\nproposed order:\ncount  block\n *300  \+0x0\n`)
+	if m := text.FindStringSubmatch(stdout); code != 0 || m == nil || m[1] != m[4] {
+		t.Errorf("exit %d, stderr %q, stdout\n%s", code, stderr, stdout)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/pipeline"
@@ -35,6 +37,25 @@ type Common struct {
 	Unsafe   bool
 	// Prometheus is the address to serve the maps on as metrics, or "".
 	Prometheus string
+	// Formats are the output formats -f takes, the first the default;
+	// nil means text and json. Set it before AddFlags.
+	Formats []string
+}
+
+// formats lists the output formats -f takes.
+func (c *Common) formats() []string {
+	if c.Formats == nil {
+		return []string{"text", "json"}
+	}
+	return c.Formats
+}
+
+// orList joins words as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 // AddFlags registers the common options on fs.
@@ -44,7 +65,7 @@ func (c *Common) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Command, "c", "", "run `CMD`, trace only it, and stop when it exits")
 	fs.DurationVar(&c.Duration, "duration", 0, "stop after this long, for example 10s")
 	fs.StringVar(&c.Output, "o", "", "write to `FILE` (a named pipe works)")
-	fs.StringVar(&c.Format, "f", "text", "output format: text or json")
+	fs.StringVar(&c.Format, "f", c.formats()[0], "output format: "+orList(c.formats()))
 	fs.BoolVar(&c.Show, "show", false, "print the kinst program instead of running it")
 	fs.BoolVar(&c.Verbose, "v", false, "say which mechanism each probe uses, and why")
 	fs.BoolVar(&c.Quiet, "q", false, "print less")
@@ -82,8 +103,8 @@ func (c *Common) Parse(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // Check validates the common options.
 func (c *Common) Check() error {
-	if c.Format != "text" && c.Format != "json" {
-		return fmt.Errorf("unknown output format %q: use text or json", c.Format)
+	if !slices.Contains(c.formats(), c.Format) {
+		return fmt.Errorf("unknown output format %q: use %s", c.Format, orList(c.formats()))
 	}
 	if c.Duration < 0 || c.Duration > 0 && c.Duration < time.Millisecond {
 		return fmt.Errorf("--duration %v is too short: at least 1ms", c.Duration)
@@ -145,6 +166,9 @@ type Hooks struct {
 	PrintMap func(w io.Writer, m *output.Map, top, div uint32) error
 	ExitMaps func(w io.Writer, maps []*output.Map) error
 	Lost     func(w io.Writer, n uint64) error
+	// Symbolizer, when set, resolves user addresses: see
+	// runtime.Options.
+	Symbolizer *elfsym.Symbolizer
 }
 
 // Run prints the program with --show; otherwise it compiles and runs it,
@@ -196,7 +220,7 @@ func (c *Common) Run(ctx context.Context, name, src string, hooks Hooks, stdout,
 	if c.Format == "json" {
 		opts.Format = runtime.JSON
 	}
-	opts.Printf, opts.PrintMap = hooks.Printf, hooks.PrintMap
+	opts.Printf, opts.PrintMap, opts.Symbolizer = hooks.Printf, hooks.PrintMap, hooks.Symbolizer
 	if hooks.ExitMaps != nil {
 		opts.ExitMaps = func(maps []*output.Map) error { return hooks.ExitMaps(w, maps) }
 	}

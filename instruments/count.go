@@ -1,6 +1,7 @@
 package instruments
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -28,11 +29,12 @@ const countMap = "@calls"
 func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c Common
 	fs := c.Flags("count", stderr,
-		"usage: kinst count PATTERN... [--interval D] [--top N] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-f text|json] [-o FILE] [--show]",
+		"usage: kinst count PATTERN... [--interval D] [--top N] [--order-file FILE] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-f text|json] [-o FILE] [--show]",
 		"PATTERN is a kernel function or wildcard (vfs_*, kprobe:tcp_*), uprobe:PATH:FUNC, syscall:NAME or tracepoint:CAT:NAME, with * wildcards",
 	)
 	interval := fs.Duration("interval", 0, "print the calls of each interval, for example 1s, instead of the total at the end")
 	top := fs.Int("top", 0, "print only the `N` most called")
+	orderFile := fs.String("order-file", "", "write the functions of the uprobe:PATH:FUNC targets that ran to `FILE`, most called first, one symbol a line, for lld --symbol-ordering-file")
 	pos, err := c.Parse(fs, args)
 	if err != nil {
 		return err
@@ -49,10 +51,16 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var targets []Target
 	r := &attach.Resolver{Pid: c.Pid}
 	seen := map[string]bool{}
+	program := ""
 	for _, p := range pos {
 		t, err := ParseTarget(p)
 		if err != nil {
 			return usageError("%v", err)
+		}
+		if *orderFile != "" {
+			if program, err = orderable(program, t); err != nil {
+				return usageError("--order-file: %v", err)
+			}
 		}
 		if seen[t.Entry] {
 			continue // attached twice, it would count twice
@@ -68,6 +76,17 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	src := countProgram(&c, targets, *interval)
 	if c.Show {
 		return c.Run(ctx, "count", src, Hooks{}, stdout, stderr)
+	}
+	var order *os.File
+	if *orderFile != "" {
+		// Opened now, a path that cannot be written fails before the
+		// run rather than after it.
+		f, err := os.OpenFile(*orderFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return fmt.Errorf("--order-file: %w", err)
+		}
+		defer f.Close()
+		order = f
 	}
 
 	out := stdout
@@ -91,7 +110,13 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return table.print(out, callsOf([]*output.Map{m}))
 		},
 		ExitMaps: func(_ io.Writer, maps []*output.Map) error {
-			return table.print(out, callsOf(maps))
+			calls := callsOf(maps)
+			if order != nil {
+				if err := writeOrder(order, calls); err != nil {
+					return fmt.Errorf("--order-file: %w", err)
+				}
+			}
+			return table.print(out, calls)
 		},
 		Lost: func(w io.Writer, n uint64) error {
 			// The tables come from running counts: the next one
@@ -117,6 +142,52 @@ func callsOf(maps []*output.Map) map[string]uint64 {
 		}
 	}
 	return calls
+}
+
+// orderable checks that a target is a function of the program the
+// targets before it are in, "" for none, since a link orders one
+// program; it returns that program.
+func orderable(program string, t Target) (string, error) {
+	provider, rest, _ := strings.Cut(t.Entry, ":")
+	i := strings.LastIndexByte(rest, ':')
+	if provider != "uprobe" || i < 0 {
+		return "", fmt.Errorf("%s is not a function of a user program: name uprobe:PATH:FUNC targets", t.Spec)
+	}
+	if program != "" && rest[:i] != program {
+		return "", fmt.Errorf("the targets are in %s and %s: a symbol ordering file is for the link of one program", program, rest[:i])
+	}
+	return rest[:i], nil
+}
+
+// writeOrder writes a symbol ordering file: the functions that ran, one
+// name a line, most called first, equals by name. lld reads it with
+// --symbol-ordering-file; gold's --section-ordering-file takes section
+// names, which -ffunction-sections makes .text.NAME.
+func writeOrder(w io.Writer, calls map[string]uint64) error {
+	type fn struct {
+		name  string
+		calls uint64
+	}
+	var fns []fn
+	for probe, n := range calls {
+		name := probe[strings.LastIndexByte(probe, ':')+1:]
+		if n > 0 && name != "" {
+			fns = append(fns, fn{name, n})
+		}
+	}
+	slices.SortFunc(fns, func(a, b fn) int {
+		if c := cmp.Compare(b.calls, a.calls); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	var b []byte
+	for _, f := range fns {
+		b = append(b, f.name...)
+		b = append(b, '\n')
+	}
+	_, err := w.Write(b)
+	return err
 }
 
 // countProgram counts the calls of every target per probe; with an

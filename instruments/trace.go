@@ -11,6 +11,7 @@ import (
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/elfsym"
+	"kinst.dev/kinst/export/perfetto"
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/syntax"
@@ -25,10 +26,11 @@ func init() {
 }
 
 func trace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c Common
+	c := Common{Formats: []string{"text", "json", "perfetto"}}
 	fs := c.Flags("trace", stderr,
-		"usage: kinst trace FUNC... [--args] [--stack] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-f text|json] [-o FILE] [-q] [--show]",
+		"usage: kinst trace FUNC... [--args] [--stack] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-f text|json|perfetto] [-o FILE] [-q] [--show]",
 		"FUNC is a kernel function (vfs_read, kprobe:vfs_*, fentry:vfs_read), uprobe:PATH:FUNC, syscall:NAME or tracepoint:CAT:NAME",
+		"-f perfetto writes a Perfetto trace to -o FILE, for ui.perfetto.dev: a track per thread, a slice per call",
 	)
 	withArgs := fs.Bool("args", false, "log each call's arguments, typed where the kernel describes them")
 	withStack := fs.Bool("stack", false, "log the stack of each call (the user stack for uprobes)")
@@ -38,6 +40,9 @@ func trace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if len(pos) == 0 {
 		return usageError("name at least one function to trace")
+	}
+	if c.Format == "perfetto" && c.Output == "" && !c.Show {
+		return usageError("-f perfetto writes a binary trace: give -o FILE")
 	}
 	specs, err := traceSpecs(pos, &c, *withArgs, *withStack)
 	if err != nil {
@@ -49,6 +54,9 @@ func trace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := newTraceLog(clock, records, c.Format == "json")
+	if c.Format == "perfetto" {
+		log.perfetto = perfetto.NewTrace()
+	}
 	if !c.Show {
 		// Reading kallsyms takes tens of milliseconds, in which a busy
 		// function fills the ring buffer: it is done before attaching.
@@ -63,7 +71,13 @@ func trace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		},
 		// The maps are the program's bookkeeping; what is left at exit
 		// is the summary.
-		ExitMaps: func(io.Writer, []*output.Map) error {
+		ExitMaps: func(w io.Writer, _ []*output.Map) error {
+			if log.perfetto != nil {
+				// Calls still open end with the trace, marked.
+				if _, err := w.Write(log.perfetto.AppendClose(nil)); err != nil {
+					return err
+				}
+			}
 			if c.Quiet && log.lost == 0 {
 				return nil
 			}
@@ -420,9 +434,12 @@ func traceFields(s *traceSpec, arrow, probe string) (format, args string) {
 
 // traceLog renders the records of the trace program as log lines.
 type traceLog struct {
-	clock   *Clock
-	json    bool
-	records map[string]*traceRecord
+	clock *Clock
+	json  bool
+	// perfetto, when set, makes the log a Perfetto trace.
+	perfetto *perfetto.Trace
+	pargs    []perfetto.Arg // an event's arguments, reused
+	records  map[string]*traceRecord
 	// byAction caches each printf call site's record layout.
 	byAction []*traceRecord
 	funcs    map[string]*probeFunc // a wildcard's functions, by probe name
@@ -466,9 +483,12 @@ func (l *traceLog) printf(w io.Writer, a *codegen.Action, args []output.Value) e
 		fn = l.names.describe(probe)
 		rec.fn = fn
 	}
-	if l.json {
+	switch {
+	case l.perfetto != nil:
+		l.buf = l.appendPerfetto(l.buf[:0], rec, probe, fn, args, i)
+	case l.json:
 		l.buf = l.appendJSON(l.buf[:0], rec, probe, fn, args, i)
-	} else {
+	default:
 		l.buf = l.appendText(l.buf[:0], rec, probe, fn, args, i)
 	}
 	l.events++
@@ -673,6 +693,60 @@ func (l *traceLog) appendJSON(b []byte, rec *traceRecord, probe string, fn *prob
 		b = append(b, ']')
 	}
 	return append(b, "}\n"...)
+}
+
+// appendPerfetto appends a record as Perfetto packets: a call's entry
+// begins a slice on its thread's track, its exit ends it, an event with
+// no return is an instant. Arguments, the stack and the return value
+// are the events' debug annotations.
+func (l *traceLog) appendPerfetto(b []byte, rec *traceRecord, probe string, fn *probeFunc, args []output.Value, i int) []byte {
+	e := perfetto.Event{
+		Time: args[recNsecs].Uint(),
+		Pid:  int(args[recPid].Uint()),
+		Tid:  int(args[recTid].Uint()),
+		Comm: args[recComm].Text(),
+		Name: l.name(rec, probe, fn),
+	}
+	l.pargs = l.pargs[:0]
+	if rec.exit {
+		if rec.ret {
+			l.pargs = append(l.pargs, perfettoArg("ret", args[i], rec.retFmt))
+		}
+		e.Args = l.pargs
+		return l.perfetto.AppendEnd(b, e)
+	}
+	for _, a := range rec.args {
+		l.pargs = append(l.pargs, perfettoArg(a.name, args[i], a.fmt))
+		i++
+	}
+	if rec.stack {
+		var st []byte
+		for n, f := range args[i].Frames() {
+			if n > 0 {
+				st = append(st, '\n')
+			}
+			st = appendFrame(st, f)
+		}
+		l.pargs = append(l.pargs, perfetto.String("stack", string(st)))
+	}
+	e.Args = l.pargs
+	if rec.hit {
+		return l.perfetto.AppendInstant(b, e)
+	}
+	return l.perfetto.AppendBegin(b, e)
+}
+
+// perfettoArg is a logged value as a debug annotation.
+func perfettoArg(name string, v output.Value, f valueFormat) perfetto.Arg {
+	switch f {
+	case stringValue:
+		return perfetto.String(name, v.Text())
+	case hexValue:
+		return perfetto.Pointer(name, v.Uint())
+	case unsignedValue:
+		return perfetto.Uint(name, v.Uint())
+	}
+	return perfetto.Int(name, v.Int())
 }
 
 // appendFormatted renders a logged value; in JSON, hex values and

@@ -309,6 +309,59 @@ func paramList(fp *btf.FuncProto) string {
 	return strings.Join(parts, ", ")
 }
 
+// iterPrefix starts the BTF name of every BPF iterator's target function.
+const iterPrefix = "bpf_iter_"
+
+// Iterators returns the names of the BPF iterators the kernel offers
+// ("task", "task_file", …), sorted: the functions named bpf_iter_NAME
+// whose first parameter is the iterator's struct bpf_iter_meta. Other
+// functions with that prefix are the kfuncs of open-coded iterators.
+func Iterators() ([]string, error) {
+	spec, err := KernelBTF()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for t, err := range spec.All() {
+		if err != nil {
+			return nil, err
+		}
+		if fn, ok := t.(*btf.Func); ok && strings.HasPrefix(fn.Name, iterPrefix) && isIterator(fn) {
+			names = append(names, strings.TrimPrefix(fn.Name, iterPrefix))
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// Iterator returns the prototype of iterator name's target function, or
+// an error wrapping [ErrNoType] when the kernel has no such iterator.
+func Iterator(name string) (*Function, error) {
+	fn, err := FuncProto(iterPrefix + name)
+	if err == nil && !isIterator(fn.Func) {
+		err = fmt.Errorf("%s%s is not an iterator: %w", iterPrefix, name, ErrNoType)
+	}
+	return fn, err
+}
+
+func isIterator(fn *btf.Func) bool {
+	proto, ok := fn.Type.(*btf.FuncProto)
+	if !ok || len(proto.Params) == 0 {
+		return false
+	}
+	// Targets return int; bpf_iter_get_info, which also takes the meta
+	// data, returns a program.
+	if _, isInt := skipTags(proto.Return).(*btf.Int); !isInt {
+		return false
+	}
+	ptr, ok := skipTags(proto.Params[0].Type).(*btf.Pointer)
+	if !ok {
+		return false
+	}
+	meta, ok := skipTags(ptr.Target).(*btf.Struct)
+	return ok && meta.Name == "bpf_iter_meta"
+}
+
 // NamedTypes returns the vmlinux structs, unions and enums whose C names
 // ("struct path", "enum pid_type") match pattern, sorted and each once.
 func NamedTypes(pattern string) ([]btf.Type, error) {

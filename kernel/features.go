@@ -40,6 +40,7 @@ const (
 	FeatFexit
 	FeatFmodRet
 	FeatLSM
+	FeatIter        // BPF iterators (iter:)
 	FeatRingBuf     // ring buffer maps
 	FeatPerCPUHash  // per-CPU hash maps
 	FeatPerCPUArray // per-CPU array maps
@@ -84,6 +85,7 @@ var featureInfos = [numFeatures]featureInfo{
 	FeatFexit:                 {"fexit", "fexit programs", true},
 	FeatFmodRet:               {"fmod_ret", "fmod_ret programs", true},
 	FeatLSM:                   {"lsm", "LSM programs", true},
+	FeatIter:                  {"iter", "iterator programs", true},
 	FeatRingBuf:               {"ringbuf", "ring buffer maps", true},
 	FeatPerCPUHash:            {"percpu_hash", "per-CPU hash maps", true},
 	FeatPerCPUArray:           {"percpu_array", "per-CPU array maps", true},
@@ -342,6 +344,8 @@ func probe(f Feature) Status {
 		return probeTracing(f, ebpf.AttachModifyReturn, "security_file_open", "security_task_alloc")
 	case FeatLSM:
 		return probeLSM()
+	case FeatIter:
+		return probeTracing(f, ebpf.AttachTraceIter, "bpf_iter_task")
 	case FeatBoundedLoops:
 		return f.fromErr(features.HaveBoundedLoops())
 	}
@@ -365,7 +369,7 @@ func probeBTF() Status {
 		if why := configSays("CONFIG_DEBUG_INFO_BTF"); why != "" {
 			return FeatBTF.no(why)
 		}
-		return FeatBTF.no("neither /sys/kernel/btf/vmlinux nor a vmlinux file with FeatBTF was found")
+		return FeatBTF.no("neither /sys/kernel/btf/vmlinux nor a vmlinux file with BTF was found")
 	}
 	if exists("/sys/kernel/btf/vmlinux") {
 		return FeatBTF.yes("/sys/kernel/btf/vmlinux")
@@ -497,7 +501,7 @@ func probeUprobe(f Feature) Status {
 func probeTracing(f Feature, at ebpf.AttachType, candidates ...string) Status {
 	spec, err := KernelBTF()
 	if err != nil {
-		return f.no("they need kernel FeatBTF, which this kernel does not offer")
+		return f.no("they need kernel BTF, which this kernel does not offer")
 	}
 	target := ""
 	for _, c := range candidates {
@@ -507,7 +511,11 @@ func probeTracing(f Feature, at ebpf.AttachType, candidates ...string) Status {
 		}
 	}
 	if target == "" {
-		return f.no("kernel FeatBTF describes none of " + strings.Join(candidates, ", "))
+		return f.no("kernel BTF describes none of " + strings.Join(candidates, ", "))
+	}
+	if at == ebpf.AttachTraceIter {
+		// cilium/ebpf names an iterator without its BTF prefix.
+		target = strings.TrimPrefix(target, "bpf_iter_")
 	}
 	prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
 		Type:       ebpf.Tracing,
@@ -533,7 +541,7 @@ func probeLSM() Status {
 		return st
 	}
 	if data, err := securityFile("lsm"); err == nil && !slices.Contains(strings.Split(strings.TrimSpace(string(data)), ","), "bpf") {
-		return FeatLSM.no("the bpf FeatLSM is not active (add bpf to the lsm= boot parameter)")
+		return FeatLSM.no("the bpf LSM is not active (add bpf to the lsm= boot parameter)")
 	}
 	return FeatLSM.yes("")
 }

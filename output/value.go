@@ -93,6 +93,11 @@ type Frame struct {
 	Symbol string // the symbol containing Addr; "" when unresolved
 	Offset uint64 // Addr minus the symbol's start
 	Module string // the object holding Symbol, printed after user frames in perf mode
+	// MapStart, MapEnd and MapOffset are the mapping of Module holding a
+	// user frame's Addr, and BuildID Module's GNU build ID: what profiles
+	// record of a frame and printing ignores.
+	MapStart, MapEnd, MapOffset uint64
+	BuildID                     string
 }
 
 // Value is one thing bpftrace prints: an integer, a string, a tuple, a

@@ -135,7 +135,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	pre, err := preprocess.Preprocess(name, src, &preprocess.Config{
 		IncludeDirs: opts.IncludeDirs,
 		Includes:    opts.Includes,
-		BTF:         func() bool { return kernel.Available(kernel.FeatBTF) },
+		BTF:         haveBTF,
 	})
 	if pre != nil && opts.Warnings != nil {
 		for _, w := range pre.Warnings {
@@ -189,6 +189,16 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 			"raise it with BPFTRACE_MAX_PROBES, but carefully: very many probes can slow the system down", ErrTooManyProbes, n, opts.MaxProbes)
 	}
 	return out, nil
+}
+
+// haveBTF says whether the kernel has BTF, for BPFTRACE_HAVE_BTF: the
+// file the kernel exports answers without parsing it, which would cost
+// more than the rest of compiling most programs.
+func haveBTF() bool {
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err == nil {
+		return true
+	}
+	return kernel.Available(kernel.FeatBTF)
 }
 
 // Supports answers code generation's questions about mechanisms from

@@ -3,6 +3,7 @@ package preprocess
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,6 +39,11 @@ func (p *pp) eval(toks []token, strict bool) (val, error) {
 // __has_include family before macro expansion, which would change
 // their operands.
 func (p *pp) resolveDefined(toks []token) []token {
+	if !slices.ContainsFunc(toks, func(t token) bool {
+		return t.kind == tIdent && (t.text == "defined" || strings.HasPrefix(t.text, "__has_"))
+	}) {
+		return toks
+	}
 	var out []token
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]

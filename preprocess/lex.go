@@ -45,16 +45,21 @@ type source struct {
 	// found is the index of the search directory the file was found in,
 	// where #include_next goes on; -1 when it was not found by a search.
 	found int
+	str   string // text as a string, made by the first lexer
 }
 
 func (s *source) pos(off int) syntax.Pos { return s.file.Pos(off) }
 
 // lexer splits a source into tokens.
 type lexer struct {
-	src  *source
-	b    []byte
-	i    int
-	errs *syntax.ErrorList
+	src   *source
+	b     []byte
+	i     int
+	errs  *syntax.ErrorList
+	space bool   // white space since the last token
+	bol   bool   // a newline since the last token
+	n     int    // tokens so far
+	str   string // b as a string, which tokens' texts share
 }
 
 // splice skips backslash-newlines at i.
@@ -75,6 +80,9 @@ func (l *lexer) splice(i int) int {
 // at returns the byte at i after splices and the index past it; false
 // at the end of the text.
 func (l *lexer) at(i int) (byte, int, bool) {
+	if i < len(l.b) && l.b[i] != '\\' {
+		return l.b[i], i + 1, true
+	}
 	i = l.splice(i)
 	if i >= len(l.b) {
 		return 0, i, false
@@ -90,28 +98,48 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // lex returns every token of src.
 func lex(src *source, errs *syntax.ErrorList) []token {
-	l := &lexer{src: src, b: src.text, errs: errs}
-	var toks []token
-	space, bol := false, true
+	l := newLexer(src, errs)
+	toks := make([]token, 0, len(l.b)/6) // sized from the text to spare growing
+	for {
+		t, ok := l.next()
+		if !ok {
+			return toks
+		}
+		toks = append(toks, t)
+	}
+}
+
+func newLexer(src *source, errs *syntax.ErrorList) *lexer {
+	if src.str == "" {
+		src.str = string(src.text) // once per file, however often it is lexed
+	}
+	l := &lexer{src: src, b: src.text, str: src.str, errs: errs, bol: true}
 	if bytes.HasPrefix(l.b, []byte("#!")) {
 		// An interpreter line, as the parser skips it.
 		for l.i < len(l.b) && l.b[l.i] != '\n' {
 			l.i++
 		}
 	}
+	return l
+}
+
+// next returns the next token; false at the end of the text or at an
+// unterminated comment.
+func (l *lexer) next() (token, bool) {
+	src := l.src
 	for {
 		c, next, ok := l.at(l.i)
 		if !ok {
-			return toks
+			return token{}, false
 		}
 		start := l.splice(l.i)
 		switch {
 		case c == '\n':
-			space, bol = true, true
+			l.space, l.bol = true, true
 			l.i = next
 			continue
 		case c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v':
-			space = true
+			l.space = true
 			l.i = next
 			continue
 		case c == '/':
@@ -125,7 +153,7 @@ func lex(src *source, errs *syntax.ErrorList) []token {
 					i = n3
 				}
 				l.i = i
-				space = true
+				l.space = true
 				continue
 			} else if c2 == '*' {
 				i := n2
@@ -144,16 +172,24 @@ func lex(src *source, errs *syntax.ErrorList) []token {
 					i = n3
 				}
 				if !closed {
-					errs.Add(src.file, src.pos(start), src.pos(start+2), "comment not terminated")
-					return toks
+					l.errs.Add(src.file, src.pos(start), src.pos(start+2), "comment not terminated")
+					l.i = len(l.b)
+					return token{}, false
 				}
 				l.i = i
-				space = true
+				l.space = true
 				continue
 			}
 		}
-		t := token{src: src, off: start, space: space, bol: bol, idx: len(toks)}
-		space, bol = false, false
+		if l.bol && c != '#' && src.system {
+			// Only directives matter in a system header: skip its text
+			// without making tokens.
+			l.i = l.skipLine(start)
+			continue
+		}
+		t := token{src: src, off: start, space: l.space, bol: l.bol, idx: l.n}
+		l.space, l.bol = false, false
+		l.n++
 		i := next
 		switch {
 		case isIdent(c) && !isDigit(c):
@@ -212,8 +248,43 @@ func lex(src *source, errs *syntax.ErrorList) []token {
 		t.end = i
 		t.text = l.text(start, i)
 		l.i = i
-		toks = append(toks, t)
+		return t, true
 	}
+}
+
+// skipLine skips the rest of a line of text, to its newline, jumping
+// over comments and literals, which may hide newlines or a comment's
+// start.
+func (l *lexer) skipLine(i int) int {
+	for i < len(l.b) {
+		switch l.b[i] {
+		case '\n':
+			return i
+		case '\\':
+			i = l.splice(i)
+			if i < len(l.b) && l.b[i] == '\\' {
+				i++
+			}
+		case '"', '\'':
+			i = l.quoted(i+1, l.b[i])
+		case '/':
+			switch {
+			case i+1 < len(l.b) && l.b[i+1] == '/':
+				return i // the main loop reads the comment to the newline
+			case i+1 < len(l.b) && l.b[i+1] == '*':
+				end := bytes.Index(l.b[i+2:], []byte("*/"))
+				if end < 0 {
+					return i // the main loop reports it
+				}
+				i += 2 + end + 2
+			default:
+				i++
+			}
+		default:
+			i++
+		}
+	}
+	return i
 }
 
 func (l *lexer) peek(i int) byte {
@@ -252,11 +323,12 @@ func (l *lexer) quoted(i int, q byte) int {
 	}
 }
 
-// text returns the bytes of [start, end) without backslash-newlines.
+// text returns the bytes of [start, end) without backslash-newlines,
+// as a piece of the source's one string where it can.
 func (l *lexer) text(start, end int) string {
 	b := l.b[start:end]
 	if bytes.IndexByte(b, '\\') < 0 {
-		return string(b)
+		return l.str[start:end]
 	}
 	var out []byte
 	for i := start; i < end; {

@@ -1,6 +1,7 @@
 package preprocess
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,7 +77,7 @@ func (p *pp) define(src *source, name token, rest []token) {
 		}
 		body = body[i+1:]
 	}
-	m.body = body
+	m.body = append([]token(nil), body...) // body may be a reused line
 	for i, t := range body {
 		if !t.is(tPunct, "##") {
 			continue
@@ -185,15 +186,28 @@ var builtinSrc = &source{file: syntax.NewFile("<built-in>", nil), found: -1}
 // says the tokens are program text, where a recursive macro of the
 // program's own is an error.
 func (p *pp) expand(toks []token, text bool) []token {
+	if !slices.ContainsFunc(toks, func(t token) bool { return t.kind == tIdent && p.macros[t.text] != nil }) {
+		return toks // nothing to expand, and nothing to copy
+	}
 	// stack holds the tokens still to read, the next one last.
 	stack := make([]token, len(toks))
 	for i, t := range toks {
 		stack[len(toks)-1-i] = t
 	}
 	out := make([]token, 0, len(toks))
+	var site token // the last token read in place: where __LINE__ is
 	for len(stack) > 0 {
 		t := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
+		if !t.gen {
+			site = t
+		}
+		if p.expanded++; p.expanded > maxExpansion {
+			if p.expanded == maxExpansion+1 {
+				p.errorf(site, "macro expansion goes past %d tokens", maxExpansion)
+			}
+			return out
+		}
 		m := p.macros[t.text]
 		if t.kind != tIdent || m == nil {
 			out = append(out, t)
@@ -209,7 +223,7 @@ func (p *pp) expand(toks []token, text bool) []token {
 			continue
 		}
 		if m.special != "" {
-			out = append(out, p.special(m, t))
+			out = append(out, p.special(m, t, site))
 			continue
 		}
 		if !m.fn {
@@ -268,9 +282,12 @@ func pushReversed(stack, toks []token) []token {
 	return stack
 }
 
-// special expands __FILE__ and __LINE__ at t.
-func (p *pp) special(m *macro, t token) token {
-	pos := t.src.file.Position(t.src.pos(t.off))
+// special expands __FILE__ or __LINE__ at t, for the use at site.
+func (p *pp) special(m *macro, t, site token) token {
+	if site.src == nil {
+		site = t
+	}
+	pos := site.src.file.Position(site.src.pos(site.off))
 	r := t
 	r.gen = true
 	if m.special == "__FILE__" {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -50,6 +49,10 @@ const maxErrors = 10
 // maxDepth bounds #include nesting, which is how an #include cycle ends.
 const maxDepth = 200
 
+// maxExpansion bounds the tokens macro expansion reads in one run: a few
+// lines of #define can otherwise ask for more than memory holds.
+const maxExpansion = 1 << 20
+
 // Preprocess runs the preprocessor over a program's source. name is how
 // messages call the program; #include "..." looks in its directory
 // first. Errors are a syntax.ErrorList.
@@ -71,7 +74,11 @@ func Preprocess(name string, src []byte, conf *Config) (*Result, error) {
 	}
 	p.run(main)
 	if len(p.missing) > 0 {
-		p.warnings = append(p.warnings, fmt.Sprintf("%s not found: kinst goes on with the kernel's BTF types", strings.Join(p.missing, ", ")))
+		then := "kinst goes on with the kernel's BTF types"
+		if !p.btf {
+			then = "the kernel has no BTF either, so the types they declare are unknown"
+		}
+		p.warnings = append(p.warnings, fmt.Sprintf("%s not found: %s", strings.Join(p.missing, ", "), then))
 	}
 	res := &Result{File: syntax.NewMappedFile(name, p.out.buf, p.out.spans), Warnings: p.warnings, macros: p.macros}
 	if len(p.errs) > 0 {
@@ -105,12 +112,16 @@ func hasDirective(src []byte) bool {
 // pp is one run of the preprocessor.
 type pp struct {
 	conf     *Config
+	btf      bool
 	dirs     []string // -I directories, then the system ones
 	nUser    int      // how many of dirs are -I directories
 	macros   map[string]*macro
 	conds    []cond
 	depth    int
 	once     map[string]bool
+	headers  map[string]*header // by path
+	expanded int                // tokens macro expansion has read
+	stats    map[string]bool    // isFile's answers
 	missing  []string
 	warnings []string
 	errs     syntax.ErrorList
@@ -131,7 +142,8 @@ func newPP(conf *Config) *pp {
 	if sys == nil {
 		sys = DefaultSystemDirs
 	}
-	p := &pp{conf: conf, macros: predefined(conf.BTF != nil && conf.BTF()), once: map[string]bool{}}
+	btf := conf.BTF != nil && conf.BTF()
+	p := &pp{conf: conf, btf: btf, macros: predefined(btf), once: map[string]bool{}, headers: map[string]*header{}, stats: map[string]bool{}}
 	p.dirs = append(append(p.dirs, conf.IncludeDirs...), sys...)
 	p.nUser = len(conf.IncludeDirs)
 	return p
@@ -148,12 +160,24 @@ func (p *pp) active() bool { return len(p.conds) == 0 || p.conds[len(p.conds)-1]
 
 // run preprocesses a top-level source.
 func (p *pp) run(src *source) {
-	p.file(src, lex(src, &p.errs))
+	p.file(src, nil)
 }
 
 // file preprocesses one source's tokens: directives take effect, text
 // in active regions of full sources goes to the output.
 func (p *pp) file(src *source, toks []token) {
+	if toks == nil {
+		if src.system {
+			p.systemFile(src)
+			return
+		}
+		toks = lex(src, &p.errs)
+	}
+	p.tokens(src, toks)
+}
+
+// tokens preprocesses a full source's tokens.
+func (p *pp) tokens(src *source, toks []token) {
 	base := len(p.conds)
 	for i := 0; i < len(toks); {
 		if toks[i].bol && toks[i].is(tPunct, "#") {
@@ -174,6 +198,57 @@ func (p *pp) file(src *source, toks []token) {
 		}
 		i = j
 	}
+	p.closeConds(base)
+}
+
+// systemFile runs a system header's directives as the lexer finds them,
+// keeping no tokens but macro bodies: a system header's text makes no
+// tokens, and a skipped region's directives are read only as far as
+// their names.
+// It returns the macro of the file's include guard, if it has one.
+func (p *pp) systemFile(src *source) (guard string) {
+	l := newLexer(src, &p.errs)
+	base := len(p.conds)
+	var line []token
+	first, closed := true, false
+	t, ok := l.next()
+	for ok {
+		hash := t
+		line = line[:0]
+		for t, ok = l.next(); ok && !t.bol; t, ok = l.next() {
+			line = append(line, t)
+			if len(line) == 1 && !p.active() && !conditionals[t.text] {
+				l.i = l.skipLine(l.i)
+			}
+		}
+		if !hash.is(tPunct, "#") || len(line) == 0 {
+			continue
+		}
+		switch {
+		case first && len(line) > 1 && line[0].text == "ifndef":
+			guard = line[1].text
+		case closed:
+			guard = "" // a directive after the guard's #endif
+		}
+		first = false
+		p.directive(src, hash, line)
+		closed = len(p.conds) == base
+	}
+	p.closeConds(base)
+	if !closed {
+		return ""
+	}
+	return guard
+}
+
+// conditionals are the directives that matter in a skipped region.
+var conditionals = map[string]bool{
+	"if": true, "ifdef": true, "ifndef": true, "elif": true, "else": true, "endif": true, "elifdef": true, "elifndef": true,
+}
+
+// closeConds reports the #if directives a file left open and forgets
+// them.
+func (p *pp) closeConds(base int) {
 	for _, c := range p.conds[base:] {
 		p.errorf(c.at, "#%s without #endif", c.at.text)
 	}
@@ -198,6 +273,7 @@ func (p *pp) directive(src *source, hash token, args []token) {
 		}
 		return
 	}
+
 	switch name.text {
 	case "define":
 		p.define(src, name, rest)
@@ -324,41 +400,147 @@ func (p *pp) include(src *source, name token, rest []token) {
 	}
 	path, found, system, err := p.find(src, file, angle, name.text == "include_next")
 	if err != nil {
-		if !angle {
+		// What a header includes is its business: a system header's
+		// missing pieces, like a missing <...> header, are not the
+		// program's error.
+		if !angle && !src.system {
 			p.errorf(rest[0], "%s", err)
 			return
 		}
-		if !compilerHeaders[file] {
+		if text, ok := compilerHeaders[file]; ok {
+			if text != "" {
+				b := []byte(text)
+				p.file(&source{file: syntax.NewFile("<built-in "+file+">", b), text: b, system: true, found: -1}, nil)
+			}
+			return
+		}
+		if angle {
 			p.noteMissing("<" + file + ">")
+		} else {
+			p.noteMissing(`"` + file + `"`)
 		}
 		return
 	}
 	if p.once[path] {
 		return
 	}
-	text, err := os.ReadFile(path)
-	if err != nil {
-		p.errorf(rest[0], "%v", err)
-		return
+	system = src.system || system
+	h := p.headers[path]
+	if h != nil && h.guard != "" && p.macros[h.guard] != nil {
+		return // the header's include guard keeps it out
 	}
-	inc := &source{
-		file:   syntax.NewFile(path, text),
-		text:   text,
-		dir:    filepath.Dir(path),
-		system: src.system || system,
-		found:  found,
+	// A header read in one mode and included again in the other (a
+	// system header that is also in a -I directory) is read again. A
+	// system header is lexed anew each time, as its directives are run,
+	// unless its include guard keeps it out.
+	if h == nil || h.src.system != system || h.src.found != found {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			p.errorf(rest[0], "%v", err)
+			return
+		}
+		inc := &source{
+			file:   syntax.NewFile(path, text),
+			text:   text,
+			dir:    filepath.Dir(path),
+			system: system,
+			found:  found,
+		}
+		h = &header{src: inc}
+		if !system {
+			h.toks = lex(inc, &p.errs)
+			h.guard = guard(h.toks)
+		}
+		p.headers[path] = h
 	}
 	p.depth++
-	p.file(inc, lex(inc, &p.errs))
+	if system {
+		h.guard = p.systemFile(h.src)
+	} else {
+		p.tokens(h.src, h.toks)
+	}
 	p.depth--
 }
 
-// compilerHeaders come with a C compiler rather than with libc, and
-// hold nothing a program can use without C declarations: their absence
-// is not worth a warning.
-var compilerHeaders = map[string]bool{
-	"stddef.h": true, "stdarg.h": true, "stdbool.h": true, "float.h": true,
-	"stdalign.h": true, "stdnoreturn.h": true, "iso646.h": true,
+// A header is a file read once per run, however often it is included.
+type header struct {
+	src   *source
+	toks  []token // for a header included in full
+	guard string  // the macro of its include guard, if it has one
+}
+
+// guard returns X when toks are all inside #ifndef X (or #if !defined X)
+// and the #endif that closes it, the usual include guard.
+func guard(toks []token) string {
+	directive := func(i int, name string) bool {
+		return i+1 < len(toks) && toks[i].bol && toks[i].is(tPunct, "#") && toks[i+1].is(tIdent, name)
+	}
+	var name string
+	switch {
+	case directive(0, "ifndef") && len(toks) > 2 && toks[2].kind == tIdent:
+		name = toks[2].text
+	case directive(0, "if") && len(toks) > 4 && toks[2].is(tPunct, "!") && toks[3].is(tIdent, "defined"):
+		if toks[4].kind == tIdent {
+			name = toks[4].text
+		} else if len(toks) > 6 && toks[4].is(tPunct, "(") && toks[5].kind == tIdent {
+			name = toks[5].text
+		}
+	}
+	if name == "" {
+		return ""
+	}
+	// The guard's #endif must be the file's last directive, closing the
+	// first: count the nesting up to it.
+	depth := 0
+	for i := 0; i < len(toks); i++ {
+		if !toks[i].bol || !toks[i].is(tPunct, "#") || i+1 >= len(toks) {
+			continue
+		}
+		switch toks[i+1].text {
+		case "if", "ifdef", "ifndef":
+			depth++
+		case "endif":
+			depth--
+			if depth == 0 {
+				for j := i + 2; j < len(toks); j++ {
+					if toks[j].bol {
+						return "" // something follows the guard
+					}
+				}
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+// compilerHeaders come with a C compiler rather than with libc, which
+// includes them; when they are absent kinst uses its own text for them,
+// empty where they hold nothing a program can use without C
+// declarations. glibc's <limits.h> leaves the limits of the types to the
+// compiler's.
+var compilerHeaders = map[string]string{
+	"stddef.h": "", "stdarg.h": "", "stdbool.h": "", "float.h": "",
+	"stdalign.h": "", "stdnoreturn.h": "", "iso646.h": "",
+	"limits.h": `#define CHAR_BIT __CHAR_BIT__
+#define SCHAR_MAX __SCHAR_MAX__
+#define SCHAR_MIN (-SCHAR_MAX - 1)
+#define UCHAR_MAX (SCHAR_MAX * 2 + 1)
+#define CHAR_MIN SCHAR_MIN
+#define CHAR_MAX SCHAR_MAX
+#define SHRT_MAX __SHRT_MAX__
+#define SHRT_MIN (-SHRT_MAX - 1)
+#define USHRT_MAX (SHRT_MAX * 2 + 1)
+#define INT_MAX __INT_MAX__
+#define INT_MIN (-INT_MAX - 1)
+#define UINT_MAX (INT_MAX * 2U + 1U)
+#define LONG_MAX __LONG_MAX__
+#define LONG_MIN (-LONG_MAX - 1L)
+#define ULONG_MAX (LONG_MAX * 2UL + 1UL)
+#define LLONG_MAX __LONG_LONG_MAX__
+#define LLONG_MIN (-LLONG_MAX - 1LL)
+#define ULLONG_MAX (LLONG_MAX * 2ULL + 1ULL)
+`,
 }
 
 func (p *pp) noteMissing(h string) {
@@ -400,21 +582,25 @@ func headerName(toks []token) (file string, angle, ok bool) {
 // in. system says the header is in a system directory.
 func (p *pp) find(src *source, file string, angle, next bool) (path string, found int, system bool, err error) {
 	if filepath.IsAbs(file) {
-		if isFile(file) {
-			return file, -1, src.system, nil
+		st, err := os.Stat(file)
+		switch {
+		case err != nil:
+			return "", 0, false, fmt.Errorf("header %q not found", file)
+		case !st.Mode().IsRegular():
+			return "", 0, false, fmt.Errorf("header %q is not a regular file", file)
 		}
-		return "", 0, false, fmt.Errorf("%s: %w", file, fs.ErrNotExist)
+		return file, -1, src.system, nil
 	}
 	start := 0
 	if next && src.found >= 0 {
 		start = src.found + 1
 	} else if !angle {
-		if f := filepath.Join(src.dir, file); isFile(f) {
+		if f := filepath.Join(src.dir, file); p.isFile(f) {
 			return f, src.found, src.system, nil
 		}
 	}
 	for i := start; i < len(p.dirs); i++ {
-		if f := filepath.Join(p.dirs[i], file); isFile(f) {
+		if f := filepath.Join(p.dirs[i], file); p.isFile(f) {
 			return f, i, i >= p.nUser, nil
 		}
 	}
@@ -425,9 +611,17 @@ func (p *pp) find(src *source, file string, angle, next bool) (path string, foun
 	return "", 0, false, fmt.Errorf("header %q not found in %s", file, strings.Join(where, ", "))
 }
 
-func isFile(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && !st.IsDir()
+// isFile reports whether path is a regular file: a device or a pipe
+// (#include "/dev/zero") would never end. Answers are kept for the run:
+// guarded headers are looked for again at every #include.
+func (p *pp) isFile(path string) bool {
+	is, ok := p.stats[path]
+	if !ok {
+		st, err := os.Stat(path)
+		is = err == nil && st.Mode().IsRegular()
+		p.stats[path] = is
+	}
+	return is
 }
 
 // Names returns the names of the macros defined at the end of the

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // command is a -c command held at its first instruction until the probes
@@ -43,7 +44,9 @@ func startCommand(argv []string) (*command, error) {
 func (c *command) supervise(path string, argv []string) {
 	runtime.LockOSThread()
 	c.cmd = &exec.Cmd{Path: path, Args: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		SysProcAttr: &syscall.SysProcAttr{Ptrace: true}}
+		// The parent-death signal comes when this locked thread ends:
+		// with kinst's process, however it ends, or after the command.
+		SysProcAttr: &syscall.SysProcAttr{Ptrace: true, Pdeathsig: syscall.SIGKILL}}
 	if err := c.cmd.Start(); err != nil {
 		c.started <- fmt.Errorf("start command %s: %w", argv[0], err)
 		return
@@ -81,6 +84,10 @@ func (c *command) release() error {
 // wait waits for the command to end.
 func (c *command) wait() { <-c.done }
 
+// killGrace is how long a command has to end after SIGTERM before it
+// gets SIGKILL.
+const killGrace = time.Second
+
 // kill ends a command that is still held or running when kinst stops
 // for another reason, and reaps it.
 func (c *command) kill() {
@@ -91,7 +98,12 @@ func (c *command) kill() {
 	default:
 	}
 	c.cmd.Process.Signal(syscall.SIGTERM)
-	<-c.done
+	select {
+	case <-c.done:
+	case <-time.After(killGrace):
+		c.cmd.Process.Kill()
+		<-c.done
+	}
 }
 
 // SplitCommand splits a -c command line into words as a shell would for

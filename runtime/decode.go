@@ -44,6 +44,7 @@ type role int
 const (
 	asValue role = iota
 	asKey
+	asArg // an argument of printf, system or cat: pointers as in keys
 )
 
 func (d *decoder) kallsyms() *kernel.Kallsyms {
@@ -98,7 +99,7 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 	case check.Int:
 		return output.IntN(word(b, t.Size), t.Size, t.Signed)
 	case check.Ptr:
-		if r == asKey {
+		if r != asValue {
 			return output.Pointer(le.Uint64(b))
 		}
 		return output.Uint(le.Uint64(b))
@@ -114,7 +115,7 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		elems := make([]output.Value, t.Len)
 		for i := range elems {
 			off := i * t.Elem.Size
-			elems[i] = d.value(t.Elem, b[off:off+t.Elem.Size], r)
+			elems[i] = d.member(t.Elem, b[off:off+t.Elem.Size], r)
 		}
 		return output.Array(elems...)
 	case check.Record:
@@ -127,11 +128,16 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 				vals[i] = output.Uint(bitfield(b[f.Offset:], f))
 				continue
 			}
-			vals[i] = d.value(f.Type, b[f.Offset:f.Offset+f.Type.Size], r)
+			vals[i] = d.member(f.Type, b[f.Offset:f.Offset+f.Type.Size], r)
 		}
 		return output.Record(names, vals)
 	case check.Buffer:
-		return output.Buffer(append([]byte(nil), b[:t.Size-1]...))
+		n := t.Size - 1
+		if t.VarLen && r != asKey {
+			// In keys 0.17 prints the whole buffer whatever was read.
+			n = min(n, int(b[n]))
+		}
+		return output.Buffer(append([]byte(nil), b[:n]...))
 	case check.Ksym:
 		addr := le.Uint64(b)
 		return output.Ksym(addr, d.ksym(addr))
@@ -168,6 +174,15 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 	return output.Uint(le.Uint64(b))
 }
 
+// member decodes an element of an array or a field of a record. In map
+// keys, 0.17 prints the integers inside those signed at their own size.
+func (d *decoder) member(t *check.Type, b []byte, r role) output.Value {
+	if r == asKey && t.Kind == check.Int {
+		return output.IntN(word(b, t.Size), t.Size, true)
+	}
+	return d.value(t, b, r)
+}
+
 // bootTime is the wall time of boot, which strftime() adds nanoseconds
 // since boot to: the real-time clock less the boot-time clock, as
 // bpftrace computes it.
@@ -193,7 +208,7 @@ func (d *decoder) usym(pid int, addr uint64) elfsym.Frame {
 	if d.noUserSymbols {
 		return elfsym.Frame{Addr: addr}
 	}
-	if d.usyms == nil || d.noSymbolCache {
+	if d.noSymbolCache {
 		d.usyms = elfsym.NewSymbolizer()
 	}
 	return d.usyms.Frame(pid, addr)
@@ -230,7 +245,8 @@ func (d *decoder) stack(t *check.Type, v uint64) output.Value {
 	for _, a := range addrs {
 		if t.User {
 			f := d.usym(int(v>>32), a)
-			frames = append(frames, output.Frame{Addr: a, Symbol: f.Symbol, Offset: f.Offset, Module: f.Path})
+			frames = append(frames, output.Frame{Addr: a, Symbol: f.Symbol, Offset: f.Offset, Module: f.Path,
+				MapStart: f.MapStart, MapEnd: f.MapEnd, MapOffset: f.MapOffset, BuildID: f.BuildID})
 			continue
 		}
 		fr := output.Frame{Addr: a}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"syscall"
 	"time"
 
 	"kinst.dev/kinst/codegen"
@@ -93,7 +94,7 @@ func (s *Session) decodeArgs(a *codegen.Action, body []byte) []output.Value {
 		s.args[a.ID] = vals
 	}
 	for i, t := range a.Args.Elems {
-		vals[i] = s.dec.value(t, body[a.Args.Offsets[i]:], asKey)
+		vals[i] = s.dec.value(t, body[a.Args.Offsets[i]:], asArg)
 	}
 	return vals
 }
@@ -105,7 +106,19 @@ func (s *Session) system(a *codegen.Action, body []byte) error {
 		return err
 	}
 	s.buf.Flush()
-	out, err := exec.Command("/bin/sh", "-c", line).Output()
+	if s.ctx.Err() != nil {
+		return nil // a signal ends the run: no more commands start
+	}
+	// A signal kills the command in progress, so that kinst ends at
+	// once however long it runs; a pipe its children hold open is given
+	// up soon after.
+	cmd := exec.CommandContext(s.ctx, "/bin/sh", "-c", line)
+	cmd.WaitDelay = 50 * time.Millisecond
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.Output()
+	if s.ctx.Err() != nil {
+		return nil
+	}
 	if len(out) > 0 {
 		if werr := s.w.System(string(out)); werr != nil {
 			return werr

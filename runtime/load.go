@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/syntax"
 )
@@ -20,6 +22,9 @@ import (
 // back to its kprobe version.
 func (s *Session) load() error {
 	spec := s.out.Collection
+	if err := inject.Fail(inject.Maps); err != nil {
+		return fmt.Errorf("%w: create maps: %v", ErrLoad, err)
+	}
 	coll, err := ebpf.NewCollection(&ebpf.CollectionSpec{Maps: spec.Maps, Programs: map[string]*ebpf.ProgramSpec{}})
 	if err != nil {
 		return fmt.Errorf("%w: create maps: %v", ErrLoad, err)
@@ -30,6 +35,14 @@ func (s *Session) load() error {
 		kernelTypes = loadKernelTypes()
 	}
 	for _, p := range s.out.Programs {
+		if err := inject.Delay(s.ctx, inject.Load); err != nil {
+			coll.Close()
+			return err
+		}
+		if err := inject.Fail(inject.Load); err != nil {
+			coll.Close()
+			return s.explain(p, err)
+		}
 		prog, err := s.loadProgram(p, kernelTypes)
 		if err != nil && p.Fallback != nil {
 			fb, fbErr := s.loadProgram(p.Fallback, kernelTypes)
@@ -182,7 +195,7 @@ func (s *Session) explain(prog *codegen.Program, err error) error {
 // Load loads a compiled program into the kernel and unloads it again:
 // what --dry-run does to prove the verifier accepts every probe.
 func Load(out *codegen.Output, opts *Options) error {
-	s := &Session{out: out, opts: opts}
+	s := &Session{out: out, opts: opts, ctx: context.Background()}
 	if err := s.load(); err != nil {
 		return err
 	}

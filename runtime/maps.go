@@ -3,8 +3,11 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
@@ -32,17 +35,26 @@ func (s *Session) readMap(gm *codegen.Map, dec *decoder) (*output.Map, error) {
 	}
 	var hists map[string]*hist
 	var order []string
-	it := m.Iterate()
-	var key []byte
+	var err error
 	switch {
 	case !gm.PerCPU:
-		var val []byte
-		for it.Next(&key, &val) {
+		size := int(m.ValueSize())
+		var vals []byte
+		err = readBatches(m, func(n int) any {
+			out, b := byteRows(n, size)
+			vals = b
+			return out
+		}, func(i int, key []byte) {
+			val := vals[i*size : (i+1)*size]
 			om.Entries = append(om.Entries, output.Entry{Key: decodeKey(dec, gm, key, keyed), Value: dec.value(vt, val, asValue)})
-		}
+		})
 	case gm.ValueSize == 8:
-		var vals []uint64
-		for it.Next(&key, &vals) {
+		var all []uint64
+		err = readBatches(m, func(n int) any {
+			all = make([]uint64, n*s.ncpu)
+			return all
+		}, func(i int, key []byte) {
+			vals := all[i*s.ncpu : (i+1)*s.ncpu]
 			switch vt.Kind {
 			case check.Hist, check.Lhist:
 				userKey := key[:len(key)-8]
@@ -68,17 +80,19 @@ func (s *Session) readMap(gm *codegen.Map, dec *decoder) (*output.Map, error) {
 			case check.Sum:
 				om.Entries = append(om.Entries, output.Entry{Key: decodeKey(dec, gm, key, keyed), Value: output.Sum(sumU64(vals), vt.Signed)})
 			}
-		}
+		})
 	default:
-		var vals []pair
-		for it.Next(&key, &vals) {
-			v, ok := combine(vt, vals)
-			if ok {
+		var all []pair
+		err = readBatches(m, func(n int) any {
+			all = make([]pair, n*s.ncpu)
+			return all
+		}, func(i int, key []byte) {
+			if v, ok := combine(vt, all[i*s.ncpu:(i+1)*s.ncpu]); ok {
 				om.Entries = append(om.Entries, output.Entry{Key: decodeKey(dec, gm, key, keyed), Value: v})
 			}
-		}
+		})
 	}
-	if err := it.Err(); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", gm.Display(), err)
 	}
 	// bpftrace shows a count map without keys as 0 until it counts.
@@ -96,6 +110,43 @@ func (s *Session) readMap(gm *codegen.Map, dec *decoder) (*output.Map, error) {
 		om.Entries = append(om.Entries, output.Entry{Key: h.key, Value: v})
 	}
 	return om, nil
+}
+
+// batchSize is how many elements one system call reads at first.
+const batchSize = 256
+
+// readBatches reads every element of m a batch at a time: newValues
+// makes the slice that receives the values of n elements, and fn is
+// called with the index and key of each element read into it.
+func readBatches(m *ebpf.Map, newValues func(n int) any, fn func(i int, key []byte)) error {
+	keySize := int(m.KeySize())
+	var cursor ebpf.MapBatchCursor
+	for n := batchSize; ; {
+		keysOut, keys := byteRows(n, keySize)
+		got, err := m.BatchLookup(&cursor, keysOut, newValues(n), nil)
+		if errors.Is(err, unix.ENOSPC) {
+			// A hash bucket holds more elements than the batch; the
+			// kernel read none of them.
+			n *= 2
+			continue
+		}
+		for i := range got {
+			fn(i, keys[i*keySize:(i+1)*keySize])
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// byteRows makes a slice of n arrays of size bytes, the shape batch
+// lookups fill, and returns it with the bytes behind it.
+func byteRows(n, size int) (any, []byte) {
+	v := reflect.MakeSlice(reflect.SliceOf(reflect.ArrayOf(size, reflect.TypeFor[byte]())), n, n)
+	return v.Interface(), unsafe.Slice((*byte)(v.UnsafePointer()), n*size)
 }
 
 func sumU64(vals []uint64) uint64 {

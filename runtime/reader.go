@@ -12,8 +12,9 @@ import (
 type MapReader struct {
 	mu sync.Mutex
 	s  *Session // nil once the run has ended
-	// dec is the reader's own: symbolizers are not safe for concurrent
-	// use, and the session's decodes records meanwhile.
+	// dec is the reader's own, as the session's decodes records
+	// meanwhile; they share the user-space symbolizer, which is safe
+	// for concurrent use.
 	dec *decoder
 }
 

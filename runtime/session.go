@@ -19,6 +19,8 @@ import (
 
 	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/elfsym"
+	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/output"
 )
 
@@ -60,6 +62,9 @@ type Options struct {
 	// LogSize is the verifier log's first size in bytes; 0 for the
 	// default. The log grows as the verifier needs.
 	LogSize uint32
+	// NotifyAttached prints bpftrace's __BPFTRACE_NOTIFY_PROBES_ATTACHED
+	// line on Stderr once every probe is attached.
+	NotifyAttached bool
 
 	// Printf, when set, receives every printf record in place of the
 	// output writer, with its arguments decoded, and writes what it
@@ -76,6 +81,10 @@ type Options struct {
 	// Lost, when set, receives each report of lost records in place of
 	// the writer's "Lost N events" line.
 	Lost func(n uint64) error
+	// Symbolizer, when set, resolves user addresses; a caller that
+	// remembers processes in it while they live keeps their symbols
+	// after they exit.
+	Symbolizer *elfsym.Symbolizer
 	// Maps, when set, is called before BEGIN runs with a reader of the
 	// program's maps, which other goroutines may use until Run returns.
 	Maps func(r *MapReader)
@@ -107,18 +116,39 @@ type Session struct {
 	loaded []*codegen.Program
 	cmd    *command
 
-	stopping atomic.Bool      // a signal, the command's end or exit()
-	exited   bool             // exit() was called
-	lost     uint64           // lost records already reported
-	args     [][]output.Value // per action, the decoded arguments, reused
+	ctx      context.Context                // done once a signal stops the run
+	stopping atomic.Bool                    // a signal, the command's end or exit()
+	signal   atomic.Pointer[os.Signal]      // the signal that stopped the run
+	printNow atomic.Bool                    // SIGUSR1 asks for the maps
+	reader   atomic.Pointer[ringbuf.Reader] // rd, for other goroutines to wake
+	exited   bool                           // exit() was called
+	lost     uint64                         // lost records already reported
+	args     [][]output.Value               // per action, the decoded arguments, reused
 }
 
 // ErrLoad wraps failures to load programs into the kernel.
 var ErrLoad = errors.New("load")
 
+// An InterruptError says a signal ended the run before any probe ran:
+// nothing was printed, and what was loaded is unloaded again.
+type InterruptError struct {
+	Signal os.Signal
+}
+
+func (e *InterruptError) Error() string { return "interrupted by " + e.Signal.String() }
+
 // Run runs a compiled program until it exits, its -c command ends, a
 // signal arrives or ctx is done. Whatever happens, probes are detached
 // and maps printed before it returns.
+//
+// The signals are caught from the start. One arriving before BEGIN runs
+// unloads what was loaded and makes Run return an *InterruptError. Once
+// BEGIN has run, the first stops the run where it is: an attach in
+// progress is rolled back, and END runs and the maps are printed as at
+// any other end. One arriving while the run is already ending, or the
+// second, ends the process at once with ExitBySignal: descriptors own
+// everything kinst put into the kernel, and the -c command dies with it.
+// SIGUSR1 prints the maps and the run goes on, as in bpftrace.
 func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	s := &Session{out: out, opts: opts, args: make([][]output.Value, len(out.Actions))}
 	if opts.Stderr == nil {
@@ -127,6 +157,20 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
 	}
+	stopSignals := opts.Signals
+	if stopSignals == nil {
+		stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM}
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, append(stopSignals, syscall.SIGUSR1)...)
+	defer signal.Stop(sigs)
+	var cancel context.CancelFunc
+	s.ctx, cancel = context.WithCancel(ctx)
+	defer cancel()
+	unwatch := context.AfterFunc(s.ctx, s.stop)
+	defer unwatch()
+	go s.watch(sigs, cancel)
+
 	s.buf = bufio.NewWriterSize(opts.Out, 64<<10)
 	if opts.Format == JSON {
 		s.w = output.NewJSON(s.buf)
@@ -138,22 +182,29 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		return err
 	}
 	if err := s.load(); err != nil {
-		return err
+		return s.interrupted(err)
 	}
 	defer s.coll.Close()
-	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap], noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}
+	usyms := opts.Symbolizer
+	if usyms == nil {
+		usyms = elfsym.NewSymbolizer()
+	}
+	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap], usyms: usyms, noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}
 	if s.lostMem, err = s.coll.Maps[codegen.LostMap].Memory(); err != nil {
 		return fmt.Errorf("map the lost-records counter: %w", err)
 	}
 	if opts.Maps != nil {
-		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks}}
+		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks, usyms: usyms}}
 		defer r.end()
 		opts.Maps(r)
 	}
-	if s.rd, err = ringbuf.NewReader(s.coll.Maps[codegen.EventsMap]); err != nil {
+	rd, err := ringbuf.NewReader(s.coll.Maps[codegen.EventsMap])
+	if err != nil {
 		return fmt.Errorf("open ring buffer: %w", err)
 	}
-	defer s.rd.Close()
+	defer rd.Close()
+	s.rd = rd
+	s.reader.Store(rd)
 
 	if len(opts.Command) > 0 {
 		if s.cmd, err = startCommand(opts.Command); err != nil {
@@ -164,22 +215,9 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	if err := s.setConsts(); err != nil {
 		return err
 	}
-	stopSignals := opts.Signals
-	if stopSignals == nil {
-		stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM}
+	if err := s.interrupted(nil); err != nil {
+		return err
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, stopSignals...)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-sigs:
-		case <-ctx.Done():
-		}
-		s.stop()
-	}()
 
 	if !opts.Quiet {
 		s.w.AttachedProbes(uint64(len(out.Targets)))
@@ -196,6 +234,19 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 			s.detach()
 			return err
 		}
+		if err := s.runIterators(); err != nil {
+			s.detach()
+			return err
+		}
+	}
+	if !s.stopping.Load() || s.exited {
+		if opts.NotifyAttached {
+			// bpftrace's test engine waits for this line on standard
+			// error before it starts its workload.
+			fmt.Fprintln(opts.Stderr, "__BPFTRACE_NOTIFY_PROBES_ATTACHED")
+		}
+	}
+	if !s.stopping.Load() {
 		if s.cmd != nil {
 			if err := s.cmd.release(); err != nil {
 				s.detach()
@@ -221,14 +272,56 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		// END runs after exit() too, and what it prints must be read.
 		s.exited = false
 	}
+	inject.Delay(context.Background(), inject.End)
 	if err := s.runSpecial("END"); err != nil {
 		<-detached
 		return err
 	}
 	s.drain()
 	s.reportLost()
-	printErr := s.printMaps()
+	printErr := s.printMaps(true)
 	return errors.Join(printErr, <-detached)
+}
+
+// watch handles the signals: SIGUSR1 asks for the maps, the first stop
+// signal stops the run, a later one forces the exit.
+func (s *Session) watch(sigs <-chan os.Signal, cancel context.CancelFunc) {
+	for sig := range sigs {
+		if sig == syscall.SIGUSR1 {
+			s.printNow.Store(true)
+			s.wake()
+			continue
+		}
+		if s.stopping.Load() {
+			ExitBySignal(sig)
+		}
+		s.signal.Store(&sig)
+		cancel()
+		s.stop()
+	}
+}
+
+// interrupted returns an *InterruptError in place of err if a signal
+// stopped the run, and err otherwise.
+func (s *Session) interrupted(err error) error {
+	if sig := s.signal.Load(); sig != nil {
+		return &InterruptError{Signal: *sig}
+	}
+	return err
+}
+
+// ExitBySignal ends the process as sig would have if kinst did not
+// catch it, so that a shell sees the usual status (130 for SIGINT).
+// The -c command, started with a parent-death signal, dies with kinst.
+func ExitBySignal(sig os.Signal) {
+	signal.Reset(sig)
+	if ss, ok := sig.(syscall.Signal); ok {
+		syscall.Kill(os.Getpid(), ss)
+		// Delivery to another thread may take a moment.
+		time.Sleep(100 * time.Millisecond)
+		os.Exit(128 + int(ss))
+	}
+	os.Exit(1)
 }
 
 // stop ends the event loop.
@@ -236,7 +329,14 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 // then returns what is pending and ringbuf.ErrFlushed.
 func (s *Session) stop() {
 	s.stopping.Store(true)
-	s.rd.Flush()
+	s.wake()
+}
+
+// wake makes the event loop look at the stop and print requests.
+func (s *Session) wake() {
+	if rd := s.reader.Load(); rd != nil {
+		rd.Flush()
+	}
 }
 
 // setConsts fills the values programs read from the consts map.
@@ -272,11 +372,16 @@ func (s *Session) runSpecial(provider string) error {
 
 // attachAll attaches every program but BEGIN and END, in an order that
 // makes probes sharing a target run in program order, as bpftrace's do.
+// A signal stops it between two attaches, with what it attached so far
+// in s.links for the end of the run to detach.
 func (s *Session) attachAll() error {
 	for _, i := range attachOrder(s.loaded) {
 		p := s.loaded[i]
 		if p.Mechanism == codegen.MechTestRun {
 			continue
+		}
+		if inject.Delay(s.ctx, inject.Attach) != nil {
+			return nil
 		}
 		a, err := s.attach(p)
 		if err != nil && p.Fallback != nil {
@@ -293,6 +398,9 @@ func (s *Session) attachAll() error {
 				a, err = s.attach(p)
 			}
 		}
+		if err != nil && s.ctx.Err() != nil {
+			return nil // the signal's doing: Attach rolled its own links back
+		}
 		if err != nil {
 			return err
 		}
@@ -301,6 +409,25 @@ func (s *Session) attachAll() error {
 				n, len(p.Targets), p.Probe.Syntax.Points[0].Raw, a.Skipped[0])
 		}
 		s.links = append(s.links, a.Links...)
+	}
+	return nil
+}
+
+// runIterators reads every attached iterator to its end, which runs its
+// probe once per object; a program with iterators then ends, as
+// bpftrace's does.
+func (s *Session) runIterators() error {
+	ran := false
+	for _, l := range s.links {
+		if it, ok := l.(attach.IterLink); ok {
+			if err := it.Run(); err != nil {
+				return err
+			}
+			ran = true
+		}
+	}
+	if ran {
+		s.stop()
 	}
 	return nil
 }
@@ -326,7 +453,10 @@ func (s *Session) attach(p *codegen.Program) (*attach.Attached, error) {
 		fmt.Fprintf(s.opts.Stderr, "kinst: %s (%d targets): %s: %s\n", p.Targets[0].FullName(), len(p.Targets), p.Mechanism, p.Why)
 	}
 	start := time.Now()
-	a, err := attach.Attach(s.coll.Programs[p.Name], p.Targets, attach.Options{
+	if err := inject.Fail(inject.Attach); err != nil {
+		return nil, fmt.Errorf("attach %s: %w", p.Targets[0].FullName(), err)
+	}
+	a, err := attach.Attach(s.ctx, s.coll.Programs[p.Name], p.Targets, attach.Options{
 		FirstID:    p.FirstTarget,
 		Multi:      p.Mechanism == codegen.MechKprobeMulti || p.Mechanism == codegen.MechUprobeMulti,
 		Trampoline: p.Mechanism.IsTrampoline(),
@@ -348,6 +478,7 @@ func (s *Session) warnf(format string, args ...any) {
 }
 
 func (s *Session) detach() error {
+	inject.Delay(context.Background(), inject.Detach)
 	start, n := time.Now(), len(s.links)
 	err := attach.Detach(s.links)
 	s.links = nil
@@ -362,6 +493,10 @@ func (s *Session) loop() {
 	var rec ringbuf.Record
 	lostCheck := time.Now()
 	for !s.stopping.Load() {
+		if s.printNow.Swap(false) {
+			s.drain()
+			s.printMaps(false)
+		}
 		if time.Since(lostCheck) > time.Second {
 			s.reportLost()
 			lostCheck = time.Now()
@@ -447,11 +582,15 @@ func (s *Session) lostTotal() (uint64, error) {
 	return le.Uint64(buf[:]), nil
 }
 
-// printMaps prints every map, as bpftrace does at exit.
-func (s *Session) printMaps() error {
+// printMaps prints every map, as bpftrace does at exit and on SIGUSR1,
+// where it leaves out the blank lines it prints before them at exit.
+func (s *Session) printMaps(exit bool) error {
 	maps := make([]*output.Map, 0, len(s.out.Maps))
 	var errs []error
 	for _, gm := range s.out.Maps {
+		if exit {
+			inject.Delay(context.Background(), inject.Print)
+		}
 		m, err := s.readMap(gm, s.dec)
 		if err != nil {
 			errs = append(errs, err)
@@ -463,7 +602,9 @@ func (s *Session) printMaps() error {
 	if s.opts.ExitMaps != nil {
 		return errors.Join(append(errs, s.opts.ExitMaps(maps))...)
 	}
-	io.WriteString(s.opts.Stdout, output.ExitSeparator)
+	if exit {
+		io.WriteString(s.opts.Stdout, output.ExitSeparator)
+	}
 	errs = append(errs, s.w.Maps(maps), s.buf.Flush())
 	return errors.Join(errs...)
 }

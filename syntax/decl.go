@@ -127,6 +127,10 @@ func (p *parser) parseDecl() *Decl {
 			return nil
 		}
 		d.Names = append(d.Names, n)
+		if p.typedefs == nil {
+			p.typedefs = map[string]bool{}
+		}
+		p.typedefs[n.Name] = true
 		if p.tok != COMMA {
 			break
 		}

@@ -54,7 +54,10 @@ type parser struct {
 	specs bool // scan the next token as an attach point
 
 	inPred bool // a "/" before "{" closes the predicate
-	bail   bool // too many errors: stop reporting
+	// typedefs names the program's typedefs declared so far, which
+	// casts and sizeof take as type names, as a C parser does.
+	typedefs map[string]bool
+	bail     bool // too many errors: stop reporting
 }
 
 // bailout ends a parse that has reported too many errors.
@@ -522,7 +525,7 @@ func (p *parser) isCast() bool {
 		_, _, _, name := p.s.scan()
 		p.s.off = off
 		p.errs = p.errs[:nerr]
-		if intTypes[name] {
+		if intTypes[name] || p.typedefs[name] {
 			return t2 == RPAREN || t2 == MUL
 		}
 		// A typedef must be a pointer to be told from (x * y).
@@ -687,7 +690,7 @@ func (p *parser) isTypeStart() bool {
 	case STRUCT, UNION, ENUM:
 		return true
 	case IDENT:
-		return intTypes[p.lit]
+		return intTypes[p.lit] || p.typedefs[p.lit]
 	}
 	return false
 }

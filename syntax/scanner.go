@@ -35,8 +35,9 @@ func (s *scanner) error(off, end int, format string, args ...any) {
 	s.errs.Add(s.file, s.file.Pos(off), s.file.Pos(end), format, args...)
 }
 
-// skipSpace skips white space, comments and #include lines, which kinst
-// ignores because it reads kernel types from BTF instead of headers.
+// skipSpace skips white space, comments and preprocessor directives: a
+// program compiled by kinst has had them carried out by package
+// preprocess, and a parse without it (tools, tests) ignores them.
 func (s *scanner) skipSpace() {
 	for s.off < len(s.src) {
 		c := s.src[s.off]

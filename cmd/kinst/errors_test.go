@@ -52,6 +52,18 @@ func TestCompileErrors(t *testing.T) {
 				"-e:1:18: expected '{' or a /predicate/, found end of program\n" +
 				"BEGIN { @ = 1 } @\n" +
 				"                 ^\n"},
+		{"malformed declaration", []string{"-e", "struct s { int x }; BEGIN { }"}, false,
+			"-e:1:18: expected ';' after field, found '}'\n" +
+				"struct s { int x }; BEGIN { }\n" +
+				"                 ^\n"},
+		{"unknown field type", []string{"-e", "struct s {\n\tstruct nope *p;\n\tnope_t q;\n}; BEGIN { }"}, false,
+			"-e:3:2: unknown type nope_t\n" +
+				"\tnope_t q;\n" +
+				"\t^~~~~~\n"},
+		{"array index out of bounds", []string{"-e", "struct s { int a[2]; }; BEGIN { @ = ((struct s *)0)->a[2]; }"}, false,
+			"-e:1:37: the index 2 is out of bounds for array of size 2\n" +
+				"struct s { int a[2]; }; BEGIN { @ = ((struct s *)0)->a[2]; }\n" +
+				"                                    ^~~~~~~~~~~~~~~~~~~~~\n"},
 		{"map kind changes", []string{"-e", "BEGIN { @x = count(); @x = 1; }"}, false,
 			"-e:1:23: @x holds count values; cannot assign int64\n" +
 				"BEGIN { @x = count(); @x = 1; }\n" +
@@ -100,6 +112,10 @@ func TestCompileErrors(t *testing.T) {
 			"-e:1:1: watchpoint mode \"rx\" mixes execution with reads or writes, which one debug register cannot watch\n" +
 				"watchpoint:0x1000:8:rx { }\n" +
 				"^~~~~~~~~~~~~~~~~~~~~~\n"},
+		{"unknown iterator", []string{"-e", "iter:nope { }"}, true,
+			"-e:1:1: this kernel has no iterator nope; kinst -l 'iter:*' lists them\n" +
+				"iter:nope { }\n" +
+				"^~~~~~~~~\n"},
 		{"uprobe on a missing binary", []string{"-e", "uprobe:/nonexistent/bin:f { }"}, true,
 			"-e:1:1: resolve /nonexistent/bin: no such binary or library: stat /nonexistent/bin: no such file or directory\n" +
 				"uprobe:/nonexistent/bin:f { }\n" +
@@ -231,7 +247,7 @@ func TestUsageErrors(t *testing.T) {
 		{"user symbols", []string{"BPFTRACE_NO_USER_SYMBOLS=yes"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_NO_USER_SYMBOLS=\"yes\": want 0 or 1\n"},
 		{"no program", nil, nil, "kinst: no program: give -e PROGRAM or a file (kinst -h for help)\n"},
 		{"missing file", nil, []string{"testdata/nonexistent.bt"}, "kinst: open testdata/nonexistent.bt: no such file or directory\n"},
-		{"output format", nil, []string{"-f", "xml", "-e", "BEGIN {}"}, "kinst: unknown output format \"xml\": use text or json\n"},
+		{"output format", nil, []string{"-f", "xml", "-e", "BEGIN {}"}, "kinst: unknown output format \"xml\": use text, json or pprof\n"},
 		{"debug stage", nil, []string{"-d", "nope", "-e", "BEGIN {}"}, "kinst: unknown stage \"nope\" for -d: use ast, types, bpf or all\n"},
 		{"command quote", nil, []string{"-c", `"x`, "-e", "BEGIN {}"}, "kinst: -c: unterminated quote in command\n"},
 		{"string length", []string{"KINST_STRLEN=abc"}, []string{"-e", "BEGIN {}"}, "kinst: KINST_STRLEN=\"abc\" is not a positive integer\n"},

@@ -28,7 +28,8 @@ const usage = `USAGE:
 
 OPTIONS:
     -B MODE        output buffering mode ('line', 'full', 'none')
-    -f FORMAT      output format ('text', 'json')
+    -f FORMAT      output format ('text', 'json', 'pprof': the maps keyed by
+                   kstack or ustack as a pprof profile in -o FILE)
     -o file        redirect program output to file
     -e 'program'   execute this program
     -h, --help     show this help message

@@ -18,12 +18,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/export/pprof"
 	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/instruments"
+	"kinst.dev/kinst/internal/inject"
+	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/runtime"
 	"kinst.dev/kinst/syntax"
@@ -121,15 +127,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if *prog != "" {
 			pattern = *prog
 		}
-		return listProbes(pattern, *verbose, stdout, stderr)
+		return listProbes(pattern, *verbose, int(pid), stdout, stderr)
 	}
 	var rf runtime.Format
 	switch *format {
 	case "text":
 	case "json":
 		rf = runtime.JSON
+	case "pprof":
+		if *outFile == "" {
+			fmt.Fprintf(stderr, "kinst: -f pprof writes a binary profile: give -o FILE\n")
+			return 2
+		}
 	default:
-		fmt.Fprintf(stderr, "kinst: unknown output format %q: use text or json\n", *format)
+		fmt.Fprintf(stderr, "kinst: unknown output format %q: use text, json or pprof\n", *format)
 		return 2
 	}
 	if !pipeline.ValidStage(*debug) {
@@ -194,11 +205,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	if err := inject.Check(); err != nil {
+		fmt.Fprintf(stderr, "kinst: %v\n", err)
+		return 2
+	}
+	// Until the run catches signals, SIGINT and SIGTERM end kinst as
+	// they end any process: nothing is in the kernel yet.
+	inject.Delay(context.Background(), inject.Compile)
 	out, err := pipeline.Compile(name, src, popts)
 	if err != nil {
 		return report(err, *verbose, stderr)
 	}
 
+	var stackMaps []string
+	if *format == "pprof" {
+		if stackMaps = stackKeyed(out); len(stackMaps) == 0 {
+			fmt.Fprintf(stderr, "kinst: -f pprof: %v\n", pprof.ErrNoStacks)
+			return 1
+		}
+	}
 	w := stdout
 	if *outFile != "" {
 		f, err := os.Create(*outFile)
@@ -213,6 +238,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return report(runtime.Load(out, &runtime.Options{Stderr: stderr, Verbose: *verbose}), *verbose, stderr)
 	}
 	ropts.Out = w
+	// bpftrace prints the line when the variable is set, even empty.
+	_, ropts.NotifyAttached = os.LookupEnv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")
+	if *format == "pprof" {
+		writeProfile(ropts, w, stdout, stackMaps)
+	}
 	if *promAt != "" {
 		srv, err := prom.Listen(*promAt)
 		if err != nil {
@@ -223,6 +253,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 		srv.Feed(ropts)
 	}
 	return report(runtime.Run(context.Background(), out, ropts), *verbose, stderr)
+}
+
+// stackKeyed names the maps with a kstack or ustack in their keys.
+func stackKeyed(out *codegen.Output) []string {
+	var names []string
+	for _, m := range out.Maps {
+		if slices.ContainsFunc(m.Keys, func(t *check.Type) bool { return t.Kind == check.Stack }) {
+			names = append(names, m.Display())
+		}
+	}
+	return names
+}
+
+// writeProfile makes the run write the maps called names as a pprof
+// profile to w at exit, and print the others to stdout.
+func writeProfile(opts *runtime.Options, w, stdout io.Writer, names []string) {
+	start := time.Now()
+	opts.Out = stdout
+	opts.ExitMaps = func(maps []*output.Map) error {
+		err := pprof.Write(w, maps, pprof.Options{Maps: names, Start: start, Duration: time.Since(start)})
+		rest := slices.DeleteFunc(slices.Clone(maps), func(m *output.Map) bool { return slices.Contains(names, m.Name) })
+		if err != nil || len(rest) == 0 {
+			return err
+		}
+		io.WriteString(stdout, output.ExitSeparator)
+		return output.NewText(stdout).Maps(rest)
+	}
 }
 
 // isSet reports whether the option called name was given.
@@ -267,7 +324,10 @@ func report(err error, verbose bool, stderr io.Writer) int {
 	var list syntax.ErrorList
 	var ve *runtime.VerifierError
 	var ee exitError
+	var ie *runtime.InterruptError
 	switch {
+	case errors.As(err, &ie):
+		runtime.ExitBySignal(ie.Signal)
 	case errors.As(err, &list):
 		fmt.Fprintln(stderr, list.Detail())
 	case errors.As(err, &ve):

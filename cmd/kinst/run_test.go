@@ -216,6 +216,37 @@ func TestWatchpoints(t *testing.T) {
 	}
 }
 
+// An iterator runs its probe once per object, in order, and then kinst
+// ends: the target process has one thread, and open files 0 to 4
+// (standard input, output and error, and two more).
+func TestIterators(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Iter, testenv.Ringbuf)
+	var extra []*os.File
+	for range 2 {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		extra = append(extra, f)
+	}
+	cmd := exec.Command(target(t), "sleep", "60000")
+	cmd.ExtraFiles = extra
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	pid := strconv.Itoa(cmd.Process.Pid)
+	kinst(t, "-q", "-e", `iter:task /ctx->task->tgid == $1/ { printf("%s %d\n", ctx->task->comm, ctx->task->pid == $1); }`, pid).
+		want(t, 0, comm(targetName)+" 1\n\n\n", "")
+	// Descriptors the test binary inherited without close-on-exec may
+	// follow, so only the first five are looked at.
+	kinst(t, "-q", "-e", `iter:task_file /ctx->task->tgid == $1 && ctx->fd < 5/ { printf("%d ", ctx->fd); }`, pid).
+		want(t, 0, "0 1 2 3 4 \n\n", "")
+}
+
 // With -c, kinst stops when the command ends, and promptly: detaching
 // one tracepoint takes a few tens of milliseconds.
 func TestCommandEndStopsKinst(t *testing.T) {

@@ -48,8 +48,8 @@ func features(args []string, stdout, stderr io.Writer) int {
 }
 
 // listProbes prints the probes matching pattern.
-func listProbes(pattern string, verbose bool, stdout, stderr io.Writer) int {
-	if err := attach.List(stdout, pattern, verbose); err != nil {
+func listProbes(pattern string, verbose bool, pid int, stdout, stderr io.Writer) int {
+	if err := attach.List(stdout, pattern, verbose, pid); err != nil {
 		fmt.Fprintf(stderr, "kinst: %v\n", err)
 		return 1
 	}

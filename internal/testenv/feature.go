@@ -29,6 +29,7 @@ const (
 	Tracepoint                   // tracepoint program on a syscall tracepoint
 	RawTracepoint                // raw tracepoint program
 	PerfEvent                    // perf_event program on a software event
+	Iter                         // task iterator program
 	numFeatures
 )
 
@@ -56,6 +57,7 @@ var features = [numFeatures]featureInfo{
 	Tracepoint:    {"tracepoint", version{4, 7}, []string{"CONFIG_BPF_EVENTS", "CONFIG_FTRACE_SYSCALLS"}, probeTracepoint},
 	RawTracepoint: {"raw tracepoint", version{4, 17}, []string{"CONFIG_BPF_EVENTS"}, probeRawTracepoint},
 	PerfEvent:     {"perf_event", version{4, 9}, []string{"CONFIG_BPF_EVENTS", "CONFIG_PERF_EVENTS"}, probePerfEvent},
+	Iter:          {"iter", version{5, 8}, []string{"CONFIG_BPF_SYSCALL", "CONFIG_DEBUG_INFO_BTF"}, probeIter},
 }
 
 // tracingConfigs are what fentry, fexit and fmod_ret programs need: BTF to

@@ -78,6 +78,12 @@ func probeFentry() error  { return probeTracing(ebpf.AttachTraceFEntry, probeFun
 func probeFexit() error   { return probeTracing(ebpf.AttachTraceFExit, probeFunc) }
 func probeFmodRet() error { return probeTracing(ebpf.AttachModifyReturn, probeSecurityFunc) }
 
+func probeIter() error {
+	return attach(ebpf.Tracing, ebpf.AttachTraceIter, "task", func(p *ebpf.Program) (link.Link, error) {
+		return link.AttachIter(link.IterOptions{Program: p})
+	})
+}
+
 func probeUprobe() error {
 	exe, off, err := entryOffset()
 	if err != nil {

@@ -8,6 +8,9 @@
 //	workload nanosleep N USEC   N sleeps of USEC microseconds
 //	workload write N BYTES      N writes of BYTES bytes to /dev/null
 //	workload spin MS            burn CPU for MS milliseconds
+//	workload burn MS            burn CPU for MS milliseconds in the Go
+//	                            function main.burn, for profiles; it reads
+//	                            the clock once every few milliseconds
 //	workload clocksleep N USEC  N clock_nanosleep calls of USEC microseconds,
 //	                            a call the Go runtime never makes itself
 //	workload open N PATH        N opens of PATH; exits with the errno of the
@@ -169,6 +172,15 @@ func run(args []string) error {
 				time.Sleep(10 * time.Microsecond)
 			}
 		}
+	case "burn":
+		end := time.Now().Add(time.Duration(n) * time.Millisecond)
+		x := uint64(1)
+		for time.Now().Before(end) {
+			x = burn(x)
+		}
+		if x == 0 {
+			return fmt.Errorf("burn reached 0") // keeps x alive; it never is 0
+		}
 	case "spin":
 		end := time.Now().Add(time.Duration(n) * time.Millisecond)
 		for time.Now().Before(end) {
@@ -177,6 +189,17 @@ func run(args []string) error {
 		return fmt.Errorf("unknown workload %q", args[0])
 	}
 	return nil
+}
+
+// burn does a few milliseconds of arithmetic and nothing else, so that
+// a CPU profile of the burn workload finds it on CPU, not the clock.
+//
+//go:noinline
+func burn(x uint64) uint64 {
+	for range 1 << 20 {
+		x = x*6364136223846793005 + 1442695040888963407
+	}
+	return x | 1
 }
 
 // callee is what uprobe tests probe: its i-th call returns 2*i+1. It is

@@ -87,6 +87,9 @@ func run() vm.Status {
 	if err := linkBusybox(); err != nil {
 		warnf("busybox applets: %v", err)
 	}
+	if err := loopbackUp(); err != nil {
+		warnf("loopback: %v", err)
+	}
 	os.Setenv("PATH", vm.GuestPATH)
 	os.Setenv("HOME", "/root")
 	path, err := exec.LookPath(spec.Args[0])
@@ -114,6 +117,28 @@ func run() vm.Status {
 		fmt.Fprintf(console, "vmrun: %v\n", err)
 		return vm.Status{Exit: 126}
 	}
+}
+
+// loopbackUp brings up lo, which a kernel starts down: tests serve and
+// scrape metrics on 127.0.0.1 as they would on any machine.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("get flags: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("set flags: %w", err)
+	}
+	return nil
 }
 
 // openTTY opens a serial port and clears OPOST, so "\n" is not sent as "\r\n".

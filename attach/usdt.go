@@ -1,0 +1,222 @@
+package attach
+
+import (
+	"bufio"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/elfsym"
+	"kinst.dev/kinst/kernel"
+	"kinst.dev/kinst/syntax"
+	"kinst.dev/kinst/usdt"
+)
+
+// usdtFile is one file whose USDT probes a usdt attach point or listing
+// searches.
+type usdtFile struct {
+	path   string
+	probes []usdt.Probe
+}
+
+// usdtForm is how usdt probes are written.
+const usdtForm = "usdt:PATH:[PROVIDER:]NAME, or usdt:NAME with -p"
+
+// usdts resolves usdt:PATH:PROVIDER:NAME, usdt:PATH:NAME (any provider)
+// and, with -p, usdt:NAME and usdt::PROVIDER:NAME over every file the
+// process maps. Each probe site becomes a uprobe at the site; a site with
+// a semaphore has the kernel count attached probes in it.
+func (r *Resolver) usdts(ap *syntax.AttachPoint) ([]*check.Target, error) {
+	var bin, provider, name string
+	switch len(ap.Parts) {
+	case 3:
+		bin, provider, name = ap.Parts[0], ap.Parts[1], ap.Parts[2]
+	case 2:
+		bin, provider, name = ap.Parts[0], "*", ap.Parts[1]
+	case 1:
+		if r.Pid == 0 {
+			return nil, fmt.Errorf("usdt probes are written %s", usdtForm)
+		}
+		provider, name = "*", ap.Parts[0]
+	default:
+		return nil, fmt.Errorf("usdt probes are written %s", usdtForm)
+	}
+	files, err := r.usdtFiles(bin)
+	if err != nil {
+		return nil, err
+	}
+	var targets []*check.Target
+	for _, f := range files {
+		for _, p := range f.probes {
+			if !kernel.Match(provider, p.Provider) || !kernel.Match(name, p.Name) {
+				continue
+			}
+			u := Uprobe{Path: f.path, Symbol: p.FullName(), Offset: p.Offset, RefCtrOffset: p.SemaphoreOffset}
+			targets = append(targets, &check.Target{
+				Provider: "usdt",
+				Name:     f.path + ":" + p.FullName(),
+				Func:     p.Name,
+				NumArgs:  len(p.Args),
+				USDT:     p.Args,
+				Attach:   u,
+			})
+		}
+	}
+	if len(targets) == 0 {
+		spec := provider + ":" + name
+		if len(ap.Parts) < 3 {
+			spec = name
+		}
+		where := "the files process " + strconv.Itoa(r.Pid) + " maps"
+		list := fmt.Sprintf("kinst -lp %d 'usdt:*'", r.Pid)
+		if bin != "" {
+			where, list = files[0].path, fmt.Sprintf("kinst -l 'usdt:%s:*'", files[0].path)
+		}
+		return nil, fmt.Errorf("no USDT probe in %s matches %s; %s lists them", where, spec, list)
+	}
+	return targets, nil
+}
+
+// usdtFiles reads the probes of the files bin names: a path, a library
+// or program name, a wildcard over paths, or, when "" with -p, every file
+// the process maps. A named file must be ELF and have probes; among the
+// mapped files those without are passed over.
+func (r *Resolver) usdtFiles(bin string) ([]usdtFile, error) {
+	var paths []string
+	named := bin != ""
+	switch {
+	case !named && r.Pid == 0:
+		return nil, fmt.Errorf("usdt probes name a file unless -p gives a process: %s", usdtForm)
+	case !named:
+		var err error
+		if paths, err = mappedFiles(r.Pid); err != nil {
+			return nil, err
+		}
+	case kernel.HasGlob(bin):
+		paths, _ = filepath.Glob(bin)
+		if len(paths) == 0 {
+			return nil, fmt.Errorf("no file matches %s", bin)
+		}
+		named = len(paths) == 1
+	default:
+		path, err := elfsym.Resolve(bin, r.Pid)
+		if err != nil {
+			return nil, err
+		}
+		paths = []string{path}
+	}
+	var files []usdtFile
+	for _, path := range paths {
+		probes, err := usdt.Read(path)
+		var format *elf.FormatError
+		switch {
+		case err == nil:
+			files = append(files, usdtFile{path, probes})
+		case !named:
+		case errors.As(err, &format):
+			return nil, fmt.Errorf("%s is not an ELF file", path)
+		case errors.Is(err, usdt.ErrNoNotes):
+			return nil, fmt.Errorf("%s has no USDT probes", path)
+		default:
+			return nil, err
+		}
+	}
+	if len(files) == 0 {
+		if bin == "" {
+			return nil, fmt.Errorf("%w in the files process %d maps", usdt.ErrNoNotes, r.Pid)
+		}
+		return nil, fmt.Errorf("%w in the files matching %s", usdt.ErrNoNotes, bin)
+	}
+	return files, nil
+}
+
+// mappedFiles lists the executable and libraries process pid maps, each
+// once, named through /proc/PID/root so that a process in another mount
+// namespace is searched in its own, as bpftrace names them.
+func mappedFiles(pid int) ([]string, error) {
+	maps, err := elfsym.ReadMaps(pid)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, m := range maps {
+		if !m.File() || m.Deleted {
+			continue
+		}
+		p := fmt.Sprintf("/proc/%d/root%s", pid, m.Path)
+		if !slices.Contains(paths, p) {
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
+}
+
+// processExe names process pid's executable through /proc/PID/root, as
+// mappedFiles names the files it maps.
+func processExe(pid int) (string, error) {
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return "", fmt.Errorf("find the executable of process %d: %w", pid, err)
+	}
+	return fmt.Sprintf("/proc/%d/root%s", pid, exe), nil
+}
+
+// listUSDT lists the probes matching PATH:PROVIDER:NAME, PATH:NAME or
+// PATH alone, each probe once however many sites it has, sorted as
+// bpftrace sorts them. With pid, an empty or "*" PATH stands for every
+// file the process maps.
+func listUSDT(pid int) func(w *bufio.Writer, pattern string, verbose bool) error {
+	return func(w *bufio.Writer, pattern string, verbose bool) error {
+		parts := strings.Split(pattern, ":")
+		bin, provider, name := parts[0], "*", "*"
+		switch len(parts) {
+		case 1:
+		case 2:
+			name = parts[1]
+		case 3:
+			provider, name = parts[1], parts[2]
+		default:
+			return fmt.Errorf("list usdt probes as usdt:PATH[:PROVIDER[:NAME]]")
+		}
+		if pid != 0 && (bin == "*" || bin == "") {
+			bin = ""
+		} else if bin == "" {
+			return fmt.Errorf("list usdt probes as usdt:PATH[:PROVIDER[:NAME]], or with -p PID")
+		}
+		r := &Resolver{Pid: pid}
+		files, err := r.usdtFiles(bin)
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			var lines []string
+			args := map[string]string{}
+			for _, p := range f.probes {
+				if !kernel.Match(provider, p.Provider) || !kernel.Match(name, p.Name) {
+					continue
+				}
+				line := "usdt:" + f.path + ":" + p.FullName()
+				if _, seen := args[line]; !seen {
+					lines = append(lines, line)
+					args[line] = p.ArgSpec
+				}
+			}
+			slices.Sort(lines)
+			for _, l := range lines {
+				fmt.Fprintln(w, l)
+				if verbose {
+					for i, a := range strings.Fields(args[l]) {
+						fmt.Fprintf(w, "    arg%d: %s\n", i, a)
+					}
+				}
+			}
+		}
+		return nil
+	}
+}

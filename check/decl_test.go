@@ -1,0 +1,162 @@
+package check
+
+import (
+	"testing"
+
+	"kinst.dev/kinst/syntax"
+)
+
+// declSrc declares the types the layout tests measure. Sizes and offsets
+// are what GCC gives on x86-64 and arm64.
+const declSrc = `
+struct in { int x; short y; };
+union u { long l; int i[2]; char c; };
+enum color { RED, GREEN = 5, BLUE, WIDE = GREEN << 4 };
+typedef unsigned short u16x, *pu16x;
+struct out {
+	struct in a;
+	char name[4];
+	unsigned int b1 : 3, b2 : 5, : 0, b3 : 30;
+	union u un;
+	struct { int p; } anon;
+	union { char tag; long wide; };
+	enum color col;
+	u16x small[2][3];
+	struct out *next;
+	void (*fn)(int);
+	struct later *fwd;
+};
+struct packed_bits { unsigned char a : 4, b : 4, c : 4; unsigned long long d : 60; };
+struct later { int v; };
+`
+
+func TestDeclLayout(t *testing.T) {
+	tests := []struct {
+		expr string
+		want int64
+	}{
+		{"sizeof(struct in)", 8},
+		{"sizeof(union u)", 8},
+		{"offsetof(struct out, name)", 8},
+		{"offsetof(struct out, b1)", 12},
+		{"offsetof(struct out, b3)", 16},
+		{"offsetof(struct out, un)", 24},
+		{"offsetof(struct out, anon)", 32},
+		{"offsetof(struct out, tag)", 40},
+		{"offsetof(struct out, wide)", 40},
+		{"offsetof(struct out, col)", 48},
+		{"offsetof(struct out, small)", 52},
+		{"offsetof(struct out, next)", 64},
+		{"offsetof(struct out, fn)", 72},
+		{"sizeof(struct out)", 88},
+		{"sizeof(struct packed_bits)", 16},
+		{"offsetof(struct packed_bits, c)", 1},
+		{"offsetof(struct packed_bits, d)", 8},
+		{"sizeof(struct later)", 4},
+		{"BLUE", 6},
+		{"WIDE", 80},
+		{"sizeof(u16x)", 2},
+		{"sizeof(pu16x)", 8},
+		{"sizeof(((struct out *)0)->small)", 12},
+		{"sizeof(((struct out *)0)->small[1])", 6},
+		{"((struct out *)0)->fwd->v", 0},
+	}
+	for _, tt := range tests {
+		prog, err := checkSrc(t, declSrc+"BEGIN { @x = "+tt.expr+" }", &Config{Kernel: fakeKernel{}})
+		if err != nil {
+			t.Errorf("%s: %v", tt.expr, err)
+			continue
+		}
+		if tt.expr == "((struct out *)0)->fwd->v" {
+			if got := prog.Map("x").Value.String(); got != "int32" {
+				t.Errorf("%s has type %s, want int32", tt.expr, got)
+			}
+			continue
+		}
+		p := prog.Probes[0]
+		v, ok := p.Consts[p.Syntax.Body.Stmts[0].(*syntax.AssignStmt).Rhs]
+		if !ok || int64(v.Int) != tt.want {
+			t.Errorf("%s = %d (constant %v), want %d", tt.expr, int64(v.Int), ok, tt.want)
+		}
+	}
+}
+
+func TestDeclFields(t *testing.T) {
+	prog, err := checkSrc(t, declSrc+`kprobe:f {
+	$o = (struct out *)arg0;
+	@a = $o->a; @n = $o->name; @s = $o->small; @row = $o->small[1]; @b = $o->b2;
+	@k[$o->a, $o->small] = 1;
+	@t = ($o->a, 1);
+	@eq = $o->small == $o->small;
+	$i = 1;
+	@v = $o->small[$i][2];
+}`, &Config{Kernel: fakeKernel{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"a": "struct in", "n": "string[4]", "s": "uint16[3][2]", "row": "uint16[3]",
+		"b": "uint32", "t": "(struct in, int64)", "eq": "int64", "v": "uint16",
+	} {
+		if got := prog.Map(name).Value.String(); got != want {
+			t.Errorf("@%s holds %s, want %s", name, got, want)
+		}
+	}
+	b2 := findField(t, "struct out", "b2")
+	if b2.Offset != 12 || b2.BitOffset != 3 || b2.Bits != 5 {
+		t.Errorf("b2 at byte %d bit %d width %d, want 12, 3, 5", b2.Offset, b2.BitOffset, b2.Bits)
+	}
+}
+
+// findField lays out declSrc and returns a field of one of its structs.
+func findField(t *testing.T, tag, name string) *Field {
+	t.Helper()
+	parsed, err := syntax.Parse("t", []byte(declSrc+"BEGIN {}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := checker{conf: &Config{Kernel: fakeKernel{}}, file: parsed.File}
+	c.declare(parsed)
+	if len(c.errs) > 0 {
+		t.Fatal(c.errs)
+	}
+	return c.decls.tags[tag].Field(name)
+}
+
+func TestDeclErrors(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"struct a { struct nope x; }; BEGIN { }", "t:1:24: field x has incomplete type struct nope"},
+		{"struct a { nope_t x; }; BEGIN { }", "t:1:12: unknown type nope_t"},
+		{"struct a { int x; }; struct a { int y; }; BEGIN { }", "t:1:22: struct a is defined twice"},
+		{"struct a { float f; }; BEGIN { }", "t:1:12: floating-point type float is not supported"},
+		{"struct a { int x[N]; }; BEGIN { }", "t:1:18: unknown constant N"},
+		{"struct a { int x[-1]; }; BEGIN { }", "t:1:18: array size -1 is out of range"},
+		{"struct a { char c : 9; }; BEGIN { }", "t:1:21: invalid width 9 for bitfield c of type int8"},
+		{"struct a { void v; }; BEGIN { }", "t:1:17: v cannot have type void"},
+		{"enum e { A, A }; BEGIN { }", "t:1:13: enum constant A is defined twice"},
+		{"struct a { int x; }; BEGIN { @ = ((struct a *)0)->y }", "t:1:34: struct a has no field y"},
+		{"struct a { int x[2]; }; BEGIN { @ = ((struct a *)0)->x[2] }", "t:1:37: the index 2 is out of bounds for array of size 2"},
+		{"struct a { int x[2]; int y[3]; }; BEGIN { $p = (struct a *)0; @ = $p->x == $p->y }", "t:1:67: invalid operation: int32[2] == int32[3] (arrays of the same type support only == and !=)"},
+		{"struct a { int x[2]; }; BEGIN { $p = (struct a *)0; @ = $p->x < $p->x }", "t:1:57: invalid operation: int32[2] < int32[2] (arrays of the same type support only == and !=)"},
+		{"BEGIN { @ = sizeof(struct nope) }", "t:1:20: unknown type struct nope"},
+		{"struct f; BEGIN { @ = *((struct f *)0) }", "t:1:23: a struct f value cannot be stored"},
+	}
+	for _, tt := range tests {
+		_, err := checkSrc(t, tt.src, &Config{Kernel: fakeKernel{}})
+		if err == nil || err.(syntax.ErrorList)[0].Error() != tt.want {
+			t.Errorf("%s:\n got %v\nwant %s", tt.src, err, tt.want)
+		}
+	}
+}
+
+// A variable whose first assignment fails is not reported again at each
+// use: the first error is the one to fix.
+func TestFailedVariableReportedOnce(t *testing.T) {
+	_, err := checkSrc(t, "BEGIN { $x = nope; @y = $x + 1; @z = $x; @w = $v }", nil)
+	list, _ := err.(syntax.ErrorList)
+	if len(list) != 2 || list[0].Error() != "t:1:14: unknown identifier nope" || list[1].Error() != "t:1:47: variable $v is used before it is assigned" {
+		for _, e := range list {
+			t.Error(e)
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/pprof/profile"
+)
+
+// The kernel stacks of 1000 getppid calls go to the profile, with the
+// comm as a label; the map without stacks prints as text.
+func TestPprofFormat(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	w := workload(t)
+	file := filepath.Join(t.TempDir(), "calls.pb.gz")
+	prog := `tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @[kstack, comm] = count(); @n = count(); }`
+	kinst(t, "-f", "pprof", "-o", file, "-e", prog, "-c", w+" getppid 1000").want(t, 0, "Attaching 1 probe...\n\n\n@n: 1000\n", "")
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.SampleType) != 1 || *p.SampleType[0] != (profile.ValueType{Type: "samples", Unit: "count"}) {
+		t.Errorf("sample types %v, want samples/count", p.SampleType)
+	}
+	var total int64
+	for _, s := range p.Sample {
+		total += s.Value[0]
+		if got := s.Label["key1"]; !slices.Equal(got, []string{comm(w)}) {
+			t.Errorf("sample labels %v, want key1 %s", s.Label, comm(w))
+		}
+		var names []string
+		for _, l := range s.Location {
+			if l.Mapping == nil || l.Mapping.File != "[kernel.kallsyms]" || len(l.Line) != 1 {
+				t.Fatalf("location %v is not a symbolized kernel address", l)
+			}
+			names = append(names, l.Line[0].Function.Name)
+		}
+		if !slices.Contains(names, "do_syscall_64") {
+			t.Errorf("stack %v does not pass through do_syscall_64", names)
+		}
+	}
+	if total != 1000 {
+		t.Errorf("samples add up to %d, want 1000", total)
+	}
+}
+
+func TestPprofErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.pb.gz")
+	missing := filepath.Join(dir, "none", "p.pb.gz")
+	tests := []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"-f", "pprof", "-e", "profile:hz:99 { @[kstack] = count(); }"}, 2, "kinst: -f pprof writes a binary profile: give -o FILE\n"},
+		{[]string{"-f", "pprof", "-o", file, "-e", "BEGIN { @[comm] = count(); }"}, 1, "kinst: -f pprof: no map is keyed by kstack or ustack\n"},
+		{[]string{"-f", "pprof", "-o", missing, "-e", "profile:hz:99 { @[kstack] = count(); }"}, 1, "kinst: open " + missing + ": no such file or directory\n"},
+		{[]string{"-f", "svg", "-e", "BEGIN { }"}, 2, "kinst: unknown output format \"svg\": use text, json or pprof\n"},
+	}
+	for _, tt := range tests {
+		kinst(t, tt.args...).want(t, tt.code, "", tt.stderr)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("a failed run left %s: %v", file, err)
+	}
+}

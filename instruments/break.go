@@ -1,0 +1,247 @@
+package instruments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"kinst.dev/kinst/attach"
+	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/output"
+)
+
+func init() {
+	register(&Command{
+		Name:    "break",
+		Summary: "stop a process where a probe fires and a condition holds, then dump its core, hand it to gdb or leave it stopped (needs --unsafe)",
+		Run:     breakpoint,
+	})
+}
+
+// breakHits is the map that counts the stops the program made.
+const breakHits = "@kinst_stops"
+
+func breakpoint(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c Common
+	fs := c.Flags("break", stderr,
+		"usage: kinst break TARGET (--core FILE | --gdb | --stop) --unsafe [--if EXPR] [--count N] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [--show]",
+		"       kinst break --pid PID --core FILE --unsafe [--thread TID]",
+		"TARGET is a kernel function, uprobe:PATH:FUNC, syscall:NAME or tracepoint:CAT:NAME; the process whose thread hits it is stopped",
+		"(for kernel code, as it returns to user space). With no TARGET, --core dumps process PID now.",
+	)
+	core := fs.String("core", "", "write an ELF core file of the process to `FILE` (FILE.1, FILE.2, ... with --count), then let it go on")
+	gdb := fs.Bool("gdb", false, "leave the process stopped and run gdb -p on it (print the command when stdin is no terminal)")
+	stop := fs.Bool("stop", false, "leave the process stopped and say how to resume it")
+	cond := fs.String("if", "", "only hits where this kinst `EXPRESSION` holds, e.g. 'arg0 == 3'")
+	n := fs.Int("count", 1, "act on the first `N` hits")
+	thread := fs.Int("thread", 0, "with no TARGET: the thread `TID` gdb shows first")
+	pos, err := c.Parse(fs, args)
+	if err != nil {
+		return err
+	}
+	actions := 0
+	for _, on := range []bool{*core != "", *gdb, *stop} {
+		if on {
+			actions++
+		}
+	}
+	switch {
+	case len(pos) > 1:
+		return usageError("name one target")
+	case actions != 1:
+		return usageError("say what to do at the breakpoint: --core FILE, --gdb or --stop")
+	case *n < 1:
+		return usageError("--count %d: give a positive number of hits", *n)
+	case *n > 1 && *core == "":
+		return usageError("--count applies to --core: --gdb and --stop act on the first hit")
+	case (*gdb || *stop) && c.Command != "":
+		return usageError("--gdb and --stop leave the process stopped, and kinst ends a -c command when it ends: start the process yourself and give --pid")
+	case len(pos) == 0 && (*core == "" || c.Pid == 0):
+		return usageError("name a target, or dump process --pid PID now with --core FILE")
+	}
+	if !c.Unsafe && !c.Show {
+		return fmt.Errorf("break stops processes: run it with --unsafe")
+	}
+	if *core != "" {
+		if err := coreDir(*core); err != nil {
+			return err
+		}
+	}
+	if len(pos) == 0 {
+		return dumpNow(stdout, *core, c.Pid, *thread)
+	}
+
+	t, err := ParseTarget(pos[0])
+	if err != nil {
+		return usageError("%v", err)
+	}
+	if _, err := resolvePoint(&attach.Resolver{Pid: c.Pid}, t.Entry); err != nil {
+		return fmt.Errorf("break %s: %w", pos[0], err)
+	}
+	src := breakProgram(&c, t, *cond, *n)
+	if c.Show {
+		return c.Run(ctx, "break", src, Hooks{}, stdout, stderr)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	b := &breaker{core: *core, count: *n, gdb: *gdb, stop: *stop, cancel: cancel, stderr: stderr, fn: t.Spec, waitsCommand: c.Command != ""}
+	hooks := Hooks{
+		Printf: func(w io.Writer, _ *codegen.Action, args []output.Value) error {
+			return b.hit(w, args[0].Uint(), int(args[1].Int()), int(args[2].Int()), args[3].Text())
+		},
+		ExitMaps: func(io.Writer, []*output.Map) error { return nil },
+	}
+	if err := c.Run(ctx, "break", src, hooks, stdout, stderr); err != nil {
+		return err
+	}
+	if b.err != nil {
+		return b.err
+	}
+	if b.gdb && b.pid != 0 {
+		return b.debug(stdout)
+	}
+	return nil
+}
+
+// breakProgram stops the process at the first n hits where the
+// condition holds, and tells kinst which.
+func breakProgram(c *Common, t Target, cond string, n int) string {
+	var b strings.Builder
+	pred := And(c.Predicate(), cond)
+	if pred != "" {
+		pred = "(" + pred + ") && "
+	}
+	fmt.Fprintf(&b, "%s /%s%s < %d/ {\n", t.Entry, pred, breakHits, n)
+	fmt.Fprintf(&b, "\t%s = %s + 1;\n", breakHits, breakHits)
+	b.WriteString("\tsignal(\"SIGSTOP\");\n")
+	b.WriteString("\tprintf(\"%lu %d %d %s\\n\", nsecs, pid, tid, comm);\n")
+	b.WriteString("}\n")
+	b.WriteString(c.Stop())
+	return b.String()
+}
+
+// A breaker acts on the hits the probe reports.
+type breaker struct {
+	core         string
+	count        int
+	gdb, stop    bool
+	fn           string
+	waitsCommand bool // a -c command, which the run waits for
+	cancel       func()
+	stderr       io.Writer
+
+	hits    int
+	pid     int    // the process stopped for --gdb and --stop
+	resumed uint64 // when the last dump let its process go, in nsecs
+	err     error
+}
+
+// hit handles a stop the probe made at nsecs in thread tid of pid.
+func (b *breaker) hit(w io.Writer, nsecs uint64, pid, tid int, comm string) error {
+	if b.hits >= b.count || nsecs < b.resumed {
+		// A stop that threads hitting together shared with one
+		// already dumped, or one past the count: the probe limits
+		// its stops, so at most a few come, and none must remain.
+		if b.core != "" {
+			unix.Kill(pid, unix.SIGCONT)
+		}
+		return nil
+	}
+	b.hits++
+	if b.gdb || b.stop {
+		if err := waitStopped(pid, 5*time.Second); err != nil {
+			b.err = fmt.Errorf("cannot stop at %s: %w", b.fn, err)
+			b.cancel()
+			return nil
+		}
+		b.pid = pid
+		resume := fmt.Sprintf("resume it with: kill -CONT %d", pid)
+		if b.gdb {
+			resume = fmt.Sprintf("debug it with: gdb -p %d", pid)
+		}
+		fmt.Fprintf(w, "pid %d tid %d %s: stopped at %s; %s\n", pid, tid, comm, b.fn, resume)
+		b.cancel()
+		return nil
+	}
+	file := coreName(b.core, b.hits, b.count)
+	// The dump runs in a process of its own: ptrace stops of a -c
+	// command, kinst's child, would reach the wait for its end.
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var out strings.Builder
+	cmd := exec.Command(self, "break", "--unsafe", "--pid", strconv.Itoa(pid), "--thread", strconv.Itoa(tid), "--core", file)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	clock := monotonic()
+	// Whatever happened, the process must not stay stopped.
+	unix.Kill(pid, unix.SIGCONT)
+	b.resumed = clock
+	if err != nil {
+		b.err = fmt.Errorf("cannot dump pid %d at %s: %s", pid, b.fn, strings.TrimPrefix(strings.TrimSpace(out.String()), "kinst: "))
+		b.cancel()
+		return nil
+	}
+	var size int64
+	if st, err := os.Stat(file); err == nil {
+		size = st.Size()
+	}
+	fmt.Fprintf(w, "pid %d tid %d %s: stopped at %s; core written to %s (%.1f MB, %.3fs after the hit)\n",
+		pid, tid, comm, b.fn, file, float64(size)/1e6, float64(clock-nsecs)/1e9)
+	if b.hits == b.count && !b.waitsCommand {
+		b.cancel()
+	}
+	return nil
+}
+
+// debug execs gdb on the stopped process when there is a terminal, and
+// otherwise printed the command already.
+func (b *breaker) debug(stdout io.Writer) error {
+	if _, err := unix.IoctlGetTermios(0, unix.TCGETS); err != nil {
+		return nil
+	}
+	path, err := exec.LookPath("gdb")
+	if err != nil {
+		return fmt.Errorf("no gdb to debug pid %d, which stays stopped: %w", b.pid, err)
+	}
+	return syscall.Exec(path, []string{"gdb", "-p", strconv.Itoa(b.pid)}, os.Environ())
+}
+
+// dumpNow dumps a process at once and lets it go on, unless it was
+// stopped before.
+func dumpNow(w io.Writer, file string, pid, first int) error {
+	st, err := threadState(pid, pid)
+	if err != nil {
+		return fmt.Errorf("no process %d", pid)
+	}
+	start := time.Now()
+	size, err := DumpCore(file, pid, first)
+	if st != 'T' {
+		unix.Kill(pid, unix.SIGCONT)
+	}
+	if errors.Is(err, ErrExited) {
+		return fmt.Errorf("process %d exited before its core was written", pid)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot dump process %d: %w", pid, err)
+	}
+	_, err = fmt.Fprintf(w, "core of pid %d written to %s (%.1f MB in %.3fs)\n", pid, file, float64(size)/1e6, time.Since(start).Seconds())
+	return err
+}
+
+// monotonic is the time nsecs gives probes.
+func monotonic() uint64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
