@@ -38,6 +38,9 @@ OPTIONS:
     -l [search]    list probes (-v adds argument types)
     -p PID         restrict uprobes to process PID
     -c 'CMD'       run CMD under tracing; stop when it exits
+    --usdt-file-activation
+                   activate usdt semaphores based on file path (always so:
+                   the kernel activates them in every process probed)
     --unsafe       allow unsafe builtin functions: system(), signal(), override()
     -q             keep messages quiet: no "Attaching N probes..." line
     --info         print information about kernel BPF support

@@ -36,11 +36,12 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"-k", "-k"}, "k=2 |"},
 		{[]string{"-I/usr/include", "--include", "linux/fs.h", "x.bt"}, "I=/usr/include include=linux/fs.h | x.bt"},
 		{[]string{"-qI", "inc", "--include=a.h"}, "I=inc include=a.h q=true |"},
+		{[]string{"--usdt-file-activation", "x.bt"}, "usdt-file-activation=true | x.bt"},
 	}
 	for _, tt := range tests {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
-		for _, b := range []string{"l", "v", "q", "unsafe"} {
+		for _, b := range []string{"l", "v", "q", "unsafe", "usdt-file-activation"} {
 			fs.Bool(b, false, "")
 		}
 		for _, s := range []string{"e", "f", "p", "attach", "I", "include"} {

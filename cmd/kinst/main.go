@@ -89,6 +89,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&incDirs, "I", "")
 	fs.Var(&incs, "include", "")
 	fs.Var(&pid, "p", "")
+	// The kernel activates USDT semaphores (ref_ctr_offset) in every
+	// process the uprobes reach: file-based activation is what kinst
+	// always does, so the option changes nothing.
+	fs.Bool("usdt-file-activation", false, "")
 	fs.Var(&checks, "k", "")
 	for _, name := range []string{"h", "help"} {
 		fs.BoolVar(&help, name, false, "")
