@@ -68,6 +68,7 @@ ENVIRONMENT:
     BPFTRACE_PERF_RB_PAGES      [default: none] pages per CPU for the ring buffer (a power of two)
     BPFTRACE_NO_USER_SYMBOLS    [default: 0] disable user symbol resolution
     BPFTRACE_CACHE_USER_SYMBOLS [default: 1] 0 reads a process's symbols afresh for every address
+    BPFTRACE_BTF                [default: none] BTF file used in place of the kernel's types
     KINST_BUFFER_KB             [default: 2048] size of the ring buffer events travel in
 
 EXAMPLES:

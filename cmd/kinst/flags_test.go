@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf/btf"
+
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/internal/testenv"
 )
@@ -264,4 +266,30 @@ func TestPathBuiltin(t *testing.T) {
 	}
 	prog := `fentry:security_file_open /pid == cpid/ { $p = path(args->file->f_path); if ($p == "` + file + `") { @opens = count(); } }`
 	kinst(t, "-q", "-e", prog, "-c", workload(t)+" openat 3 "+file).want(t, 0, "\n\n@opens: 3\n", "")
+}
+
+// BPFTRACE_BTF replaces the kernel's types: with a file that describes
+// only an int, curtask is a plain integer and has no fields.
+func TestBTFFile(t *testing.T) {
+	t.Parallel()
+	b, err := btf.NewBuilder([]btf.Type{&btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := b.Marshal(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "tiny.btf")
+	if err := os.WriteFile(file, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prog := `BEGIN { printf("%d\n", curtask->pid); exit(); }`
+	kinstEnv(t, []string{"BPFTRACE_BTF=" + file}, "--dry-run", "-e", prog).want(t, 1, "",
+		"-e:1:24: uint64 has no fields: it is not a struct, a pointer to one or a tuple\n"+prog+"\n"+strings.Repeat(" ", 23)+"^~~~~~~~~~~~\n")
+	kinstEnv(t, []string{"BPFTRACE_BTF=" + file + ".missing"}, "-e", prog).want(t, 2, "",
+		"kinst: BPFTRACE_BTF: load BTF from "+file+".missing: open "+file+".missing: no such file or directory\n")
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err == nil {
+		kinstEnv(t, []string{"BPFTRACE_BTF=/sys/kernel/btf/vmlinux"}, "--dry-run", "-e", prog).want(t, 0, "", "")
+	}
 }
