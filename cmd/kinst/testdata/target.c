@@ -4,7 +4,8 @@
  * functions for uprobes and makes write(2) calls of chosen sizes for
  * tracepoints.
  *
- *	target add N          kinst_add(i, -2*i) for i = 1..N
+ *	target add N          kinst_add(i, -2*i) for i = 1..N, summed in
+ *	                      the global kinst_sum
  *	target greet WORD...  kinst_greet(WORD) for each WORD
  *	target linger MS WORD kinst_greet(WORD), then sleep MS milliseconds, so
  *	                      that the process is alive when its symbols are read
@@ -42,6 +43,9 @@ __attribute__((noinline)) int kinst_greet(const char *word)
 	__asm__ volatile("");
 	return (int)strlen(word);
 }
+
+/* kinst_sum is a global whose value a debugger reading a core can check. */
+long kinst_sum;
 
 /* kinst_phase marks the part of a run a probe should count. */
 __attribute__((noinline)) void kinst_phase(int on)
@@ -118,10 +122,10 @@ int main(int argc, char **argv)
 		return usage();
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "add") == 0 && argc == 3) {
-		long n = atol(argv[2]), sum = 0;
+		long n = atol(argv[2]);
 		for (long i = 1; i <= n; i++)
-			sum += kinst_add(i, -2 * i);
-		return sum == -n * (n + 1) / 2 ? 0 : 1;
+			kinst_sum += kinst_add(i, -2 * i);
+		return kinst_sum == -n * (n + 1) / 2 ? 0 : 1;
 	}
 	if (strcmp(cmd, "stack") == 0 && argc == 3) {
 		long n = atol(argv[2]), sum = 0;
