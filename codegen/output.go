@@ -15,12 +15,21 @@ import (
 // them.
 const (
 	EventsMap  = "events"  // ring buffer carrying action records
-	LostMap    = "lost"    // count of records the ring buffer refused, memory-mapped
+	LostMap    = "lost"    // counters user space reads through a memory mapping: see LostRecords
 	ScratchMap = "scratch" // per-CPU memory for values too large for the stack
 	ConstsMap  = "consts"  // values user space fills in before attaching
 	KstackMap  = "kstacks" // stack traces for kstack
 	UstackMap  = "ustacks" // stack traces for ustack
 )
+
+// The lost map holds 64-bit counters: at LostRecords the records the
+// ring buffer refused, at FullOffset(m) the updates of map m refused
+// because it was full.
+const LostRecords = 0
+
+// FullOffset is where the lost map counts the updates m refused because
+// it was full.
+func FullOffset(m *Map) int { return 8 * (1 + m.Index) }
 
 // Offsets of the values user space writes into the consts map.
 const (
@@ -83,6 +92,8 @@ type Map struct {
 	Key *check.Type
 	// ValueSize is the size of one CPU's value.
 	ValueSize int
+	// Index is the map's place in Output.Maps.
+	Index int
 }
 
 // ActionKind says what an action record asks user space to do.

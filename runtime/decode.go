@@ -209,7 +209,8 @@ func (d *decoder) usym(pid int, addr uint64) elfsym.Frame {
 		return elfsym.Frame{Addr: addr}
 	}
 	if d.noSymbolCache {
-		d.usyms = elfsym.NewSymbolizer()
+		// A symbolizer of its own: the shared one keeps what it reads.
+		return elfsym.NewSymbolizer().Frame(pid, addr)
 	}
 	return d.usyms.Frame(pid, addr)
 }

@@ -51,6 +51,17 @@ func (r *MapReader) Lost() (uint64, error) {
 	return r.s.lostTotal()
 }
 
+// Full returns, for each map in the order Maps returns them, how many
+// updates it refused since the run started because it was full.
+func (r *MapReader) Full() ([]uint64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.s == nil {
+		return nil, ErrEnded
+	}
+	return r.s.fullTotals()
+}
+
 // end makes later reads fail, before the maps are closed.
 func (r *MapReader) end() {
 	r.mu.Lock()

@@ -194,7 +194,8 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		return fmt.Errorf("map the lost-records counter: %w", err)
 	}
 	if opts.Maps != nil {
-		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks, usyms: usyms}}
+		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks, usyms: usyms,
+			noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}}
 		defer r.end()
 		opts.Maps(r)
 	}
@@ -576,10 +577,24 @@ func (s *Session) lostTotal() (uint64, error) {
 		return 0, errors.New("no lost-records counter")
 	}
 	var buf [8]byte
-	if _, err := s.lostMem.ReadAt(buf[:], 0); err != nil {
+	if _, err := s.lostMem.ReadAt(buf[:], codegen.LostRecords); err != nil {
 		return 0, fmt.Errorf("read the lost-records counter: %w", err)
 	}
 	return le.Uint64(buf[:]), nil
+}
+
+// fullTotals reads, for each map, how many updates it refused so far
+// because it was full.
+func (s *Session) fullTotals() ([]uint64, error) {
+	totals := make([]uint64, len(s.out.Maps))
+	var buf [8]byte
+	for i, m := range s.out.Maps {
+		if _, err := s.lostMem.ReadAt(buf[:], int64(codegen.FullOffset(m))); err != nil {
+			return nil, fmt.Errorf("read the map-full counter of %s: %w", m.Display(), err)
+		}
+		totals[i] = le.Uint64(buf[:])
+	}
+	return totals, nil
 }
 
 // printMaps prints every map, as bpftrace does at exit and on SIGUSR1,

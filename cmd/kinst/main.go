@@ -254,7 +254,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer srv.Close()
-		srv.Feed(ropts)
+		srv.Feed(out, ropts)
 	}
 	return report(runtime.Run(context.Background(), out, ropts), *verbose, stderr)
 }
