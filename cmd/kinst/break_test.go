@@ -317,6 +317,14 @@ func TestBreakDumpRefused(t *testing.T) {
 	}
 	kinst(t, "break", "--pid", strconv.Itoa(pid), "--core", core, "--unsafe").want(t, 1, "",
 		fmt.Sprintf("kinst: cannot dump process %d: already traced, by process %d: detach that debugger first\n", pid, unix.Gettid()))
+	// Detaching needs the tracee in a ptrace stop.
+	if err := unix.PtraceInterrupt(pid); err != nil {
+		t.Fatal(err)
+	}
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(pid, &ws, unix.WALL, nil); err != nil {
+		t.Fatal(err)
+	}
 	if err := unix.PtraceDetach(pid); err != nil {
 		t.Error(err)
 	}
