@@ -135,6 +135,11 @@ func (r *Resolver) usdtFiles(bin string) ([]usdtFile, error) {
 		if err != nil {
 			return nil, err
 		}
+		if r.Pid > 0 && filepath.IsAbs(path) && !strings.HasPrefix(path, "/proc/") {
+			// bpftrace names a -p process's USDT files through its
+			// root even in kinst's own mount namespace.
+			path = fmt.Sprintf("/proc/%d/root%s", r.Pid, path)
+		}
 		paths = []string{path}
 	}
 	var files []usdtFile

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -26,13 +25,16 @@ var libDirs = []string{
 
 // Resolve finds the file a uprobe target names, as bpftrace does:
 //
-//   - a path (anything with a '/') names itself, an absolute one as
-//     process pid sees it (when pid > 0): under /proc/PID/root;
+//   - a path (anything with a '/') names itself;
 //   - a library name ("libc", "libc.so.6", anything starting "lib" or
 //     containing ".so") is looked for among the files process pid has
-//     mapped (when pid > 0; under /proc/PID/root too), then in the
-//     ld.so cache, then in the usual library directories;
+//     mapped (when pid > 0), then in the ld.so cache, then in the usual
+//     library directories;
 //   - any other name is a program looked for on $PATH.
+//
+// Paths of process pid (given, or of libraries it maps) are read through
+// /proc/PID/root when it runs in another mount namespace, a container's,
+// where the same path may name another file or none.
 //
 // The error wraps [ErrNotFound] when nothing matches.
 func Resolve(target string, pid int) (string, error) {
@@ -40,11 +42,7 @@ func Resolve(target string, pid int) (string, error) {
 		return "", fmt.Errorf("resolve uprobe target: %w: empty name", ErrNotFound)
 	}
 	if strings.Contains(target, "/") {
-		if pid > 0 && filepath.IsAbs(target) {
-			// The process may live in another mount namespace, where
-			// the path names another file or one kinst cannot see.
-			target = procRoot(pid) + target
-		}
+		target = InRoot(target, pid)
 		st, err := os.Stat(target)
 		if err != nil {
 			return "", fmt.Errorf("resolve %s: %w: %w", target, ErrNotFound, err)
@@ -57,7 +55,7 @@ func Resolve(target string, pid int) (string, error) {
 	if isLibraryName(target) {
 		if pid > 0 {
 			if p, ok := mappedLibrary(target, pid); ok {
-				return procRoot(pid) + p, nil
+				return p, nil
 			}
 		}
 		if p, ok := cachedLibrary(target); ok {
@@ -74,9 +72,6 @@ func Resolve(target string, pid int) (string, error) {
 	}
 	return p, nil
 }
-
-// procRoot is the root directory of process pid's mount namespace.
-func procRoot(pid int) string { return "/proc/" + strconv.Itoa(pid) + "/root" }
 
 func isLibraryName(name string) bool {
 	return strings.HasPrefix(name, "lib") || strings.Contains(name, ".so")
@@ -113,10 +108,29 @@ func mappedLibrary(name string, pid int) (string, bool) {
 	}
 	for _, m := range maps {
 		if m.File() && libraryRank(name, filepath.Base(m.Path)) > 0 {
-			return m.Path, true
+			return InRoot(m.Path, pid), true
 		}
 	}
 	return "", false
+}
+
+// InRoot returns the path by which kinst reaches the file process pid
+// calls path: path itself when the process shares kinst's mount
+// namespace (or pid is 0), else path under /proc/PID/root, as bpftrace
+// names it. Relative paths and paths into /proc are left alone.
+func InRoot(path string, pid int) string {
+	if pid <= 0 || !filepath.IsAbs(path) || strings.HasPrefix(path, "/proc/") {
+		return path
+	}
+	self, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		return path
+	}
+	other, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid))
+	if err != nil || other == self {
+		return path
+	}
+	return fmt.Sprintf("/proc/%d/root%s", pid, path)
 }
 
 // cachedLibrary looks the library up in /etc/ld.so.cache, preferring an

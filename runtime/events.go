@@ -64,6 +64,9 @@ func (s *Session) handle(rec []byte) {
 		s.exited = true
 		s.stopping.Store(true)
 	case codegen.ActHelperError:
+		if s.opts.NoWarnings {
+			break
+		}
 		errno := int64(le.Uint64(body[a.Args.Offsets[0]:]))
 		w := &syntax.Error{File: s.out.File, Pos: a.Pos, End: a.Pos,
 			Msg: fmt.Sprintf("WARNING: Failed to %s: %s (%d)", a.Text, output.Errno(-errno), errno)}

@@ -58,6 +58,8 @@ type Options struct {
 	// every address, for processes that load libraries as they run.
 	NoUserSymbols bool
 	NoSymbolCache bool
+	// NoWarnings drops warnings: -k reports and skipped targets.
+	NoWarnings bool
 	// LogSize is the verifier log's first size in bytes; 0 for the
 	// default. The log grows as the verifier needs.
 	LogSize uint32
@@ -416,7 +418,7 @@ func (s *Session) attachAll() error {
 			return err
 		}
 		if n := len(a.Skipped); n > 0 {
-			fmt.Fprintf(s.opts.Stderr, "kinst: warning: %d of the %d targets of %s could not be attached and are skipped; the first: %v\n",
+			s.warnf("kinst: warning: %d of the %d targets of %s could not be attached and are skipped; the first: %v\n",
 				n, len(p.Targets), p.Probe.Syntax.Points[0].Raw, a.Skipped[0])
 		}
 		s.links = append(s.links, a.Links...)
@@ -479,6 +481,13 @@ func (s *Session) attach(p *codegen.Program) (*attach.Attached, error) {
 		fmt.Fprintf(s.opts.Stderr, "kinst: attached %s in %v\n", p.Targets[0].FullName(), time.Since(start).Round(time.Microsecond))
 	}
 	return a, err
+}
+
+// warnf prints a warning unless --no-warnings asked for none.
+func (s *Session) warnf(format string, args ...any) {
+	if !s.opts.NoWarnings {
+		fmt.Fprintf(s.opts.Stderr, format, args...)
+	}
 }
 
 func (s *Session) detach() error {

@@ -272,7 +272,7 @@ func TestBreakErrors(t *testing.T) {
 			"kinst: cannot write a core file in /nonexistent: no such file or directory\n"},
 		{"no process", []string{"--pid", "2147483647", "--core", "c", "--unsafe"}, 1, "kinst: no process 2147483647\n"},
 		{"bad target", []string{"uprobe:" + bin + ":kinst_none", "--stop", "--unsafe"}, 1,
-			"kinst: break uprobe:" + bin + ":kinst_none: no such function: kinst_none in " + bin + "\n"},
+			"kinst: break uprobe:" + bin + ":kinst_none: no such function: kinst_none in " + bin + " (did you mean kinst_move?)\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kinst(t, append([]string{"break"}, tc.args...)...).want(t, tc.code, "", tc.want)
@@ -317,6 +317,14 @@ func TestBreakDumpRefused(t *testing.T) {
 	}
 	kinst(t, "break", "--pid", strconv.Itoa(pid), "--core", core, "--unsafe").want(t, 1, "",
 		fmt.Sprintf("kinst: cannot dump process %d: already traced, by process %d: detach that debugger first\n", pid, unix.Gettid()))
+	// Detaching needs the tracee in a ptrace stop.
+	if err := unix.PtraceInterrupt(pid); err != nil {
+		t.Fatal(err)
+	}
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(pid, &ws, unix.WALL, nil); err != nil {
+		t.Fatal(err)
+	}
 	if err := unix.PtraceDetach(pid); err != nil {
 		t.Error(err)
 	}

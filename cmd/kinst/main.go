@@ -76,8 +76,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		unsafe  = fs.Bool("unsafe", false, "")
 		mech    = fs.String("attach", "", "")
 		buffer  = fs.String("B", "", "")
-		_       = fs.Bool("usdt-file-activation", false, "")
 		info    = fs.Bool("info", false, "")
+		noWarn  = fs.Bool("no-warnings", false, "")
 		pid     pidFlag
 		checks  countFlag
 		help    bool
@@ -89,6 +89,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&incDirs, "I", "")
 	fs.Var(&incs, "include", "")
 	fs.Var(&pid, "p", "")
+	// The kernel activates USDT semaphores (ref_ctr_offset) in every
+	// process the uprobes reach: file-based activation is what kinst
+	// always does, so the option changes nothing.
+	fs.Bool("usdt-file-activation", false, "")
 	fs.Var(&checks, "k", "")
 	for _, name := range []string{"h", "help"} {
 		fs.BoolVar(&help, name, false, "")
@@ -170,6 +174,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	var warnings io.Writer = stderr
+	if *noWarn {
+		warnings = nil
+	}
 	popts := &pipeline.Options{
 		Params: params,
 		Pid:    int(pid),
@@ -181,18 +189,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 		IncludeDirs:  incDirs,
 		Includes:     incs,
-		Warnings:     stderr,
+		Warnings:     warnings,
 		HelperChecks: int(checks),
 	}
 	ropts := &runtime.Options{
-		Format:    rf,
-		Stdout:    stdout,
-		Stderr:    stderr,
-		Quiet:     *quiet,
-		Verbose:   *verbose,
-		Command:   argv,
-		Pid:       int(pid),
-		Buffering: buffering,
+		Format:     rf,
+		Stdout:     stdout,
+		Stderr:     stderr,
+		Quiet:      *quiet,
+		Verbose:    *verbose,
+		Command:    argv,
+		Pid:        int(pid),
+		Buffering:  buffering,
+		NoWarnings: *noWarn,
 	}
 	for _, fromEnv := range []func() error{popts.FromEnv, ropts.FromEnv} {
 		if err := fromEnv(); err != nil {

@@ -10,6 +10,8 @@
  *	target move N         kinst_move(p, i) for i = 1..N, p two structs in turn
  *	target linger MS WORD kinst_greet(WORD), then sleep MS milliseconds, so
  *	                      that the process is alive when its symbols are read
+ *	target later MS WORD  sleep MS milliseconds, then kinst_greet(WORD), so
+ *	                      that probes attached by -p meanwhile see the call
  *	target stack N        kinst_stack(i, ..., 8*i) of eight arguments for
  *	                      i = 1..N: the last two go on the stack
  *	target writes A B     write(2) of i bytes to /dev/null for i = A..B
@@ -170,7 +172,7 @@ static void usdt(long n)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: target add N | stack N | move N | greet WORD... | linger MS WORD | writes A B | write SIZE... | sleep MS | touch N | watch N | usdt N\n");
+	fprintf(stderr, "usage: target add N | stack N | move N | greet WORD... | linger MS WORD | later MS WORD | writes A B | write SIZE... | sleep MS | touch N | watch N | usdt N\n");
 	return 2;
 }
 
@@ -202,6 +204,14 @@ int main(int argc, char **argv)
 		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
 		kinst_greet(argv[3]);
 		return nanosleep(&ts, NULL) == 0 ? 0 : 1;
+	}
+	if (strcmp(cmd, "later") == 0 && argc == 4) {
+		long ms = atol(argv[2]);
+		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+		if (nanosleep(&ts, NULL) != 0)
+			return 1;
+		kinst_greet(argv[3]);
+		return 0;
 	}
 	if (strcmp(cmd, "greet") == 0) {
 		for (int i = 2; i < argc; i++)
