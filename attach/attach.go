@@ -19,9 +19,8 @@ import (
 
 // Options say how to attach one program.
 type Options struct {
-	// FirstID is the global index of targets[0]; cookies carry
-	// FirstID+i for target i.
-	FirstID int
+	// IDs holds each target's id, which its cookie carries.
+	IDs []uint64
 	// Multi attaches all targets with one kprobe.multi or uprobe.multi
 	// link; the program must have been loaded for it.
 	Multi bool
@@ -69,7 +68,7 @@ func Attach(ctx context.Context, prog *ebpf.Program, targets []*check.Target, op
 		}
 		var cookie uint64
 		if opts.Cookies {
-			cookie = uint64(opts.FirstID + i)
+			cookie = opts.IDs[i]
 		}
 		ls, err := attachOne(prog, t, cookie, opts)
 		if err != nil {
@@ -162,10 +161,7 @@ func one(l link.Link, err error) ([]io.Closer, error) {
 func attachMulti(prog *ebpf.Program, targets []*check.Target, opts Options) (io.Closer, error) {
 	var cookies []uint64
 	if opts.Cookies {
-		cookies = make([]uint64, len(targets))
-		for i := range targets {
-			cookies[i] = uint64(opts.FirstID + i)
-		}
+		cookies = opts.IDs
 	}
 	switch first := targets[0].Attach.(type) {
 	case Kprobe:

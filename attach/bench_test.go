@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"kinst.dev/kinst/internal/testenv"
 	"kinst.dev/kinst/kernel"
+	"kinst.dev/kinst/usdt"
 )
 
 // hitsPerRun is how many calls of the probed function one workload run
@@ -160,5 +163,60 @@ func BenchmarkAttachDetach(b *testing.B) {
 				b.ReportMetric(float64(det.Milliseconds())/float64(b.N), "detach-ms")
 			})
 		}
+	}
+}
+
+// BenchmarkUSDTHitCost measures what one hit of a USDT probe costs next
+// to a plain uprobe on the same instruction, counting only, and reading
+// three arguments: two registers and a global in memory, against a
+// uprobe reading two registers. The target fires kinst:tick once per
+// round among other, unprobed sites.
+func BenchmarkUSDTHitCost(b *testing.B) {
+	testenv.Require(b, testenv.Uprobe)
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		b.Skip("gcc is not installed")
+	}
+	bin := filepath.Join(b.TempDir(), "target")
+	if out, err := exec.Command(gcc, "-O1", "-static", "-o", bin, "../cmd/kinst/testdata/target.c").CombinedOutput(); err != nil {
+		b.Fatalf("gcc: %v\n%s", err, out)
+	}
+	probes, err := usdt.Read(bin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	i := slices.IndexFunc(probes, func(p usdt.Probe) bool { return p.FullName() == "kinst:tick" })
+	if i < 0 {
+		b.Fatal("the target has no kinst:tick")
+	}
+	site := fmt.Sprintf("uprobe:%s:%#x", bin, probes[i].Addr)
+	tick := "usdt:" + bin + ":kinst:tick"
+	// The target's CPU time, user and system, is what a hit costs it;
+	// wall time would add whatever else the machine runs meanwhile.
+	run := func(rounds int) time.Duration {
+		cmd := exec.Command(bin, "usdt", fmt.Sprint(rounds))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("target: %v\n%s", err, out)
+		}
+		return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	cases := []struct{ name, prog string }{
+		{"uprobe-count", site + " { @ = count(); }"},
+		{"usdt-count", tick + " { @ = count(); }"},
+		{"uprobe-2regs", site + ` { @ = sum(reg("dx") + reg("cx")); }`},
+		{"usdt-3args", tick + " { @ = sum(arg0 + arg1 + arg2); }"},
+	}
+	cost := map[string]float64{}
+	for n := 0; n < b.N; n++ {
+		bare := run(hitsPerRun) - run(0)
+		for _, c := range cases {
+			stop := startKinst(b, "-e", c.prog)
+			traced := run(hitsPerRun) - run(0)
+			stop()
+			cost[c.name] += float64(traced-bare) / hitsPerRun / float64(b.N)
+		}
+	}
+	for _, c := range cases {
+		b.ReportMetric(cost[c.name], c.name+"-ns/hit")
 	}
 }

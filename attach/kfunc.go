@@ -1,7 +1,6 @@
 package attach
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -38,14 +37,12 @@ var featureFor = map[string]kernel.Feature{
 	"fmod_ret":  kernel.FeatFmodRet,
 }
 
-// ErrForbidden marks probe types the running kernel refuses.
-var ErrForbidden = errors.New("forbidden by this kernel")
-
-// forbidden is a refusal whose message is the kernel's reason alone.
+// forbidden is a probe type the running kernel refuses, whose message is
+// the kernel's reason alone; it matches ErrUnsupported.
 type forbidden string
 
 func (f forbidden) Error() string        { return string(f) }
-func (f forbidden) Is(target error) bool { return target == ErrForbidden }
+func (f forbidden) Is(target error) bool { return target == ErrUnsupported }
 
 // kernelFuncs resolves kprobe, kretprobe, fentry, fexit and fmod_ret
 // attach points: KIND:FUNC, KIND:MODULE:FUNC, with * wildcards, and for

@@ -2,6 +2,7 @@ package attach_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/internal/testenv"
 	"kinst.dev/kinst/kernel"
+	"kinst.dev/kinst/syntax"
 )
 
 // run runs kinst with args and returns its stdout and stderr; it fails t
@@ -336,5 +339,33 @@ func TestRefused(t *testing.T) {
 	}
 	if refused == 0 {
 		t.Skip("this kernel allows every kernel-function probe type")
+	}
+}
+
+// TestRefusedIsUnsupported resolves each kernel-function probe type this
+// kernel forbids: the error matches ErrUnsupported, as kinst's own
+// unsupported probe types do.
+func TestRefusedIsUnsupported(t *testing.T) {
+	tests := []struct {
+		prog    string
+		feature kernel.Feature // FeatBTF, always there, for a probe type kinst lacks
+	}{
+		{"kprobe:vfs_read {}", kernel.FeatKprobe},
+		{"fentry:vfs_read {}", kernel.FeatFentry},
+		{"fexit:vfs_read {}", kernel.FeatFexit},
+		{"watchpoint:vfs_read+arg0:8:w {}", kernel.FeatBTF},
+	}
+	for _, tt := range tests {
+		if tt.feature != kernel.FeatBTF && kernel.Probe(tt.feature).Available {
+			continue
+		}
+		prog, err := syntax.Parse("-e", []byte(tt.prog))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = (&attach.Resolver{}).Resolve(prog.Probes[0].Points[0])
+		if !errors.Is(err, attach.ErrUnsupported) {
+			t.Errorf("%s: got %v, want an error matching ErrUnsupported", tt.prog, err)
+		}
 	}
 }

@@ -298,9 +298,35 @@ func listUprobes(provider string, pid int) func(*bufio.Writer, string, bool) err
 		if err != nil {
 			return err
 		}
+		var params map[string][]elfsym.Param
+		if verbose {
+			params = dwarfParams(path, sym)
+		}
 		for _, s := range f.Symbols(sym) {
 			fmt.Fprintf(w, "%s:%s:%s\n", provider, path, s.Name)
+			for _, p := range params[s.Name] {
+				fmt.Fprintf(w, "    %s %s\n", cTypeString(p.Type), p.Name)
+			}
 		}
 		return nil
 	}
+}
+
+// dwarfParams maps the functions matching pattern to their parameters,
+// from the binary's DWARF; a binary without it lists no parameters, as
+// in bpftrace.
+func dwarfParams(path, pattern string) map[string][]elfsym.Param {
+	d, err := elfsym.OpenDebug(path)
+	if err != nil {
+		return nil
+	}
+	fs, err := d.Funcs(pattern)
+	if err != nil {
+		return nil
+	}
+	m := make(map[string][]elfsym.Param, len(fs))
+	for _, f := range fs {
+		m[f.Name] = f.Params
+	}
+	return m
 }

@@ -281,16 +281,18 @@ func timer(ap *syntax.AttachPoint) ([]*check.Target, error) {
 }
 
 func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
-	var file, spec string
+	var path, spec string
+	var err error
 	switch {
 	case len(ap.Parts) == 2:
-		file, spec = ap.Parts[0], ap.Parts[1]
+		spec = ap.Parts[1]
+		path, err = elfsym.Resolve(ap.Parts[0], r.Pid)
 	case len(ap.Parts) == 1 && r.Pid != 0:
-		file, spec = fmt.Sprintf("/proc/%d/exe", r.Pid), ap.Parts[0]
+		spec = ap.Parts[0]
+		path, err = processExe(r.Pid)
 	default:
 		return nil, fmt.Errorf("%s probes are written %s:PATH:FUNCTION[+OFFSET]", ap.Provider, ap.Provider)
 	}
-	path, err := elfsym.Resolve(file, r.Pid)
 	if err != nil {
 		return nil, err
 	}
@@ -305,12 +307,14 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		r.files[path] = f
 	}
 	ret := ap.Provider == "uretprobe"
+	userType := dwarfTypes(path)
 	target := func(sym string, off uint64) *check.Target {
 		return &check.Target{
 			Provider: ap.Provider,
 			Name:     path + ":" + sym,
 			Func:     sym,
 			Attach:   Uprobe{Path: path, Symbol: sym, Offset: off, Return: ret},
+			UserType: userType,
 		}
 	}
 	if kernel.HasGlob(spec) {
@@ -334,7 +338,9 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		if !ok {
 			return nil, fmt.Errorf("address %s is not in a loadable segment of %s", spec, path)
 		}
-		return []*check.Target{target(spec, off)}, nil
+		t := target(spec, off)
+		t.Attach = withSemaphore(t.Attach.(Uprobe))
+		return []*check.Target{t}, nil
 	}
 	name, rel := spec, uint64(0)
 	if i := strings.LastIndexByte(spec, '+'); i > 0 {
@@ -354,6 +360,15 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	t := target(name, off)
 	if rel != 0 {
 		t.Name = path + ":" + spec
+		t.Attach = withSemaphore(t.Attach.(Uprobe))
+	}
+	switch {
+	case ap.Provider == "uprobe" && rel == 0:
+		t.ArgsFrom = func() (*check.Type, error) { return dwarfArgs(path, name) }
+	case ap.Provider == "uprobe":
+		t.ArgsFrom = func() (*check.Type, error) {
+			return nil, fmt.Errorf("past the entry of %s its registers no longer hold the arguments", name)
+		}
 	}
 	return []*check.Target{t}, nil
 }

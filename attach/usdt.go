@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,6 +69,11 @@ func (r *Resolver) usdts(ap *syntax.AttachPoint) ([]*check.Target, error) {
 			})
 		}
 	}
+	if len(ap.Parts) < 3 && !kernel.HasGlob(name) {
+		if err := oneProvider(targets, ap.Raw); err != nil {
+			return nil, err
+		}
+	}
 	if len(targets) == 0 {
 		spec := provider + ":" + name
 		if len(ap.Parts) < 3 {
@@ -75,12 +81,32 @@ func (r *Resolver) usdts(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		}
 		where := "the files process " + strconv.Itoa(r.Pid) + " maps"
 		list := fmt.Sprintf("kinst -lp %d 'usdt:*'", r.Pid)
-		if bin != "" {
+		switch {
+		case kernel.HasGlob(bin):
+			where, list = "the files matching "+bin, fmt.Sprintf("kinst -l 'usdt:%s'", bin)
+		case bin != "":
 			where, list = files[0].path, fmt.Sprintf("kinst -l 'usdt:%s:*'", files[0].path)
 		}
-		return nil, fmt.Errorf("no USDT probe in %s matches %s; %s lists them", where, spec, list)
+		return nil, fmt.Errorf("no USDT probe matches %s in %s; %s lists them", spec, where, list)
 	}
 	return targets, nil
+}
+
+// oneProvider refuses, as bpftrace does, a probe named without its
+// provider when providers share the name: a wildcard asks for them all.
+func oneProvider(targets []*check.Target, raw string) error {
+	var names []string
+	for _, t := range targets {
+		_, full, _ := strings.Cut(strings.TrimPrefix(t.Name, t.Attach.(Uprobe).Path), ":")
+		if !slices.Contains(names, full) {
+			names = append(names, full)
+		}
+	}
+	if len(names) > 1 {
+		slices.Sort(names)
+		return fmt.Errorf("%s names no provider and matches %s: name one, or use '*' for all", raw, strings.Join(names, " and "))
+	}
+	return nil
 }
 
 // usdtFiles reads the probes of the files bin names: a path, a library
@@ -109,6 +135,11 @@ func (r *Resolver) usdtFiles(bin string) ([]usdtFile, error) {
 		if err != nil {
 			return nil, err
 		}
+		if r.Pid > 0 && filepath.IsAbs(path) && !strings.HasPrefix(path, "/proc/") {
+			// bpftrace names a -p process's USDT files through its
+			// root even in kinst's own mount namespace.
+			path = fmt.Sprintf("/proc/%d/root%s", r.Pid, path)
+		}
 		paths = []string{path}
 	}
 	var files []usdtFile
@@ -119,7 +150,7 @@ func (r *Resolver) usdtFiles(bin string) ([]usdtFile, error) {
 		case err == nil:
 			files = append(files, usdtFile{path, probes})
 		case !named:
-		case errors.As(err, &format):
+		case errors.As(err, &format) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 			return nil, fmt.Errorf("%s is not an ELF file", path)
 		case errors.Is(err, usdt.ErrNoNotes):
 			return nil, fmt.Errorf("%s has no USDT probes", path)
@@ -157,12 +188,34 @@ func mappedFiles(pid int) ([]string, error) {
 	return paths, nil
 }
 
+// withSemaphore gives a uprobe inside a function the reference counter
+// of the USDT site it lands on, if any: the kernel refuses a second
+// uprobe on an instruction with a counter other than the first one's,
+// so a uprobe and a usdt probe on one site could not both attach.
+func withSemaphore(u Uprobe) Uprobe {
+	probes, err := usdt.Read(u.Path)
+	if err != nil {
+		return u
+	}
+	for _, p := range probes {
+		if p.Offset == u.Offset {
+			u.RefCtrOffset = p.SemaphoreOffset
+		}
+	}
+	return u
+}
+
 // processExe names process pid's executable through /proc/PID/root, as
-// mappedFiles names the files it maps.
+// mappedFiles names the files it maps; one deleted since the process
+// started is reached through /proc/PID/exe, the only name left.
 func processExe(pid int) (string, error) {
-	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	link := fmt.Sprintf("/proc/%d/exe", pid)
+	exe, err := os.Readlink(link)
 	if err != nil {
 		return "", fmt.Errorf("find the executable of process %d: %w", pid, err)
+	}
+	if strings.HasSuffix(exe, " (deleted)") {
+		return link, nil
 	}
 	return fmt.Sprintf("/proc/%d/root%s", pid, exe), nil
 }

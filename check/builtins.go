@@ -14,7 +14,7 @@ var (
 	argProviders  = []string{"kprobe", "uprobe", "usdt", "rawtracepoint", "fentry", "fexit", "fmod_ret"}
 	retProviders  = []string{"kretprobe", "uretprobe", "fexit", "fmod_ret"}
 	funcProviders = []string{"kprobe", "kretprobe", "uprobe", "uretprobe", "fentry", "fexit", "fmod_ret"}
-	argsProviders = []string{"tracepoint", "fentry", "fexit", "fmod_ret", "kprobe", "kretprobe"}
+	argsProviders = []string{"tracepoint", "fentry", "fexit", "fmod_ret", "kprobe", "kretprobe", "uprobe"}
 )
 
 func has(list []string, s string) bool {
@@ -84,7 +84,11 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 			return nil
 		}
 		if p.Args == nil {
-			c.errorf(id, "args is not available for %s: the kernel has no type information for it", p.Targets[0].FullName())
+			if err := p.Targets[0].argsErr; err != nil {
+				c.errorf(id, "args is not available for %s: %v", p.Targets[0].FullName(), err)
+			} else {
+				c.errorf(id, "args is not available for %s: the kernel has no type information for it", p.Targets[0].FullName())
+			}
 			return nil
 		}
 		return p.Args

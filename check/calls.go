@@ -1,7 +1,6 @@
 package check
 
 import (
-	"errors"
 	"sort"
 	"strings"
 
@@ -176,31 +175,21 @@ func (c *checker) checkPrintf(x *syntax.CallExpr, call *Call) *Type {
 		kinds = append(kinds, OutputKind(t))
 	}
 	f := output.ParseFormat(text)
-	if err := f.Check(x.Fun.Name, kinds); err != nil {
-		var fe *output.FormatError
-		if errors.As(err, &fe) && fe.Offset >= 0 {
+	if fe := f.Check(x.Fun.Name, kinds); fe != nil {
+		if fe.Offset >= 0 {
 			lit := x.Args[0]
 			pos := lit.Pos() + 1 + syntax.Pos(fe.Offset)
 			if _, isLit := lit.(*syntax.StringLit); !isLit || pos >= lit.End() {
 				pos = lit.Pos()
 			}
-			c.errs.Add(c.file, pos, pos+1, "%s", trimFn(err.Error(), x.Fun.Name))
+			c.errs.Add(c.file, pos, pos+1, "%s(): %s", fe.Func, fe.Msg)
 		} else {
-			c.errorf(x, "%s", trimFn(err.Error(), x.Fun.Name))
+			c.errorf(x, "%s(): %s", fe.Func, fe.Msg)
 		}
 		return nil
 	}
 	call.Format = f
 	return TVoid
-}
-
-// trimFn turns output's "printf: Too many …" into "printf(): too many …".
-func trimFn(msg, fn string) string {
-	msg = strings.TrimPrefix(msg, fn+": ")
-	if msg != "" {
-		msg = strings.ToLower(msg[:1]) + msg[1:]
-	}
-	return fn + "(): " + msg
 }
 
 // OutputKind is how package output prints values of type t.

@@ -151,10 +151,13 @@ func (c *checker) resolve(prog *syntax.Program) []unit {
 		for _, ap := range p.Points {
 			targets, err := c.resolvePoint(ap)
 			if err != nil {
-				c.errorf(ap, "%v", err)
+				c.errs = append(c.errs, &syntax.Error{File: c.file, Pos: ap.Pos(), End: ap.End(), Msg: err.Error(), Err: err})
 				continue
 			}
 			for _, t := range targets {
+				if usesArgs && t.Args == nil && t.ArgsFrom != nil {
+					t.Args, t.argsErr = t.ArgsFrom()
+				}
 				mine = addTarget(mine, p, t, usesArgs)
 			}
 		}

@@ -1,6 +1,10 @@
 package check
 
-import "kinst.dev/kinst/syntax"
+import (
+	"strings"
+
+	"kinst.dev/kinst/syntax"
+)
 
 // declared holds the types and constants a program's C declarations
 // give. Together with the kernel's BTF it is the one place type names
@@ -38,17 +42,51 @@ func (c *checker) declare(prog *syntax.Program) {
 	}
 }
 
-// cBaseTypes maps C's base type spellings to integer types.
-var cBaseTypes = map[string]*Type{
-	"char": TInt8, "signed char": TInt8, "unsigned char": TUint8,
-	"_Bool": TUint8, "bool": TUint8,
-	"short": TInt16, "short int": TInt16, "signed short": TInt16, "signed short int": TInt16,
-	"unsigned short": TUint16, "unsigned short int": TUint16,
-	"int": TInt32, "signed": TInt32, "signed int": TInt32, "unsigned": TUint32, "unsigned int": TUint32,
-	"long": TInt64, "long int": TInt64, "signed long": TInt64, "signed long int": TInt64,
-	"unsigned long": TUint64, "unsigned long int": TUint64,
-	"long long": TInt64, "long long int": TInt64, "signed long long": TInt64, "signed long long int": TInt64,
-	"unsigned long long": TUint64, "unsigned long long int": TUint64,
+// isBaseWords reports whether a type name is made of C's base type
+// words, as opposed to a typedef name.
+func isBaseWords(name string) bool {
+	for _, w := range strings.Fields(name) {
+		switch w {
+		case "unsigned", "signed", "char", "short", "int", "long", "_Bool", "bool":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// baseType gives the integer type C's base type words name, in any
+// order ("long unsigned int" is "unsigned long"), or nil for an invalid
+// combination.
+func baseType(name string) *Type {
+	n := map[string]int{}
+	for _, w := range strings.Fields(name) {
+		n[w]++
+	}
+	unsigned := n["unsigned"] > 0
+	if n["unsigned"]+n["signed"] > 1 || n["short"] > 1 || n["long"] > 2 || n["char"]+n["_Bool"]+n["bool"] > 1 {
+		return nil
+	}
+	switch {
+	case n["_Bool"]+n["bool"] == 1:
+		if len(n) > 1 {
+			return nil
+		}
+		return TUint8
+	case n["char"] == 1:
+		if n["int"]+n["short"]+n["long"] > 0 {
+			return nil
+		}
+		return IntType(1, !unsigned)
+	case n["short"] == 1:
+		if n["long"] > 0 {
+			return nil
+		}
+		return IntType(2, !unsigned)
+	case n["long"] > 0:
+		return IntType(8, !unsigned)
+	}
+	return IntType(4, !unsigned)
 }
 
 // ctype resolves a type specifier, defining the struct, union or enum
@@ -62,10 +100,14 @@ func (c *checker) ctype(ct *syntax.CType) *Type {
 			c.errorf(ct, "floating-point type %s is not supported", ct.Name)
 			return nil
 		}
-		if t := cBaseTypes[ct.Name]; t != nil {
+		if !isBaseWords(ct.Name) {
+			return c.namedType(syntax.IDENT, ct.Name, ct)
+		}
+		if t := baseType(ct.Name); t != nil {
 			return t
 		}
-		return c.namedType(syntax.IDENT, ct.Name, ct)
+		c.errorf(ct, "invalid type %s", ct.Name)
+		return nil
 	}
 	tag := ct.Kind.String() + " " + ct.Name
 	if !ct.Body {
@@ -140,17 +182,29 @@ func (c *checker) defineEnum(ct *syntax.CType, tag string) *Type {
 // alignment.
 func (c *checker) layout(t *Type, ct *syntax.CType) bool {
 	union := ct.Kind == syntax.UNION
+	var structAlign int
+	if ct.Align != nil {
+		n, ok := c.alignment(ct.Align)
+		if !ok {
+			return false
+		}
+		structAlign = n
+	}
 	bit, size, align := 0, 0, 1
 	// place puts a field of type ft at the next free bit; width is -1
 	// for an ordinary field, else a bitfield's width (0 only aligns).
-	place := func(f *Field, ft *Type, width int, named bool) {
+	place := func(f *Field, ft *Type, width int, named bool, fieldAlign int) {
 		a := cAlign(ft)
+		if ct.Packed {
+			a = 1
+		}
+		a = max(a, fieldAlign)
 		switch {
 		case union:
 			f.Offset = 0
 		case width >= 0:
 			unit := ft.Size * 8
-			if width == 0 || bit/unit != (bit+width-1)/unit {
+			if width == 0 || !ct.Packed && bit/unit != (bit+width-1)/unit {
 				bit = alignUp(bit, unit)
 			}
 			f.Offset, f.BitOffset = bit/8, bit%8
@@ -181,7 +235,7 @@ func (c *checker) layout(t *Type, ct *syntax.CType) bool {
 			// An anonymous struct or union: its members are t's, moved
 			// to where it lies.
 			anon := &Field{}
-			place(anon, base, -1, true)
+			place(anon, base, -1, true, 0)
 			for _, f := range base.Fields {
 				g := *f
 				g.Offset += anon.Offset
@@ -212,20 +266,44 @@ func (c *checker) layout(t *Type, ct *syntax.CType) bool {
 				c.errorf(d, "field %s has incomplete type %s", d.Name, ft)
 				return false
 			}
-			place(f, ft, width, d.Name != "")
+			fieldAlign := 0
+			if d.Align != nil {
+				n, ok := c.alignment(d.Align)
+				if !ok {
+					return false
+				}
+				fieldAlign = n
+			}
+			place(f, ft, width, d.Name != "", fieldAlign)
 			if d.Name != "" {
 				t.Fields = append(t.Fields, f)
 			}
 		}
 	}
+	align = max(align, structAlign)
 	t.Size = alignUp(alignUp(size, 8)/8, align)
 	t.calign = align
 	return true
 }
 
-// complete reports whether values of t have a known layout.
+// alignment evaluates an aligned(N) attribute: a power of two.
+func (c *checker) alignment(x syntax.Expr) (int, bool) {
+	n, ok := c.declConst(x)
+	if !ok {
+		return 0, false
+	}
+	if n < 1 || n > 4096 || n&(n-1) != 0 {
+		c.errorf(x, "alignment %d is not a power of two up to 4096", n)
+		return 0, false
+	}
+	return int(n), true
+}
+
+// complete reports whether values of t have a known layout: a record
+// only forward-declared (or only pointed to) has none; an empty struct
+// the program defines has one, of size 0, as in GNU C.
 func complete(t *Type) bool {
-	return t.Kind != Void && !(t.Kind == Record && t.Size == 0 && t.BTF == nil && len(t.Fields) == 0)
+	return t.Kind != Void && !(t.Kind == Record && t.Size == 0 && t.BTF == nil && len(t.Fields) == 0 && t.calign == 0)
 }
 
 // declarator applies a declarator's pointers and array dimensions to
@@ -292,7 +370,8 @@ func cAlign(t *Type) int {
 }
 
 // namedType looks a type name up: the program's declarations first,
-// then the kernel's BTF. at, when set, is where to report a failure.
+// then, in a uprobe, the binary's DWARF, then the kernel's BTF. at, when
+// set, is where to report a failure.
 func (c *checker) namedType(kind syntax.Token, name string, at syntax.Node) *Type {
 	if kind == syntax.IDENT {
 		if t := c.decls.typedefs[name]; t != nil {
@@ -300,6 +379,12 @@ func (c *checker) namedType(kind syntax.Token, name string, at syntax.Node) *Typ
 		}
 	} else if t := c.decls.tags[kind.String()+" "+name]; t != nil {
 		return t
+	}
+	if c.probe != nil && c.probe.Targets[0].UserType != nil {
+		// A probe in a user binary sees the binary's own types first.
+		if t, err := c.probe.Targets[0].UserType(kind, name); err == nil {
+			return t
+		}
 	}
 	if c.conf.Kernel == nil {
 		if at != nil {

@@ -28,6 +28,9 @@ struct out {
 };
 struct packed_bits { unsigned char a : 4, b : 4, c : 4; unsigned long long d : 60; };
 struct later { int v; };
+struct empty {};
+struct spellings { short unsigned int a; long unsigned int b; signed char c; long long int d; };
+struct holds_empty { struct empty e; int y; };
 `
 
 func TestDeclLayout(t *testing.T) {
@@ -53,6 +56,10 @@ func TestDeclLayout(t *testing.T) {
 		{"offsetof(struct packed_bits, c)", 1},
 		{"offsetof(struct packed_bits, d)", 8},
 		{"sizeof(struct later)", 4},
+		{"sizeof(struct empty)", 0},
+		{"sizeof(struct spellings)", 32},
+		{"offsetof(struct spellings, d)", 24},
+		{"sizeof(struct holds_empty)", 4},
 		{"BLUE", 6},
 		{"WIDE", 80},
 		{"sizeof(u16x)", 2},
@@ -78,6 +85,42 @@ func TestDeclLayout(t *testing.T) {
 		if !ok || int64(v.Int) != tt.want {
 			t.Errorf("%s = %d (constant %v), want %d", tt.expr, int64(v.Int), ok, tt.want)
 		}
+	}
+}
+
+// TestDeclAttributes checks packed and aligned against what GCC gives
+// for the same declarations on x86-64.
+func TestDeclAttributes(t *testing.T) {
+	const src = `
+struct p1 { char a; int b; short c; } __attribute__((packed));
+struct __attribute__((packed)) p2 { char a; long b; };
+struct al { char a; int b __attribute__((aligned(16))); char c; };
+struct al2 { char a; } __attribute__((__aligned__(8)));
+struct pb { unsigned char a : 4; unsigned int b : 12; unsigned int c: 20; } __attribute__((packed));
+struct outer { char x; struct p1 in; struct al2 z; }
+`
+	tests := []struct {
+		expr string
+		want int64
+	}{
+		{"sizeof(struct p1)", 7}, {"offsetof(struct p1, c)", 5}, {"sizeof(struct p2)", 9},
+		{"sizeof(struct al)", 32}, {"offsetof(struct al, b)", 16}, {"offsetof(struct al, c)", 20},
+		{"sizeof(struct al2)", 8}, {"sizeof(struct pb)", 5}, {"sizeof(struct outer)", 16},
+	}
+	for _, tt := range tests {
+		prog, err := checkSrc(t, src+"BEGIN { @x = "+tt.expr+" }", nil)
+		if err != nil {
+			t.Errorf("%s: %v", tt.expr, err)
+			continue
+		}
+		p := prog.Probes[0]
+		if v := p.Consts[p.Syntax.Body.Stmts[0].(*syntax.AssignStmt).Rhs]; int64(v.Int) != tt.want {
+			t.Errorf("%s = %d, want %d", tt.expr, int64(v.Int), tt.want)
+		}
+	}
+	_, err := checkSrc(t, "struct a { int b __attribute__((aligned(3))); }; BEGIN { }", nil)
+	if err == nil || err.Error() != "t:1:41: alignment 3 is not a power of two up to 4096" {
+		t.Errorf("aligned(3): got %v", err)
 	}
 }
 
@@ -129,6 +172,8 @@ func TestDeclErrors(t *testing.T) {
 		{"struct a { nope_t x; }; BEGIN { }", "t:1:12: unknown type nope_t"},
 		{"struct a { int x; }; struct a { int y; }; BEGIN { }", "t:1:22: struct a is defined twice"},
 		{"struct a { float f; }; BEGIN { }", "t:1:12: floating-point type float is not supported"},
+		{"struct a { long short x; }; BEGIN { }", "t:1:12: invalid type long short"},
+		{"struct a { unsigned signed x; }; BEGIN { }", "t:1:12: invalid type unsigned signed"},
 		{"struct a { int x[N]; }; BEGIN { }", "t:1:18: unknown constant N"},
 		{"struct a { int x[-1]; }; BEGIN { }", "t:1:18: array size -1 is out of range"},
 		{"struct a { char c : 9; }; BEGIN { }", "t:1:21: invalid width 9 for bitfield c of type int8"},

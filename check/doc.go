@@ -8,4 +8,14 @@
 // formats) goes into side tables in Info. Attach points are resolved to
 // concrete targets through a Resolver, so the checker can be tested
 // without a kernel.
+//
+// Type names resolve in one place, from three sources in this order: the
+// program's own struct, union, enum and typedef declarations (laid out as
+// a C compiler lays them out for x86-64 and arm64); in a uprobe, the
+// probed binary's DWARF; then the kernel's BTF. A program's declaration
+// thus hides a kernel type of the same name, as in bpftrace 0.17, whose
+// fields come from the program's definition. (0.17 still reports the
+// kernel's size for sizeof of such a type once the program casts to it;
+// kinst reports the declared size.) Enum constants resolve the same way:
+// the program's, then the kernel's.
 package check

@@ -209,7 +209,9 @@ func (c *checker) checkUaddr(x *syntax.CallExpr, call *Call) *Type {
 	}
 	path := ""
 	for _, t := range c.probe.Targets {
-		p := t.Name[:max(strings.LastIndexByte(t.Name, ':'), 0)]
+		// The binary's path leads the target's name; attach points
+		// split on colons, so it holds none.
+		p, _, _ := strings.Cut(t.Name, ":")
 		if path != "" && p != path {
 			c.errorf(x, "uaddr(): the probe's targets are in %s and %s; give it one binary", path, p)
 			return nil

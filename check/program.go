@@ -25,6 +25,15 @@ type Target struct {
 	// Args is the record args refers to, or nil where the target has no
 	// typed arguments.
 	Args *Type
+	// ArgsFrom, when set, works Args out for a probe that reads args:
+	// reading a binary's DWARF costs more than the programs that never
+	// read args should pay. Its error says why there are none.
+	ArgsFrom func() (*Type, error)
+	argsErr  error
+	// UserType, for a target in a user binary, looks a struct, union,
+	// enum (kind STRUCT, UNION, ENUM) or typedef (IDENT) up in the
+	// binary's debug information, for casts in its probes.
+	UserType func(kind syntax.Token, name string) (*Type, error)
 	// Ret is the type of retval where the target knows it (fexit and
 	// kretprobe with BTF).
 	Ret *Type

@@ -108,7 +108,7 @@ func (g *gen) constValue(off int) operand {
 // a constant for a program of one target, the attach cookie for several.
 func (g *gen) targetIndex() operand {
 	if len(g.p.Targets) == 1 {
-		return immOp(int64(g.firstTarget))
+		return immOp(int64(g.firstID))
 	}
 	g.cookies = true
 	g.emit(asm.Mov.Reg(asm.R1, regCtx))

@@ -27,11 +27,11 @@ type gen struct {
 	scratchBase int   // this program's offset in the scratch map
 	usesScratch bool
 
-	temps       [2]bool // R7, R8 in use
-	spills      []int16 // free spill slots
-	vars        map[string]mem
-	cookies     bool // target index comes from the attach cookie
-	firstTarget int  // index of the first target in Output.Targets
+	temps   [2]bool // R7, R8 in use
+	spills  []int16 // free spill slots
+	vars    map[string]mem
+	cookies bool   // target index comes from the attach cookie
+	firstID uint64 // what probe yields for the first target
 
 	exitLabel string
 	retSlot   int16 // fmod_ret: stack slot holding the return value; 0 if none

@@ -139,7 +139,7 @@ func mapName(prefix, name string) string {
 
 func (c *compiler) declareMaps() {
 	for i, m := range c.prog.Maps {
-		gm := &Map{Map: m, Spec: "map" + strconv.Itoa(i)}
+		gm := &Map{Map: m, Spec: "map" + strconv.Itoa(i), Index: i}
 		key := m.Key
 		if key == nil {
 			key = check.TupleType([]*check.Type{check.TUint64})
@@ -160,7 +160,6 @@ func (c *compiler) declareMaps() {
 		gm.Key = key
 		gm.ValueSize = valueSize
 		c.maps[m] = gm
-		gm.Index = len(c.out.Maps)
 		c.out.Maps = append(c.out.Maps, gm)
 		c.out.Collection.Maps[gm.Spec] = &ebpf.MapSpec{
 			Name:       mapName("m_", m.Name),
@@ -175,7 +174,7 @@ func (c *compiler) declareMaps() {
 func (c *compiler) declareInternalMaps() {
 	specs := c.out.Collection.Maps
 	specs[EventsMap] = &ebpf.MapSpec{Name: EventsMap, Type: ebpf.RingBuf, MaxEntries: uint32(c.opts.EventsSize)}
-	specs[LostMap] = &ebpf.MapSpec{Name: LostMap, Type: ebpf.Array, KeySize: 4, ValueSize: uint32(DroppedOffset(len(c.out.Maps))), MaxEntries: 1, Flags: unix.BPF_F_MMAPABLE}
+	specs[LostMap] = &ebpf.MapSpec{Name: LostMap, Type: ebpf.Array, KeySize: 4, ValueSize: uint32(8 * (1 + len(c.out.Maps))), MaxEntries: 1, Flags: unix.BPF_F_MMAPABLE}
 	specs[ConstsMap] = &ebpf.MapSpec{Name: ConstsMap, Type: ebpf.Array, KeySize: 4, ValueSize: constsSize, MaxEntries: 1}
 	if c.scratchSize > 0 {
 		specs[ScratchMap] = &ebpf.MapSpec{Name: ScratchMap, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(alignUp(c.scratchSize, 8)), MaxEntries: 1}
@@ -210,10 +209,33 @@ func (c *compiler) compile(p *check.Probe, mech Mechanism, why string) {
 	c.out.Programs = append(c.out.Programs, prog)
 }
 
+// probeIDs gives each of the targets starting at firstTarget in
+// Output.Targets the index of the first target of its name: probe and
+// func yield it, so that the sites of a USDT probe, which share a name,
+// are one probe in maps and output, as in bpftrace.
+func (c *compiler) probeIDs(targets []*check.Target, firstTarget int) []uint64 {
+	ids := make([]uint64, len(targets))
+	for i, t := range targets {
+		ids[i] = uint64(firstTarget + i)
+		if t.Provider != "usdt" {
+			continue
+		}
+		all := append(c.out.Targets[:firstTarget:firstTarget], targets[:i]...)
+		for j, u := range all {
+			if u.FullName() == t.FullName() {
+				ids[i] = uint64(j)
+				break
+			}
+		}
+	}
+	return ids
+}
+
 // compileProbe generates one program whose targets start at firstTarget
 // in Output.Targets.
 func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firstTarget int) *Program {
-	g := &gen{c: c, p: p, mech: mech, vars: map[string]mem{}, aliases: map[string]string{}, firstTarget: firstTarget}
+	ids := c.probeIDs(p.Targets, firstTarget)
+	g := &gen{c: c, p: p, mech: mech, vars: map[string]mem{}, aliases: map[string]string{}, firstID: ids[0]}
 	g.scratchBase = c.scratchSize
 	g.exitLabel = g.newLabel("exit")
 	g.body()
@@ -241,6 +263,7 @@ func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firs
 		Probe:       p,
 		Targets:     p.Targets,
 		FirstTarget: firstTarget,
+		IDs:         ids,
 		Mechanism:   mech,
 		Why:         why,
 		Cookies:     g.cookies,

@@ -49,23 +49,22 @@ func (g *gen) update(m *Map, key, value mem, flags int32) {
 	g.addr(asm.R2, key)
 	g.addr(asm.R3, value)
 	g.emit(asm.Mov.Imm(asm.R4, flags))
-	if flags == updateNoExist {
-		// Creating an element another CPU may have created first:
-		// failing with EEXIST is expected, not worth a -k warning.
-		g.emit(asm.FnMapUpdateElem.Call())
-	} else {
-		g.call(asm.FnMapUpdateElem)
-	}
-	// A full map refuses a new element with E2BIG: count the dropped
-	// update for user space to report, leaving R0 as the helper set it.
-	ok := g.newLabel("stored")
+	g.emit(asm.FnMapUpdateElem.Call())
+	// A full map refuses new elements with E2BIG: counted per map, with
+	// an atomic add user space reads through a memory mapping.
+	counted := g.newLabel("notfull")
 	g.emit(
-		asm.JNE.Imm(asm.R0, -int32(unix.E2BIG), ok),
-		asm.LoadMapValue(asm.R1, 0, uint32(DroppedOffset(m.Index))).WithReference(LostMap),
+		asm.JNE.Imm(asm.R0, -int32(unix.E2BIG), counted),
+		asm.LoadMapValue(asm.R1, 0, uint32(FullOffset(m))).WithReference(LostMap),
 		asm.Mov.Imm(asm.R2, 1),
 		asm.StoreXAdd(asm.R1, asm.R2, asm.DWord),
 	)
-	g.place(ok)
+	g.place(counted)
+	// Creating an element another CPU may have created first fails
+	// with EEXIST, which is expected, not worth a -k warning.
+	if flags != updateNoExist && g.c.opts.HelperChecks >= checkLevel(asm.FnMapUpdateElem) {
+		g.helperError(asm.FnMapUpdateElem)
+	}
 }
 
 // mapReadScalar reads an integer element, 0 when absent.

@@ -14,16 +14,22 @@ import (
 // Names of the maps every program may use, as the instructions refer to
 // them.
 const (
-	EventsMap = "events" // ring buffer carrying action records
-	// LostMap, memory-mapped, holds one value of 1+len(Output.Maps)
-	// words: the count of records the ring buffer refused, then for
-	// each map the count of updates dropped because it was full.
-	LostMap    = "lost"
+	EventsMap  = "events"  // ring buffer carrying action records
+	LostMap    = "lost"    // counters user space reads through a memory mapping: see LostRecords
 	ScratchMap = "scratch" // per-CPU memory for values too large for the stack
 	ConstsMap  = "consts"  // values user space fills in before attaching
 	KstackMap  = "kstacks" // stack traces for kstack
 	UstackMap  = "ustacks" // stack traces for ustack
 )
+
+// The lost map holds 64-bit counters: at LostRecords the records the
+// ring buffer refused, at FullOffset(m) the updates of map m refused
+// because it was full.
+const LostRecords = 0
+
+// FullOffset is where the lost map counts the updates m refused because
+// it was full.
+func FullOffset(m *Map) int { return 8 * (1 + m.Index) }
 
 // Offsets of the values user space writes into the consts map.
 const (
@@ -55,6 +61,10 @@ type Program struct {
 	// FirstTarget is the index in Output.Targets of Targets[0]; the
 	// others follow it.
 	FirstTarget int
+	// IDs are what probe and func yield for each target, and so its
+	// attach cookie: its index in Output.Targets, or that of the first
+	// target of the same name.
+	IDs []uint64
 	// Mechanism is how the program attaches, and Why says why it was
 	// chosen.
 	Mechanism Mechanism
@@ -65,7 +75,7 @@ type Program struct {
 	Fallback *Program
 	// Cookies is set when the program serves several targets and tells
 	// them apart by the attach cookie, which must then be each target's
-	// index in Output.Targets.
+	// entry in IDs.
 	Cookies bool
 	// Pos maps an instruction index to the source position it came from,
 	// for -d and for explaining verifier rejections.
@@ -89,10 +99,6 @@ type Map struct {
 	// Index is the map's place in Output.Maps.
 	Index int
 }
-
-// DroppedOffset is where in LostMap's value the count of updates to the
-// map at index i of Output.Maps that found it full is.
-func DroppedOffset(i int) int { return 8 * (1 + i) }
 
 // ActionKind says what an action record asks user space to do.
 type ActionKind int

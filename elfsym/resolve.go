@@ -32,12 +32,17 @@ var libDirs = []string{
 //     library directories;
 //   - any other name is a program looked for on $PATH.
 //
+// Paths of process pid (given, or of libraries it maps) are read through
+// /proc/PID/root when it runs in another mount namespace, a container's,
+// where the same path may name another file or none.
+//
 // The error wraps [ErrNotFound] when nothing matches.
 func Resolve(target string, pid int) (string, error) {
 	if target == "" {
 		return "", fmt.Errorf("resolve uprobe target: %w: empty name", ErrNotFound)
 	}
 	if strings.Contains(target, "/") {
+		target = InRoot(target, pid)
 		st, err := os.Stat(target)
 		if err != nil {
 			return "", fmt.Errorf("resolve %s: %w: %w", target, ErrNotFound, err)
@@ -103,10 +108,29 @@ func mappedLibrary(name string, pid int) (string, bool) {
 	}
 	for _, m := range maps {
 		if m.File() && libraryRank(name, filepath.Base(m.Path)) > 0 {
-			return m.Path, true
+			return InRoot(m.Path, pid), true
 		}
 	}
 	return "", false
+}
+
+// InRoot returns the path by which kinst reaches the file process pid
+// calls path: path itself when the process shares kinst's mount
+// namespace (or pid is 0), else path under /proc/PID/root, as bpftrace
+// names it. Relative paths and paths into /proc are left alone.
+func InRoot(path string, pid int) string {
+	if pid <= 0 || !filepath.IsAbs(path) || strings.HasPrefix(path, "/proc/") {
+		return path
+	}
+	self, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		return path
+	}
+	other, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid))
+	if err != nil || other == self {
+		return path
+	}
+	return fmt.Sprintf("/proc/%d/root%s", pid, path)
 }
 
 // cachedLibrary looks the library up in /etc/ld.so.cache, preferring an

@@ -88,6 +88,16 @@ func TestResolvePrograms(t *testing.T) {
 	if got, err := Resolve(want, 0); err != nil || got != want {
 		t.Errorf("Resolve(%q) = %q, %v; a path names itself", want, got, err)
 	}
+	// With a process in kinst's own mount namespace, a path is the same
+	// file for both (another namespace is tested in cmd/kinst); a
+	// relative one stays kinst's.
+	self := os.Getpid()
+	if got, err := Resolve(want, self); err != nil || got != want {
+		t.Errorf("Resolve(%q, %d) = %q, %v; want %[1]q", want, self, got, err)
+	}
+	if got, err := Resolve("./resolve_test.go", self); err != nil || got != "./resolve_test.go" {
+		t.Errorf("Resolve(./resolve_test.go, %d) = %q, %v", self, got, err)
+	}
 	if got, err := Resolve("./resolve_test.go", 0); err != nil || got != "./resolve_test.go" {
 		t.Errorf("Resolve(./resolve_test.go) = %q, %v; a relative path names itself", got, err)
 	}

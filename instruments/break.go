@@ -116,7 +116,13 @@ func breakpoint(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // condition holds, and tells kinst which.
 func breakProgram(c *Common, t Target, cond string, n int) string {
 	var b strings.Builder
-	pred := And(c.Predicate(), cond)
+	user := ""
+	if !strings.HasPrefix(t.Entry, "uprobe:") {
+		// A kernel thread has no user space to stop in (the kernel
+		// refuses it the signal) nor to dump (PF_KTHREAD).
+		user = "(curtask->flags & 0x200000) == 0"
+	}
+	pred := And(c.Predicate(), user, cond)
 	if pred != "" {
 		pred = "(" + pred + ") && "
 	}
@@ -188,7 +194,7 @@ func (b *breaker) hit(w io.Writer, nsecs uint64, pid, tid int, comm string) erro
 	unix.Kill(pid, unix.SIGCONT)
 	b.resumed = clock
 	if err != nil {
-		b.err = fmt.Errorf("cannot dump pid %d at %s: %s", pid, b.fn, strings.TrimPrefix(strings.TrimSpace(out.String()), "kinst: "))
+		b.err = fmt.Errorf("%s (hit at %s)", strings.TrimPrefix(strings.TrimSpace(out.String()), "kinst: "), b.fn)
 		b.cancel()
 		return nil
 	}
@@ -235,7 +241,11 @@ func dumpNow(w io.Writer, file string, pid, first int) error {
 	if err != nil {
 		return fmt.Errorf("cannot dump process %d: %w", pid, err)
 	}
-	_, err = fmt.Fprintf(w, "core of pid %d written to %s (%.1f MB in %.3fs)\n", pid, file, float64(size)/1e6, time.Since(start).Seconds())
+	stays := ""
+	if st == 'T' {
+		stays = "; it was stopped before, and stays stopped"
+	}
+	_, err = fmt.Fprintf(w, "core of pid %d written to %s (%.1f MB in %.3fs)%s\n", pid, file, float64(size)/1e6, time.Since(start).Seconds(), stays)
 	return err
 }
 

@@ -233,7 +233,7 @@ func (c *Common) Run(ctx context.Context, name, src string, hooks Hooks, stdout,
 			return fmt.Errorf("--prometheus: %w", err)
 		}
 		defer srv.Close()
-		srv.Feed(opts)
+		srv.Feed(out, opts)
 	}
 	return runtime.Run(ctx, out, opts)
 }

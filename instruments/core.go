@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,7 +25,7 @@ import (
 var ErrExited = errors.New("process exited")
 
 // ErrTraced marks a process another tracer (a debugger) holds.
-var ErrTraced = errors.New("process is traced")
+var ErrTraced = errors.New("already traced")
 
 // The notes of a Linux core file that elf does not name.
 const (
@@ -33,6 +34,7 @@ const (
 	// The size of struct elf_prstatus and struct elf_prpsinfo on x86-64.
 	prstatusSize = 336
 	prpsinfoSize = 136
+	fpregsSize   = 512
 	pageSize     = 4096
 )
 
@@ -112,19 +114,19 @@ func threads(pid, first int) ([]int, error) {
 	return tids, nil
 }
 
-// tracer is the pid that traces a process, 0 for none.
-func tracer(pid int) int {
+// untraced checks that no debugger traces the process, which ptrace
+// allows one tracer.
+func untraced(pid int) error {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0
+		return fmt.Errorf("%w: pid %d", ErrExited, pid)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "TracerPid:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(v))
-			return n
+		if v, ok := strings.CutPrefix(l, "TracerPid:"); ok && strings.TrimSpace(v) != "0" {
+			return fmt.Errorf("%w, by process %s: detach that debugger first", ErrTraced, strings.TrimSpace(v))
 		}
 	}
-	return 0
+	return nil
 }
 
 // waitStopped waits until every thread of the process is stopped.
@@ -160,14 +162,15 @@ func waitStopped(pid int, timeout time.Duration) error {
 type threadRegs struct {
 	tid  int
 	regs unix.PtraceRegs
+	fp   [fpregsSize]byte // struct user_fpregs_struct: x87, SSE and MXCSR
 }
 
 // seize takes the stopped process's threads under ptrace and reads
 // their registers; release lets them go back to their stop. ptrace
 // requests must all come from one thread, which the caller locks.
 func seize(pid, first int) (regs []threadRegs, release func(), err error) {
-	if t := tracer(pid); t != 0 {
-		return nil, nil, fmt.Errorf("%w: process %d is traced by process %d: detach that debugger first", ErrTraced, pid, t)
+	if err := untraced(pid); err != nil {
+		return nil, nil, err
 	}
 	tids, err := threads(pid, first)
 	if err != nil {
@@ -203,6 +206,10 @@ func seize(pid, first int) (regs []threadRegs, release func(), err error) {
 		if err := unix.PtraceGetRegs(tid, &r.regs); err != nil {
 			release()
 			return nil, nil, fmt.Errorf("read the registers of thread %d: %w", tid, err)
+		}
+		if _, _, errno := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETFPREGS, uintptr(tid), 0, uintptr(unsafe.Pointer(&r.fp[0])), 0, 0); errno != 0 {
+			release()
+			return nil, nil, fmt.Errorf("read the floating-point registers of thread %d: %w", tid, errno)
 		}
 		regs = append(regs, r)
 	}
@@ -276,6 +283,7 @@ func prstatus(pid int, ids procIDs, t threadRegs, sig int) []byte {
 	var regs bytes.Buffer
 	binary.Write(&regs, le, &t.regs)
 	copy(b[112:], regs.Bytes())
+	le.PutUint32(b[328:], 1) // pr_fpvalid: NT_PRFPREG follows
 	return b
 }
 
@@ -352,6 +360,7 @@ func writeCore(w io.Writer, pid int, regs []threadRegs, sig int) (int64, error) 
 			s = sig
 		}
 		notes = note(notes, uint32(elf.NT_PRSTATUS), "CORE", prstatus(pid, ids, t, s))
+		notes = note(notes, uint32(elf.NT_FPREGSET), "CORE", t.fp[:])
 		if i == 0 {
 			// The kernel writes the process's notes after its first
 			// thread's status.
@@ -440,12 +449,20 @@ func writeCore(w io.Writer, pid int, regs []threadRegs, sig int) (int64, error) 
 		}
 		for addr := m.start; addr < m.end; {
 			chunk := buf[:min(uint64(len(buf)), m.end-addr)]
-			k, err := mem.ReadAt(chunk, int64(addr))
-			if err != nil {
-				// Memory the kernel will not read (a mapping past the
-				// end of its file, say) is zero in the core, as a
-				// hole.
-				clear(chunk[k:])
+			// process_vm_readv pins pages in batches, where reads of
+			// /proc/PID/mem go a page at a time; it stops at the
+			// first page it cannot read, which the file reads.
+			k, _ := unix.ProcessVMReadv(pid, []unix.Iovec{{Base: &chunk[0], Len: uint64(len(chunk))}},
+				[]unix.RemoteIovec{{Base: uintptr(addr), Len: len(chunk)}}, 0)
+			k = max(k, 0)
+			if k < len(chunk) {
+				r, err := mem.ReadAt(chunk[k:], int64(addr)+int64(k))
+				if err != nil {
+					// Memory the kernel will not read (a mapping past
+					// the end of its file, say) is zero in the core,
+					// as a hole.
+					clear(chunk[k+r:])
+				}
 			}
 			if err := write(chunk); err != nil {
 				return n, err
@@ -462,6 +479,9 @@ func writeCore(w io.Writer, pid int, regs []threadRegs, sig int) (int64, error) 
 // registers under ptrace and the memory from /proc/PID/mem, and lets it
 // go back to its stop. It returns the size written.
 func DumpCore(path string, pid, first int) (int64, error) {
+	if err := untraced(pid); err != nil {
+		return 0, err
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return 0, err

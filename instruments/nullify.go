@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
@@ -70,8 +71,7 @@ func nullify(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !c.Quiet {
 		hooks.Printf = func(w io.Writer, a *codegen.Action, args []output.Value) error {
 			if c.Format == "json" {
-				_, err := fmt.Fprintf(w, "{\"time\": %q, \"pid\": %d, \"tid\": %d, \"comm\": %q, \"function\": %q, \"return\": %d}\n",
-					clock.Wall(args[0].Uint()).Format("2006-01-02T15:04:05.000000000Z07:00"), args[1].Int(), args[2].Int(), args[3].Text(), fn, value)
+				_, err := w.Write(nullifiedJSON(clock.Wall(args[0].Uint()), args[1].Int(), args[2].Int(), args[3].Text(), fn, value))
 				return err
 			}
 			_, err := fmt.Fprintf(w, "%s pid %d tid %d %s: %s returned %d\n",
@@ -86,7 +86,8 @@ func nullify(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		for _, m := range maps {
 			if m.Name == "@nullified" && len(m.Entries) > 0 {
 				if c.Format == "json" {
-					_, err := fmt.Fprintf(w, "{\"function\": %q, \"nullified\": %d}\n", fn, m.Entries[0].Value.Uint())
+					b := appendJSONString([]byte(`{"function": `), fn)
+					_, err := w.Write(fmt.Appendf(b, ", \"nullified\": %d}\n", m.Entries[0].Value.Uint()))
 					return err
 				}
 				_, err := fmt.Fprintf(w, "%s: %d calls nullified\n", fn, m.Entries[0].Value.Uint())
@@ -165,4 +166,14 @@ func errorInjectable(fn string) bool {
 		}
 	}
 	return false
+}
+
+// nullifiedJSON is one nullified call as a JSON line. Go's %q is not JSON:
+// a comm holding a control byte would come out as \x01.
+func nullifiedJSON(wall time.Time, pid, tid int64, comm, fn string, ret int64) []byte {
+	b := appendJSONString([]byte(`{"time": `), wall.Format("2006-01-02T15:04:05.000000000Z07:00"))
+	b = fmt.Appendf(b, `, "pid": %d, "tid": %d, "comm": `, pid, tid)
+	b = appendJSONString(b, comm)
+	b = appendJSONString(append(b, `, "function": `...), fn)
+	return fmt.Appendf(b, ", \"return\": %d}\n", ret)
 }

@@ -22,25 +22,50 @@ func packetField(packet, name string) string {
 	return m[1]
 }
 
-// TestTracePerfetto traces n calls of the workload's main.callee into a
-// Perfetto trace, which Perfetto's schema decodes: the workload's
-// process and thread tracks with its name, then n slices begun and
-// ended on that thread, in turn, each ended with the call's return
-// value 2i+1.
+// TestTracePerfetto traces n calls of the workload into a Perfetto
+// trace, which Perfetto's schema decodes: the workload's process and
+// thread tracks with its name, then n slices begun and ended on that
+// thread, in turn, each begun with the call's arguments and ended with
+// its return value: 2i+1 from main.callee, the parent's pid (kinst's)
+// from getppid.
 func TestTracePerfetto(t *testing.T) {
-	testenv.Require(t, testenv.Uprobe)
 	const n = 5
 	w := testenv.Workload(t)
-	file := filepath.Join(t.TempDir(), "calls.pftrace")
-	stdout, stderr, _ := runKinst(t, "trace", "-q", "--args", "-f", "perfetto", "-o", file, "-c", fmt.Sprintf("%s call %d", w, n), "uprobe:"+w+":main.callee")
-	if stdout != "" || stderr != "" {
-		t.Fatalf("stdout %q, stderr %q", stdout, stderr)
+	tests := []struct {
+		name    string
+		feature testenv.Feature
+		target  string
+		work    string
+		fn      string
+		arg     string // an argument every begin carries, "" for none
+		ret     func(i, kinst int) string
+	}{
+		{"uprobe", testenv.Uprobe, "uprobe:" + w + ":main.callee", "call", "main.callee", "arg0",
+			func(i, _ int) string { return fmt.Sprint(2*i + 1) }},
+		{"syscall", testenv.Tracepoint, "syscall:getppid", "getppid", "getppid", "",
+			func(_, kinst int) string { return fmt.Sprint(kinst) }},
 	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			testenv.Require(t, tt.feature)
+			file := filepath.Join(t.TempDir(), "calls.pftrace")
+			stdout, stderr, kinstPid := runKinst(t, "trace", "-q", "--args", "-f", "perfetto", "-o", file, "-c", fmt.Sprintf("%s %s %d", w, tt.work, n), tt.target)
+			if stdout != "" || stderr != "" {
+				t.Fatalf("stdout %q, stderr %q", stdout, stderr)
+			}
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPerfetto(t, testenv.PerfettoDecode(t, data), n, fmt.Sprintf("%q", tt.fn), tt.arg, func(i int) string { return tt.ret(i, kinstPid) })
+		})
 	}
-	decoded := testenv.PerfettoDecode(t, data)
+}
+
+// checkPerfetto checks a decoded trace of n calls of fn by one thread of
+// the workload.
+func checkPerfetto(t *testing.T, decoded string, n int, fn, arg string, ret func(i int) string) {
+	t.Helper()
 	packets := strings.Split(decoded, "packet {\n")[1:]
 	if len(packets) != 3+2*n {
 		t.Fatalf("%d packets, want a clock snapshot, 2 track descriptors and %d events:\n%s", len(packets), 2*n, decoded)
@@ -60,9 +85,9 @@ func TestTracePerfetto(t *testing.T) {
 	}
 	var last string
 	for i, p := range packets[3:] {
-		typ, name, ret := "TYPE_SLICE_BEGIN", `"main.callee"`, ""
+		typ, name := "TYPE_SLICE_BEGIN", fn
 		if i%2 == 1 {
-			typ, name, ret = "TYPE_SLICE_END", "", fmt.Sprint(i)
+			typ, name = "TYPE_SLICE_END", ""
 		}
 		ts := packetField(p, "timestamp")
 		if packetField(p, "type") != typ || packetField(p, "track_uuid") != thread || eventName(p) != name ||
@@ -70,11 +95,15 @@ func TestTracePerfetto(t *testing.T) {
 			t.Fatalf("event %d is not a %s of %s on thread track %s after %s:\n%s", i, typ, name, thread, last, p)
 		}
 		last = ts
-		if ret != "" && (packetField(p, "int_value") != ret || !strings.Contains(p, `name: "ret"`)) {
-			t.Errorf("end %d does not carry ret = %s:\n%s", i/2, ret, p)
-		}
-		if ret == "" && !strings.Contains(p, `name: "arg0"`) {
-			t.Errorf("begin %d does not carry the arguments:\n%s", i/2, p)
+		switch {
+		case i%2 == 1:
+			if packetField(p, "int_value") != ret(i/2) || !strings.Contains(p, `name: "ret"`) {
+				t.Errorf("end %d does not carry ret = %s:\n%s", i/2, ret(i/2), p)
+			}
+		case arg != "" && !strings.Contains(p, `name: "`+arg+`"`):
+			t.Errorf("begin %d does not carry %s:\n%s", i/2, arg, p)
+		case arg == "" && strings.Contains(p, "debug_annotations"):
+			t.Errorf("begin %d carries arguments the call has not:\n%s", i/2, p)
 		}
 	}
 }

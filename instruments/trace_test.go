@@ -471,7 +471,7 @@ func TestTraceErrors(t *testing.T) {
 	}{
 		{[]string{"trace"}, 2, "kinst trace: name at least one function to trace\n"},
 		{[]string{"trace", "bogus:x"}, 2, `kinst trace: bad target: "bogus:x": use a kernel function, kprobe:, fentry:, uprobe:PATH:FUNC, syscall:NAME or tracepoint:CAT:NAME` + "\n"},
-		{[]string{"trace", "-f", "xml", "syscall:getppid"}, 2, "kinst trace: unknown output format \"xml\": use text or json\n"},
+		{[]string{"trace", "-f", "xml", "syscall:getppid"}, 2, "kinst trace: unknown output format \"xml\": use text, json or perfetto\n"},
 		{[]string{"trace", "--args", "tracepoint:syscalls:sys_enter_getppi*"}, 2,
 			"kinst trace: --args needs one function per target, and tracepoint:syscalls:sys_enter_getppi* matches 1: name them one by one\n"},
 		{[]string{"trace", "syscall:nosuch"}, 1,

@@ -39,6 +39,27 @@ func KernelBTF() (*btf.Spec, error) {
 	return kernelBTF.spec, kernelBTF.err
 }
 
+// ErrBTFInUse is returned by UseBTFFile once kernel BTF has been loaded.
+var ErrBTFInUse = errors.New("kernel BTF is already loaded")
+
+// UseBTFFile makes KernelBTF return the types of a BTF (or ELF) file in
+// place of the running kernel's, as BPFTRACE_BTF asks of bpftrace. It must
+// come before anything reads kernel BTF.
+func UseBTFFile(path string) error {
+	spec, err := btf.LoadSpec(path)
+	if err != nil {
+		return fmt.Errorf("load BTF from %s: %w", path, err)
+	}
+	used := false
+	kernelBTF.once.Do(func() {
+		kernelBTF.spec, used = spec, true
+	})
+	if !used {
+		return fmt.Errorf("load BTF from %s: %w", path, ErrBTFInUse)
+	}
+	return nil
+}
+
 // Function is a kernel function's prototype from BTF.
 type Function struct {
 	Name     string

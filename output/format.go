@@ -105,11 +105,18 @@ type part struct {
 
 // FormatError is a format, or a call's arguments, that bpftrace rejects.
 type FormatError struct {
+	Func   string // the call at fault, "printf", "system" or "cat"; "" when formatting
 	Offset int    // byte offset in the format of the verb at fault; -1 when the call as a whole is
-	Msg    string // the message, as 0.17 words it where 0.17 rejects the call
+	Msg    string // what is wrong, as 0.17 words it where 0.17 rejects the call
 }
 
-func (e *FormatError) Error() string { return e.Msg }
+// Error gives "printf: message", or the message alone without Func.
+func (e *FormatError) Error() string {
+	if e.Func == "" {
+		return e.Msg
+	}
+	return e.Func + ": " + e.Msg
+}
 
 // ParseFormat splits a format (escape sequences already resolved) into
 // verbs and literal text, as bpftrace 0.17 does. Every string parses;
@@ -374,15 +381,15 @@ func appendUnknownSpec(b []byte, sp cspec) []byte {
 
 // Check reports whether a call fn(format, args...) is valid, with args the
 // kinds of its arguments, as bpftrace 0.17 checks it and in its words
-// ("printf: Too many arguments for format string (2 supplied, 1
-// expected)"); fn is "printf", "system" or "cat". It then also rejects the
+// but lowercase ("printf: too many arguments for format string (2
+// supplied, 1 expected)"); fn is "printf", "system" or "cat". It then also rejects the
 // calls whose output 0.17 leaves to chance.
-func (f *Format) Check(fn string, args []Kind) error {
+func (f *Format) Check(fn string, args []Kind) *FormatError {
 	if len(args) < len(f.verbs) {
-		return &FormatError{Offset: -1, Msg: fmt.Sprintf("%s: Not enough arguments for format string (%d supplied, %d expected)", fn, len(args), len(f.verbs))}
+		return &FormatError{Func: fn, Offset: -1, Msg: fmt.Sprintf("not enough arguments for format string (%d supplied, %d expected)", len(args), len(f.verbs))}
 	}
 	if len(args) > len(f.verbs) {
-		return &FormatError{Offset: -1, Msg: fmt.Sprintf("%s: Too many arguments for format string (%d supplied, %d expected)", fn, len(args), len(f.verbs))}
+		return &FormatError{Func: fn, Offset: -1, Msg: fmt.Sprintf("too many arguments for format string (%d supplied, %d expected)", len(args), len(f.verbs))}
 	}
 	for i := range f.verbs {
 		v := &f.verbs[i]
@@ -391,12 +398,12 @@ func (f *Format) Check(fn string, args []Kind) error {
 			if got != ArgNone {
 				supplied = got.String()
 			}
-			return &FormatError{Offset: v.Offset, Msg: fmt.Sprintf("%s: %%%s specifier expects a value of type %s (%s supplied)", fn, v.token(), v.Arg, supplied)}
+			return &FormatError{Func: fn, Offset: v.Offset, Msg: fmt.Sprintf("%%%s specifier expects a value of type %s (%s supplied)", v.token(), v.Arg, supplied)}
 		}
 	}
 	for _, p := range f.parts {
 		if p.bad != nil {
-			return &FormatError{Offset: p.bad.Offset, Msg: fn + ": " + p.bad.Msg}
+			return &FormatError{Func: fn, Offset: p.bad.Offset, Msg: p.bad.Msg}
 		}
 	}
 	return nil

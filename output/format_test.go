@@ -54,15 +54,15 @@ func TestFormatCheck(t *testing.T) {
 			KindCgroupPath}, 0, ""},
 		{"printf", "%r %rx %rh", []Kind{KindBuffer, KindBuffer, KindBuffer}, 0, ""},
 		{"printf", "%d %s\n", []Kind{KindInt}, -1,
-			"printf: Not enough arguments for format string (1 supplied, 2 expected)"},
+			"printf: not enough arguments for format string (1 supplied, 2 expected)"},
 		{"printf", "%d\n", []Kind{KindInt, KindInt}, -1,
-			"printf: Too many arguments for format string (2 supplied, 1 expected)"},
+			"printf: too many arguments for format string (2 supplied, 1 expected)"},
 		{"printf", "%i\n", []Kind{KindInt}, -1,
-			"printf: Too many arguments for format string (1 supplied, 0 expected)"},
+			"printf: too many arguments for format string (1 supplied, 0 expected)"},
 		{"cat", "/proc/%s/status", nil, -1,
-			"cat: Not enough arguments for format string (0 supplied, 1 expected)"},
+			"cat: not enough arguments for format string (0 supplied, 1 expected)"},
 		{"printf", "%%d %d\n", []Kind{KindInt}, -1,
-			"printf: Not enough arguments for format string (1 supplied, 2 expected)"},
+			"printf: not enough arguments for format string (1 supplied, 2 expected)"},
 		{"printf", "a %s\n", []Kind{KindInt}, 2,
 			"printf: %s specifier expects a value of type string (integer supplied)"},
 		{"printf", "%d %-5lld\n", []Kind{KindInt, KindString}, 3,
@@ -91,16 +91,15 @@ func TestFormatCheck(t *testing.T) {
 		// ... and ones whose output does not depend on chance.
 		{"printf", "%y %5% %d %+d\n", []Kind{KindInt}, 0, ""},
 	} {
-		err := ParseFormat(tc.format).Check(tc.fn, tc.args)
+		fe := ParseFormat(tc.format).Check(tc.fn, tc.args)
 		if tc.msg == "" {
-			if err != nil {
-				t.Errorf("%s(%q, %v): %v", tc.fn, tc.format, tc.args, err)
+			if fe != nil {
+				t.Errorf("%s(%q, %v): %v", tc.fn, tc.format, tc.args, fe)
 			}
 			continue
 		}
-		var fe *FormatError
-		if !errors.As(err, &fe) || fe.Msg != tc.msg || fe.Offset != tc.offset {
-			t.Errorf("%s(%q, %v) = %#v, want offset %d, %q", tc.fn, tc.format, tc.args, err, tc.offset, tc.msg)
+		if fe == nil || fe.Error() != tc.msg || fe.Func != tc.fn || fe.Offset != tc.offset {
+			t.Errorf("%s(%q, %v) = %#v, want offset %d, %q", tc.fn, tc.format, tc.args, fe, tc.offset, tc.msg)
 		}
 	}
 }

@@ -43,7 +43,7 @@ func (m *Map) check() error {
 	return nil
 }
 
-// sorted returns m's entries in the order bpftrace 0.17 prints them.
+// Sorted returns m's entries in the order bpftrace 0.17 prints them.
 //
 // 0.17 reads entries in the kernel's hash order, or, for hist, lhist, avg
 // and stats maps, in the byte order of their keys; then it sorts them with
@@ -53,7 +53,7 @@ func (m *Map) check() error {
 // strncmp does and leaving other key kinds where they are. Starting from
 // the byte order of the keys for every map, as this does, makes ties come
 // out as 0.17 prints them where its order is not left to the hash.
-func (m *Map) sorted() []Entry {
+func (m *Map) Sorted() []Entry {
 	type item struct {
 		order []byte
 		e     Entry

@@ -309,6 +309,10 @@ func (v Value) Text() string { return v.s }
 // Elems returns the elements of a tuple or an array.
 func (v Value) Elems() []Value { return v.elems() }
 
+// FieldNames returns the names of a record's fields, in the order of
+// Elems.
+func (v Value) FieldNames() []string { return v.fieldNames() }
+
 // Frames returns the frames of a stack.
 func (v Value) Frames() []Frame { return v.frames() }
 

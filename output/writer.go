@@ -247,7 +247,7 @@ func (w *Writer) Map(m *Map, top, div uint32) error {
 	if d == 0 {
 		d = 1
 	}
-	entries := m.sorted()
+	entries := m.Sorted()
 	if top != 0 && len(entries) > int(top) && m.Kind != KindStats {
 		entries = entries[len(entries)-int(top):]
 	}

@@ -69,8 +69,15 @@ func (o *Options) FromEnv() error {
 			return err
 		}
 	}
-	o.MaxProbes, err = envInt(0, "BPFTRACE_MAX_PROBES")
-	return err
+	if o.MaxProbes, err = envInt(0, "BPFTRACE_MAX_PROBES"); err != nil {
+		return err
+	}
+	if path := os.Getenv("BPFTRACE_BTF"); path != "" {
+		if err := kernel.UseBTFFile(path); err != nil {
+			return fmt.Errorf("BPFTRACE_BTF: %w", err)
+		}
+	}
+	return nil
 }
 
 // perfPages sizes the ring buffer from BPFTRACE_PERF_RB_PAGES, the pages

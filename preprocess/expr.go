@@ -20,7 +20,7 @@ type val struct {
 // identifier left after expansion an error instead of 0, for Eval.
 func (p *pp) eval(toks []token, strict bool) (val, error) {
 	toks = p.resolveDefined(toks)
-	toks = p.expand(toks, false)
+	toks = p.expand(toks)
 	e := &evaluator{toks: toks, strict: strict}
 	if len(toks) == 0 {
 		return val{}, errors.New("empty expression")
@@ -428,6 +428,8 @@ func (e *evaluator) char(t token) (val, error) {
 	var v uint64
 	var err error
 	switch {
+	case esc == "":
+		err = strconv.ErrSyntax
 	case esc[0] >= '0' && esc[0] <= '7' && len(esc) <= 3:
 		v, err = strconv.ParseUint(esc, 8, 8)
 	case esc[0] == 'x' && len(esc) > 1:

@@ -20,18 +20,19 @@ const (
 
 // A token is one preprocessing token with where it was written.
 type token struct {
+	text string
+	src  *source
+	// hide lists the macros whose expansion produced this token and
+	// that therefore must not expand it again, outermost first.
+	hide  []string
+	off   int32 // first byte in src
+	end   int32 // one past its last byte in src
+	idx   int32 // index in src's token list; -1 for a made token
 	kind  kind
-	text  string
-	src   *source
-	off   int  // first byte in src
-	end   int  // one past its last byte in src
-	idx   int  // index in src's token list; -1 for a made token
 	space bool // white space or a comment before it
 	bol   bool // first on its line
 	gen   bool // copied by a macro expansion rather than read in place
-	// hide lists the macros whose expansion produced this token and
-	// that therefore must not expand it again, outermost first.
-	hide []string
+	noexp bool // in an attach point, where names are not macros
 }
 
 func (t *token) is(kind kind, text string) bool { return t.kind == kind && t.text == text }
@@ -48,7 +49,7 @@ type source struct {
 	str   string // text as a string, made by the first lexer
 }
 
-func (s *source) pos(off int) syntax.Pos { return s.file.Pos(off) }
+func (s *source) pos(off int32) syntax.Pos { return s.file.Pos(int(off)) }
 
 // lexer splits a source into tokens.
 type lexer struct {
@@ -58,7 +59,7 @@ type lexer struct {
 	errs  *syntax.ErrorList
 	space bool   // white space since the last token
 	bol   bool   // a newline since the last token
-	n     int    // tokens so far
+	n     int32  // tokens so far
 	str   string // b as a string, which tokens' texts share
 }
 
@@ -172,7 +173,7 @@ func (l *lexer) next() (token, bool) {
 					i = n3
 				}
 				if !closed {
-					l.errs.Add(src.file, src.pos(start), src.pos(start+2), "comment not terminated")
+					l.errs.Add(src.file, src.file.Pos(start), src.file.Pos(start+2), "comment not terminated")
 					l.i = len(l.b)
 					return token{}, false
 				}
@@ -187,7 +188,7 @@ func (l *lexer) next() (token, bool) {
 			l.i = l.skipLine(start)
 			continue
 		}
-		t := token{src: src, off: start, space: l.space, bol: l.bol, idx: l.n}
+		t := token{src: src, off: int32(start), space: l.space, bol: l.bol, idx: l.n}
 		l.space, l.bol = false, false
 		l.n++
 		i := next
@@ -245,7 +246,7 @@ func (l *lexer) next() (token, bool) {
 				}
 			}
 		}
-		t.end = i
+		t.end = int32(i)
 		t.text = l.text(start, i)
 		l.i = i
 		return t, true

@@ -182,10 +182,9 @@ func predefined(btf bool) map[string]*macro {
 var builtinSrc = &source{file: syntax.NewFile("<built-in>", nil), found: -1}
 
 // expand macro-expands toks (Prosser's algorithm: every token carries
-// the set of macros it came from, which it may not expand again). text
-// says the tokens are program text, where a recursive macro of the
-// program's own is an error.
-func (p *pp) expand(toks []token, text bool) []token {
+// the set of macros it came from, which it may not expand again). A
+// macro of the program's own that reaches itself is an error.
+func (p *pp) expand(toks []token) []token {
 	if !slices.ContainsFunc(toks, func(t token) bool { return t.kind == tIdent && p.macros[t.text] != nil }) {
 		return toks // nothing to expand, and nothing to copy
 	}
@@ -209,7 +208,7 @@ func (p *pp) expand(toks []token, text bool) []token {
 			return out
 		}
 		m := p.macros[t.text]
-		if t.kind != tIdent || m == nil {
+		if t.kind != tIdent || m == nil || t.noexp {
 			out = append(out, t)
 			continue
 		}
@@ -258,7 +257,7 @@ func indexOf(list []string, s string) int {
 	return -1
 }
 
-// withHide returns hide plus name, sharing nothing with hide.
+// withHide returns hide plus name in a new slice.
 func withHide(hide []string, name string) []string {
 	h := make([]string, len(hide), len(hide)+1)
 	copy(h, hide)
@@ -308,10 +307,8 @@ func (p *pp) collect(m *macro, name token, stack []token) (args [][]token, rpare
 		t := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		switch {
-		case t.is(tPunct, "(") || t.is(tPunct, "[") || t.is(tPunct, "{"):
-			if t.text == "(" {
-				depth++
-			}
+		case t.is(tPunct, "("):
+			depth++
 		case t.is(tPunct, ")"):
 			if depth == 0 {
 				args = append(args, cur)
@@ -386,7 +383,7 @@ func (p *pp) subst(m *macro, use token, args [][]token, hide []string) []token {
 				continue
 			}
 			if expanded[k] == nil {
-				expanded[k] = p.expand(arg, true)
+				expanded[k] = p.expand(arg)
 				if expanded[k] == nil {
 					expanded[k] = []token{}
 				}
@@ -412,8 +409,15 @@ func (p *pp) subst(m *macro, use token, args [][]token, hide []string) []token {
 	return res
 }
 
-// mergeHide returns the union of a and b, in a new slice.
+// mergeHide returns the union of a and b. Hide sets are never changed
+// in place, so the result may be a or b itself.
 func mergeHide(a, b []string) []string {
+	if len(a) == 0 {
+		return b
+	}
+	if !slices.ContainsFunc(b, func(s string) bool { return indexOf(a, s) < 0 }) {
+		return a
+	}
 	h := make([]string, len(a), len(a)+len(b))
 	copy(h, a)
 	for _, s := range b {

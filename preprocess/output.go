@@ -35,8 +35,8 @@ func (p *pp) emit(toks []token) {
 			}
 		}
 		at := len(o.buf)
-		if n := len(o.spans); n == 0 || o.spans[n-1].Orig != t.src.file || o.spans[n-1].OrigOff+at-o.spans[n-1].Off != t.off {
-			o.spans = append(o.spans, syntax.Span{Off: at, Orig: t.src.file, OrigOff: t.off})
+		if n := len(o.spans); n == 0 || o.spans[n-1].Orig != t.src.file || o.spans[n-1].OrigOff+at-o.spans[n-1].Off != int(t.off) {
+			o.spans = append(o.spans, syntax.Span{Off: at, Orig: t.src.file, OrigOff: int(t.off)})
 		}
 		o.buf = append(o.buf, t.text...)
 		o.prev, o.any = t, true

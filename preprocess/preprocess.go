@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -97,7 +98,7 @@ func hasDirective(src []byte) bool {
 		for j < len(src) && (src[j] == ' ' || src[j] == '\t') {
 			j++
 		}
-		if j < len(src) && src[j] == '#' && (i > 0 || j+1 >= len(src) || src[j+1] != '!') {
+		if j < len(src) && src[j] == '#' && (j > 0 || j+1 >= len(src) || src[j+1] != '!') {
 			return true
 		}
 		n := bytes.IndexByte(src[j:], '\n')
@@ -111,7 +112,6 @@ func hasDirective(src []byte) bool {
 
 // pp is one run of the preprocessor.
 type pp struct {
-	conf     *Config
 	btf      bool
 	dirs     []string // -I directories, then the system ones
 	nUser    int      // how many of dirs are -I directories
@@ -122,6 +122,7 @@ type pp struct {
 	headers  map[string]*header // by path
 	expanded int                // tokens macro expansion has read
 	stats    map[string]bool    // isFile's answers
+	braces   int                // the depth of braces in the text so far
 	missing  []string
 	warnings []string
 	errs     syntax.ErrorList
@@ -143,7 +144,7 @@ func newPP(conf *Config) *pp {
 		sys = DefaultSystemDirs
 	}
 	btf := conf.BTF != nil && conf.BTF()
-	p := &pp{conf: conf, btf: btf, macros: predefined(btf), once: map[string]bool{}, headers: map[string]*header{}, stats: map[string]bool{}}
+	p := &pp{btf: btf, macros: predefined(btf), once: map[string]bool{}, headers: map[string]*header{}, stats: map[string]bool{}}
 	p.dirs = append(append(p.dirs, conf.IncludeDirs...), sys...)
 	p.nUser = len(conf.IncludeDirs)
 	return p
@@ -194,18 +195,52 @@ func (p *pp) tokens(src *source, toks []token) {
 			j++
 		}
 		if !src.system && p.active() {
-			p.emit(p.expand(toks[i:j], true))
+			p.emit(p.expand(p.attachPoints(toks[i:j])))
 		}
 		i = j
 	}
 	p.closeConds(base)
 }
 
+// attachPoints marks the names in probes' attach points, which bpftrace
+// does not expand as macros: outside braces, a run of tokens with no
+// space between them that holds a ':' (kprobe:f, tracepoint:sched:x,
+// uprobe:/bin/sh:main). A ?: written without spaces in a predicate
+// looks the same and is not expanded either. run is copied before it
+// is marked: it may be a header's tokens, read again.
+func (p *pp) attachPoints(run []token) []token {
+	copied := false
+	for g := 0; g < len(run); {
+		e := g + 1
+		for e < len(run) && !run[e].space {
+			e++
+		}
+		if p.braces == 0 && slices.ContainsFunc(run[g:e], func(t token) bool { return t.is(tPunct, ":") }) {
+			if !copied {
+				run, copied = slices.Clone(run), true
+			}
+			for k := g; k < e; k++ {
+				run[k].noexp = true
+			}
+		}
+		for _, t := range run[g:e] {
+			switch {
+			case t.is(tPunct, "{"):
+				p.braces++
+			case t.is(tPunct, "}") && p.braces > 0:
+				p.braces--
+			}
+		}
+		g = e
+	}
+	return run
+}
+
 // systemFile runs a system header's directives as the lexer finds them,
 // keeping no tokens but macro bodies: a system header's text makes no
 // tokens, and a skipped region's directives are read only as far as
-// their names.
-// It returns the macro of the file's include guard, if it has one.
+// their names. It returns the macro of the file's include guard, if it
+// has one.
 func (p *pp) systemFile(src *source) (guard string) {
 	l := newLexer(src, &p.errs)
 	base := len(p.conds)
@@ -225,10 +260,12 @@ func (p *pp) systemFile(src *source) (guard string) {
 			continue
 		}
 		switch {
-		case first && len(line) > 1 && line[0].text == "ifndef":
-			guard = line[1].text
+		case first:
+			guard = guardName(line)
 		case closed:
 			guard = "" // a directive after the guard's #endif
+		case len(p.conds) == base+1 && (line[0].text == "else" || strings.HasPrefix(line[0].text, "elif")):
+			guard = "" // the file has something for when the guard is defined
 		}
 		first = false
 		p.directive(src, hash, line)
@@ -263,17 +300,13 @@ func (p *pp) directive(src *source, hash token, args []token) {
 	}
 	name := args[0]
 	rest := args[1:]
-	if !p.active() {
-		// Only the nesting of conditionals matters in a skipped region.
-		switch name.text {
-		case "if", "ifdef", "ifndef":
-			p.conds = append(p.conds, cond{at: name})
-		case "elif", "else", "endif", "elifdef", "elifndef":
-			p.conditional(name, rest)
-		}
+	if conditionals[name.text] {
+		p.conditional(name, rest)
 		return
 	}
-
+	if !p.active() {
+		return // only conditionals matter in a skipped region
+	}
 	switch name.text {
 	case "define":
 		p.define(src, name, rest)
@@ -285,8 +318,6 @@ func (p *pp) directive(src *source, hash token, args []token) {
 		delete(p.macros, rest[0].text)
 	case "include", "include_next":
 		p.include(src, name, rest)
-	case "if", "ifdef", "ifndef", "elif", "else", "endif", "elifdef", "elifndef":
-		p.conditional(name, rest)
 	case "error":
 		p.errorf(name, "#error %s", lineText(rest))
 	case "warning":
@@ -314,7 +345,8 @@ func lineText(toks []token) string {
 	return string(first.src.text[first.off:last.end])
 }
 
-// conditional handles #if, #ifdef, #ifndef, #elif, #else and #endif.
+// conditional handles #if, #ifdef, #ifndef, #elif, #else and #endif, in
+// skipped regions too, where a new #if only nests.
 func (p *pp) conditional(name token, rest []token) {
 	switch name.text {
 	case "if", "ifdef", "ifndef":
@@ -387,7 +419,7 @@ func (p *pp) addError(err error) {
 // include reads the header an #include or #include_next names.
 func (p *pp) include(src *source, name token, rest []token) {
 	if len(rest) > 0 && rest[0].kind != tString && !rest[0].is(tPunct, "<") {
-		rest = p.expand(rest, false) // #include MACRO
+		rest = p.expand(rest) // #include MACRO
 	}
 	file, angle, ok := headerName(rest)
 	if !ok {
@@ -472,25 +504,19 @@ type header struct {
 // guard returns X when toks are all inside #ifndef X (or #if !defined X)
 // and the #endif that closes it, the usual include guard.
 func guard(toks []token) string {
-	directive := func(i int, name string) bool {
-		return i+1 < len(toks) && toks[i].bol && toks[i].is(tPunct, "#") && toks[i+1].is(tIdent, name)
+	if len(toks) == 0 || !toks[0].is(tPunct, "#") {
+		return ""
 	}
-	var name string
-	switch {
-	case directive(0, "ifndef") && len(toks) > 2 && toks[2].kind == tIdent:
-		name = toks[2].text
-	case directive(0, "if") && len(toks) > 4 && toks[2].is(tPunct, "!") && toks[3].is(tIdent, "defined"):
-		if toks[4].kind == tIdent {
-			name = toks[4].text
-		} else if len(toks) > 6 && toks[4].is(tPunct, "(") && toks[5].kind == tIdent {
-			name = toks[5].text
-		}
+	j := 1
+	for j < len(toks) && !toks[j].bol {
+		j++
 	}
+	name := guardName(toks[1:j])
 	if name == "" {
 		return ""
 	}
 	// The guard's #endif must be the file's last directive, closing the
-	// first: count the nesting up to it.
+	// first, with no #else or #elif of the first's: count the nesting.
 	depth := 0
 	for i := 0; i < len(toks); i++ {
 		if !toks[i].bol || !toks[i].is(tPunct, "#") || i+1 >= len(toks) {
@@ -499,6 +525,10 @@ func guard(toks []token) string {
 		switch toks[i+1].text {
 		case "if", "ifdef", "ifndef":
 			depth++
+		case "else", "elif", "elifdef", "elifndef":
+			if depth == 1 {
+				return ""
+			}
 		case "endif":
 			depth--
 			if depth == 0 {
@@ -509,6 +539,26 @@ func guard(toks []token) string {
 				}
 				return name
 			}
+		}
+	}
+	return ""
+}
+
+// guardName returns X when a directive's tokens (after the '#') are
+// ifndef X, if !defined X or if !defined(X): how include guards start.
+func guardName(line []token) string {
+	is := func(i int, kind kind, text string) bool {
+		return i < len(line) && line[i].kind == kind && (text == "" || line[i].text == text)
+	}
+	switch {
+	case is(0, tIdent, "ifndef") && is(1, tIdent, "") && len(line) == 2:
+		return line[1].text
+	case is(0, tIdent, "if") && is(1, tPunct, "!") && is(2, tIdent, "defined"):
+		if is(3, tIdent, "") && len(line) == 4 {
+			return line[3].text
+		}
+		if is(3, tPunct, "(") && is(4, tIdent, "") && is(5, tPunct, ")") && len(line) == 6 {
+			return line[4].text
 		}
 	}
 	return ""

@@ -38,6 +38,9 @@ var headers = map[string]string{
 	"sys/limits.h":    "#define LIMIT_SYS 2\n",
 	"inc/limits.h":    "#define LIMIT_USER 1\n#include_next <limits.h>\n",
 	"sys/glibc.h":     "#include_next <limits.h>\n#include \"gone.h\"\n",
+	"sys/guarded.h":   "/* guarded */\n#ifndef GUARDED_H\n#define GUARDED_H\n#define ONCE 1\n#endif\n",
+	"sys/trailing.h":  "#ifndef TRAILING_H\n#define TRAILING_H\n#endif\n#define AFTER 2\n",
+	"inc/guard.h":     "#if !defined(GUARD_H)\n#define GUARD_H\nstruct g { int x; };\n#endif\n",
 	"inc/decl.h":      "#define SIZE 8\nstruct pair { int a; int b; };\n",
 	"inc/probe.h":     "BEGIN { @x = 1 + ; }\n",
 	"inc/unclosed.h":  "#ifdef SIZE\n",
@@ -56,6 +59,7 @@ func TestPreprocess(t *testing.T) {
 		{"name without arguments", "#define F(x) x\nBEGIN { @F = 1; $F = F; }", "BEGIN { @F = 1; $F = F; }", nil, nil},
 		{"stringize and paste", "#define S(x) #x\n#define CAT(a, b) a ## b\nBEGIN { printf(S(a  \"q\"  b)); @ = CAT(co, mm); }", "BEGIN { printf(\"a \\\"q\\\" b\"); @ = comm; }", nil, nil},
 		{"variadic", "#define P(f, ...) printf(f, __VA_ARGS__)\n#define Q(f, args...) printf(f , ## args)\nBEGIN { P(\"%d %d\", 1, 2); Q(\"x\"); }", "BEGIN { printf(\"%d %d\", 1, 2); printf(\"x\"); }", nil, nil},
+		{"attach points are not expanded", "#define sched oops\n#define X 1\ntracepoint:sched:sched_switch,kprobe:X /X == 1/ { @[sched] = X ? X:X; }\nuprobe:/bin/sched:sched{}", "tracepoint:sched:sched_switch,kprobe:X /1 == 1/ { @[oops] = 1 ? 1:1; }\nuprobe:/bin/sched:sched{}", nil, nil},
 		{"sigils are not macros", "#define x 1\nBEGIN { $x = x; @x = x; }", "BEGIN { $x = 1; @x = 1; }", nil, nil},
 		{"conditionals", "#define A 2\n#if defined(A) && A > 1\nBEGIN { @a = 1 }\n#elif A\nBEGIN { @b = 1 }\n#else\nBEGIN { @c = 1 }\n#endif\n#ifdef B\nx\n#elifndef B\ny\n#endif", "BEGIN { @a = 1 }\ny", nil, nil},
 		{"nested skipped", "#if 0\n#if 1\na\n#else\nb\n#endif\n#unknown stuff\n#elif 0x10 == 16 && 'a' == 97 && -1 < 0 && -1 > 0u\nc\n#endif", "c", nil, nil},
@@ -67,6 +71,7 @@ func TestPreprocess(t *testing.T) {
 		{"--include", "BEGIN { @ = SIZE }", "struct pair { int a; int b; };\nBEGIN { @ = 8 }", []string{"inc/decl.h"}, nil},
 		{"absent system headers", "#include <net/sock.h>\n#include <net/sock.h>\n#include <linux/blkdev.h>\n#include <stddef.h>\nBEGIN {}", "BEGIN {}", nil, []string{"<net/sock.h>, <linux/blkdev.h> not found: kinst goes on with the kernel's BTF types"}},
 		{"compiler headers", "#include <glibc.h>\n#include <stddef.h>\nBEGIN { @ = INT_MAX + CHAR_BIT; @u = ULONG_MAX }", "BEGIN { @ = 2147483647 + 8; @u = (9223372036854775807L * 2UL + 1UL) }", nil, []string{`"gone.h" not found: kinst goes on with the kernel's BTF types`}},
+		{"include guards", "#include <guarded.h>\n#undef ONCE\n#include <guarded.h>\n#include <trailing.h>\n#undef AFTER\n#include <trailing.h>\n#include \"guard.h\"\n#include \"guard.h\"\n#ifndef ONCE\nBEGIN { @ = AFTER }\n#endif", "struct g { int x; };\nBEGIN { @ = 2 }", nil, nil},
 		{"__has_include", "#if __has_include(<sock.h>) && !__has_include(\"nothere.h\") && !__has_builtin(x)\nyes\n#endif", "yes", nil, nil},
 		{"__LINE__ and __FILE__", "\n#define L __LINE__\nBEGIN { @ = L; @f = __FILE__ }", "BEGIN { @ = 3; @f = \"prog.bt\" }", nil, nil},
 		{"continuations", "#define LONG 1 + \\\n 2\nBEGIN { @ = LONG }", "BEGIN { @ = 1 + 2 }", nil, nil},
@@ -113,6 +118,7 @@ func TestErrors(t *testing.T) {
 		{"#if (1\n#endif", "prog.bt:1:6: expected ')' in #if expression\n#if (1\n     ^"},
 		{"#if 1 / 0\n#endif", "prog.bt:1:7: division by zero in #if expression\n#if 1 / 0\n      ^"},
 		{"#if 0 && 1 / 0\n#endif\n#if 1.5\n#endif", "prog.bt:3:5: 1.5 is not an integer constant\n#if 1.5\n    ^~~"},
+		{"#if '\\'\n#endif", "prog.bt:1:5: malformed character constant '\\'\n#if '\\'\n    ^~~"},
 		{"#if\n#endif", "prog.bt:1:2: #if needs an expression\n#if\n ^~"},
 		{"#ifdef 1\n#endif", "prog.bt:1:2: #ifdef needs a macro name\n#ifdef 1\n ^~~~~"},
 		{"#foo", "prog.bt:1:2: unknown directive #foo\n#foo\n ^~~"},
@@ -158,6 +164,36 @@ func TestMissingHeader(t *testing.T) {
 	want = `<command line>:1:10: header "gone.h" not found in ., DIR/inc, DIR/sys`
 	if err == nil || strings.ReplaceAll(err.Error(), dir, "DIR") != want {
 		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
+// A header whose whole text is inside #ifndef X ... #endif is skipped
+// once X is defined; anything outside, or an #else, keeps it read.
+func TestGuards(t *testing.T) {
+	for _, tc := range []struct {
+		text         string
+		full, system string // the guard found when read in either mode
+	}{
+		{"#ifndef A\n#define A\n#endif\n", "A", "A"},
+		{"/* c */\n#ifndef A\n#define A\nstruct s;\n#endif\n// end\n", "A", "A"},
+		{"#if !defined(A)\n#endif", "A", "A"},
+		{"#if !defined A\n#endif", "A", "A"},
+		{"#if !defined(A) || B\n#endif", "", ""},
+		{"#ifndef A\n#else\n#endif", "", ""},
+		{"#ifndef A\n#if B\n#else\n#endif\n#endif", "A", "A"},
+		{"#ifndef A\n#endif\n#define B\n", "", ""},
+		{"#define B\n#ifndef A\n#endif", "", ""},
+		{"#ifndef A\n#endif\nstruct s;\n", "", "A"}, // text counts only where it is kept
+		{"#ifdef A\n#endif", "", ""},
+	} {
+		src := &source{file: syntax.NewFile("h", []byte(tc.text)), text: []byte(tc.text), found: -1}
+		p := newPP(&Config{SystemDirs: []string{}})
+		full := guard(lex(src, &p.errs))
+		src.system = true
+		system := p.systemFile(src)
+		if full != tc.full || system != tc.system || len(p.errs) > 0 {
+			t.Errorf("%q: guards %q and %q, want %q and %q (errors %v)", tc.text, full, system, tc.full, tc.system, p.errs)
+		}
 	}
 }
 

@@ -102,7 +102,9 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		if r != asValue {
 			return output.Pointer(le.Uint64(b))
 		}
-		return output.Uint(le.Uint64(b))
+		// 0.17 prints pointer values signed: kernel addresses are
+		// negative.
+		return output.Int(int64(le.Uint64(b)))
 	case check.Str:
 		return output.String(cstring(b[:t.Size]))
 	case check.Tuple:
@@ -209,7 +211,8 @@ func (d *decoder) usym(pid int, addr uint64) elfsym.Frame {
 		return elfsym.Frame{Addr: addr}
 	}
 	if d.noSymbolCache {
-		d.usyms = elfsym.NewSymbolizer()
+		// A symbolizer of its own: the shared one keeps what it reads.
+		return elfsym.NewSymbolizer().Frame(pid, addr)
 	}
 	return d.usyms.Frame(pid, addr)
 }

@@ -26,6 +26,14 @@ func (s *Session) handle(rec []byte) {
 	a := s.out.Actions[id]
 	body := rec[8:]
 	var err error
+	// A failed helper (-k) is a warning on Stderr either way.
+	if s.opts.Records != nil && a.Kind != codegen.ActHelperError {
+		err = s.record(a, body)
+		if err != nil {
+			fmt.Fprintf(s.opts.Stderr, "kinst: %s: %v\n", a.Kind, err)
+		}
+		return
+	}
 	switch a.Kind {
 	case codegen.ActPrintf:
 		if s.opts.Printf != nil {
@@ -56,6 +64,9 @@ func (s *Session) handle(rec []byte) {
 		s.exited = true
 		s.stopping.Store(true)
 	case codegen.ActHelperError:
+		if s.opts.NoWarnings {
+			break
+		}
 		errno := int64(le.Uint64(body[a.Args.Offsets[0]:]))
 		w := &syntax.Error{File: s.out.File, Pos: a.Pos, End: a.Pos,
 			Msg: fmt.Sprintf("WARNING: Failed to %s: %s (%d)", a.Text, output.Errno(-errno), errno)}
@@ -103,8 +114,19 @@ func (s *Session) system(a *codegen.Action, body []byte) error {
 		return err
 	}
 	s.buf.Flush()
+	out, err := s.shell(line)
+	if out != "" {
+		if werr := s.w.System(out); werr != nil {
+			return werr
+		}
+	}
+	return err
+}
+
+// shell runs line through the shell and returns what it printed.
+func (s *Session) shell(line string) (string, error) {
 	if s.ctx.Err() != nil {
-		return nil // a signal ends the run: no more commands start
+		return "", nil // a signal ends the run: no more commands start
 	}
 	// A signal kills the command in progress, so that kinst ends at
 	// once however long it runs; a pipe its children hold open is given
@@ -114,17 +136,12 @@ func (s *Session) system(a *codegen.Action, body []byte) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.Output()
 	if s.ctx.Err() != nil {
-		return nil
-	}
-	if len(out) > 0 {
-		if werr := s.w.System(string(out)); werr != nil {
-			return werr
-		}
+		return "", nil
 	}
 	if _, isExit := err.(*exec.ExitError); isExit {
-		return nil // the command's own failure is its output's business
+		err = nil // the command's own failure is its output's business
 	}
-	return err
+	return string(out), err
 }
 
 // cat prints a file's contents.
@@ -133,9 +150,18 @@ func (s *Session) cat(a *codegen.Action, body []byte) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(path)
+	data, err := s.readCat(path)
 	if err != nil {
 		return err
+	}
+	return s.w.Cat(data)
+}
+
+// readCat reads as much of a file as cat() prints.
+func (s *Session) readCat(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
 	}
 	defer f.Close()
 	limit := s.opts.CatMax
@@ -146,8 +172,93 @@ func (s *Session) cat(a *codegen.Action, body []byte) error {
 		limit = DefaultCatMax
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit))
+	return string(data), err
+}
+
+// A Record is one record a program sent, decoded for Options.Records.
+type Record struct {
+	Kind RecordKind
+	// Action is the statement that sent it; nil for RecLost.
+	Action *codegen.Action
+	// Args are the arguments of printf(), system() and cat(), or the
+	// value of print(). They are valid until the handler returns.
+	Args []output.Value
+	// Text is printf()'s formatted text, what system() printed, the
+	// file cat() read, or time()'s text.
+	Text string
+	// Command is system()'s command line, or the path cat() read.
+	Command string
+	Map     *output.Map // print(@map)
+	Elems   []string    // join()
+	Lost    uint64      // RecLost: records the ring buffer refused
+}
+
+// RecordKind says what a Record is.
+type RecordKind int
+
+// The kinds of Record.
+const (
+	RecPrintf   RecordKind = iota
+	RecPrint               // print(value)
+	RecPrintMap            // print(@map)
+	RecSystem
+	RecCat
+	RecTime
+	RecJoin
+	RecExit
+	RecLost
+)
+
+// record decodes one record for Options.Records; clear() and zero() are
+// carried out and not reported.
+func (s *Session) record(a *codegen.Action, body []byte) error {
+	r := &Record{Action: a}
+	var err error
+	switch a.Kind {
+	case codegen.ActPrintf:
+		r.Kind, r.Args = RecPrintf, s.decodeArgs(a, body)
+		r.Text, err = a.Format.Sprint(r.Args)
+	case codegen.ActSystem:
+		r.Kind, r.Args = RecSystem, s.decodeArgs(a, body)
+		if r.Command, err = a.Format.Sprint(r.Args); err != nil {
+			return err
+		}
+		r.Text, err = s.shell(r.Command)
+	case codegen.ActCat:
+		r.Kind, r.Args = RecCat, s.decodeArgs(a, body)
+		if r.Command, err = a.Format.Sprint(r.Args); err != nil {
+			return err
+		}
+		r.Text, err = s.readCat(r.Command)
+	case codegen.ActPrintMap:
+		r.Kind = RecPrintMap
+		r.Map, err = s.readMap(a.Map, s.dec)
+	case codegen.ActPrintValue:
+		r.Kind = RecPrint
+		r.Args = []output.Value{s.dec.value(a.Args.Elems[0], body[a.Args.Offsets[0]:], asValue)}
+	case codegen.ActClear:
+		return s.clearMap(a.Map, false)
+	case codegen.ActZero:
+		return s.clearMap(a.Map, true)
+	case codegen.ActExit:
+		r.Kind = RecExit
+		s.exited = true
+		s.stopping.Store(true)
+	case codegen.ActTime:
+		r.Kind = RecTime
+		r.Text, err = output.Strftime(a.Text, time.Now())
+	case codegen.ActJoin:
+		r.Kind = RecJoin
+		for i := 0; i < a.JoinArgs; i++ {
+			e := cstring(body[i*a.JoinLen : (i+1)*a.JoinLen])
+			if e == "" {
+				break
+			}
+			r.Elems = append(r.Elems, e)
+		}
+	}
 	if err != nil {
 		return err
 	}
-	return s.w.Cat(string(data))
+	return s.opts.Records(r)
 }

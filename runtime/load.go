@@ -23,11 +23,11 @@ import (
 func (s *Session) load() error {
 	spec := s.out.Collection
 	if err := inject.Fail(inject.Maps); err != nil {
-		return fmt.Errorf("%w: create maps: %v", ErrLoad, err)
+		return fmt.Errorf("load: create maps: %w", err)
 	}
 	coll, err := ebpf.NewCollection(&ebpf.CollectionSpec{Maps: spec.Maps, Programs: map[string]*ebpf.ProgramSpec{}})
 	if err != nil {
-		return fmt.Errorf("%w: create maps: %v", ErrLoad, err)
+		return fmt.Errorf("load: create maps: %w", err)
 	}
 	s.coll = coll
 	var kernelTypes *btf.Spec
@@ -106,9 +106,15 @@ func loadKernelTypes() *btf.Spec {
 type VerifierError struct {
 	Err *syntax.Error
 	Log []string // the verifier's log, for -v
+	// Cause is the loader's error, which wraps the kernel's errno:
+	// errors.Is(err, unix.EPERM) tells a missing privilege.
+	Cause error
 }
 
 func (e *VerifierError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the loader's error.
+func (e *VerifierError) Unwrap() error { return e.Cause }
 
 // Detail renders the error with its source line, and with verbose the
 // tail of the verifier's log.
@@ -159,7 +165,7 @@ func (s *Session) explain(prog *codegen.Program, err error) error {
 	var ve *ebpf.VerifierError
 	if !errors.As(err, &ve) {
 		return &VerifierError{Err: &syntax.Error{File: file, Pos: where, End: probe.Points[0].End(),
-			Msg: fmt.Sprintf("cannot load probe %s as %s: %v", prog.Targets[0].FullName(), prog.Mechanism, err)}}
+			Msg: fmt.Sprintf("cannot load probe %s as %s: %v", prog.Targets[0].FullName(), prog.Mechanism, err)}, Cause: err}
 	}
 	// The last instruction the verifier reached is where it gave up.
 	reason := ""
@@ -189,7 +195,7 @@ func (s *Session) explain(prog *codegen.Program, err error) error {
 		end = where + 1
 	}
 	msg := fmt.Sprintf("the kernel verifier rejected probe %s: %s", prog.Targets[0].FullName(), reason)
-	return &VerifierError{Err: &syntax.Error{File: file, Pos: where, End: end, Msg: msg}, Log: ve.Log}
+	return &VerifierError{Err: &syntax.Error{File: file, Pos: where, End: end, Msg: msg}, Log: ve.Log, Cause: err}
 }
 
 // Load loads a compiled program into the kernel and unloads it again:

@@ -40,6 +40,23 @@ func (r *MapReader) Maps() ([]*output.Map, error) {
 	return maps, nil
 }
 
+// Map reads the map the program names name, such as "@bytes"; ok is
+// false when the program has no such map.
+func (r *MapReader) Map(name string) (m *output.Map, ok bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.s == nil {
+		return nil, false, ErrEnded
+	}
+	for _, gm := range r.s.out.Maps {
+		if gm.Display() == name {
+			m, err = r.s.readMap(gm, r.dec)
+			return m, true, err
+		}
+	}
+	return nil, false, nil
+}
+
 // Lost returns how many records the ring buffer refused since the run
 // started.
 func (r *MapReader) Lost() (uint64, error) {
@@ -51,28 +68,20 @@ func (r *MapReader) Lost() (uint64, error) {
 	return r.s.lostTotal()
 }
 
-// end makes later reads fail, before the maps are closed.
-func (r *MapReader) end() {
-	r.mu.Lock()
-	r.s = nil
-	r.mu.Unlock()
-}
-
-// Dropped returns, by map name (without the @), how many updates were
-// dropped since the run started because the map was full.
-func (r *MapReader) Dropped() (map[string]uint64, error) {
+// Full returns, for each map in the order Maps returns them, how many
+// updates it refused since the run started because it was full.
+func (r *MapReader) Full() ([]uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.s == nil {
 		return nil, ErrEnded
 	}
-	counts, err := r.s.droppedCounts()
-	if err != nil {
-		return nil, err
-	}
-	byName := make(map[string]uint64, len(counts))
-	for i, n := range counts {
-		byName[r.s.out.Maps[i].Name] = n
-	}
-	return byName, nil
+	return r.s.fullTotals()
+}
+
+// end makes later reads fail, before the maps are closed.
+func (r *MapReader) end() {
+	r.mu.Lock()
+	r.s = nil
+	r.mu.Unlock()
 }

@@ -44,7 +44,8 @@ type Options struct {
 	Command []string
 	// Pid restricts uprobes to one process.
 	Pid int
-	// Signals stop the run; nil means SIGINT and SIGTERM.
+	// Signals stop the run; nil means SIGINT and SIGTERM, an empty list
+	// none.
 	Signals []os.Signal
 	// Buffering says when output reaches Out (bpftrace's -B).
 	Buffering Buffering
@@ -57,6 +58,9 @@ type Options struct {
 	// every address, for processes that load libraries as they run.
 	NoUserSymbols bool
 	NoSymbolCache bool
+	// NoWarnings drops warnings: -k reports, skipped targets and full
+	// maps.
+	NoWarnings bool
 	// LogSize is the verifier log's first size in bytes; 0 for the
 	// default. The log grows as the verifier needs.
 	LogSize uint32
@@ -86,6 +90,14 @@ type Options struct {
 	// Maps, when set, is called before BEGIN runs with a reader of the
 	// program's maps, which other goroutines may use until Run returns.
 	Maps func(r *MapReader)
+	// Records, when set, receives every record the program sends, in
+	// place of the writer and of the hooks above but ExitMaps: the API
+	// hands them to its caller as Go values. system() and cat() are
+	// carried out first, and the record holds what they printed.
+	Records func(r *Record) error
+	// Attached, when set, is called once every probe is attached, before
+	// the first record after BEGIN's is handled.
+	Attached func()
 }
 
 // Format is an output format.
@@ -126,9 +138,6 @@ type Session struct {
 	args     [][]output.Value               // per action, the decoded arguments, reused
 }
 
-// ErrLoad wraps failures to load programs into the kernel.
-var ErrLoad = errors.New("load")
-
 // An InterruptError says a signal ended the run before any probe ran:
 // nothing was printed, and what was loaded is unloaded again.
 type InterruptError struct {
@@ -162,8 +171,11 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM}
 	}
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, append(stopSignals, syscall.SIGUSR1)...)
-	defer signal.Stop(sigs)
+	// An empty list catches no signal: a library's caller owns them.
+	if len(stopSignals) > 0 {
+		signal.Notify(sigs, append(stopSignals, syscall.SIGUSR1)...)
+		defer signal.Stop(sigs)
+	}
 	var cancel context.CancelFunc
 	s.ctx, cancel = context.WithCancel(ctx)
 	defer cancel()
@@ -197,7 +209,8 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		return fmt.Errorf("map the lost-records counter: %w", err)
 	}
 	if opts.Maps != nil {
-		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks, usyms: usyms}}
+		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks, usyms: usyms,
+			noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}}
 		defer r.end()
 		opts.Maps(r)
 	}
@@ -260,6 +273,9 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 				s.stop()
 			}()
 		}
+		if opts.Attached != nil {
+			opts.Attached()
+		}
 		s.loop()
 	}
 	// Detaching takes an RCU grace period per probe; it runs while END
@@ -282,7 +298,7 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	}
 	s.drain()
 	s.reportLost()
-	s.reportDropped()
+	s.reportFull()
 	printErr := s.printMaps(true)
 	detachErr := <-detached
 	if s.outw.err != nil {
@@ -466,7 +482,7 @@ func (s *Session) attachAll() error {
 			return err
 		}
 		if n := len(a.Skipped); n > 0 {
-			fmt.Fprintf(s.opts.Stderr, "kinst: warning: %d of the %d targets of %s could not be attached and are skipped; the first: %v\n",
+			s.warnf("kinst: warning: %d of the %d targets of %s could not be attached and are skipped; the first: %v\n",
 				n, len(p.Targets), p.Probe.Syntax.Points[0].Raw, a.Skipped[0])
 		}
 		s.links = append(s.links, a.Links...)
@@ -518,7 +534,7 @@ func (s *Session) attach(p *codegen.Program) (*attach.Attached, error) {
 		return nil, fmt.Errorf("attach %s: %w", p.Targets[0].FullName(), err)
 	}
 	a, err := attach.Attach(s.ctx, s.coll.Programs[p.Name], p.Targets, attach.Options{
-		FirstID:    p.FirstTarget,
+		IDs:        p.IDs,
 		Multi:      p.Mechanism == codegen.MechKprobeMulti || p.Mechanism == codegen.MechUprobeMulti,
 		Trampoline: p.Mechanism.IsTrampoline(),
 		Pid:        s.opts.Pid,
@@ -529,6 +545,13 @@ func (s *Session) attach(p *codegen.Program) (*attach.Attached, error) {
 		fmt.Fprintf(s.opts.Stderr, "kinst: attached %s in %v\n", p.Targets[0].FullName(), time.Since(start).Round(time.Microsecond))
 	}
 	return a, err
+}
+
+// warnf prints a warning unless --no-warnings asked for none.
+func (s *Session) warnf(format string, args ...any) {
+	if !s.opts.NoWarnings {
+		fmt.Fprintf(s.opts.Stderr, format, args...)
+	}
 }
 
 func (s *Session) detach() error {
@@ -623,7 +646,9 @@ func (s *Session) reportLost() {
 		return
 	}
 	if total > s.lost {
-		if s.opts.Lost != nil {
+		if s.opts.Records != nil {
+			s.opts.Records(&Record{Kind: RecLost, Lost: total - s.lost})
+		} else if s.opts.Lost != nil {
 			s.opts.Lost(total - s.lost)
 		} else {
 			s.w.Lost(total - s.lost)
@@ -638,37 +663,21 @@ func (s *Session) lostTotal() (uint64, error) {
 		return 0, errors.New("no lost-records counter")
 	}
 	var buf [8]byte
-	if _, err := s.lostMem.ReadAt(buf[:], 0); err != nil {
+	if _, err := s.lostMem.ReadAt(buf[:], codegen.LostRecords); err != nil {
 		return 0, fmt.Errorf("read the lost-records counter: %w", err)
 	}
 	return le.Uint64(buf[:]), nil
 }
 
-// droppedCounts returns, for each map of the program in order, how many
-// updates were dropped because it was full.
-func (s *Session) droppedCounts() ([]uint64, error) {
-	if s.lostMem == nil {
-		return nil, errors.New("no lost-records counter")
-	}
-	counts := make([]uint64, len(s.out.Maps))
-	var buf [8]byte
-	for i := range s.out.Maps {
-		if _, err := s.lostMem.ReadAt(buf[:], int64(codegen.DroppedOffset(i))); err != nil {
-			return nil, fmt.Errorf("read the dropped-updates counters: %w", err)
-		}
-		counts[i] = le.Uint64(buf[:])
-	}
-	return counts, nil
-}
-
-// reportDropped warns of every map that was full when a probe stored a
-// new element in it, with the exact count of updates dropped.
-func (s *Session) reportDropped() {
-	counts, err := s.droppedCounts()
-	if err != nil {
+// reportFull warns of every map that was full when a probe stored a new
+// element in it, with the exact count of updates dropped, as the lost
+// records are reported.
+func (s *Session) reportFull() {
+	totals, err := s.fullTotals()
+	if err != nil || s.opts.NoWarnings {
 		return
 	}
-	for i, n := range counts {
+	for i, n := range totals {
 		if n > 0 {
 			m := s.out.Maps[i]
 			fmt.Fprintf(s.opts.Stderr, "kinst: warning: map @%s was full: %d %s dropped; it holds at most %d (set KINST_MAP_KEYS_MAX for more)\n",
@@ -682,6 +691,20 @@ func plural(n uint64, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// fullTotals reads, for each map, how many updates it refused so far
+// because it was full.
+func (s *Session) fullTotals() ([]uint64, error) {
+	totals := make([]uint64, len(s.out.Maps))
+	var buf [8]byte
+	for i, m := range s.out.Maps {
+		if _, err := s.lostMem.ReadAt(buf[:], int64(codegen.FullOffset(m))); err != nil {
+			return nil, fmt.Errorf("read the map-full counter of %s: %w", m.Display(), err)
+		}
+		totals[i] = le.Uint64(buf[:])
+	}
+	return totals, nil
 }
 
 // printMaps prints every map, as bpftrace does at exit and on SIGUSR1,

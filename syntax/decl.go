@@ -23,6 +23,8 @@ type (
 		Kind    Token // IDENT, STRUCT, UNION or ENUM
 		Name    string
 		Body    bool // braces follow: this is a definition
+		Packed  bool // __attribute__((packed))
+		Align   Expr // __attribute__((aligned(N))), or nil
 		Fields  []*CField
 		Values  []*Enumerator
 		EndPos  Pos
@@ -44,6 +46,7 @@ type (
 		Func    bool   // (*Name)(...): a function pointer
 		Dims    []Expr // array dimensions, outermost first
 		Bits    Expr   // bitfield width, or nil
+		Align   Expr   // __attribute__((aligned(N))), or nil
 		EndPos  Pos
 	}
 
@@ -105,10 +108,20 @@ func (p *parser) parseDecl() *Decl {
 			p.error(d.Type.Pos(), d.Type.Pos()+Pos(len(d.Type.Kind.String())), "a %s declared outside a typedef needs a name", d.Type.Kind)
 			p.endDecl()
 			return nil
-		case d.Type.Body:
+		case d.Type.Body && p.tok == RBRACE:
 			// The closing brace is the current token; a ';' may follow.
 			d.EndPos = p.end
 			p.endDecl()
+			return d
+		case d.Type.Body:
+			// An attribute followed the body: what follows it was read
+			// as an ordinary token.
+			d.EndPos = d.Type.EndPos
+			if p.tok != SEMICOLON {
+				p.s.off = p.file.Offset(p.pos)
+			}
+			p.specs = true
+			p.next()
 			return d
 		case p.tok != SEMICOLON:
 			p.errorExpected("'{' or ';' after " + d.Type.Kind.String() + " " + d.Type.Name)
@@ -198,6 +211,9 @@ func (p *parser) parseCType(top bool) *CType {
 	case STRUCT, UNION, ENUM:
 		t.Kind = p.tok
 		p.next()
+		if p.isAttribute() {
+			p.parseAttribute(&t.Packed, &t.Align)
+		}
 		if p.tok == IDENT {
 			t.Name = p.lit
 			t.EndPos = p.end
@@ -222,9 +238,14 @@ func (p *parser) parseCType(top bool) *CType {
 			return t
 		}
 		if top {
-			return t
+			if tok, lit := p.peekLit(); tok != IDENT || lit != "__attribute__" {
+				return t
+			}
 		}
 		p.next()
+		if p.isAttribute() {
+			t.EndPos = p.parseAttribute(&t.Packed, &t.Align)
+		}
 	case IDENT:
 		if !cBaseWords[p.lit] {
 			t.Name = p.lit
@@ -365,7 +386,53 @@ func (p *parser) parseDeclarator(field bool) *Declarator {
 		d.Bits = p.parseExpr()
 		d.EndPos = d.Bits.End()
 	}
+	if field && p.isAttribute() {
+		d.EndPos = p.parseAttribute(nil, &d.Align)
+	}
 	return d
+}
+
+func (p *parser) isAttribute() bool { return p.tok == IDENT && p.lit == "__attribute__" }
+
+// peekLit returns the token after the current one and its text.
+func (p *parser) peekLit() (Token, string) {
+	off, nerr := p.s.off, len(p.errs)
+	tok, _, _, lit := p.s.scan()
+	p.s.off = off
+	p.errs = p.errs[:nerr]
+	return tok, lit
+}
+
+// parseAttribute parses __attribute__((...)) with the attributes that
+// change a layout: packed (where packed is given) and aligned(N). It
+// returns the end of the attribute.
+func (p *parser) parseAttribute(packed *bool, align *Expr) Pos {
+	p.next()
+	p.expect(LPAREN)
+	p.expect(LPAREN)
+	for p.tok == IDENT {
+		name, pos, end := strings.Trim(p.lit, "_"), p.pos, p.end
+		p.next()
+		switch {
+		case name == "packed" && packed != nil:
+			*packed = true
+		case name == "aligned" && p.tok == LPAREN:
+			p.next()
+			*align = p.parseExpr()
+			p.expect(RPAREN)
+		default:
+			p.error(pos, end, "attribute %s is not supported here", name)
+			return end
+		}
+		if p.tok != COMMA {
+			break
+		}
+		p.next()
+	}
+	p.expect(RPAREN)
+	end := p.end
+	p.expect(RPAREN)
+	return end
 }
 
 // decl prints a top-level declaration.
@@ -425,6 +492,23 @@ func (p *printer) ctype(t *CType) {
 	p.indent--
 	p.newline()
 	p.b.WriteByte('}')
+	p.attribute(t.Packed, t.Align)
+}
+
+func (p *printer) attribute(packed bool, align Expr) {
+	switch {
+	case packed && align != nil:
+		p.b.WriteString(" __attribute__((packed, aligned(")
+	case packed:
+		p.b.WriteString(" __attribute__((packed))")
+		return
+	case align != nil:
+		p.b.WriteString(" __attribute__((aligned(")
+	default:
+		return
+	}
+	p.expr(align, 0)
+	p.b.WriteString(")))")
 }
 
 func (p *printer) declarator(d *Declarator) {
@@ -448,4 +532,5 @@ func (p *printer) declarator(d *Declarator) {
 		p.b.WriteString(" : ")
 		p.expr(d.Bits, 0)
 	}
+	p.attribute(false, d.Align)
 }

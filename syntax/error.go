@@ -13,7 +13,13 @@ type Error struct {
 	Pos  Pos // first byte of the offending range
 	End  Pos // one past its last byte; may equal Pos
 	Msg  string
+	// Err is the cause when Msg reports another package's error, such
+	// as a probe type the kernel refuses; errors.Is and errors.As see it.
+	Err error
 }
+
+// Unwrap returns the cause, if any.
+func (e *Error) Unwrap() error { return e.Err }
 
 // Error gives "file:line:col: message" only; Detail adds the source line
 // and the caret.
@@ -75,6 +81,16 @@ func (l ErrorList) Err() error {
 		return nil
 	}
 	return l
+}
+
+// Unwrap returns the errors, so that errors.Is and errors.As look at
+// each one's cause.
+func (l ErrorList) Unwrap() []error {
+	errs := make([]error, len(l))
+	for i, e := range l {
+		errs[i] = e
+	}
+	return errs
 }
 
 func (l ErrorList) Error() string {

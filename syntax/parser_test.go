@@ -162,6 +162,7 @@ END { print(@opens); clear(@opens); }`,
 		"profile:hz:99 /cpu == 0/ { @[kstack] = count(); }",
 		"struct a { int x; } BEGIN { } union u { long l; char c[2][3]; }; END { }",
 		"typedef struct { unsigned int f : 3, : 5; void (*cb)(int, char *); } t, *pt; enum e { A, B = 1 << 3 }; struct fwd; BEGIN { }",
+		"struct p { char a; int b __attribute__((aligned(8))); } __attribute__((packed)) BEGIN { } struct __attribute__((__packed__, aligned(4))) q { int x; }; END { }",
 	}
 	for _, src := range srcs {
 		p1, err := Parse("t", []byte(src))
@@ -273,6 +274,7 @@ func TestParseErrors(t *testing.T) {
 		{"typedef int x BEGIN { }", "t:1:15: expected ';' after typedef, found 'BEGIN'"},
 		{"enum e { A = }; BEGIN { }", "t:1:14: expected expression, found '}'"},
 		{"typedef struct a { int x[; } t; BEGIN { }", "t:1:26: expected expression, found ';'"},
+		{"struct a { int x; } __attribute__((noreturn)); BEGIN { }", "t:1:36: attribute noreturn is not supported here"},
 	}
 	for _, tt := range tests {
 		_, err := Parse("t", []byte(tt.src))

@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -95,4 +97,90 @@ tracepoint:syscalls:sys_enter_nanosleep /tid == cpid/ {
 	delete(@m);
 }`
 	kinst(t, "-q", "-e", prog, "-c", workload(t)+" nanosleep 1 2600").want(t, 0, "3 -3 1 8 0\n\n\n\n", "")
+}
+
+// Uprobe arguments by name from the target's DWARF: integers, strings
+// and a struct pointer with a char array, bitfields and a pointer to
+// another struct; kinst_move alternates between a and b.
+func TestUprobeDWARFArgs(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	prog := strings.NewReplacer("BIN", bin).Replace(`
+uprobe:BIN:kinst_move {
+	printf("%d %d %s %d %d %d\n", args->dx, args->p->x, args->p->name, args->p->flags, args->p->level, args->p->next != 0);
+	@[args->p->name, args->p->y] = sum(args->dx);
+}
+uprobe:BIN:kinst_move /args->p->next != 0/ { print(*args->p->next); }`)
+	kinst(t, "-q", "-e", prog, "-c", bin+" move 4").want(t, 0,
+		"1 0 alpha 5 17 0\n"+
+			"2 100 beta 2 31 1\n"+
+			"{ .x = 1, .y = 7, .name = alpha, .flags = 5, .level = 17, .next = 0 }\n"+
+			"3 1 alpha 5 17 0\n"+
+			"4 102 beta 2 31 1\n"+
+			"{ .x = 4, .y = 7, .name = alpha, .flags = 5, .level = 17, .next = 0 }\n"+
+			"\n\n@[alpha, 7]: 4\n@[beta, -1]: 6\n", "")
+	prog = "uprobe:" + bin + ":kinst_add { @add = sum(args->a + args->b); }"
+	kinst(t, "-q", "-e", prog, "-c", bin+" add 3").want(t, 0, "\n\n@add: -6\n", "")
+	// Casts in a uprobe take the binary's types before the kernel's.
+	prog = "uprobe:" + bin + ":kinst_move { $p = (struct kinst_point *)arg0; printf(\"%s %d %d\\n\", $p->name, $p->level, sizeof(struct kinst_point)); }"
+	kinst(t, "-q", "-e", prog, "-c", bin+" move 2").want(t, 0, "alpha 17 32\nbeta 31 32\n\n\n", "")
+}
+
+// A binary without DWARF, and an offset past the entry, give located
+// errors that say why args is missing.
+func TestUprobeArgsErrors(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe)
+	bin := target(t)
+	tests := []struct{ prog, want string }{
+		{"uprobe:" + bin + ":kinst_move+4 { @ = args->dx }",
+			"args is not available for uprobe:" + bin + ":kinst_move+4: past the entry of kinst_move its registers no longer hold the arguments"},
+		{"uprobe:" + bin + ":kinst_move { @ = args->nope }", "struct kinst_move_args has no field nope"},
+	}
+	// The guests have no objcopy: the stripped case runs where one is.
+	stripped := filepath.Join(t.TempDir(), "stripped")
+	if out, err := exec.Command("objcopy", "--strip-debug", bin, stripped).CombinedOutput(); err == nil {
+		tests = append(tests, struct{ prog, want string }{"uprobe:" + stripped + ":kinst_move { @ = args->dx }",
+			"args is not available for uprobe:" + stripped + ":kinst_move: " + stripped + ": no DWARF debug information (build it with -g)"})
+	} else {
+		t.Logf("objcopy --strip-debug: %v\n%s", err, out)
+	}
+	for _, tt := range tests {
+		r := kinst(t, "--dry-run", "-e", tt.prog)
+		if r.code != 1 || !strings.Contains(r.stderr, "-e:1:") || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%s: exit %d, stderr:\n%s\nwant a located error saying %q", tt.prog, r.code, r.stderr, tt.want)
+		}
+	}
+}
+
+// -lv lists a binary's functions with their parameters from DWARF,
+// spelled as bpftrace 0.17 spells them.
+func TestListUprobeParams(t *testing.T) {
+	t.Parallel()
+	bin := target(t)
+	want := strings.NewReplacer("BIN", bin).Replace(`uprobe:BIN:kinst_add
+    long int a
+    long int b
+uprobe:BIN:kinst_greet
+    const char* word
+uprobe:BIN:kinst_move
+    struct kinst_point* p
+    int dx
+uprobe:BIN:kinst_phase
+    int on
+uprobe:BIN:kinst_stack
+    long int a
+    long int b
+    long int c
+    long int d
+    long int e
+    long int f
+    long int g
+    long int h
+`)
+	r := kinst(t, "-lv", "uprobe:"+bin+":kinst_*")
+	if r.code != 0 || r.stdout != want {
+		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s\nstderr:\n%s", r.code, r.stdout, want, r.stderr)
+	}
 }

@@ -38,12 +38,16 @@ OPTIONS:
     -l [search]    list probes (-v adds argument types)
     -p PID         restrict uprobes to process PID
     -c 'CMD'       run CMD under tracing; stop when it exits
+    --usdt-file-activation
+                   activate usdt semaphores based on file path (always so:
+                   the kernel activates them in every process probed)
     --unsafe       allow unsafe builtin functions: system(), signal(), override()
     -q             keep messages quiet: no "Attaching N probes..." line
     --info         print information about kernel BPF support
     -k             emit a warning when a bpf helper returns an error (except read functions)
     -kk            check all bpf helper functions
     -V, --version  kinst version
+    --no-warnings  disable all warning messages
     --dry-run      compile and load into the kernel, then stop
     --prometheus ADDR
                    serve the maps as Prometheus metrics on http://ADDR/metrics
@@ -64,6 +68,7 @@ ENVIRONMENT:
     BPFTRACE_PERF_RB_PAGES      [default: none] pages per CPU for the ring buffer (a power of two)
     BPFTRACE_NO_USER_SYMBOLS    [default: 0] disable user symbol resolution
     BPFTRACE_CACHE_USER_SYMBOLS [default: 1] 0 reads a process's symbols afresh for every address
+    BPFTRACE_BTF                [default: none] BTF file used in place of the kernel's types
     KINST_BUFFER_KB             [default: 2048] size of the ring buffer events travel in
 
 EXAMPLES:

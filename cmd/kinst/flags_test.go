@@ -5,11 +5,16 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/cilium/ebpf/btf"
 
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/internal/testenv"
@@ -33,11 +38,12 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"-k", "-k"}, "k=2 |"},
 		{[]string{"-I/usr/include", "--include", "linux/fs.h", "x.bt"}, "I=/usr/include include=linux/fs.h | x.bt"},
 		{[]string{"-qI", "inc", "--include=a.h"}, "I=inc include=a.h q=true |"},
+		{[]string{"--usdt-file-activation", "x.bt"}, "usdt-file-activation=true | x.bt"},
 	}
 	for _, tt := range tests {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
-		for _, b := range []string{"l", "v", "q", "unsafe"} {
+		for _, b := range []string{"l", "v", "q", "unsafe", "usdt-file-activation"} {
 			fs.Bool(b, false, "")
 		}
 		for _, s := range []string{"e", "f", "p", "attach", "I", "include"} {
@@ -155,7 +161,8 @@ func TestMaxProbes(t *testing.T) {
 }
 
 // -k reports failing map updates and deletions where they are written,
-// -kk failing reads of memory too; without them nothing is reported.
+// -kk failing reads of memory too; without them, or with --no-warnings,
+// nothing is reported. --no-warnings silences compile warnings too.
 func TestHelperChecks(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Ringbuf)
@@ -168,6 +175,9 @@ func TestHelperChecks(t *testing.T) {
 	kinstEnv(t, env, "-q", "-e", maps).want(t, 0, "\n\n@a[1]: 1\n", full)
 	kinstEnv(t, env, "-q", "-k", "-e", maps).want(t, 0, "\n\n@a[1]: 1\n", mapWarnings+full)
 	kinstEnv(t, env, "-qkk", "-e", maps).want(t, 0, "\n\n@a[1]: 1\n", mapWarnings+full)
+	kinstEnv(t, env, "-qk", "--no-warnings", "-e", maps).want(t, 0, "\n\n@a[1]: 1\n", "")
+	kinst(t, "-q", "--no-warnings", "-e", "#warning careful\nBEGIN { exit(); }").want(t, 0, "\n\n", "")
+	kinst(t, "-q", "-e", "#warning careful\nBEGIN { exit(); }").want(t, 0, "\n\n", "kinst: warning: -e:1:2: #warning careful\n")
 
 	reads := `BEGIN { $x = *(uint64 *)0; printf("[%s]\n", str(0)); exit(); }`
 	kinst(t, "-q", "-k", "-e", reads).want(t, 0, "[]\n\n\n", "")
@@ -202,4 +212,100 @@ func TestUaddr(t *testing.T) {
 	prog := "uprobe:" + bin + `:kinst_add { printf("%x %x %d %d\n", uaddr("kinst_watched"), uaddr("buf"), sizeof(*uaddr("buf")), *uaddr("kinst_watched")); }`
 	kinst(t, "-q", "-e", prog, "-c", bin+" add 1").want(t, 0,
 		strconv.FormatUint(addr["kinst_watched"], 16)+" "+strconv.FormatUint(addr["buf"], 16)+" 8 0\n\n\n", "")
+}
+
+// With -p, a uprobe's path is the traced process's: a process in another
+// mount namespace, here one with a tmpfs over an empty directory of the
+// host, is probed through /proc/PID/root, and the probe is named so, as
+// bpftrace names it.
+func TestUprobeInProcessMountNamespace(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare command to make a mount namespace")
+	}
+	testenv.Kinst(t) // built before the target's clock starts
+	dir := t.TempDir()
+	inner := dir + "/kinst-target"
+	cmd := exec.Command(unshare, "-m", "sh", "-c",
+		"mount -t tmpfs none "+dir+" && cp "+bin+" "+inner+" && exec "+inner+" later 5000 hello")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	pid := strconv.Itoa(cmd.Process.Pid)
+	// Wait for the exec, which unshare and sh make in the same process.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if exe, _ := os.Readlink("/proc/" + pid + "/exe"); exe == inner {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Skip("could not start the target in a mount namespace of its own (no CAP_SYS_ADMIN?)")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := os.Stat(inner); err == nil {
+		t.Fatalf("%s is visible outside the namespace", inner)
+	}
+	prog := "uprobe:" + inner + `:kinst_greet { printf("%s %s\n", probe, str(arg0)); exit(); }`
+	kinst(t, "-p", pid, "-e", prog).want(t, 0,
+		"Attaching 1 probe...\nuprobe:/proc/"+pid+"/root"+inner+":kinst_greet hello\n\n\n", "")
+}
+
+// path() reads a struct path with bpf_d_path, which the kernel allows in
+// fentry programs of security_file_open; the host of the tests forbids
+// fentry, so this runs in the guests.
+func TestPathBuiltin(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Fentry, testenv.Ringbuf)
+	file, err := filepath.Abs("testdata/syntax.bt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := `fentry:security_file_open /pid == cpid/ { $p = path(args->file->f_path); if ($p == "` + file + `") { @opens = count(); } }`
+	kinst(t, "-q", "-e", prog, "-c", workload(t)+" openat 3 "+file).want(t, 0, "\n\n@opens: 3\n", "")
+}
+
+// BPFTRACE_BTF replaces the kernel's types: with a file that describes
+// only an int, curtask is a plain integer and has no fields.
+func TestBTFFile(t *testing.T) {
+	t.Parallel()
+	b, err := btf.NewBuilder([]btf.Type{&btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := b.Marshal(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "tiny.btf")
+	if err := os.WriteFile(file, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prog := `BEGIN { printf("%d\n", curtask->pid); exit(); }`
+	kinstEnv(t, []string{"BPFTRACE_BTF=" + file}, "--dry-run", "-e", prog).want(t, 1, "",
+		"-e:1:24: uint64 has no fields: it is not a struct, a pointer to one or a tuple\n"+prog+"\n"+strings.Repeat(" ", 23)+"^~~~~~~~~~~~\n")
+	kinstEnv(t, []string{"BPFTRACE_BTF=" + file + ".missing"}, "-e", prog).want(t, 2, "",
+		"kinst: BPFTRACE_BTF: load BTF from "+file+".missing: open "+file+".missing: no such file or directory\n")
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err == nil {
+		kinstEnv(t, []string{"BPFTRACE_BTF=/sys/kernel/btf/vmlinux"}, "--dry-run", "-e", prog).want(t, 0, "", "")
+	}
+}
+
+// strcontains() loops over the haystack, so long haystacks load with short
+// needles; past the sizes the verifier is known to accept it says so.
+func TestStrcontainsSizes(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Tracepoint)
+	env := []string{"BPFTRACE_STRLEN=1024"}
+	short := `tracepoint:syscalls:sys_enter_openat { if (strcontains(str(args->filename), "abc")) { @ = count(); } }`
+	kinstEnv(t, env, "--dry-run", "-e", short).want(t, 0, "", "")
+	long := `tracepoint:syscalls:sys_enter_openat { if (strcontains(str(args->filename), "/usr/lib/")) { @ = count(); } }`
+	kinstEnv(t, env, "--dry-run", "-e", long).want(t, 1, "",
+		"-e:1:44: strcontains(): searching 1024 bytes for up to 10 is 10240 comparisons, more than the 4096 the verifier is known to accept; shorten the strings with str(s, N)\n"+
+			long+"\n"+strings.Repeat(" ", 43)+"^"+strings.Repeat("~", 44)+"\n")
 }

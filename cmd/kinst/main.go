@@ -90,6 +90,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		mech    = fs.String("attach", "", "")
 		buffer  = fs.String("B", "", "")
 		info    = fs.Bool("info", false, "")
+		noWarn  = fs.Bool("no-warnings", false, "")
 		pid     pidFlag
 		checks  countFlag
 		help    bool
@@ -101,6 +102,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&incDirs, "I", "")
 	fs.Var(&incs, "include", "")
 	fs.Var(&pid, "p", "")
+	// The kernel activates USDT semaphores (ref_ctr_offset) in every
+	// process the uprobes reach: file-based activation is what kinst
+	// always does, so the option changes nothing.
+	fs.Bool("usdt-file-activation", false, "")
 	fs.Var(&checks, "k", "")
 	for _, name := range []string{"h", "help"} {
 		fs.BoolVar(&help, name, false, "")
@@ -182,6 +187,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	var warnings io.Writer = stderr
+	if *noWarn {
+		warnings = nil
+	}
 	popts := &pipeline.Options{
 		Params: params,
 		Pid:    int(pid),
@@ -193,18 +202,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 		IncludeDirs:  incDirs,
 		Includes:     incs,
-		Warnings:     stderr,
+		Warnings:     warnings,
 		HelperChecks: int(checks),
 	}
 	ropts := &runtime.Options{
-		Format:    rf,
-		Stdout:    stdout,
-		Stderr:    stderr,
-		Quiet:     *quiet,
-		Verbose:   *verbose,
-		Command:   argv,
-		Pid:       int(pid),
-		Buffering: buffering,
+		Format:     rf,
+		Stdout:     stdout,
+		Stderr:     stderr,
+		Quiet:      *quiet,
+		Verbose:    *verbose,
+		Command:    argv,
+		Pid:        int(pid),
+		Buffering:  buffering,
+		NoWarnings: *noWarn,
 	}
 	for _, fromEnv := range []func() error{popts.FromEnv, ropts.FromEnv} {
 		if err := fromEnv(); err != nil {
@@ -257,7 +267,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer srv.Close()
-		srv.Feed(ropts)
+		srv.Feed(out, ropts)
 	}
 	return report(runtime.Run(context.Background(), out, ropts), *verbose, stderr)
 }

@@ -2,7 +2,10 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"kinst.dev/kinst/internal/testenv"
@@ -57,5 +60,39 @@ func TestCountOrderFileErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "order.txt")); !os.IsNotExist(err) {
 		t.Errorf("a refused command line left an order file: %v", err)
+	}
+}
+
+// With uprobe:BIN:* on a dynamically linked build of target.c, whose own
+// functions the wildcard covers (the C library's are in libc.so), the
+// file starts with kinst_add, called 7 times, followed by the functions
+// called once (main and the C runtime's start and end code) by name, and
+// leaves out the functions never called.
+func TestCountOrderFileWildcard(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.UprobeMulti, testenv.Ringbuf)
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("no gcc to build a dynamically linked target")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "target-dyn")
+	if out, err := exec.Command(gcc, "-O1", "-g", "-o", bin, "testdata/target.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	file := filepath.Join(dir, "order.txt")
+	r := kinst(t, "count", "uprobe:"+bin+":*", "-c", bin+" add 7", "--order-file", file, "-f", "json")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	once := lines[1:]
+	if lines[0] != "kinst_add" || !slices.Contains(once, "main") || !slices.IsSorted(once) ||
+		slices.Contains(lines, "kinst_greet") || slices.Contains(lines, "kinst_phase") {
+		t.Errorf("order file:\n%s", data)
 	}
 }

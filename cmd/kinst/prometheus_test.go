@@ -112,8 +112,8 @@ func TestPrometheusMetrics(t *testing.T) {
 	}
 	want := `# HELP kinst_avg avg map @avg of the kinst program.
 # TYPE kinst_avg summary
-kinst_avg_sum{key="` + name + `"} 230
-kinst_avg_count{key="` + name + `"} 5
+kinst_avg_sum{comm="` + name + `"} 230
+kinst_avg_count{comm="` + name + `"} 5
 # HELP kinst_bytes sum map @bytes of the kinst program.
 # TYPE kinst_bytes counter
 kinst_bytes 230
@@ -131,14 +131,14 @@ kinst_lin_count 5
 # HELP kinst_lost_events_total Records probes sent that the ring buffer refused because it was full.
 # TYPE kinst_lost_events_total counter
 kinst_lost_events_total 0
-# HELP kinst_map_dropped_updates_total Updates of a map that were dropped because it was full.
-# TYPE kinst_map_dropped_updates_total counter
-kinst_map_dropped_updates_total{map="@avg"} 0
-kinst_map_dropped_updates_total{map="@bytes"} 0
-kinst_map_dropped_updates_total{map="@last"} 0
-kinst_map_dropped_updates_total{map="@lin"} 0
-kinst_map_dropped_updates_total{map="@sizes"} 0
-kinst_map_dropped_updates_total{map="@writes"} 0
+# HELP kinst_map_full_total Updates of a map refused because it held as many elements as it may (KINST_MAP_KEYS_MAX).
+# TYPE kinst_map_full_total counter
+kinst_map_full_total{map="@avg"} 0
+kinst_map_full_total{map="@bytes"} 0
+kinst_map_full_total{map="@last"} 0
+kinst_map_full_total{map="@lin"} 0
+kinst_map_full_total{map="@sizes"} 0
+kinst_map_full_total{map="@writes"} 0
 # HELP kinst_sizes hist map @sizes of the kinst program.
 # TYPE kinst_sizes histogram
 ` + sizes.String() + `kinst_sizes_bucket{le="+Inf"} 5
@@ -146,7 +146,7 @@ kinst_sizes_sum NaN
 kinst_sizes_count 5
 # HELP kinst_writes count map @writes of the kinst program.
 # TYPE kinst_writes counter
-kinst_writes{key="` + name + `"} 5
+kinst_writes{comm="` + name + `"} 5
 `
 	if got != want {
 		t.Errorf("/metrics:\n%s\nwant:\n%s", got, want)
@@ -178,8 +178,14 @@ func TestPrometheusServerScrapes(t *testing.T) {
 	}
 	server := exec.Command(promBin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+promAddr)
-	var log strings.Builder
-	server.Stdout, server.Stderr = &log, &log
+	// A file, which the server writes itself: the test reads it while
+	// the server runs.
+	log, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	server.Stdout, server.Stderr = log, log
 	if err := server.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -188,20 +194,29 @@ func TestPrometheusServerScrapes(t *testing.T) {
 		server.Wait()
 	}()
 
-	query := "http://" + promAddr + "/api/v1/query?query=" + url.QueryEscape(`kinst_writes{job="kinst",key="`+name+`"}`)
-	deadline := time.Now().Add(30 * time.Second)
+	query := "http://" + promAddr + "/api/v1/query?query=" + url.QueryEscape(`kinst_writes{job="kinst",comm="`+name+`"}`)
+	deadline := time.Now().Add(runTimeout)
 	for {
 		value, err := queryValue(query)
 		if err == nil && value == "7" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Prometheus did not answer 7 within 30s: last answer %q, %v\nprometheus log:\n%s", value, err, log.String())
+			t.Fatalf("Prometheus did not answer 7 within %v: last answer %q, %v\nprometheus log:\n%s", runTimeout, value, err, readLog(log.Name()))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	r.signal(t, syscall.SIGTERM)
 	r.wait(t).want(t, 0, "", "")
+}
+
+// readLog returns the text of a log file, or why it cannot.
+func readLog(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	return string(data)
 }
 
 // queryValue asks Prometheus an instant query that must find one series
@@ -228,6 +243,37 @@ func queryValue(u string) (string, error) {
 	}
 	v, _ := answer.Data.Result[0].Value[1].(string)
 	return v, nil
+}
+
+// With room for 10 elements, 15 keys leave 5 updates of each map
+// refused, which kinst_map_full_total counts per map.
+func TestPrometheusMapFull(t *testing.T) {
+	tracing(t)
+	t.Setenv("KINST_MAP_KEYS_MAX", "10")
+	addr := freeAddr(t)
+	r := start(t, "-q", "--prometheus", addr, "-e", `BEGIN { $i = 0; while ($i < 15) { @m[$i] = $i; @c[$i] = count(); $i++; } }`)
+	want := `# HELP kinst_map_full_total Updates of a map refused because it held as many elements as it may (KINST_MAP_KEYS_MAX).
+# TYPE kinst_map_full_total counter
+kinst_map_full_total{map="@c"} 5
+kinst_map_full_total{map="@m"} 5
+`
+	var got string
+	for deadline := time.Now().Add(runTimeout); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if got = string(body); strings.Contains(got, want) && strings.Count(got, "\nkinst_m{i=") == 10 && strings.Count(got, "\nkinst_c{i=") == 10 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no scrape with 10 elements a map and these counters within %v:\n%s\nwant:\n%s", runTimeout, got, want)
+		}
+	}
+	r.signal(t, syscall.SIGINT)
+	// The warning at exit comes as without --prometheus.
+	r.wait(t).want(t, 0, "", "kinst: warning: map @m was full: 5 updates dropped; it holds at most 10 (set KINST_MAP_KEYS_MAX for more)\n"+
+		"kinst: warning: map @c was full: 5 updates dropped; it holds at most 10 (set KINST_MAP_KEYS_MAX for more)\n")
 }
 
 func TestPrometheusBadAddress(t *testing.T) {
@@ -277,7 +323,7 @@ func BenchmarkPrometheusScrape(b *testing.B) {
 		if err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if n := strings.Count(string(body), "\nkinst_m{"); n == 10000 {
+			if n := strings.Count(string(body), "\nkinst_m{i="); n == 10000 {
 				break
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/runtime"
 )
@@ -23,15 +25,18 @@ import (
 type Source interface {
 	Maps() ([]*output.Map, error)
 	Lost() (uint64, error)
-	// Dropped gives by map name the updates dropped because the map
-	// was full.
-	Dropped() (map[string]uint64, error)
+	// Full gives, per map in the order of Maps, the updates it refused
+	// because it was full.
+	Full() ([]uint64, error)
 }
 
 // Collector turns a Source's maps into metrics at each scrape.
 type Collector struct {
 	mu  sync.Mutex
 	src Source
+	// labels names the key labels of maps, by map name; a map missing
+	// here has its keys labelled by place: key, or key0, key1, …
+	labels map[string][]string
 }
 
 // SetSource makes later scrapes read src; until then they find no
@@ -47,14 +52,14 @@ func (c *Collector) SetSource(src Source) {
 func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 
 var (
-	lostDesc    = prometheus.NewDesc("kinst_lost_events_total", "Records probes sent that the ring buffer refused because it was full.", nil, nil)
-	droppedDesc = prometheus.NewDesc("kinst_map_dropped_updates_total", "Updates of a map that were dropped because it was full.", []string{"map"}, nil)
+	lostDesc = prometheus.NewDesc("kinst_lost_events_total", "Records probes sent that the ring buffer refused because it was full.", nil, nil)
+	fullDesc = prometheus.NewDesc("kinst_map_full_total", "Updates of a map refused because it held as many elements as it may (KINST_MAP_KEYS_MAX).", []string{"map"}, nil)
 )
 
 // Collect reads every map and sends its metrics.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	src := c.src
+	src, labels := c.src, c.labels
 	c.mu.Unlock()
 	if src == nil {
 		return
@@ -65,26 +70,29 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(lostDesc, prometheus.CounterValue, float64(lost))
-	dropped, err := src.Dropped()
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(droppedDesc, err)
-		return
-	}
-	for name, n := range dropped {
-		ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(n), "@"+name)
-	}
 	maps, err := src.Maps()
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(prometheus.NewDesc("kinst_maps", "The program's maps.", nil, nil), err)
 		return
 	}
-	for _, m := range maps {
-		collectMap(ch, m)
+	full, err := src.Full()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(fullDesc, err)
+		return
+	}
+	for i, m := range maps {
+		if strings.HasPrefix(m.Name, "@__") {
+			continue // an instrument's bookkeeping: calls in progress, processes seen
+		}
+		if i < len(full) {
+			ch <- prometheus.MustNewConstMetric(fullDesc, prometheus.CounterValue, float64(full[i]), m.Name)
+		}
+		collectMap(ch, m, labels[m.Name])
 	}
 }
 
-// Name is the metric name of a map.
-func Name(mapName string) string {
+// metricName is the metric name of a map.
+func metricName(mapName string) string {
 	name := strings.TrimPrefix(mapName, "@")
 	if name == "" {
 		name = "map"
@@ -104,13 +112,17 @@ func labelNames(n int) []string {
 	return names
 }
 
-// collectMap sends one metric per entry of m.
-func collectMap(ch chan<- prometheus.Metric, m *output.Map) {
+// collectMap sends one metric per entry of m, its keys labelled by
+// names or, where names do not fit, by place.
+func collectMap(ch chan<- prometheus.Metric, m *output.Map, names []string) {
 	nkeys := 0
 	if len(m.Entries) > 0 {
 		nkeys = len(m.Entries[0].Key)
 	}
 	labels := labelNames(nkeys)
+	if len(names) == nkeys {
+		labels = slices.Clone(names)
+	}
 	info := false
 	switch m.Kind {
 	case output.KindInt, output.KindPointer, output.KindCount, output.KindSum, output.KindMin, output.KindMax,
@@ -120,7 +132,7 @@ func collectMap(ch chan<- prometheus.Metric, m *output.Map) {
 		info = true
 		labels = append(labels, "value")
 	}
-	desc := prometheus.NewDesc(Name(m.Name), fmt.Sprintf("%s map %s of the kinst program.", m.Kind, m.Name), labels, nil)
+	desc := prometheus.NewDesc(metricName(m.Name), fmt.Sprintf("%s map %s of the kinst program.", m.Kind, m.Name), labels, nil)
 	for _, e := range m.Entries {
 		values, err := labelValues(e.Key)
 		if err == nil && info {
@@ -252,7 +264,7 @@ func Listen(addr string) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{ln: ln, done: make(chan error, 1)}
-	reg := prometheus.NewPedanticRegistry()
+	reg := prometheus.NewRegistry()
 	reg.MustRegister(&s.Collector)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
@@ -261,11 +273,18 @@ func Listen(addr string) (*Server, error) {
 	return s, nil
 }
 
-// Feed makes a run's maps the server's metrics, in place of the maps
-// printed at exit.
-func (s *Server) Feed(opts *runtime.Options) {
+// Feed makes the maps of a run of out the server's metrics, their keys
+// labelled as KeyLabels names them. The maps are then not printed at
+// exit as bpftrace prints them; a caller's own exit hook, an
+// instrument's table or profile, still runs.
+func (s *Server) Feed(out *codegen.Output, opts *runtime.Options) {
+	s.Collector.mu.Lock()
+	s.Collector.labels = KeyLabels(out)
+	s.Collector.mu.Unlock()
 	opts.Maps = func(r *runtime.MapReader) { s.Collector.SetSource(r) }
-	opts.ExitMaps = func([]*output.Map) error { return nil }
+	if opts.ExitMaps == nil {
+		opts.ExitMaps = func([]*output.Map) error { return nil }
+	}
 }
 
 // Addr is the address the server listens on.

@@ -119,10 +119,10 @@ func TestDifferential(t *testing.T) {
 func TestDryRun(t *testing.T) {
 	testenv.Root(t)
 	kinst := testenv.Kinst(t)
-	// --dry-run splits the -c command but never starts it, so the workload
-	// need not be built.
+	// --dry-run splits the -c command but never starts it; uprobe
+	// programs still need the workload's file to resolve their targets.
 	vars := map[string]string{
-		"workload": "workload",
+		"workload": testenv.Workload(t),
 		"testdata": testdataDir(t),
 	}
 	for _, p := range corpus(t) {

@@ -83,7 +83,7 @@ func TestQEMUArgs(t *testing.T) {
 	k := Kernel{Release: "6.1.0-56-cloud-amd64", Image: "/c/vmlinuz"}
 	got := strings.Join(qemuArgs(k, TCG, "/t/initrd", "/t/kernel.log", "/t/status"), " ")
 	want := "-nodefaults -no-user-config -display none -no-reboot -accel tcg,thread=single -cpu max -m 1G -smp 2 " +
-		"-kernel /c/vmlinuz -initrd /t/initrd -append console=ttyS1 panic=-1 kinst.vm=1 " +
+		"-kernel /c/vmlinuz -initrd /t/initrd -append console=ttyS1 panic=-1 no_timer_check kinst.vm=1 " +
 		"-chardev stdio,id=out,signal=off -serial chardev:out -serial file:/t/kernel.log -serial file:/t/status"
 	if got != want {
 		t.Errorf("qemu arguments:\n%s\nwant:\n%s", got, want)

@@ -4,10 +4,14 @@
  * functions for uprobes and makes write(2) calls of chosen sizes for
  * tracepoints.
  *
- *	target add N          kinst_add(i, -2*i) for i = 1..N
+ *	target add N          kinst_add(i, -2*i) for i = 1..N, summed in
+ *	                      the global kinst_sum
  *	target greet WORD...  kinst_greet(WORD) for each WORD
+ *	target move N         kinst_move(p, i) for i = 1..N, p two structs in turn
  *	target linger MS WORD kinst_greet(WORD), then sleep MS milliseconds, so
  *	                      that the process is alive when its symbols are read
+ *	target later MS WORD  sleep MS milliseconds, then kinst_greet(WORD), so
+ *	                      that probes attached by -p meanwhile see the call
  *	target stack N        kinst_stack(i, ..., 8*i) of eight arguments for
  *	                      i = 1..N: the last two go on the stack
  *	target writes A B     write(2) of i bytes to /dev/null for i = A..B
@@ -16,10 +20,15 @@
  *	target touch N        write to N fresh pages, between kinst_phase(1)
  *	                      and kinst_phase(0): N page faults and no other
  *	target watch N        write kinst_watched N times, then read it N times
+ *	target usdt N         fire the USDT probes kinst:tick, kinst:small,
+ *	                      kinst:mem, kinst:twice (two sites), other:tick
+ *	                      and, when enabled, kinst:gated for i = 1..N
  *
  * It is built static, so that the QEMU guests can run it too:
  *	gcc -O1 -g -static -o kinst-target target.c
  */
+#define _SDT_HAS_SEMAPHORES 1
+#include <sys/sdt.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <stdio.h>
@@ -39,6 +48,24 @@ __attribute__((noinline)) int kinst_greet(const char *word)
 {
 	__asm__ volatile("");
 	return (int)strlen(word);
+}
+
+/* kinst_sum is a global whose value a debugger reading a core can check. */
+long kinst_sum;
+
+/* A struct argument for DWARF tests: kinst_move(p, dx) for move N. */
+struct kinst_point {
+	int x, y;
+	char name[8];
+	unsigned int flags : 3, level : 5;
+	struct kinst_point *next;
+};
+
+__attribute__((noinline)) int kinst_move(struct kinst_point *p, int dx)
+{
+	__asm__ volatile("");
+	p->x += dx;
+	return p->x;
 }
 
 /* kinst_phase marks the part of a run a probe should count. */
@@ -104,9 +131,48 @@ static int write_size(int fd, long size)
 	return 0;
 }
 
+/*
+ * The USDT probes' semaphores: with _SDT_HAS_SEMAPHORES every probe has
+ * one, which the kernel raises while a uprobe with a reference counter
+ * is attached; kinst:gated fires only then.
+ */
+unsigned short kinst_tick_semaphore __attribute__((section(".probes")));
+unsigned short kinst_small_semaphore __attribute__((section(".probes")));
+unsigned short kinst_mem_semaphore __attribute__((section(".probes")));
+unsigned short kinst_twice_semaphore __attribute__((section(".probes")));
+unsigned short kinst_gated_semaphore __attribute__((section(".probes")));
+unsigned short other_tick_semaphore __attribute__((section(".probes")));
+
+volatile long kinst_total;
+
+/*
+ * usdt passes the probes' arguments in registers, as constants, in
+ * stack memory and in a global, which the notes record as operands such
+ * as -8@%rdx, -4@$-7, -8@8(%rsp) and -8@kinst_total(%rip).
+ */
+static void usdt(long n)
+{
+	for (long i = 1; i <= n; i++) {
+		kinst_total += i;
+		int neg = -(int)i;
+		STAP_PROBE3(kinst, tick, i, neg, kinst_total);
+		signed char c = (signed char)-i;
+		unsigned short s = (unsigned short)(60000 + i);
+		STAP_PROBE3(kinst, small, c, s, -7);
+		volatile long v = 3 * i;
+		volatile int w = -(int)i;
+		STAP_PROBE2(kinst, mem, v, w);
+		STAP_PROBE1(kinst, twice, i);
+		STAP_PROBE1(kinst, twice, (short)(-2 * i));
+		if (kinst_gated_semaphore)
+			STAP_PROBE1(kinst, gated, i);
+		STAP_PROBE(other, tick);
+	}
+}
+
 static int usage(void)
 {
-	fprintf(stderr, "usage: target add N | stack N | greet WORD... | linger MS WORD | writes A B | write SIZE... | sleep MS | touch N | watch N\n");
+	fprintf(stderr, "usage: target add N | stack N | move N | greet WORD... | linger MS WORD | later MS WORD | writes A B | write SIZE... | sleep MS | touch N | watch N | usdt N\n");
 	return 2;
 }
 
@@ -116,10 +182,10 @@ int main(int argc, char **argv)
 		return usage();
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "add") == 0 && argc == 3) {
-		long n = atol(argv[2]), sum = 0;
+		long n = atol(argv[2]);
 		for (long i = 1; i <= n; i++)
-			sum += kinst_add(i, -2 * i);
-		return sum == -n * (n + 1) / 2 ? 0 : 1;
+			kinst_sum += kinst_add(i, -2 * i);
+		return kinst_sum == -n * (n + 1) / 2 ? 0 : 1;
 	}
 	if (strcmp(cmd, "stack") == 0 && argc == 3) {
 		long n = atol(argv[2]), sum = 0;
@@ -127,11 +193,25 @@ int main(int argc, char **argv)
 			sum += kinst_stack(i, 2 * i, 3 * i, 4 * i, 5 * i, 6 * i, 7 * i, 8 * i);
 		return sum == 36 * n * (n + 1) / 2 ? 0 : 1;
 	}
+	if (strcmp(cmd, "move") == 0 && argc == 3) {
+		struct kinst_point a = {0, 7, "alpha", 5, 17, NULL}, b = {100, -1, "beta", 2, 31, &a};
+		for (long i = 1; i <= atol(argv[2]); i++)
+			kinst_move(i % 2 ? &a : &b, (int)i);
+		return 0;
+	}
 	if (strcmp(cmd, "linger") == 0 && argc == 4) {
 		long ms = atol(argv[2]);
 		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
 		kinst_greet(argv[3]);
 		return nanosleep(&ts, NULL) == 0 ? 0 : 1;
+	}
+	if (strcmp(cmd, "later") == 0 && argc == 4) {
+		long ms = atol(argv[2]);
+		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+		if (nanosleep(&ts, NULL) != 0)
+			return 1;
+		kinst_greet(argv[3]);
+		return 0;
 	}
 	if (strcmp(cmd, "greet") == 0) {
 		for (int i = 2; i < argc; i++)
@@ -163,6 +243,10 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "touch") == 0 && argc == 3)
 		return touch(atol(argv[2]));
+	if (strcmp(cmd, "usdt") == 0 && argc == 3) {
+		usdt(atol(argv[2]));
+		return 0;
+	}
 	if (strcmp(cmd, "watch") == 0 && argc == 3)
 		return watch(atol(argv[2]));
 	return usage();

@@ -1,0 +1,48 @@
+// Package kinst runs bpftrace programs from Go: it compiles a program in
+// bpftrace's language to BPF in-process, with no compiler or kernel
+// headers, loads and attaches it to the running kernel, and hands what
+// it sends back as Go values.
+//
+// A program is compiled once with [Compile], which resolves its probes
+// against the running kernel and returns a [Program] or, for a program
+// with errors, a [kinst.dev/kinst/syntax.ErrorList] giving each error's
+// position:
+//
+//	prog, err := kinst.Compile("count.bt", []byte(`
+//		tracepoint:syscalls:sys_enter_openat { @opens[comm] = count() }
+//	`), nil)
+//
+// [Program.Probes] and [Program.Maps] tell what it will attach to, how,
+// and which maps it keeps.
+//
+// [Program.Start] loads the program, runs its BEGIN probe, attaches the
+// others and returns a [Run] once they are attached. Each record the
+// program sends (printf(), print(), exit(), …) reaches the [Handler] as
+// a [Record] whose dynamic type says what it is, such as *[Printf]
+// with the arguments decoded. [Run.Map] reads a map at any time: its
+// current contents while the run goes on, what END left once it has
+// ended. The run ends when the program calls exit(), when [Run.Stop] is
+// called or when Start's context is done; END runs, the maps are read
+// a last time and every probe is detached before [Run.Wait] returns.
+//
+//	run, err := prog.Start(ctx, func(r kinst.Record) {
+//		if p, ok := r.(*kinst.Printf); ok {
+//			log.Print(p.Text)
+//		}
+//	})
+//	…
+//	err = run.Stop()
+//	opens, err := run.Map("@opens")
+//
+// Values keep the program's types: see [Map] for the Go type of each.
+//
+// Loading and attaching need root, or CAP_BPF with CAP_PERFMON. Errors
+// wrap their cause: a program the kernel's verifier refuses is a
+// [runtime.VerifierError] pointing at the source; another refusal wraps
+// the kernel's errno, so that errors.Is(err, unix.EPERM) tells a missing
+// privilege. A probe type the kernel forbids, or kinst cannot attach, is
+// an error of Compile's list that matches [ErrNotSupported].
+//
+// Unlike the kinst command, the package catches no signal and prints
+// nothing; a Printf record's Text is what bpftrace would have printed.
+package kinst

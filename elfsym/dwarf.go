@@ -1,0 +1,150 @@
+package elfsym
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"errors"
+	"fmt"
+
+	"kinst.dev/kinst/kernel"
+)
+
+// ErrNoDebugInfo reports a file without DWARF debug information.
+var ErrNoDebugInfo = errors.New("no DWARF debug information (build it with -g)")
+
+// A Param is a function parameter as the file's DWARF describes it.
+type Param struct {
+	Name string
+	Type dwarf.Type
+}
+
+// A Func is a function with its parameters, for uprobe arguments.
+type Func struct {
+	Name   string
+	Params []Param
+}
+
+// Debug holds the DWARF data of one ELF file.
+type Debug struct {
+	path string
+	data *dwarf.Data
+}
+
+// OpenDebug reads the DWARF data of the ELF file at path, or of its
+// separate debug file (by build ID or .gnu_debuglink, as for symbols);
+// the error wraps ErrNoDebugInfo when neither has any.
+func OpenDebug(path string) (*Debug, error) {
+	ef, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer ef.Close()
+	if ef.Section(".debug_info") == nil {
+		dbg := findDebugFile(ef, path)
+		if dbg == "" {
+			return nil, fmt.Errorf("%s: %w", path, ErrNoDebugInfo)
+		}
+		if ef, err = elf.Open(dbg); err != nil {
+			return nil, fmt.Errorf("open %s: %w", dbg, err)
+		}
+		defer ef.Close()
+		if ef.Section(".debug_info") == nil {
+			return nil, fmt.Errorf("%s and its debug file %s: %w", path, dbg, ErrNoDebugInfo)
+		}
+	}
+	data, err := ef.DWARF()
+	if err != nil {
+		return nil, fmt.Errorf("read DWARF of %s: %w", path, err)
+	}
+	return &Debug{path: path, data: data}, nil
+}
+
+// Funcs lists the functions whose names match the glob pattern, with
+// their parameters, in the order the DWARF gives them. Declarations
+// without a body and inlined-only copies are skipped.
+func (d *Debug) Funcs(pattern string) ([]Func, error) {
+	var out []Func
+	seen := map[string]bool{}
+	r := d.data.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return nil, fmt.Errorf("read DWARF of %s: %w", d.path, err)
+		}
+		if e == nil {
+			return out, nil
+		}
+		if e.Tag != dwarf.TagSubprogram {
+			if e.Tag != dwarf.TagCompileUnit && e.Children {
+				r.SkipChildren()
+			}
+			continue
+		}
+		name, _ := e.Val(dwarf.AttrName).(string)
+		_, hasCode := e.Val(dwarf.AttrLowpc).(uint64)
+		if !e.Children || name == "" || !hasCode || seen[name] || !kernel.Match(pattern, name) {
+			if e.Children {
+				r.SkipChildren()
+			}
+			continue
+		}
+		seen[name] = true
+		f := Func{Name: name}
+		for {
+			c, err := r.Next()
+			if err != nil {
+				return nil, fmt.Errorf("read DWARF of %s: %w", d.path, err)
+			}
+			if c == nil || c.Tag == 0 {
+				break
+			}
+			if c.Tag == dwarf.TagFormalParameter {
+				pname, _ := c.Val(dwarf.AttrName).(string)
+				off, ok := c.Val(dwarf.AttrType).(dwarf.Offset)
+				if !ok {
+					continue
+				}
+				t, err := d.data.Type(off)
+				if err != nil {
+					return nil, fmt.Errorf("type of %s parameter %s in %s: %w", name, pname, d.path, err)
+				}
+				f.Params = append(f.Params, Param{Name: pname, Type: t})
+			}
+			if c.Children {
+				r.SkipChildren()
+			}
+		}
+		out = append(out, f)
+	}
+}
+
+// Type finds a named struct, union, enum (kind "struct", "union",
+// "enum") or typedef (kind "").
+func (d *Debug) Type(kind, name string) (dwarf.Type, error) {
+	r := d.data.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return nil, fmt.Errorf("read DWARF of %s: %w", d.path, err)
+		}
+		if e == nil {
+			return nil, fmt.Errorf("%s: no type %s", d.path, typeName(kind, name))
+		}
+		want := map[string]dwarf.Tag{"struct": dwarf.TagStructType, "union": dwarf.TagUnionType, "enum": dwarf.TagEnumerationType, "": dwarf.TagTypedef}[kind]
+		if n, _ := e.Val(dwarf.AttrName).(string); e.Tag == want && n == name {
+			if decl, _ := e.Val(dwarf.AttrDeclaration).(bool); !decl {
+				return d.data.Type(e.Offset)
+			}
+		}
+		if e.Tag != dwarf.TagCompileUnit && e.Children {
+			r.SkipChildren()
+		}
+	}
+}
+
+func typeName(kind, name string) string {
+	if kind == "" {
+		return name
+	}
+	return kind + " " + name
+}

@@ -1,0 +1,77 @@
+package elfsym
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+const dwarfSrc = `
+struct point { int x, y; char name[8]; unsigned flags : 3; struct point *next; };
+__attribute__((noinline)) int move(struct point *p, long dx, const char *why) { __asm__ volatile(""); return p->x + (int)dx + why[0]; }
+int main(void) { struct point p = {1, 2, "a", 1, 0}; return move(&p, 3, "x") == 0; }
+`
+
+// TestDebugFuncs reads a function's parameters and a struct from DWARF:
+// in the binary itself, in a separate file found by .gnu_debuglink, and
+// not at all once stripped.
+func TestDebugFuncs(t *testing.T) {
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("gcc is not installed")
+	}
+	objcopy, err := exec.LookPath("objcopy")
+	if err != nil {
+		t.Skip("objcopy is not installed")
+	}
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "p.c"), filepath.Join(dir, "p")
+	if err := os.WriteFile(src, []byte(dwarfSrc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(name string, args ...string) {
+		t.Helper()
+		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+	}
+	run(gcc, "-O1", "-g", "-o", bin, src)
+	check := func(path string) {
+		t.Helper()
+		d, err := OpenDebug(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs, err := d.Funcs("mov*")
+		if err != nil || len(fs) != 1 {
+			t.Fatalf("Funcs(mov*) = %v, %v; want move", fs, err)
+		}
+		var got []string
+		for _, p := range fs[0].Params {
+			got = append(got, p.Type.String()+" "+p.Name)
+		}
+		want := []string{"*struct point p", "long int dx", "*const char why"}
+		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+			t.Errorf("move's parameters are %q, want %q", got, want)
+		}
+		if st, err := d.Type("struct", "point"); err != nil {
+			t.Error(err)
+		} else if st.Size() != 32 {
+			t.Errorf("struct point has %d bytes, want 32", st.Size())
+		}
+		if _, err := d.Type("struct", "nope"); err == nil {
+			t.Error("struct nope was found")
+		}
+	}
+	check(bin)
+	// Split the debug information off, as distributions do.
+	run(objcopy, "--only-keep-debug", bin, bin+".debug")
+	run(objcopy, "--strip-debug", "--add-gnu-debuglink="+bin+".debug", bin, bin+".stripped")
+	check(bin + ".stripped")
+	run(objcopy, "--strip-debug", bin, bin+".bare")
+	if _, err := OpenDebug(bin + ".bare"); !errors.Is(err, ErrNoDebugInfo) {
+		t.Errorf("OpenDebug of a stripped binary: %v, want ErrNoDebugInfo", err)
+	}
+}

@@ -1,0 +1,147 @@
+package kinst
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"kinst.dev/kinst/attach"
+	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/pipeline"
+)
+
+// ErrNotSupported matches the errors of probe types that the running
+// kernel refuses (kprobes where the kernel forbids them) or kinst cannot
+// attach; Compile reports them in its error list.
+var ErrNotSupported = attach.ErrUnsupported
+
+// Options configure how a program is compiled. The zero Options are
+// bpftrace's defaults.
+type Options struct {
+	// Params are the positional parameters $1, $2, …
+	Params []string
+	// Pid restricts uprobes and usdt probes to one process, as -p does.
+	Pid int
+	// Unsafe allows system(), signal() and override(), as --unsafe does.
+	Unsafe bool
+	// StrLen is the size of strings str() reads; 0 means 64 bytes.
+	StrLen int
+	// MapEntries bounds every map; 0 means 4096 entries.
+	MapEntries int
+	// BufferSize is the size in bytes of the ring buffer carrying records
+	// to user space, a power of two of at least 4096; 0 picks the
+	// default.
+	BufferSize int
+	// Mechanism runs every kprobe through one attach mechanism: "kprobe",
+	// "kprobe.multi" or "fentry"; "" picks the cheapest the kernel has.
+	Mechanism string
+	// HelperChecks reports failing helpers at run time as -k (1: all
+	// but reads) and -kk (2: all) do, on Warnings.
+	HelperChecks int
+	// Warnings receives compile-time, attach-time and run-time
+	// warnings; nil discards them.
+	Warnings io.Writer
+}
+
+// A Program is a compiled program, ready to start any number of times.
+type Program struct {
+	out  *codegen.Output
+	opts Options
+}
+
+// Compile compiles a program in bpftrace's language for the running
+// kernel; name is the file name its errors give. Errors in the program
+// are a [kinst.dev/kinst/syntax.ErrorList], each with a position:
+//
+//	var list syntax.ErrorList
+//	if errors.As(err, &list) { … }
+func Compile(name string, src []byte, opts *Options) (*Program, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	popts := &pipeline.Options{
+		Params:       opts.Params,
+		Pid:          opts.Pid,
+		Unsafe:       opts.Unsafe,
+		StrLen:       opts.StrLen,
+		MapEntries:   opts.MapEntries,
+		EventsSize:   opts.BufferSize,
+		Warnings:     opts.Warnings,
+		HelperChecks: opts.HelperChecks,
+	}
+	if b := opts.BufferSize; b != 0 && (b < 4096 || b&(b-1) != 0) {
+		return nil, fmt.Errorf("kinst: buffer size %d is not a power of two of at least 4096", b)
+	}
+	if opts.Mechanism != "" {
+		m, err := codegen.ParseMechanism(opts.Mechanism)
+		if err != nil {
+			return nil, fmt.Errorf("kinst: %w", err)
+		}
+		popts.Force = m
+	}
+	out, err := pipeline.Compile(name, src, popts)
+	if err != nil {
+		return nil, err
+	}
+	return &Program{out: out, opts: *opts}, nil
+}
+
+// A Probe is one probe of a program, with what it attaches to.
+type Probe struct {
+	// Name is the probe as the program writes it, such as
+	// "tracepoint:syscalls:sys_enter_open*" or "BEGIN".
+	Name string
+	// Targets are the full names of what it attaches to, its wildcards
+	// expanded: "tracepoint:syscalls:sys_enter_openat", …
+	Targets []string
+	// Mechanism is how it attaches: "test_run" for BEGIN and END, which
+	// kinst runs itself, "tracepoint", "perf_event", "uprobe", "kprobe",
+	// "fentry", …; Why says why that one was chosen.
+	Mechanism string
+	Why       string
+}
+
+// Probes lists the program's probes in the order it declares them.
+func (p *Program) Probes() []Probe {
+	probes := make([]Probe, len(p.out.Programs))
+	for i, prog := range p.out.Programs {
+		var names []string
+		for _, pt := range prog.Probe.Syntax.Points {
+			names = append(names, pt.Raw)
+		}
+		targets := make([]string, len(prog.Targets))
+		for j, t := range prog.Targets {
+			targets[j] = t.FullName()
+		}
+		probes[i] = Probe{Name: strings.Join(names, ","), Targets: targets, Mechanism: string(prog.Mechanism), Why: prog.Why}
+	}
+	return probes
+}
+
+// A MapSpec describes one of a program's maps.
+type MapSpec struct {
+	Name string // as the program writes it: "@", "@bytes"
+	// Kind is what the map holds and so which Go type its values have
+	// (see [Map]): "integer", "string", "count", "sum", "min", "max",
+	// "avg", "stats", "hist", "lhist", "tuple", …
+	Kind string
+	// Keys are the types of the key's elements, nil for a map without
+	// keys; Value is the type of its values. Both are written as the
+	// checker writes types: "int64", "string[64]", "hist", …
+	Keys  []string
+	Value string
+}
+
+// Maps lists the program's maps in the order they first appear.
+func (p *Program) Maps() []MapSpec {
+	specs := make([]MapSpec, len(p.out.Maps))
+	for i, m := range p.out.Maps {
+		var keys []string
+		for _, k := range m.Keys {
+			keys = append(keys, k.String())
+		}
+		specs[i] = MapSpec{Name: m.Display(), Kind: check.OutputKind(m.Value).String(), Keys: keys, Value: m.Value.String()}
+	}
+	return specs
+}

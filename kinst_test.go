@@ -1,0 +1,217 @@
+package kinst_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"kinst.dev/kinst"
+	"kinst.dev/kinst/internal/testenv"
+	"kinst.dev/kinst/kernel"
+	"kinst.dev/kinst/runtime"
+	"kinst.dev/kinst/syntax"
+)
+
+// TestRecords sends every kind of record and expects each as a Go value.
+func TestRecords(t *testing.T) {
+	testenv.Root(t)
+	dir := t.TempDir()
+	file := dir + "/f"
+	if err := os.WriteFile(file, []byte("contents\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		src    string
+		unsafe bool
+		want   []kinst.Record
+	}{
+		{`BEGIN { printf("%d %s %x\n", -5, "str", 255); exit() }`, false, []kinst.Record{
+			&kinst.Printf{Format: "%d %s %x\n", Args: []any{int64(-5), "str", int64(255)}, Text: "-5 str ff\n"},
+			&kinst.Exit{},
+		}},
+		{`BEGIN { print((1, "a")); print("s"); print(7); exit() }`, false, []kinst.Record{
+			&kinst.Print{Value: []any{int64(1), "a"}},
+			&kinst.Print{Value: "s"},
+			&kinst.Print{Value: int64(7)},
+			&kinst.Exit{},
+		}},
+		{`BEGIN { @m["x"] = 3; @m["y"] = 1; print(@m, 1, 1); clear(@m); print(@m); exit() }`, false, []kinst.Record{
+			&kinst.PrintMap{Map: &kinst.Map{Name: "@m", Entries: []kinst.Entry{{Key: []any{"y"}, Value: int64(1)}, {Key: []any{"x"}, Value: int64(3)}}}, Top: 1, Div: 1},
+			&kinst.PrintMap{Map: &kinst.Map{Name: "@m", Entries: []kinst.Entry{}}},
+			&kinst.Exit{},
+		}},
+		{`BEGIN { cat("` + file + `"); exit() }`, false, []kinst.Record{
+			&kinst.Cat{Path: file, Text: "contents\n"},
+			&kinst.Exit{},
+		}},
+		{`BEGIN { system("echo %d", 42); exit() }`, true, []kinst.Record{
+			&kinst.System{Command: "echo 42", Output: "42\n"},
+			&kinst.Exit{},
+		}},
+		{`BEGIN { time("%%"); exit() }`, false, []kinst.Record{
+			&kinst.Time{Text: "%"},
+			&kinst.Exit{},
+		}},
+		{`END { printf("end\n") }`, false, []kinst.Record{
+			&kinst.Printf{Format: "end\n", Text: "end\n"},
+		}},
+	}
+	for _, tt := range tests {
+		prog, err := kinst.Compile("test.bt", []byte(tt.src), &kinst.Options{Unsafe: tt.unsafe})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []kinst.Record
+		run, err := prog.Start(context.Background(), func(r kinst.Record) { got = append(got, r) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Stopping a run that exit() ended does nothing more.
+		if err := run.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s:\ngot  %s\nwant %s", tt.src, show(got), show(tt.want))
+		}
+	}
+}
+
+// TestHelperChecks reads through a bad pointer with HelperChecks: the
+// failure is a warning with its source line, and the records go on.
+func TestHelperChecks(t *testing.T) {
+	testenv.Root(t)
+	var warnings strings.Builder
+	src := `BEGIN { printf("%d\n", *(int64*)8); exit() }`
+	prog, err := kinst.Compile("k.bt", []byte(src), &kinst.Options{HelperChecks: 2, Warnings: &warnings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []kinst.Record
+	run, err := prog.Start(context.Background(), func(r kinst.Record) { got = append(got, r) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	want := "k.bt:1:24: WARNING: Failed to probe_read: Bad address (-14)\n" + src + "\n" + strings.Repeat(" ", 23) + "^\n"
+	if warnings.String() != want {
+		t.Errorf("warnings:\n%s\nwant:\n%s", warnings.String(), want)
+	}
+	if len(got) != 2 || got[0].(*kinst.Printf).Text != "0\n" {
+		t.Errorf("records: %s", show(got))
+	}
+}
+
+// TestLost overfills a small ring buffer from BEGIN: what did not fit
+// is reported by a Lost record, and every printf is accounted for.
+func TestLost(t *testing.T) {
+	testenv.Root(t)
+	src := `BEGIN { $i = 0; while ($i < 1000) { printf("%d\n", $i); $i++ } }`
+	prog, err := kinst.Compile("lost.bt", []byte(src), &kinst.Options{BufferSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var printed, lost uint64
+	run, err := prog.Start(context.Background(), func(r kinst.Record) {
+		switch r := r.(type) {
+		case *kinst.Printf:
+			printed++
+		case *kinst.Lost:
+			lost += r.Count
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if lost == 0 || printed+lost != 1000 {
+		t.Errorf("%d printed and %d lost, want some lost and 1000 in all", printed, lost)
+	}
+}
+
+func show(recs []kinst.Record) string {
+	var b strings.Builder
+	for _, r := range recs {
+		fmt.Fprintf(&b, "%#v ", r)
+	}
+	return b.String()
+}
+
+// TestContextEndsRun cancels Start's context: the run ends as Stop ends
+// it, END included.
+func TestContextEndsRun(t *testing.T) {
+	testenv.Root(t)
+	prog, err := kinst.Compile("test.bt", []byte(`interval:ms:10 { @ticks = count() } END { @end = 1 }`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	run, err := prog.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	if err := run.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := run.Map("@end")
+	if err != nil || !reflect.DeepEqual(m.Entries, []kinst.Entry{{Value: int64(1)}}) {
+		t.Errorf("@end = %#v, %v; want 1", m, err)
+	}
+	ticks, err := run.Map("@ticks")
+	if err != nil || len(ticks.Entries) != 1 || ticks.Entries[0].Value.(uint64) < 2 {
+		t.Errorf("@ticks = %#v, %v; want at least 2 ticks in 100ms", ticks, err)
+	}
+}
+
+// TestErrors checks the errors each stage gives and what they match.
+func TestErrors(t *testing.T) {
+	_, err := kinst.Compile("bad.bt", []byte("BEGIN { @x = ; }"), nil)
+	var list syntax.ErrorList
+	if !errors.As(err, &list) || len(list) != 1 || list[0].Error() != "bad.bt:1:14: expected expression, found ';'" {
+		t.Errorf("syntax error: got %v", err)
+	}
+	_, err = kinst.Compile("x.bt", []byte("BEGIN {}"), &kinst.Options{Mechanism: "uprobe"})
+	if err == nil || err.Error() != `kinst: unknown attach mechanism "uprobe": use kprobe, kprobe.multi or fentry` {
+		t.Errorf("bad mechanism: got %v", err)
+	}
+	_, err = kinst.Compile("x.bt", []byte("BEGIN {}"), &kinst.Options{BufferSize: 1000})
+	if err == nil || err.Error() != "kinst: buffer size 1000 is not a power of two of at least 4096" {
+		t.Errorf("bad buffer size: got %v", err)
+	}
+
+	// A probe type kinst cannot attach is in the list, and matches.
+	_, err = kinst.Compile("w.bt", []byte("watchpoint:vfs_read+arg0:8:w {}"), nil)
+	if !errors.As(err, &list) || len(list) != 1 || !errors.Is(err, kinst.ErrNotSupported) {
+		t.Errorf("unsupported probe: got %v, want one error matching ErrNotSupported", err)
+	}
+	// So is one the kernel forbids, where it does.
+	if st := kernel.Probe(kernel.FeatKprobe); !st.Available {
+		_, err = kinst.Compile("k.bt", []byte("kprobe:vfs_read {}"), nil)
+		if !errors.Is(err, kinst.ErrNotSupported) || !strings.HasPrefix(err.Error(), "k.bt:1:1: "+st.Reason) {
+			t.Errorf("forbidden probe: got %v, want the kernel's reason, matching ErrNotSupported", err)
+		}
+	}
+
+	testenv.Root(t)
+	prog, err := kinst.Compile("loop.bt", []byte("BEGIN { $i = 0; while ($i < 100000000) { $i = $i + nsecs % 2; } exit(); }"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = prog.Start(context.Background(), nil)
+	var ve *runtime.VerifierError
+	if !errors.As(err, &ve) || !errors.Is(err, unix.EINVAL) {
+		t.Errorf("verifier rejection: got %v, want a VerifierError wrapping EINVAL", err)
+	}
+}

@@ -1,0 +1,90 @@
+package kinst
+
+import (
+	"kinst.dev/kinst/runtime"
+)
+
+// A Record is something a running program sent to user space; its
+// dynamic type says what.
+type Record interface{ record() }
+
+// Printf is a printf() record: its format, its arguments as Go values
+// (see [Map] for their types) and the text bpftrace would print.
+type Printf struct {
+	Format string
+	Args   []any
+	Text   string
+}
+
+// Print is a print() of a value that is not a map.
+type Print struct{ Value any }
+
+// PrintMap is a print(@map) record: the map as it was when the record
+// was handled, and the top and divisor print() was given (0 when not).
+type PrintMap struct {
+	Map      *Map
+	Top, Div uint64
+}
+
+// System is a system() record; the command has run and Output is what
+// it printed. Only programs compiled with Options.Unsafe send it.
+type System struct {
+	Command string
+	Output  string
+}
+
+// Cat is a cat() record: the file's path and its contents.
+type Cat struct {
+	Path, Text string
+}
+
+// Time is a time() record: the current time formatted as the program
+// asked.
+type Time struct{ Text string }
+
+// Join is a join() record: the strings of the array and the separator.
+type Join struct {
+	Elems []string
+	Sep   string
+}
+
+// Exit is the record of exit(): the run ends after it.
+type Exit struct{}
+
+// Lost reports records the kernel dropped because the ring buffer was
+// full: the handler was too slow or the buffer too small.
+type Lost struct{ Count uint64 }
+
+func (*Printf) record()   {}
+func (*Print) record()    {}
+func (*PrintMap) record() {}
+func (*System) record()   {}
+func (*Cat) record()      {}
+func (*Time) record()     {}
+func (*Join) record()     {}
+func (*Exit) record()     {}
+func (*Lost) record()     {}
+
+// convertRecord copies a runtime record, whose values are reused, into
+// a Record.
+func convertRecord(r *runtime.Record) Record {
+	switch r.Kind {
+	case runtime.RecPrintf:
+		return &Printf{Format: r.Action.Format.String(), Args: convertValues(r.Args), Text: r.Text}
+	case runtime.RecPrint:
+		return &Print{Value: convertValue(r.Args[0])}
+	case runtime.RecPrintMap:
+		return &PrintMap{Map: convertMap(r.Map), Top: r.Action.Top, Div: r.Action.Div}
+	case runtime.RecSystem:
+		return &System{Command: r.Command, Output: r.Text}
+	case runtime.RecCat:
+		return &Cat{Path: r.Command, Text: r.Text}
+	case runtime.RecTime:
+		return &Time{Text: r.Text}
+	case runtime.RecJoin:
+		return &Join{Elems: r.Elems, Sep: r.Action.Text}
+	case runtime.RecExit:
+		return &Exit{}
+	}
+	return &Lost{Count: r.Lost}
+}

@@ -1,0 +1,145 @@
+package kinst
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"kinst.dev/kinst/output"
+	"kinst.dev/kinst/runtime"
+)
+
+// ErrNoMap reports a map the program does not have.
+var ErrNoMap = errors.New("no such map")
+
+// A Handler receives each record a running program sends: one of
+// *[Printf], *[Print], *[PrintMap], *[System], *[Cat], *[Time], *[Join],
+// *[Exit] and *[Lost]. Records arrive one at a time, in the order the
+// kernel queued them, on a goroutine of the run; a slow handler delays
+// the records behind it and, when the ring buffer fills, makes the
+// kernel drop new ones (reported by a Lost record). A handler may read
+// maps with Run.Map, but must not call Stop or Wait, which wait for it:
+// to end the run from a handler, cancel the context given to Start.
+type Handler func(Record)
+
+// A Run is one run of a program. Its probes stay attached until the
+// program calls exit(), Stop is called or the context given to Start is
+// done; then END runs, the maps are read a last time and every probe is
+// detached.
+type Run struct {
+	cancel   context.CancelFunc
+	done     chan struct{}
+	err      error // valid once done is closed
+	mu       sync.Mutex
+	reader   *runtime.MapReader
+	final    []*output.Map // the maps after END; nil until then
+	finished bool
+}
+
+// Start loads the program into the kernel, runs BEGIN and attaches every
+// probe, and returns once they are attached, or once the program ended
+// if BEGIN called exit(). h may be nil to ignore records. A program the
+// kernel refuses to load is an error here: a [runtime.VerifierError]
+// when the verifier rejected a probe, wrapping the kernel's errno
+// otherwise (errors.Is(err, unix.EPERM) without the privilege).
+//
+// Unlike the kinst command, a Run catches no signal.
+func (p *Program) Start(ctx context.Context, h Handler) (*Run, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &Run{cancel: cancel, done: make(chan struct{})}
+	attached := make(chan struct{})
+	warnings := p.opts.Warnings
+	if warnings == nil {
+		warnings = io.Discard
+	}
+	opts := &runtime.Options{
+		Out:      io.Discard,
+		Stdout:   io.Discard,
+		Stderr:   warnings,
+		Quiet:    true,
+		Pid:      p.opts.Pid,
+		Signals:  []os.Signal{},
+		Maps:     func(mr *runtime.MapReader) { r.mu.Lock(); r.reader = mr; r.mu.Unlock() },
+		Attached: func() { close(attached) },
+		Records: func(rec *runtime.Record) error {
+			if h != nil {
+				h(convertRecord(rec))
+			}
+			return nil
+		},
+		ExitMaps: func(maps []*output.Map) error {
+			r.mu.Lock()
+			r.final = maps
+			r.mu.Unlock()
+			return nil
+		},
+	}
+	go func() {
+		r.err = runtime.Run(ctx, p.out, opts)
+		r.mu.Lock()
+		r.finished = true
+		r.mu.Unlock()
+		close(r.done)
+	}()
+	select {
+	case <-attached:
+		return r, nil
+	case <-r.done:
+		if r.err != nil {
+			cancel()
+			return nil, r.err
+		}
+		return r, nil
+	}
+}
+
+// Stop ends the run: it detaches the probes, runs END, reads the maps a
+// last time and returns what Wait returns. Stopping a run that has
+// ended does nothing more.
+func (r *Run) Stop() error {
+	r.cancel()
+	return r.Wait()
+}
+
+// Wait waits for the run to end and returns why it failed, if it did.
+// A run ends when the program calls exit() or is stopped.
+func (r *Run) Wait() error {
+	<-r.done
+	r.cancel()
+	return r.err
+}
+
+// Map reads a map by the name the program gives it, such as "@bytes":
+// its current contents while the run goes on, its contents after END
+// once it has ended. A name the program does not use is an error
+// matching [ErrNoMap].
+func (r *Run) Map(name string) (*Map, error) {
+	r.mu.Lock()
+	final, reader, finished := r.final, r.reader, r.finished
+	r.mu.Unlock()
+	if final == nil && finished {
+		return nil, fmt.Errorf("map %s: the run failed before reading it: %w", name, r.err)
+	}
+	if final != nil {
+		for _, m := range final {
+			if m.Name == name {
+				return convertMap(m), nil
+			}
+		}
+		return nil, fmt.Errorf("map %s: %w", name, ErrNoMap)
+	}
+	m, ok, err := reader.Map(name)
+	switch {
+	case errors.Is(err, runtime.ErrEnded):
+		// The run ended after the check above: the final maps are in.
+		return r.Map(name)
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, fmt.Errorf("map %s: %w", name, ErrNoMap)
+	}
+	return convertMap(m), nil
+}
