@@ -105,8 +105,19 @@ func (g *gen) resolveAliases() {
 // helper's failure.
 func (g *gen) call(fn asm.BuiltinFunc) {
 	g.emit(fn.Call())
+	g.extendMapOpResult(fn)
 	if level := checkLevel(fn); level > 0 && g.c.opts.HelperChecks >= level {
 		g.helperError(fn)
+	}
+}
+
+// extendMapOpResult sign-extends the result of a map update or delete.
+// The verifier turns those calls into direct calls of the map's
+// operations, which until Linux 6.4 returned a 32-bit int: an error such
+// as -E2BIG comes back with the upper half of R0 clear.
+func (g *gen) extendMapOpResult(fn asm.BuiltinFunc) {
+	if fn == asm.FnMapUpdateElem || fn == asm.FnMapDeleteElem {
+		g.emit(asm.LSh.Imm(asm.R0, 32), asm.ArSh.Imm(asm.R0, 32))
 	}
 }
 

@@ -50,6 +50,7 @@ func (g *gen) update(m *Map, key, value mem, flags int32) {
 	g.addr(asm.R3, value)
 	g.emit(asm.Mov.Imm(asm.R4, flags))
 	g.emit(asm.FnMapUpdateElem.Call())
+	g.extendMapOpResult(asm.FnMapUpdateElem)
 	// A full map refuses new elements with E2BIG: counted per map, with
 	// an atomic add user space reads through a memory mapping.
 	counted := g.newLabel("notfull")

@@ -134,8 +134,14 @@ END { @end = 1; }
 				cmd.Process.Signal(sig)
 				kill := sig == syscall.SIGKILL
 				if step.second != "" && !kill {
-					for !strings.Contains(stderr.String(), " at "+step.second+"\n") {
-						time.Sleep(5 * time.Millisecond)
+					// Detaching starts beside END and the print, so the
+					// second signal waits for what they write as well.
+					for !strings.Contains(stderr.String(), " at "+step.second+"\n") || stdout.String() != step.stdout {
+						select {
+						case <-done:
+							t.Fatalf("kinst ended (%v) before its second signal\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+						case <-time.After(5 * time.Millisecond):
+						}
 					}
 					sent = time.Now()
 					cmd.Process.Signal(sig)
