@@ -173,24 +173,11 @@ func (p *parser) endDecl() {
 // syncDecl skips the rest of a broken declaration: up to a ';' outside
 // braces, or past the brace that closes its body.
 func (p *parser) syncDecl() {
-	depth := 0
-	for p.tok != EOF {
-		switch p.tok {
-		case LBRACE:
-			depth++
-		case RBRACE:
-			depth--
-			if depth <= 0 {
-				p.endDecl()
-				return
-			}
-		case SEMICOLON:
-			if depth == 0 {
-				p.specs = true
-				p.next()
-				return
-			}
-		}
+	switch p.skipBalanced(true) {
+	case RBRACE:
+		p.endDecl()
+	case SEMICOLON:
+		p.specs = true
 		p.next()
 	}
 }
@@ -441,12 +428,17 @@ func (p *printer) decl(d *Decl) {
 		p.b.WriteString("typedef ")
 	}
 	p.ctype(d.Type)
-	for i, n := range d.Names {
+	p.declarators(d.Names)
+}
+
+// declarators writes " a, *b[2];" after a declaration's type.
+func (p *printer) declarators(ds []*Declarator) {
+	for i, d := range ds {
 		if i > 0 {
 			p.b.WriteByte(',')
 		}
 		p.b.WriteByte(' ')
-		p.declarator(n)
+		p.declarator(d)
 	}
 	p.b.WriteByte(';')
 }
@@ -480,14 +472,7 @@ func (p *printer) ctype(t *CType) {
 	for _, f := range t.Fields {
 		p.newline()
 		p.ctype(f.Type)
-		for i, d := range f.Decls {
-			if i > 0 {
-				p.b.WriteByte(',')
-			}
-			p.b.WriteByte(' ')
-			p.declarator(d)
-		}
-		p.b.WriteByte(';')
+		p.declarators(f.Decls)
 	}
 	p.indent--
 	p.newline()

@@ -196,21 +196,32 @@ func (p *parser) parseProgram() (prog *Program) {
 // skipProbe resynchronises after a broken probe: it skips to the brace
 // that closes the current top-level block.
 func (p *parser) skipProbe() {
+	if p.skipBalanced(false) == RBRACE {
+		p.specs = true
+		p.next()
+	}
+}
+
+// skipBalanced skips tokens, keeping count of braces, up to the brace
+// that closes the current block or, with semicolon, a ';' outside braces;
+// it returns the token it stopped at, left unread, or EOF.
+func (p *parser) skipBalanced(semicolon bool) Token {
 	depth := 0
-	for p.tok != EOF {
+	for ; p.tok != EOF; p.next() {
 		switch p.tok {
 		case LBRACE:
 			depth++
 		case RBRACE:
-			depth--
-			if depth <= 0 {
-				p.specs = true
-				p.next()
-				return
+			if depth--; depth <= 0 {
+				return RBRACE
+			}
+		case SEMICOLON:
+			if semicolon && depth == 0 {
+				return SEMICOLON
 			}
 		}
-		p.next()
 	}
+	return EOF
 }
 
 func (p *parser) parseProbe() *Probe {
