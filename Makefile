@@ -46,13 +46,15 @@ deps:
 		$$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 
-# Each fuzz target runs from its seed corpus for a bounded time.
+# Each fuzz target runs from its seed corpus for a bounded time; the last
+# takes programs from source through loading into the kernel.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./syntax
 	$(GO) test -run '^$$' -fuzz '^FuzzPreprocess$$' -fuzztime $(FUZZTIME) ./preprocess
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./check
 	$(GO) test -run '^$$' -fuzz '^FuzzGenerate$$' -fuzztime $(FUZZTIME) ./codegen
 	$(GO) test -run '^$$' -fuzz '^FuzzParseArgs$$' -fuzztime $(FUZZTIME) ./usdt
+	$(GO) test -run '^$$' -fuzz '^FuzzPipeline$$' -fuzztime $(FUZZTIME) ./pipeline
 
 vet:
 	$(GO) vet ./...
