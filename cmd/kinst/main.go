@@ -32,7 +32,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -51,11 +50,6 @@ import (
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
-
-// exitError carries an exit status with an already printed message.
-type exitError int
-
-func (e exitError) Error() string { return "exit status " + strconv.Itoa(int(e)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "features" {
@@ -340,7 +334,6 @@ func report(err error, verbose bool, stderr io.Writer) int {
 	}
 	var list syntax.ErrorList
 	var ve *runtime.VerifierError
-	var ee exitError
 	var ie *runtime.InterruptError
 	switch {
 	case errors.As(err, &ie):
@@ -349,8 +342,6 @@ func report(err error, verbose bool, stderr io.Writer) int {
 		fmt.Fprintln(stderr, list.Detail())
 	case errors.As(err, &ve):
 		fmt.Fprintln(stderr, ve.Detail(verbose))
-	case errors.As(err, &ee):
-		return int(ee)
 	default:
 		fmt.Fprintf(stderr, "kinst: %v\n", strings.TrimSpace(err.Error()))
 	}
