@@ -17,6 +17,27 @@ import (
 	"kinst.dev/kinst/internal/testenv"
 )
 
+// background starts cmd and waits for it in a goroutine: done closes once
+// it has ended, and *waitErr then holds what Wait returned. The test kills
+// it if it is still running at the end.
+func background(t *testing.T, cmd *exec.Cmd) (done <-chan struct{}, waitErr *error) {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan struct{})
+	waitErr = new(error)
+	go func() {
+		*waitErr = cmd.Wait()
+		close(ch)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-ch
+	})
+	return ch, waitErr
+}
+
 // syncBuffer is a buffer a test may read while kinst writes to it.
 type syncBuffer struct {
 	mu  sync.Mutex
@@ -98,19 +119,7 @@ END { @end = 1; }
 				cmd.WaitDelay = waitDelay
 				var stdout, stderr syncBuffer
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				done := make(chan struct{})
-				var err error
-				go func() {
-					err = cmd.Wait()
-					close(done)
-				}()
-				t.Cleanup(func() {
-					cmd.Process.Kill()
-					<-done
-				})
+				done, waitErr := background(t, cmd)
 				line := "kinst: inject: 1m0s at " + step.at + "\n"
 				if step.at == "attached" {
 					line = "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n"
@@ -119,7 +128,7 @@ END { @end = 1; }
 				for deadline := time.Now().Add(runTimeout); strings.Count(stderr.String(), line) < step.nth; {
 					select {
 					case <-done:
-						t.Fatalf("kinst ended (%v) before %q\nstdout:\n%s\nstderr:\n%s", err, line, stdout.String(), stderr.String())
+						t.Fatalf("kinst ended (%v) before %q\nstdout:\n%s\nstderr:\n%s", *waitErr, line, stdout.String(), stderr.String())
 					case <-time.After(5 * time.Millisecond):
 					}
 					if time.Now().After(deadline) {
@@ -139,7 +148,7 @@ END { @end = 1; }
 					for !strings.Contains(stderr.String(), " at "+step.second+"\n") || stdout.String() != step.stdout {
 						select {
 						case <-done:
-							t.Fatalf("kinst ended (%v) before its second signal\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+							t.Fatalf("kinst ended (%v) before its second signal\nstdout:\n%s\nstderr:\n%s", *waitErr, stdout.String(), stderr.String())
 						case <-time.After(5 * time.Millisecond):
 						}
 					}
@@ -166,10 +175,10 @@ END { @end = 1; }
 				if step.second != "detach" && !kill && took-detach > stopBound {
 					t.Errorf("kinst took %v to end after %v, %v of it detaching, want less than %v besides", took, sig, detach, stopBound)
 				}
-				code := exitCode(t, err)
+				code := exitCode(t, *waitErr)
 				var ee *exec.ExitError
 				switch {
-				case (step.killed || kill) && !(errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == sig):
+				case (step.killed || kill) && !(errors.As(*waitErr, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == sig):
 					t.Errorf("exit status %d, want an end by %v", code, sig)
 				case !step.killed && !kill && code != 0:
 					t.Errorf("exit status %d, want 0", code)
@@ -253,25 +262,13 @@ func TestSignalPrintsMaps(t *testing.T) {
 	cmd.Env = append(os.Environ(), "__BPFTRACE_NOTIFY_PROBES_ATTACHED=")
 	var stdout, stderr syncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	var err error
-	go func() {
-		err = cmd.Wait()
-		close(done)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-done
-	})
+	done, waitErr := background(t, cmd)
 	waitFor := func(b *syncBuffer, s string, n int) {
 		t.Helper()
 		for deadline := time.Now().Add(runTimeout); strings.Count(b.String(), s) < n; {
 			select {
 			case <-done:
-				t.Fatalf("kinst ended (%v) before printing %q %d times\nstdout:\n%s\nstderr:\n%s", err, s, n, stdout.String(), stderr.String())
+				t.Fatalf("kinst ended (%v) before printing %q %d times\nstdout:\n%s\nstderr:\n%s", *waitErr, s, n, stdout.String(), stderr.String())
 			case <-time.After(5 * time.Millisecond):
 			}
 			if time.Now().After(deadline) {
@@ -287,7 +284,7 @@ func TestSignalPrintsMaps(t *testing.T) {
 	}
 	cmd.Process.Signal(syscall.SIGINT)
 	<-done
-	res := result{stdout: stdout.String(), stderr: stderr.String(), code: exitCode(t, err)}
+	res := result{stdout: stdout.String(), stderr: stderr.String(), code: exitCode(t, *waitErr)}
 	res.want(t, 0, "Attaching 2 probes...\n"+maps+maps+"\n\n"+maps, "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n")
 }
 
@@ -304,19 +301,8 @@ func TestSignalWithStalledOutput(t *testing.T) {
 	}
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	done, waitErr := background(t, cmd)
 	defer out.Close()
-	done := make(chan struct{})
-	go func() {
-		err = cmd.Wait()
-		close(done)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-done
-	})
 	// A pipe holds 64 KiB: 330 lines of 201 bytes fill it, and the
 	// 64 KiB kinst buffers on top take as many again.
 	time.Sleep(1500 * time.Millisecond)
@@ -333,8 +319,8 @@ func TestSignalWithStalledOutput(t *testing.T) {
 		t.Errorf("kinst took %v to end after SIGINT with its output stalled, want less than %v", took, stopBound)
 	}
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGINT {
-		t.Errorf("kinst ended with %v, want an end by SIGINT\nstderr:\n%s", err, stderr.String())
+	if !errors.As(*waitErr, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGINT {
+		t.Errorf("kinst ended with %v, want an end by SIGINT\nstderr:\n%s", *waitErr, stderr.String())
 	}
 	if s := stderr.String(); s != "" {
 		t.Errorf("stderr:\n%s", s)
