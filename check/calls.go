@@ -31,6 +31,7 @@ func init() {
 		"delete":   {stmt: true, check: (*checker).checkDelete},
 		"signal":   {stmt: true, unsafe: true, check: (*checker).checkSignal},
 		"override": {stmt: true, unsafe: true, check: (*checker).checkOverride},
+		"core":     {stmt: true, unsafe: true, check: (*checker).checkCore},
 		"str":      {check: (*checker).checkStr},
 		"buf":      {check: (*checker).checkBuf},
 		"strncmp":  {check: (*checker).checkStrncmp},
@@ -430,6 +431,28 @@ func (c *checker) checkSignal(x *syntax.CallExpr, call *Call) *Type {
 		c.errorf(x.Args[0], "signal() takes a signal number or name, not %s", t)
 		return nil
 	}
+	return TVoid
+}
+
+// checkCore checks core(PATH), which stops the process that hit the probe
+// and has its core written to PATH, as kinst break --core does.
+func (c *checker) checkCore(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 1) {
+		return nil
+	}
+	if c.probe.Provider == "BEGIN" || c.probe.Provider == "END" {
+		c.errorf(x, "core() has no process to dump in %s", c.probe.Provider)
+		return nil
+	}
+	if c.expr(x.Args[0]) == nil {
+		return nil
+	}
+	v, ok := c.probe.Consts[x.Args[0]]
+	if !ok || !v.IsStr || v.Str == "" {
+		c.errorf(x.Args[0], "core() takes the core file's path as a string literal")
+		return nil
+	}
+	call.Text = v.Str
 	return TVoid
 }
 

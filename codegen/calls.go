@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/syntax"
@@ -72,6 +73,10 @@ func (g *gen) sendArgs(kind ActionKind, c *check.Call, args []syntax.Expr) {
 	g.emitRecord(rec)
 }
 
+// coreArgs is the record of a core() call: the pid_tgid of the thread
+// that made it.
+var coreArgs = check.TupleType([]*check.Type{check.TUint64})
+
 // callStmt generates a call used as a statement.
 func (g *gen) callStmt(x *syntax.CallExpr) {
 	c := g.p.Calls[x]
@@ -112,6 +117,17 @@ func (g *gen) callStmt(x *syntax.CallExpr) {
 		g.load(asm.R1, op)
 		g.free(op)
 		g.call(asm.FnSendSignal)
+	case "core":
+		// The process stops here, from inside the probe; user space
+		// dumps it and lets it go on.
+		g.emit(asm.Mov.Imm(asm.R1, int32(unix.SIGSTOP)))
+		g.call(asm.FnSendSignal)
+		a := g.action(&Action{Kind: ActCore, Text: c.Text, Args: coreArgs})
+		rec := g.record(a)
+		g.call(asm.FnGetCurrentPidTgid)
+		body := rec.at(headerSize, 8)
+		g.emit(asm.StoreMem(body.base, body.off, asm.R0, asm.DWord))
+		g.emitRecord(rec)
 	case "override":
 		op := g.scalar(x.Args[0])
 		if g.mech == MechFmodRet {

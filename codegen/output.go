@@ -116,6 +116,7 @@ const (
 	ActTime
 	ActJoin
 	ActHelperError // -k: a helper failed; Text names it, Args carry its error
+	ActCore        // core(): dump the stopped process to Text; Args carry pid_tgid
 )
 
 // An Action is what one call site asks of user space. Its record in the
@@ -170,6 +171,8 @@ func (k ActionKind) String() string {
 		return "join"
 	case ActHelperError:
 		return "helper error"
+	case ActCore:
+		return "core"
 	}
 	return fmt.Sprintf("action(%d)", int(k))
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -72,6 +74,11 @@ func (s *Session) handle(rec []byte) {
 			Msg: fmt.Sprintf("WARNING: Failed to %s: %s (%d)", a.Text, output.Errno(-errno), errno)}
 		s.buf.Flush()
 		fmt.Fprintln(s.opts.Stderr, w.Detail())
+	case codegen.ActCore:
+		var msg string
+		if msg, err = s.dumpCore(a, body); err == nil {
+			err = s.w.System(msg)
+		}
 	case codegen.ActTime:
 		err = s.w.Time(a.Text, time.Now())
 	case codegen.ActJoin:
@@ -142,6 +149,27 @@ func (s *Session) shell(line string) (string, error) {
 		err = nil // the command's own failure is its output's business
 	}
 	return string(out), err
+}
+
+// dumpCore writes the core of the process a core() call stopped, with
+// kinst break --core in a process of its own (ptrace stops of a -c
+// command, kinst's child, would reach kinst's wait for its end), then
+// lets it go on whatever happened. It says what it wrote.
+func (s *Session) dumpCore(a *codegen.Action, body []byte) (string, error) {
+	pidTgid := le.Uint64(body[a.Args.Offsets[0]:])
+	pid, tid := int(pidTgid>>32), int(uint32(pidTgid))
+	defer syscall.Kill(pid, syscall.SIGCONT)
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("core %s: %w", a.Text, err)
+	}
+	cmd := exec.CommandContext(s.ctx, self, "break", "--unsafe", "--pid", strconv.Itoa(pid), "--thread", strconv.Itoa(tid), "--core", a.Text)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("core of pid %d: %s", pid, strings.TrimPrefix(strings.TrimSpace(string(out)), "kinst: "))
+	}
+	return fmt.Sprintf("core of pid %d written to %s\n", pid, a.Text), nil
 }
 
 // cat prints a file's contents.
@@ -244,6 +272,9 @@ func (s *Session) record(a *codegen.Action, body []byte) error {
 		r.Kind = RecExit
 		s.exited = true
 		s.stopping.Store(true)
+	case codegen.ActCore:
+		r.Kind, r.Command = RecSystem, "core "+a.Text
+		r.Text, err = s.dumpCore(a, body)
 	case codegen.ActTime:
 		r.Kind = RecTime
 		r.Text, err = output.Strftime(a.Text, time.Now())

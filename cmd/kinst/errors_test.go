@@ -116,6 +116,14 @@ func TestCompileErrors(t *testing.T) {
 			"-e:1:1: this kernel has no iterator nope; kinst -l 'iter:*' lists them\n" +
 				"iter:nope { }\n" +
 				"^~~~~~~~~\n"},
+		{"core() in BEGIN", []string{"--unsafe", "-e", `BEGIN { core("/tmp/c"); }`}, false,
+			"-e:1:9: core() has no process to dump in BEGIN\n" +
+				"BEGIN { core(\"/tmp/c\"); }\n" +
+				"        ^~~~~~~~~~~~~~\n"},
+		{"core() path not a literal", []string{"--unsafe", "-e", `interval:s:1 { core(comm); }`}, false,
+			"-e:1:21: core() takes the core file's path as a string literal\n" +
+				"interval:s:1 { core(comm); }\n" +
+				"                    ^~~~\n"},
 		{"uprobe on a missing binary", []string{"-e", "uprobe:/nonexistent/bin:f { }"}, true,
 			"-e:1:1: resolve /nonexistent/bin: no such binary or library: stat /nonexistent/bin: no such file or directory\n" +
 				"uprobe:/nonexistent/bin:f { }\n" +
