@@ -13,6 +13,19 @@ import (
 // setup writes files (paths relative to a temporary directory, the
 // program as prog.bt) and returns the directory and a Config whose
 // system directory is sys/ and whose -I directory is inc/.
+// setupProgram writes src as prog.bt beside the test headers, in a
+// directory the test then works in.
+func setupProgram(t *testing.T, src string) (dir string, conf *Config) {
+	t.Helper()
+	files := map[string]string{"prog.bt": src}
+	for k, v := range headers {
+		files[k] = v
+	}
+	dir, conf = setup(t, files)
+	t.Chdir(dir)
+	return dir, conf
+}
+
 func setup(t testing.TB, files map[string]string) (string, *Config) {
 	dir := t.TempDir()
 	for name, text := range files {
@@ -80,12 +93,7 @@ func TestPreprocess(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			files := map[string]string{"prog.bt": tt.src}
-			for k, v := range headers {
-				files[k] = v
-			}
-			dir, conf := setup(t, files)
-			t.Chdir(dir)
+			_, conf := setupProgram(t, tt.src)
 			conf.Includes = tt.includes
 			res, err := Preprocess("prog.bt", []byte(tt.src), conf)
 			if err != nil {
@@ -131,12 +139,7 @@ func TestErrors(t *testing.T) {
 		{"#include \"recursive.h\"\n", "DIR/inc/recursive.h:1:2: #include nested more than 200 deep\n#include \"recursive.h\"\n ^~~~~~~"},
 	}
 	for _, tt := range tests {
-		files := map[string]string{"prog.bt": tt.src}
-		for k, v := range headers {
-			files[k] = v
-		}
-		dir, conf := setup(t, files)
-		t.Chdir(dir)
+		dir, conf := setupProgram(t, tt.src)
 		_, err := Preprocess("prog.bt", []byte(tt.src), conf)
 		var list syntax.ErrorList
 		if !errors.As(err, &list) {
@@ -222,12 +225,7 @@ func TestPositions(t *testing.T) {
 		{"#define ID(x) x\nBEGIN { @ = ID(  1  +  ) }", "prog.bt:2:26: expected expression, found '}'\nBEGIN { @ = ID(  1  +  ) }\n                         ^"},
 	}
 	for _, tt := range tests {
-		files := map[string]string{"prog.bt": tt.src}
-		for k, v := range headers {
-			files[k] = v
-		}
-		dir, conf := setup(t, files)
-		t.Chdir(dir)
+		dir, conf := setupProgram(t, tt.src)
 		res, err := Preprocess("prog.bt", []byte(tt.src), conf)
 		if err != nil {
 			t.Fatal(err)
