@@ -101,14 +101,20 @@ func TestCheckTypes(t *testing.T) {
 		{"BEGIN { @x -= pid }", "uint64"},
 	}
 	for _, tt := range tests {
-		prog, err := checkSrc(t, tt.src, nil)
-		if err != nil {
-			t.Errorf("%s: %v", tt.src, err)
-			continue
-		}
-		if got := prog.Map("x").Value.String(); got != tt.want {
-			t.Errorf("%s: @x is %s, want %s", tt.src, got, tt.want)
-		}
+		wantValueOfX(t, tt.src, nil, tt.want)
+	}
+}
+
+// wantValueOfX checks that src type-checks with @x holding want.
+func wantValueOfX(t *testing.T, src string, conf *Config, want string) {
+	t.Helper()
+	prog, err := checkSrc(t, src, conf)
+	if err != nil {
+		t.Errorf("%s: %v", src, err)
+		return
+	}
+	if got := prog.Map("x").Value.String(); got != want {
+		t.Errorf("%s: @x is %s, want %s", src, got, want)
 	}
 }
 

@@ -28,14 +28,7 @@ func TestFunctionTypes(t *testing.T) {
 		{`BEGIN { @x = str(($1), 1) }`, "string[2]"},
 	}
 	for _, tt := range tests {
-		prog, err := checkSrc(t, tt.src, &Config{Params: []string{"42"}, StrLen: 64})
-		if err != nil {
-			t.Errorf("%s: %v", tt.src, err)
-			continue
-		}
-		if got := prog.Map("x").Value.String(); got != tt.want {
-			t.Errorf("%s: @x is %s, want %s", tt.src, got, tt.want)
-		}
+		wantValueOfX(t, tt.src, &Config{Params: []string{"42"}, StrLen: 64}, tt.want)
 	}
 }
 
