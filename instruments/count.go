@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -276,22 +275,25 @@ func (t *countTable) print(w io.Writer, calls map[string]uint64) error {
 	now := time.Now()
 	var b []byte
 	if t.json {
-		b = append(b, `{"time": "`...)
-		b = now.AppendFormat(b, "2006-01-02T15:04:05.000000000Z07:00")
-		b = append(b, `", "counts": [`...)
-		for i, r := range rows {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = append(b, `{"function": `...)
-			b = appendJSONString(b, r.name)
-			b = append(b, `, "probe": `...)
-			b = appendJSONString(b, r.probe)
-			b = append(b, `, "calls": `...)
-			b = strconv.AppendUint(b, r.calls, 10)
-			b = append(b, '}')
+		w := jsonWriter{b: b}
+		w.open('{')
+		w.key("time")
+		w.str(now.Format(jsonTime))
+		w.key("counts")
+		w.open('[')
+		for _, r := range rows {
+			w.open('{')
+			w.key("function")
+			w.str(r.name)
+			w.key("probe")
+			w.str(r.probe)
+			w.key("calls")
+			w.uint(r.calls)
+			w.close('}')
 		}
-		b = append(b, "]}\n"...)
+		w.close(']')
+		w.close('}')
+		b = append(w.b, '\n')
 	} else {
 		width := len("FUNCTION")
 		for _, r := range rows {

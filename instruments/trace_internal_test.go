@@ -40,16 +40,6 @@ func TestAppendDuration(t *testing.T) {
 	}
 }
 
-func TestAppendJSONString(t *testing.T) {
-	for _, s := range []string{"", "plain", `q"uote`, `back\slash`, "new\nline\ttab", "\x00\x01\x1f\x7f", "héllo"} {
-		b := appendJSONString(nil, s)
-		var got string
-		if err := json.Unmarshal(b, &got); err != nil || got != s {
-			t.Errorf("appendJSONString(%q) = %s, which decodes to %q (%v)", s, b, got, err)
-		}
-	}
-}
-
 // testLog is a trace log of two targets: a system call whose entries log
 // typed arguments and a stack, and a wildcard of tracepoints. Its
 // actions are those of the probes that send each kind of record.
@@ -283,26 +273,4 @@ func elfSymbol(t *testing.T, path, name string) uint64 {
 	}
 	t.Fatalf("no symbol %s in %s", name, path)
 	return 0
-}
-
-// A nullified call is valid JSON whatever bytes the process name holds.
-func TestNullifiedJSON(t *testing.T) {
-	wall := time.Date(2026, 11, 25, 9, 0, 0, 5, time.UTC)
-	for _, comm := range []string{"cat", "a\"b\\c", "ctl\x01\x7f", "tab\tnl\n"} {
-		line := nullifiedJSON(wall, 7, 8, comm, "security_file_open", -1)
-		var rec struct {
-			Time     string `json:"time"`
-			Pid, Tid int64
-			Comm     string `json:"comm"`
-			Function string `json:"function"`
-			Return   int64  `json:"return"`
-		}
-		if err := json.Unmarshal(line, &rec); err != nil {
-			t.Errorf("comm %q: %s is not JSON: %v", comm, line, err)
-			continue
-		}
-		if rec.Time != "2026-11-25T09:00:00.000000005Z" || rec.Pid != 7 || rec.Tid != 8 || rec.Comm != comm || rec.Function != "security_file_open" || rec.Return != -1 {
-			t.Errorf("comm %q: decoded %+v from %s", comm, rec, line)
-		}
-	}
 }

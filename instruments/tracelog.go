@@ -25,6 +25,7 @@ type traceLog struct {
 	funcs    map[string]*probeFunc // a wildcard's functions, by probe name
 	names    describer
 	buf      []byte
+	jw       jsonWriter
 	events   uint64 // records logged
 	lost     uint64 // records the ring buffer refused
 	// The wall time of the current second, formatted once: sec, and
@@ -194,7 +195,7 @@ func (l *traceLog) appendText(b []byte, rec *traceRecord, fn *probeFunc, args []
 	if rec.kind == exitRecord {
 		if rec.ret {
 			b = append(b, " = "...)
-			b = appendFormatted(b, args[i], rec.retFmt, false)
+			b = appendFormatted(b, args[i], rec.retFmt)
 			i++
 		}
 		b = append(b, " ("...)
@@ -206,7 +207,7 @@ func (l *traceLog) appendText(b []byte, rec *traceRecord, fn *probeFunc, args []
 		b = append(b, ' ')
 		b = append(b, a.name...)
 		b = append(b, '=')
-		b = appendFormatted(b, args[i], a.fmt, false)
+		b = appendFormatted(b, args[i], a.fmt)
 		i++
 	}
 	b = append(b, '\n')
@@ -223,78 +224,80 @@ func (l *traceLog) appendText(b []byte, rec *traceRecord, fn *probeFunc, args []
 // appendJSON appends a record as a JSON line; args[i:] are the values
 // after the common fields and the probe.
 func (l *traceLog) appendJSON(b []byte, rec *traceRecord, fn *probeFunc, args []output.Value, i int) []byte {
+	w := &l.jw
+	w.reset(b)
+	w.open('{')
 	ns := args[recNsecs].Uint()
-	b = append(b, `{"time": "`...)
-	b = l.appendTime(b, ns)
-	b = append(b, `", "nsecs": `...)
-	b = strconv.AppendUint(b, ns, 10)
-	b = append(b, `, "cpu": `...)
-	b = strconv.AppendUint(b, args[recCPU].Uint(), 10)
-	b = append(b, `, "pid": `...)
-	b = strconv.AppendUint(b, args[recPid].Uint(), 10)
-	b = append(b, `, "tid": `...)
-	b = strconv.AppendUint(b, args[recTid].Uint(), 10)
-	b = append(b, `, "comm": `...)
-	b = appendJSONString(b, args[recComm].Text())
-	switch {
-	case rec.kind == exitRecord:
-		b = append(b, `, "event": "exit"`...)
-	case rec.kind == hitRecord:
-		b = append(b, `, "event": "hit"`...)
+	w.key("time")
+	w.value()
+	w.b = append(w.b, '"')
+	w.b = l.appendTime(w.b, ns)
+	w.b = append(w.b, '"')
+	w.key("nsecs")
+	w.uint(ns)
+	w.key("cpu")
+	w.uint(args[recCPU].Uint())
+	w.key("pid")
+	w.uint(args[recPid].Uint())
+	w.key("tid")
+	w.uint(args[recTid].Uint())
+	w.key("comm")
+	w.str(args[recComm].Text())
+	w.key("event")
+	switch rec.kind {
+	case exitRecord:
+		w.str("exit")
+	case hitRecord:
+		w.str("hit")
 	default:
-		b = append(b, `, "event": "entry"`...)
+		w.str("entry")
 	}
-	b = append(b, `, "function": `...)
-	b = appendJSONString(b, l.name(rec, fn))
+	w.key("function")
+	w.str(l.name(rec, fn))
 	if fn.symbol != "" {
-		b = append(b, `, "symbol": `...)
-		b = appendJSONString(b, fn.symbol)
+		w.key("symbol")
+		w.str(fn.symbol)
 	}
 	if fn.addr != 0 {
-		b = append(b, `, "address": "0x`...)
-		b = strconv.AppendUint(b, fn.addr, 16)
-		b = append(b, '"')
+		w.key("address")
+		w.hex(fn.addr)
 	}
-	b = append(b, `, "probe": `...)
-	b = appendJSONString(b, fn.probe)
-	b = append(b, `, "depth": `...)
-	b = strconv.AppendInt(b, args[recDepth].Int(), 10)
+	w.key("probe")
+	w.str(fn.probe)
+	w.key("depth")
+	w.int(args[recDepth].Int())
 	if rec.kind == exitRecord {
 		if rec.ret {
-			b = append(b, `, "retval": `...)
-			b = appendFormatted(b, args[i], rec.retFmt, true)
+			w.key("retval")
+			writeFormatted(w, args[i], rec.retFmt)
 			i++
 		}
-		b = append(b, `, "duration_ns": `...)
-		b = strconv.AppendUint(b, args[i].Uint(), 10)
-		return append(b, "}\n"...)
+		w.key("duration_ns")
+		w.uint(args[i].Uint())
 	}
 	if len(rec.args) > 0 {
-		b = append(b, `, "args": {`...)
-		for n, a := range rec.args {
-			if n > 0 {
-				b = append(b, ", "...)
-			}
-			b = appendJSONString(b, a.name)
-			b = append(b, ": "...)
-			b = appendFormatted(b, args[i], a.fmt, true)
+		w.key("args")
+		w.open('{')
+		for _, a := range rec.args {
+			w.key(a.name)
+			writeFormatted(w, args[i], a.fmt)
 			i++
 		}
-		b = append(b, '}')
+		w.close('}')
 	}
 	if rec.stack {
-		b = append(b, `, "stack": [`...)
-		for n, f := range args[i].Frames() {
-			if n > 0 {
-				b = append(b, ", "...)
-			}
-			b = append(b, '"')
-			b = appendFrame(b, f) // symbols and hex need no escaping
-			b = append(b, '"')
+		w.key("stack")
+		w.open('[')
+		for _, f := range args[i].Frames() {
+			w.value()
+			w.b = append(w.b, '"')
+			w.b = appendFrame(w.b, f) // symbols and hex need no escaping
+			w.b = append(w.b, '"')
 		}
-		b = append(b, ']')
+		w.close(']')
 	}
-	return append(b, "}\n"...)
+	w.close('}')
+	return append(w.b, '\n')
 }
 
 // appendPerfetto appends a record as Perfetto packets: a call's entry
@@ -351,27 +354,32 @@ func perfettoArg(name string, v output.Value, f valueFormat) perfetto.Arg {
 	return perfetto.Int(name, v.Int())
 }
 
-// appendFormatted renders a logged value; in JSON, hex values and
-// strings are quoted.
-func appendFormatted(b []byte, v output.Value, f valueFormat, json bool) []byte {
+// appendFormatted renders a logged value in the text log.
+func appendFormatted(b []byte, v output.Value, f valueFormat) []byte {
 	switch f {
 	case stringValue:
-		if json {
-			return appendJSONString(b, v.Text())
-		}
 		return strconv.AppendQuote(b, v.Text())
 	case hexValue:
-		if json {
-			b = append(b, `"0x`...)
-			b = strconv.AppendUint(b, v.Uint(), 16)
-			return append(b, '"')
-		}
 		b = append(b, "0x"...)
 		return strconv.AppendUint(b, v.Uint(), 16)
 	case unsignedValue:
 		return strconv.AppendUint(b, v.Uint(), 10)
 	}
 	return strconv.AppendInt(b, v.Int(), 10)
+}
+
+// writeFormatted writes a logged value in JSON, hex values as strings.
+func writeFormatted(w *jsonWriter, v output.Value, f valueFormat) {
+	switch f {
+	case stringValue:
+		w.str(v.Text())
+	case hexValue:
+		w.hex(v.Uint())
+	case unsignedValue:
+		w.uint(v.Uint())
+	default:
+		w.int(v.Int())
+	}
 }
 
 // appendFrame renders a stack frame as bpftrace does: symbol+offset,
