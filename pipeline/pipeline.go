@@ -24,7 +24,10 @@ type Options struct {
 	Pid    int      // -p: uprobes in this process
 	Unsafe bool     // allow system(), signal() and override()
 	Cpid   bool     // a -c command runs, so cpid has a value
-	StrLen int      // size of str() results; 0 for the default
+	// Command is the -c command's program as given, whose functions
+	// watchpoints on an argument probe.
+	Command string
+	StrLen  int // size of str() results; 0 for the default
 	// MapEntries bounds every map; 0 for the default.
 	MapEntries int
 	// EventsSize is the ring buffer's size in bytes; 0 for the default.
@@ -165,7 +168,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		strLen = check.DefaultStrLen
 	}
 	checked, err := check.Check(parsed, &check.Config{
-		Resolver: &attach.Resolver{Pid: opts.Pid, StrLen: strLen},
+		Resolver: &attach.Resolver{Pid: opts.Pid, Command: opts.Command, StrLen: strLen},
 		Kernel:   attach.Kernel{},
 		Params:   opts.Params,
 		Unsafe:   opts.Unsafe,
