@@ -386,6 +386,11 @@ func (e *entry) encode(deps map[string]fileID) []byte {
 		}
 	}
 	w.int(len(e.defined))
+	total := 0
+	for _, m := range e.defined {
+		total += len(m.body)
+	}
+	w.int(total)
 	for _, m := range e.defined {
 		w.str(m.name)
 		w.bool(m.fn)
@@ -441,12 +446,23 @@ func decodeEntry(data []byte) (*entry, error) {
 			e.files[i].text = r.bytes()
 		}
 	}
-	e.defined = make([]*macro, r.count())
-	e.srcOf = make([][]int, len(e.defined))
+	// The macros and their tokens are allocated together: an entry holds
+	// a thousand or more.
+	macros := make([]macro, r.count())
+	e.defined = make([]*macro, len(macros))
+	e.srcOf = make([][]int, len(macros))
+	toks := make([]token, r.count())
+	srcOf := make([]int, len(toks))
 	for i := range e.defined {
-		m := &macro{name: r.str(), fn: r.bool(), variadic: r.bool(), user: r.bool(), special: r.str(), params: r.strs()}
-		m.body = make([]token, r.count())
-		e.srcOf[i] = make([]int, len(m.body))
+		m := &macros[i]
+		*m = macro{name: r.str(), fn: r.bool(), variadic: r.bool(), user: r.bool(), special: r.str(), params: r.strs()}
+		n := r.count()
+		if n > len(toks) {
+			r.fail()
+			break
+		}
+		m.body, toks = toks[:n:n], toks[n:]
+		e.srcOf[i], srcOf = srcOf[:n:n], srcOf[n:]
 		for j := range m.body {
 			t := &m.body[j]
 			t.kind = kind(r.int())
