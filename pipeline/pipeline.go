@@ -49,11 +49,14 @@ type Options struct {
 	Includes    []string
 	// Warnings receives compile-time warnings; nil discards them.
 	Warnings io.Writer
+	// CacheDir keeps preprocessed headers between runs; "" keeps none.
+	// FromEnv sets it from KINST_CACHE_DIR, or preprocess.DefaultCacheDir.
+	CacheDir string
 }
 
 // FromEnv reads the settings users give through the environment: the
-// string length, the map size (under bpftrace's names too) and the ring
-// buffer's size.
+// string length, the map size (under bpftrace's names too), the ring
+// buffer's size and the preprocessor's cache.
 func (o *Options) FromEnv() error {
 	var err error
 	if o.StrLen, err = envInt(0, "KINST_STRLEN", "BPFTRACE_STRLEN"); err != nil {
@@ -74,6 +77,10 @@ func (o *Options) FromEnv() error {
 	}
 	if o.MaxProbes, err = envInt(0, "BPFTRACE_MAX_PROBES"); err != nil {
 		return err
+	}
+	var set bool
+	if o.CacheDir, set = os.LookupEnv("KINST_CACHE_DIR"); !set {
+		o.CacheDir = preprocess.DefaultCacheDir()
 	}
 	if path := os.Getenv("BPFTRACE_BTF"); path != "" {
 		if err := kernel.UseBTFFile(path); err != nil {
@@ -146,6 +153,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		IncludeDirs: opts.IncludeDirs,
 		Includes:    opts.Includes,
 		BTF:         haveBTF,
+		CacheDir:    opts.CacheDir,
 	})
 	if pre != nil && opts.Warnings != nil {
 		for _, w := range pre.Warnings {
