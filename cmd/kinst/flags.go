@@ -58,6 +58,11 @@ OPTIONS:
 TROUBLESHOOTING OPTIONS:
     -v             verbose messages: the verifier's log with load errors
     -d STAGE       print a compilation stage and continue: ast, types, bpf or all
+    --emit-elf FILE
+                   (dry run) write the compiled programs and maps to FILE as a
+                   BPF ELF object that libbpf and cilium/ebpf load
+    --emit-llvm FILE
+                   refused: kinst compiles without LLVM (use --emit-elf)
 
 ENVIRONMENT:
     BPFTRACE_STRLEN             [default: 64] bytes on BPF stack per str() (at most 1024; or KINST_STRLEN)

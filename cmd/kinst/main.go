@@ -25,6 +25,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -92,6 +93,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		incDirs stringList
 		incs    stringList
 		promAt  = fs.String("prometheus", "", "")
+		emitELF = fs.String("emit-elf", "", "")
+		emitIR  = fs.String("emit-llvm", "", "")
 	)
 	fs.Var(&incDirs, "I", "")
 	fs.Var(&incs, "include", "")
@@ -124,6 +127,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case *info:
 		return printInfo(stdout, stderr)
+	}
+	if *emitIR != "" {
+		fmt.Fprintf(stderr, "kinst: --emit-llvm: kinst compiles to BPF without LLVM, so there is no LLVM IR to write; --emit-elf FILE writes the compiled programs\n")
+		return 2
 	}
 	buffering, err := runtime.ParseBuffering(*buffer)
 	if err != nil {
@@ -228,6 +235,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return report(err, *verbose, stderr)
 	}
 
+	if *emitELF != "" {
+		return writeELF(*emitELF, out, stderr)
+	}
 	var stackMaps []string
 	if *format == "pprof" {
 		if stackMaps = stackKeyed(out); len(stackMaps) == 0 {
@@ -264,6 +274,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		srv.Feed(out, ropts)
 	}
 	return report(runtime.Run(context.Background(), out, ropts), *verbose, stderr)
+}
+
+// writeELF writes --emit-elf's object file, which is all a run with it
+// does, as in bpftrace.
+func writeELF(path string, out *codegen.Output, stderr io.Writer) int {
+	var buf bytes.Buffer
+	if err := pipeline.WriteELF(&buf, out); err != nil {
+		fmt.Fprintf(stderr, "kinst: --emit-elf: %v\n", err)
+		return 1
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		fmt.Fprintf(stderr, "kinst: --emit-elf: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 // stackKeyed names the maps with a kstack or ustack in their keys.
