@@ -110,7 +110,9 @@ func TestErrors(t *testing.T) {
 			"program p refers to map counts, which the collection lacks"},
 		{"value of a hash", func(c *ebpf.CollectionSpec) { c.Maps["lost"].Type = ebpf.Hash },
 			"map lost: read by address, so a data section, which only a single-entry array read only so can be: not expressible in a BPF ELF object"},
-		{"contents", func(c *ebpf.CollectionSpec) { c.Maps["unused"].Contents = []ebpf.MapKV{{Key: uint32(0), Value: uint32(1)}} },
+		{"contents", func(c *ebpf.CollectionSpec) {
+			c.Maps["unused"].Contents = []ebpf.MapKV{{Key: uint32(0), Value: uint32(1)}}
+		},
 			"map unused: initial contents, an inner map, pinning or extra: not expressible in a BPF ELF object"},
 		{"section of another type", func(c *ebpf.CollectionSpec) { c.Programs["p"].SectionName = "kprobe/vfs_read" },
 			`program p: section "kprobe/vfs_read" does not make a TracePoint program (use tracepoint)`},
