@@ -224,7 +224,7 @@ func (o *object) maps(specs map[string]*ebpf.MapSpec) error {
 			continue
 		}
 		if byAddr[key] || m.Type != ebpf.Array || m.KeySize != 4 || m.MaxEntries != 1 || m.Flags&^unixMmapable != 0 {
-			return fmt.Errorf("map %s: read by address, so a data section, which only a single-entry array read only so can be: %w", key, ErrUnsupported)
+			return fmt.Errorf("map %s: the programs read it by address, which an object says only of a data section, and only a single-entry array read no other way can be one: %w", key, ErrUnsupported)
 		}
 		o.dataMaps = append(o.dataMaps, key)
 	}

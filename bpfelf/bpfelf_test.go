@@ -109,7 +109,7 @@ func TestErrors(t *testing.T) {
 		{"unknown map", func(c *ebpf.CollectionSpec) { delete(c.Maps, "counts") },
 			"program p refers to map counts, which the collection lacks"},
 		{"value of a hash", func(c *ebpf.CollectionSpec) { c.Maps["lost"].Type = ebpf.Hash },
-			"map lost: read by address, so a data section, which only a single-entry array read only so can be: not expressible in a BPF ELF object"},
+			"map lost: the programs read it by address, which an object says only of a data section, and only a single-entry array read no other way can be one: not expressible in a BPF ELF object"},
 		{"contents", func(c *ebpf.CollectionSpec) {
 			c.Maps["unused"].Contents = []ebpf.MapKV{{Key: uint32(0), Value: uint32(1)}}
 		},
