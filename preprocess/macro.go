@@ -288,6 +288,7 @@ func (p *pp) special(m *macro, t, site token) token {
 	if site.src == nil {
 		site = t
 	}
+	site.src.load()
 	pos := site.src.file.Position(site.src.pos(site.off))
 	r := t
 	r.gen = true
