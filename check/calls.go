@@ -161,20 +161,21 @@ func (c *checker) checkPrintf(x *syntax.CallExpr, call *Call) *Type {
 		return nil
 	}
 	text, ok := c.constString(x.Args[0], x.Fun.Name+"() format")
-	if !ok {
-		return nil
-	}
+	// Every argument is checked, so that each bad one is reported.
 	kinds := make([]output.Kind, 0, len(x.Args)-1)
 	for _, a := range x.Args[1:] {
-		t := c.expr(a)
-		if t == nil {
-			return nil
-		}
-		if !storable(t) {
+		switch t := c.expr(a); {
+		case t == nil:
+			ok = false
+		case !storable(t):
 			c.errorf(a, "%s() cannot print a %s value", x.Fun.Name, t)
-			return nil
+			ok = false
+		default:
+			kinds = append(kinds, OutputKind(t))
 		}
-		kinds = append(kinds, OutputKind(t))
+	}
+	if !ok {
+		return nil
 	}
 	f := output.ParseFormat(text)
 	if fe := f.Check(x.Fun.Name, kinds); fe != nil {
