@@ -577,10 +577,15 @@ func (s *Session) detach() error {
 	return err
 }
 
+// streamPause is how long the reader waits after emptying the ring
+// buffer of a stream of records before it sleeps until the next one.
+const streamPause = time.Millisecond
+
 // loop handles records until something stops the run.
 func (s *Session) loop() {
 	var rec ringbuf.Record
 	lostCheck := time.Now()
+	handled := 0 // records since the buffer was last found empty
 	for !s.stopping.Load() {
 		if s.printNow.Swap(false) {
 			s.drain()
@@ -594,6 +599,16 @@ func (s *Session) loop() {
 			s.resume()
 			if s.opts.Buffering != BufferFull {
 				s.buf.Flush()
+			}
+			// The kernel wakes the reader for each record written while
+			// it has read everything, at the cost of an interrupt on the
+			// probe's CPU: a reader that keeps up with a stream would
+			// have one per record. After records, a short pause lets the
+			// next ones gather; only an idle buffer is waited on.
+			if handled > 0 {
+				handled = 0
+				time.Sleep(streamPause)
+				continue
 			}
 			s.rd.SetDeadline(time.Now().Add(time.Second))
 		}
@@ -611,6 +626,7 @@ func (s *Session) loop() {
 			return
 		}
 		s.handle(rec.RawSample)
+		handled++
 		if s.exited {
 			return
 		}
