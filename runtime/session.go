@@ -45,6 +45,9 @@ type Options struct {
 	Command []string
 	// Pid restricts uprobes to one process.
 	Pid int
+	// FileActivation raises USDT semaphores in every process mapping
+	// the probe's file, where kinst raises them itself.
+	FileActivation bool
 	// Signals stop the run; nil means SIGINT and SIGTERM, an empty list
 	// none.
 	Signals []os.Signal
@@ -545,6 +548,8 @@ func (s *Session) attach(p *codegen.Program) (*attach.Attached, error) {
 		Pid:        s.opts.Pid,
 		Cpid:       s.cmd.pid(),
 		Cookies:    p.Cookies,
+
+		FileActivation: s.opts.FileActivation,
 	})
 	if err == nil && s.opts.Verbose {
 		fmt.Fprintf(s.opts.Stderr, "kinst: attached %s in %v\n", p.Targets[0].FullName(), time.Since(start).Round(time.Microsecond))
