@@ -31,6 +31,7 @@ struct later { int v; };
 struct empty {};
 struct spellings { short unsigned int a; long unsigned int b; signed char c; long long int d; };
 struct holds_empty { struct empty e; int y; };
+struct floats { char c; float f; double d; int i; long double ld; short s; float v[3]; int last; };
 `
 
 func TestDeclLayout(t *testing.T) {
@@ -67,6 +68,15 @@ func TestDeclLayout(t *testing.T) {
 		{"sizeof(((struct out *)0)->small)", 12},
 		{"sizeof(((struct out *)0)->small[1])", 6},
 		{"((struct out *)0)->fwd->v", 0},
+		{"offsetof(struct floats, f)", 4},
+		{"offsetof(struct floats, d)", 8},
+		{"offsetof(struct floats, i)", 16},
+		{"offsetof(struct floats, ld)", 32},
+		{"offsetof(struct floats, s)", 48},
+		{"offsetof(struct floats, v)", 52},
+		{"offsetof(struct floats, last)", 64},
+		{"sizeof(struct floats)", 80},
+		{"sizeof(((struct floats *)0)->v)", 12},
 	}
 	for _, tt := range tests {
 		prog, err := checkSrc(t, declSrc+"BEGIN { @x = "+tt.expr+" }", &Config{Kernel: fakeKernel{}})
@@ -171,7 +181,9 @@ func TestDeclErrors(t *testing.T) {
 		{"struct a { struct nope x; }; BEGIN { }", "t:1:24: field x has incomplete type struct nope"},
 		{"struct a { nope_t x; }; BEGIN { }", "t:1:12: unknown type nope_t"},
 		{"struct a { int x; }; struct a { int y; }; BEGIN { }", "t:1:22: struct a is defined twice"},
-		{"struct a { float f; }; BEGIN { }", "t:1:12: floating-point type float is not supported"},
+		{"struct a { float f; }; BEGIN { @ = ((struct a *)0)->f }", "t:1:36: cannot read a float: floating-point values are not supported"},
+		{"struct a { double d[2]; }; BEGIN { $x = ((struct a *)0)->d[1] }", "t:1:41: cannot read a double: floating-point values are not supported"},
+		{"struct a { long double d; }; BEGIN { printf(\"%d\", ((struct a *)0)->d) }", "t:1:51: cannot read a long double: floating-point values are not supported"},
 		{"struct a { long short x; }; BEGIN { }", "t:1:12: invalid type long short"},
 		{"struct a { unsigned signed x; }; BEGIN { }", "t:1:12: invalid type unsigned signed"},
 		{"struct a { int x[N]; }; BEGIN { }", "t:1:18: unknown constant N"},
