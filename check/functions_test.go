@@ -26,6 +26,8 @@ func TestFunctionTypes(t *testing.T) {
 		{`uprobe:/bin/sh:main { @x = sarg12 }`, "int64"},
 		{`BEGIN { @x = str($1) }`, "string[3]"},
 		{`BEGIN { @x = str(($1), 1) }`, "string[2]"},
+		{`fentry:ip_output { @x = skboutput("a.pcap", args->skb, args->skb->len, 14) }`, "uint32"},
+		{`kretfunc:ip_output { $s = args->skb; @x = skboutput("a.pcap", $s, 100, 0) }`, "uint32"},
 	}
 	for _, tt := range tests {
 		wantValueOfX(t, tt.src, &Config{Params: []string{"42"}, StrLen: 64}, tt.want)
@@ -74,6 +76,14 @@ func TestFunctionErrors(t *testing.T) {
 		{`BEGIN { @x = uaddr("x") }`, "t:1:14: uaddr() is only available in uprobe, uretprobe, usdt probes: it looks in the probe's binary"},
 		{`uprobe:/bin/sh:main { @x = uaddr(comm) }`, "t:1:34: uaddr() symbol must be a constant string"},
 		{`BEGIN { @x = sarg }`, "t:1:14: unknown identifier sarg (did you mean sarg0?)"},
+		{`kprobe:f { skboutput("a", arg0, 1, 0) }`, "t:1:12: skboutput() is only available in fentry and fexit probes (kfunc, kretfunc): the kernel lets only those call bpf_skb_output"},
+		{`fentry:f { skboutput(comm, args->skb, 1, 0) }`, "t:1:22: skboutput() file must be a constant string"},
+		{`fentry:f { skboutput("", args->skb, 1, 0) }`, "t:1:22: skboutput() needs a file name"},
+		{`fentry:f { skboutput("a", 0, 1, 0) }`, "t:1:27: skboutput() takes a struct sk_buff * the probe was given, not int64"},
+		{`fentry:f { skboutput("a", args->skb, "x", 0) }`, "t:1:38: skboutput() takes the bytes to capture as an integer, not string[2]"},
+		{`fentry:f { skboutput("a", args->skb, 1, pid) }`, "t:1:41: skboutput() offset must be a constant integer"},
+		{`fentry:f { skboutput("a", args->skb, 1, -1) }`, "t:1:41: skboutput() offset must not be negative"},
+		{`fentry:f { skboutput("a", args->skb, 1) }`, "t:1:12: skboutput() takes 4 arguments, not 3"},
 	}
 	for _, tt := range tests {
 		_, err := checkSrc(t, tt.src, nil)
