@@ -25,7 +25,10 @@ type Options struct {
 	Pid    int      // -p: uprobes in this process
 	Unsafe bool     // allow system(), signal() and override()
 	Cpid   bool     // a -c command runs, so cpid has a value
-	StrLen int      // size of str() results; 0 for the default
+	// Command is the -c command's program as given, whose functions
+	// watchpoints on an argument probe.
+	Command string
+	StrLen  int // size of str() results; 0 for the default
 	// MapEntries bounds every map; 0 for the default.
 	MapEntries int
 	// EventsSize is the ring buffer's size in bytes; 0 for the default.
@@ -47,11 +50,14 @@ type Options struct {
 	Includes    []string
 	// Warnings receives compile-time warnings; nil discards them.
 	Warnings io.Writer
+	// CacheDir keeps preprocessed headers between runs; "" keeps none.
+	// FromEnv sets it from KINST_CACHE_DIR, or preprocess.DefaultCacheDir.
+	CacheDir string
 }
 
 // FromEnv reads the settings users give through the environment: the
-// string length, the map size (under bpftrace's names too) and the ring
-// buffer's size.
+// string length, the map size (under bpftrace's names too), the ring
+// buffer's size and the preprocessor's cache.
 func (o *Options) FromEnv() error {
 	var err error
 	if o.StrLen, err = envInt(0, "KINST_STRLEN", "BPFTRACE_STRLEN"); err != nil {
@@ -72,6 +78,10 @@ func (o *Options) FromEnv() error {
 	}
 	if o.MaxProbes, err = envInt(0, "BPFTRACE_MAX_PROBES"); err != nil {
 		return err
+	}
+	var set bool
+	if o.CacheDir, set = os.LookupEnv("KINST_CACHE_DIR"); !set {
+		o.CacheDir = preprocess.DefaultCacheDir()
 	}
 	if path := os.Getenv("BPFTRACE_BTF"); path != "" {
 		if err := kernel.UseBTFFile(path); err != nil {
@@ -158,6 +168,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		IncludeDirs: opts.IncludeDirs,
 		Includes:    opts.Includes,
 		BTF:         haveBTF,
+		CacheDir:    opts.CacheDir,
 	})
 	if pre != nil && opts.Warnings != nil {
 		for _, w := range pre.Warnings {
@@ -180,7 +191,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		strLen = check.DefaultStrLen
 	}
 	checked, err := check.Check(parsed, &check.Config{
-		Resolver: &attach.Resolver{Pid: opts.Pid, StrLen: strLen},
+		Resolver: &attach.Resolver{Pid: opts.Pid, Command: opts.Command, StrLen: strLen},
 		Kernel:   attach.Kernel{},
 		Params:   opts.Params,
 		Unsafe:   opts.Unsafe,

@@ -112,6 +112,22 @@ func TestCompileErrors(t *testing.T) {
 			"-e:1:1: watchpoint mode \"rx\" mixes execution with reads or writes, which one debug register cannot watch\n" +
 				"watchpoint:0x1000:8:rx { }\n" +
 				"^~~~~~~~~~~~~~~~~~~~~~\n"},
+		{"watchpoint on an argument without a process", []string{"-e", "watchpoint:f+arg0:8:w { }"}, false,
+			"-e:1:1: watchpoint on a function's argument watches a process: give -p PID or -c CMD\n" +
+				"watchpoint:f+arg0:8:w { }\n" +
+				"^~~~~~~~~~~~~~~~~~~~~\n"},
+		{"watchpoint on an argument out of reach", []string{"-e", "asyncwatchpoint:f+arg6:8:w { }", "-c", "/bin/true"}, false,
+			"-e:1:1: asyncwatchpoint argument arg6 is out of reach: x86-64 passes arg0 to arg5 in registers\n" +
+				"asyncwatchpoint:f+arg6:8:w { }\n" +
+				"^~~~~~~~~~~~~~~~~~~~~~~~~~\n"},
+		{"watchpoint on a missing function", []string{"-e", "watchpoint:nope+arg0:8:w { }", "-c", "/bin/true"}, false,
+			"-e:1:1: no such function: nope in /bin/true\n" +
+				"watchpoint:nope+arg0:8:w { }\n" +
+				"^~~~~~~~~~~~~~~~~~~~~~~~\n"},
+		{"unwatch of a string", []string{"-e", `BEGIN { unwatch("x"); }`}, false,
+			"-e:1:17: unwatch() takes an address, not string[2]\n" +
+				"BEGIN { unwatch(\"x\"); }\n" +
+				"                ^~~\n"},
 		{"unknown iterator", []string{"-e", "iter:nope { }"}, true,
 			"-e:1:1: this kernel has no iterator nope; kinst -l 'iter:*' lists them\n" +
 				"iter:nope { }\n" +

@@ -80,6 +80,8 @@ ENVIRONMENT:
     BPFTRACE_CACHE_USER_SYMBOLS [default: 1] 0 reads a process's symbols afresh for every address
     BPFTRACE_BTF                [default: none] BTF file used in place of the kernel's types
     KINST_BUFFER_KB             [default: 2048] size of the ring buffer events travel in
+    KINST_CACHE_DIR             [default: /var/cache/kinst for root, else ~/.cache/kinst] where the
+                                macros of included headers are kept between runs; empty: nowhere
 
 EXAMPLES:
 kinst -l '*sleep*'

@@ -210,14 +210,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *noWarn {
 		warnings = nil
 	}
+	var program string
+	if len(argv) > 0 {
+		program = argv[0]
+	}
 	popts := &pipeline.Options{
-		Params: params,
-		Pid:    int(pid),
-		Unsafe: *unsafe,
-		Cpid:   len(argv) > 0,
-		Force:  force,
-		Dump:   dumpTo,
-		Stages: stages,
+		Command: program,
+		Params:  params,
+		Pid:     int(pid),
+		Unsafe:  *unsafe,
+		Cpid:    len(argv) > 0,
+		Force:   force,
+		Dump:    dumpTo,
+		Stages:  stages,
 
 		IncludeDirs:  incDirs,
 		Includes:     incs,

@@ -216,6 +216,73 @@ func TestWatchpoints(t *testing.T) {
 	}
 }
 
+// A watchpoint on a function's argument watches the address the
+// function is called with in the -c command, from its first access on:
+// the target calls kinst_watch(&a, &b), then writes a 20 times and b 40
+// times. An asynchronous one does not stop the target; a synchronous
+// watchpoint on kinst_fence, called next, holds the target until the
+// records sent before are handled, so the count is exact there too.
+// unwatch() removes a watchpoint: the target writes a once, calls
+// kinst_watch again (which holds it until the unwatch is carried out),
+// then writes a 19 times more. x86-64 has four debug registers: of six
+// watched variables, two cannot be watched, which is said as bpftrace
+// says it.
+func TestWatchpointOnArgument(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	bin := target(t)
+	tests := []struct {
+		prog, cmd, want string
+	}{
+		{`watchpoint:kinst_watch+arg0:8:w { @a = count(); } watchpoint:kinst_watch+arg1:4:w { @b[probe] = count(); }`,
+			"watcharg 20", "@a: 20\n@b[watchpoint:" + bin + ":kinst_watch:1:4:w]: 40\n"},
+		{`asyncwatchpoint:kinst_watch+arg0:8:w { @a = count(); } watchpoint:kinst_fence+arg0:8:w { @c = count(); }`,
+			"watcharg 20", "@a: 20\n@c: 0\n"},
+		{`uprobe:BIN:kinst_watch /pid == cpid/ { @addr = arg0; }
+		  watchpoint:kinst_watch+arg0:8:w { @hits = count(); unwatch(@addr); }
+		  END { clear(@addr); }`,
+			"unwatch 20", "\n@hits: 1\n"},
+		{`watchpoint:kinst_watch+arg0:8:w { @hits = count(); }`, "watchmany 10",
+			"@hits: 40\n"},
+	}
+	for _, tt := range tests {
+		prog := strings.ReplaceAll(tt.prog, "BIN", bin)
+		stdout := "\n\n" + tt.want
+		if strings.HasPrefix(tt.cmd, "watchmany") {
+			stdout = strings.Repeat("Failed to attach watchpoint probe. You are out of watchpoint registers.\n", 2) + stdout
+		}
+		kinst(t, "-q", "-e", prog, "-c", bin+" "+tt.cmd).want(t, 0, stdout, "")
+	}
+}
+
+// With -p, a watchpoint on a function's argument watches the process,
+// named through /proc/PID/exe as bpftrace names it (the output is
+// bpftrace's, byte for byte): the target calls
+// kinst_watch(&a, &b) and writes a 5 times, every 10 milliseconds.
+func TestWatchpointOnArgumentPid(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	proc := exec.Command(target(t), "watchloop", "5")
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
+	pid := proc.Process.Pid
+	prog := `watchpoint:kinst_watch+arg0:8:w { @a[probe]++; if (@a[probe] == 20) { printf("%s %d\n", probe, @a[probe]); exit(); } } END { clear(@a); }`
+	kinst(t, "-p", strconv.Itoa(pid), "-e", prog).want(t, 0,
+		fmt.Sprintf("Attaching 2 probes...\nwatchpoint:/proc/%d/exe:kinst_watch:8:w 20\n\n\n\n", pid), "")
+}
+
+// A watchpoint the kernel cannot set ends the run with the reason:
+// kinst_add's first argument, 1, is no aligned address.
+func TestWatchpointOnArgumentRefused(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	bin := target(t)
+	r := kinst(t, "-q", "-e", "watchpoint:kinst_add+arg0:8:w { @ = count(); }", "-c", bin+" add 3")
+	r.want(t, 1, "\n\n@: 0\n", "kinst: watchpoint:"+bin+":kinst_add:8:w: watch 0x1: the address is not aligned to the length 8, as the debug registers need\n")
+}
+
 // An iterator runs its probe once per object, in order, and then kinst
 // ends: the target process has one thread, and open files 0 to 4
 // (standard input, output and error, and two more).
