@@ -68,6 +68,9 @@ type Options struct {
 	// LogSize is the verifier log's first size in bytes; 0 for the
 	// default. The log grows as the verifier needs.
 	LogSize uint32
+	// PacketPages is how many pages of packets skboutput() may queue on
+	// each CPU; 0 for DefaultPacketPages.
+	PacketPages int
 	// NotifyAttached prints bpftrace's __BPFTRACE_NOTIFY_PROBES_ATTACHED
 	// line on Stderr once every probe is attached.
 	NotifyAttached bool
@@ -139,6 +142,7 @@ type Session struct {
 	printNow atomic.Bool                    // SIGUSR1 asks for the maps
 	reader   atomic.Pointer[ringbuf.Reader] // rd, for other goroutines to wake
 	exited   bool                           // exit() was called
+	packets  *packets                       // skboutput()'s, while they are written
 	lost     uint64                         // lost records already reported
 	args     [][]output.Value               // per action, the decoded arguments, reused
 	watchMu  sync.Mutex                     // watches: END's unwatch() runs while the run detaches
@@ -216,6 +220,10 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	if s.lostMem, err = s.coll.Maps[codegen.LostMap].Memory(); err != nil {
 		return fmt.Errorf("map the lost-records counter: %w", err)
 	}
+	if err := s.startPackets(); err != nil {
+		return err
+	}
+	defer s.stopPackets()
 	if opts.Maps != nil {
 		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks, usyms: usyms,
 			noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}}
@@ -309,11 +317,27 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	s.reportFull()
 	printErr := s.printMaps(true)
 	detachErr := <-detached
+	// Once the probes are detached, the packets queued are all there is.
+	detachErr = errors.Join(detachErr, s.stopPackets())
 	if s.outw.err != nil {
 		// One sentence for the failed output, not one per record.
 		return errors.Join(fmt.Errorf("write output: %w", s.outw.err), detachErr)
 	}
 	return errors.Join(s.readErr, s.runErr, printErr, detachErr)
+}
+
+// stopPackets writes the packets skboutput() queued and closes its
+// files; it does nothing once done.
+func (s *Session) stopPackets() error {
+	if s.packets == nil {
+		return nil
+	}
+	lost, err := s.packets.stop()
+	s.packets = nil
+	if lost > 0 {
+		s.warnf("kinst: skboutput: %d packets lost: their buffers were full (raise BPFTRACE_PERF_RB_PAGES)\n", lost)
+	}
+	return err
 }
 
 // watch handles the signals: SIGUSR1 asks for the maps, the first stop
