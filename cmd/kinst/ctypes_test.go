@@ -162,6 +162,8 @@ func TestListUprobeParams(t *testing.T) {
 	want := strings.NewReplacer("BIN", bin).Replace(`uprobe:BIN:kinst_add
     long int a
     long int b
+uprobe:BIN:kinst_fence
+    volatile long int* c
 uprobe:BIN:kinst_greet
     const char* word
 uprobe:BIN:kinst_move
@@ -178,6 +180,9 @@ uprobe:BIN:kinst_stack
     long int f
     long int g
     long int h
+uprobe:BIN:kinst_watch
+    volatile long int* a
+    volatile int* b
 `)
 	r := kinst(t, "-lv", "uprobe:"+bin+":kinst_*")
 	if r.code != 0 || r.stdout != want {
