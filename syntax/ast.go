@@ -100,11 +100,11 @@ type (
 	// From up to To, excluded, as bpftrace 0.24 has it; or, with Map
 	// set instead, for ($v : @map) over a map's elements (bpftrace 0.21).
 	ForStmt struct {
-		For        Pos
-		Var        *VarExpr
-		From, To   Expr
-		Map        *MapExpr
-		Body       *Block
+		For      Pos
+		Var      *VarExpr
+		From, To Expr
+		Map      *MapExpr
+		Body     *Block
 	}
 
 	// JumpStmt is return, break or continue.
