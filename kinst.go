@@ -65,8 +65,9 @@ type Options struct {
 	// search path and the files it includes before the program.
 	IncludeDirs []string
 	Includes    []string
-	// Debug receives the compilation stages DebugStages names, as -d
-	// prints them: "ast", "types", "bpf" or "all".
+	// Debug receives the compilation stages DebugStages names, as
+	// --dump prints them: a comma-separated list of "ast", "types",
+	// "bpf" and "maps", or "all".
 	Debug       io.Writer
 	DebugStages string
 
@@ -124,7 +125,9 @@ func Compile(name string, src []byte, opts *Options) (*Program, error) {
 	popts.Params = opts.Params
 	popts.Pid = opts.Pid
 	popts.Unsafe = opts.Unsafe
-	popts.Cpid = len(opts.Command) > 0
+	if len(opts.Command) > 0 {
+		popts.Cpid, popts.Command = true, opts.Command[0]
+	}
 	popts.Warnings = opts.Warnings
 	popts.HelperChecks = opts.HelperChecks
 	popts.IncludeDirs, popts.Includes = opts.IncludeDirs, opts.Includes
@@ -143,7 +146,7 @@ func Compile(name string, src []byte, opts *Options) (*Program, error) {
 		return nil, fmt.Errorf("kinst: buffer size %d is not a power of two of at least 4096", b)
 	}
 	if !pipeline.ValidStage(opts.DebugStages) {
-		return nil, fmt.Errorf("kinst: unknown stage %q: use ast, types, bpf or all", opts.DebugStages)
+		return nil, fmt.Errorf("kinst: unknown stage in %q: use ast, types, bpf, maps or all, or several separated by commas", opts.DebugStages)
 	}
 	if opts.Mechanism != "" {
 		m, err := codegen.ParseMechanism(opts.Mechanism)
@@ -160,6 +163,12 @@ func Compile(name string, src []byte, opts *Options) (*Program, error) {
 	}
 	p.out = out
 	return p, nil
+}
+
+// WriteELF writes the compiled programs and their maps as a BPF ELF
+// object file, as --emit-elf does.
+func (p *Program) WriteELF(w io.Writer) error {
+	return pipeline.WriteELF(w, p.out)
 }
 
 // Load loads the program into the kernel and unloads it again, attaching

@@ -119,6 +119,9 @@ func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options)
 		if err != nil {
 			return nil, err
 		}
+		if a.Traced && pid == 0 {
+			pid = opts.Cpid
+		}
 		opts := &link.UprobeOptions{Address: a.Offset, PID: pid, Cookie: cookie, RefCtrOffset: a.RefCtrOffset}
 		if a.Return {
 			l, err := ex.Uretprobe(a.Symbol, prog, opts)
@@ -142,10 +145,14 @@ func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options)
 	case Iter:
 		return attachIter(prog)
 	case Watchpoint:
+		if t.Watch != nil {
+			// Set at run time, once its function hands it an address.
+			return nil, nil
+		}
 		if pid == 0 {
 			pid = opts.Cpid
 		}
-		return attachWatchpoint(prog, a, pid)
+		return Watch(prog, a, pid)
 	}
 	return nil, fmt.Errorf("%s probes are %w", t.Provider, ErrUnsupported)
 }

@@ -40,6 +40,7 @@ var items = []struct {
 }{
 	{"size", (*bench).sizes},
 	{"begin", (*bench).begin},
+	{"header", (*bench).header},
 	{"tracepoint", (*bench).tracepoint},
 	{"latency", (*bench).latency},
 	{"event", (*bench).perEvent},

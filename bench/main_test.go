@@ -12,7 +12,7 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"-run", "begin,bogus"}, `bench: unknown item "bogus" in -run: use size,begin,tracepoint,latency,event,printf`},
+		{[]string{"-run", "begin,bogus"}, `bench: unknown item "bogus" in -run: use size,begin,header,tracepoint,latency,event,printf`},
 		{[]string{"-n", "-1"}, "bench: -n, -events and -printf-events must be positive"},
 		{[]string{"extra"}, `bench: unexpected arguments ["extra"]`},
 		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
@@ -94,7 +94,7 @@ func TestBenchKinst(t *testing.T) {
 	workload := testenv.Workload(t)
 	var out, errs strings.Builder
 	code := mainBench([]string{"-n", "1", "-bpftrace", "none", "-kinst", kinst, "-workload", workload,
-		"-events", "20000", "-printf-events", "2000", "-run", "begin,tracepoint,latency,event,printf"}, &out, &errs)
+		"-events", "20000", "-printf-events", "2000", "-run", "begin,header,tracepoint,latency,event,printf"}, &out, &errs)
 	if code != 0 {
 		t.Fatalf("exit status %d\n%s\n%s", code, out.String(), errs.String())
 	}
@@ -107,6 +107,7 @@ func TestBenchKinst(t *testing.T) {
 	for _, name := range []string{
 		"BEGIN { exit(); } wall",
 		"BEGIN { exit(); } peak RSS",
+		"#include <sys/socket.h> BEGIN wall",
 		"openat count -c /bin/true wall",
 		"openat count -c /bin/true peak RSS",
 		"-c command exit after tool start",

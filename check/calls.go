@@ -32,6 +32,7 @@ func init() {
 		"signal":   {stmt: true, unsafe: true, check: (*checker).checkSignal},
 		"override": {stmt: true, unsafe: true, check: (*checker).checkOverride},
 		"core":     {stmt: true, unsafe: true, check: (*checker).checkCore},
+		"unwatch":  {stmt: true, check: (*checker).checkUnwatch},
 		"str":      {check: (*checker).checkStr},
 		"buf":      {check: (*checker).checkBuf},
 		"strncmp":  {check: (*checker).checkStrncmp},
@@ -453,6 +454,23 @@ func (c *checker) checkCore(x *syntax.CallExpr, call *Call) *Type {
 		return nil
 	}
 	call.Text = v.Str
+	return TVoid
+}
+
+// checkUnwatch checks unwatch(ADDR): an integer or a pointer, the
+// address of watchpoints to remove.
+func (c *checker) checkUnwatch(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 1) {
+		return nil
+	}
+	t := c.expr(x.Args[0])
+	if t == nil {
+		return nil
+	}
+	if t.Kind != Int && t.Kind != Ptr {
+		c.errorf(x.Args[0], "unwatch() takes an address, not %s", t)
+		return nil
+	}
 	return TVoid
 }
 

@@ -117,6 +117,8 @@ const (
 	ActJoin
 	ActHelperError // -k: a helper failed; Text names it, Args carry its error
 	ActCore        // core(): dump the stopped process to Text; Args carry pid_tgid
+	ActWatch       // set the watchpoint Target at the address Args carry, running Program
+	ActUnwatch     // unwatch(): remove the watchpoints at the address Args carry
 )
 
 // An Action is what one call site asks of user space. Its record in the
@@ -134,6 +136,10 @@ type Action struct {
 	// JoinArgs and JoinLen give join's layout: JoinArgs strings of
 	// JoinLen bytes each.
 	JoinArgs, JoinLen int
+	// Target and Program are the watchpoint a watch action sets and the
+	// program it runs.
+	Target  *check.Target
+	Program *Program
 }
 
 // headerSize is the size of the action id that starts every record.
@@ -173,6 +179,10 @@ func (k ActionKind) String() string {
 		return "helper error"
 	case ActCore:
 		return "core"
+	case ActWatch:
+		return "watch"
+	case ActUnwatch:
+		return "unwatch"
 	}
 	return fmt.Sprintf("action(%d)", int(k))
 }

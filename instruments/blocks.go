@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"kinst.dev/kinst/instruments/internal/cfg"
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/output"
 )
@@ -40,7 +40,7 @@ func blocks(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return usageError("%v", err)
 	}
-	g, err := FunctionCFG(fn)
+	g, err := functionCFG(fn)
 	if err != nil {
 		return err
 	}
@@ -84,10 +84,10 @@ func blocksFunction(spec string) (string, error) {
 	return fn, nil
 }
 
-// FunctionCFG reads a kernel function's code from the running kernel,
+// functionCFG reads a kernel function's code from the running kernel,
 // with the parts the compiler outlined (FUNC.cold) that it jumps to, and
 // builds its control-flow graph.
-func FunctionCFG(name string) (*CFG, error) {
+func functionCFG(name string) (*cfg.CFG, error) {
 	ks, err := kernel.LoadKallsyms()
 	if err != nil {
 		return nil, err
@@ -99,17 +99,14 @@ func FunctionCFG(name string) (*CFG, error) {
 	if err != nil {
 		return nil, err
 	}
-	regions := []Region{{Name: name, Addr: text.Sym.Addr, Code: text.Code}}
-	insts, err := decodeRegion(regions[0], nil)
+	regions := []cfg.Region{{Name: name, Addr: text.Sym.Addr, Code: text.Code}}
+	targets, err := cfg.JumpsOut(regions[0])
 	if err != nil {
 		return nil, err
 	}
 	seen := map[uint64]bool{}
-	for _, in := range insts {
-		if in.flow != flowBranch && in.flow != flowJump || regions[0].contains(in.target) {
-			continue
-		}
-		s, _, ok := ks.Lookup(in.target)
+	for _, addr := range targets {
+		s, _, ok := ks.Lookup(addr)
 		if !ok || seen[s.Addr] || !strings.HasPrefix(s.Name, name+".cold") {
 			continue
 		}
@@ -118,9 +115,9 @@ func FunctionCFG(name string) (*CFG, error) {
 		if err != nil {
 			return nil, err
 		}
-		regions = append(regions, Region{Name: s.Name, Addr: s.Addr, Code: cold.Code})
+		regions = append(regions, cfg.Region{Name: s.Name, Addr: s.Addr, Code: cold.Code})
 	}
-	return BuildCFG(regions, func(addr uint64) (string, uint64) {
+	return cfg.Build(regions, func(addr uint64) (string, uint64) {
 		if s, off, ok := ks.Lookup(addr); ok && off == 0 && s.IsFunc() {
 			return s.Name, addr
 		}
@@ -130,7 +127,7 @@ func FunctionCFG(name string) (*CFG, error) {
 
 // checkBlocks asks the kernel which block starts it lets a kprobe reach,
 // and returns the refusal for each block it does not.
-func checkBlocks(g *CFG) ([]error, error) {
+func checkBlocks(g *cfg.CFG) ([]error, error) {
 	refused := make([]error, len(g.Blocks))
 	for ri, r := range g.Regions {
 		var idx []int
@@ -159,7 +156,7 @@ func checkBlocks(g *CFG) ([]error, error) {
 
 // blocksProgram is the kinst program that counts each block: one kprobe
 // at the start of every block the kernel accepts.
-func blocksProgram(c *Common, g *CFG, refused []error) string {
+func blocksProgram(c *Common, g *cfg.CFG, refused []error) string {
 	var points []string
 	for _, b := range g.Blocks {
 		if refused[b.Index] == nil {
@@ -177,15 +174,15 @@ func blocksProgram(c *Common, g *CFG, refused []error) string {
 }
 
 // blockProbe is the probe at a block's start, as the probe builtin names it.
-func blockProbe(g *CFG, b *Block) string { return "kprobe:" + g.Label(b) }
+func blockProbe(g *cfg.CFG, b *cfg.Block) string { return "kprobe:" + g.Label(b) }
 
 // blockReport is what blocks prints: the graph, the counts measured and
 // solved, and why blocks were not probed.
 type blockReport struct {
-	g       *CFG
-	f       *Flow
+	g       *cfg.CFG
+	f       *cfg.Flow
 	refused []error
-	layout  *Layout // with --layout
+	layout  *cfg.Layout // with --layout
 }
 
 // ErrNotRun marks a function that did not run while it was measured.
@@ -196,11 +193,11 @@ func (r *blockReport) propose() error {
 	if c := r.calls(); c.Known && c.N == 0 {
 		return fmt.Errorf("%s %w while its blocks were counted: no layout to propose", r.g.Regions[0].Name, ErrNotRun)
 	}
-	r.layout = ProposeLayout(r.g, r.f)
+	r.layout = cfg.ProposeLayout(r.g, r.f)
 	return nil
 }
 
-func newBlockReport(g *CFG, refused []error, maps []*output.Map) *blockReport {
+func newBlockReport(g *cfg.CFG, refused []error, maps []*output.Map) *blockReport {
 	hits := map[string]uint64{}
 	for _, m := range maps {
 		if m.Name != "@" {
@@ -212,34 +209,27 @@ func newBlockReport(g *CFG, refused []error, maps []*output.Map) *blockReport {
 			}
 		}
 	}
-	measured := make([]Count, len(g.Blocks))
+	measured := make([]cfg.Count, len(g.Blocks))
 	for _, b := range g.Blocks {
 		if refused[b.Index] == nil {
-			measured[b.Index] = Count{N: hits[blockProbe(g, b)], Known: true}
+			measured[b.Index] = cfg.Count{N: hits[blockProbe(g, b)], Known: true}
 		}
 	}
-	return &blockReport{g: g, f: Solve(g, measured), refused: refused}
+	return &blockReport{g: g, f: cfg.Solve(g, measured), refused: refused}
 }
 
 // calls is the entry edge's count.
-func (r *blockReport) calls() Count {
+func (r *blockReport) calls() cfg.Count {
 	for _, e := range r.g.Blocks[0].In {
-		if e.Kind == EdgeEntry {
+		if e.Kind == cfg.EdgeEntry {
 			return r.f.Edges[e.Index]
 		}
 	}
-	return Count{}
-}
-
-func (c Count) String() string {
-	if !c.Known {
-		return "?"
-	}
-	return strconv.FormatUint(c.N, 10)
+	return cfg.Count{}
 }
 
 // refusal says in a few words why a block's start took no kprobe.
-func (r *blockReport) refusal(b *Block) string {
+func (r *blockReport) refusal(b *cfg.Block) string {
 	err := r.refused[b.Index]
 	var kr *kernel.KprobeRefusal
 	if !errors.As(err, &kr) {
@@ -249,9 +239,9 @@ func (r *blockReport) refusal(b *Block) string {
 		// The kernel's reasons for EINVAL are many; the instruction
 		// tells which applies.
 		switch first := b.Insts[0]; {
-		case mnemonic(first.Text) == "ud2":
+		case first.Mnemonic() == "ud2":
 			return "the kernel does not probe BUG and WARN sites (ud2) (EINVAL)"
-		case first.pad && first.flow != flowTrap && (first.Len == 2 || first.Len == 5):
+		case first.Nop() && (first.Len == 2 || first.Len == 5):
 			return "the kernel does not probe jump labels and static calls, which this nop is (EINVAL)"
 		}
 	}
@@ -277,7 +267,7 @@ func (r *blockReport) writeText(w io.Writer, quiet bool) error {
 		if _, err := io.WriteString(w, sb.String()); err != nil {
 			return err
 		}
-		return r.layout.writeText(w, r)
+		return writeLayout(w, r)
 	}
 
 	width := len("count")
@@ -291,7 +281,7 @@ func (r *blockReport) writeText(w io.Writer, quiet bool) error {
 		}
 	}
 	pad := strings.Repeat(" ", width+2+offWidth+2)
-	starts := map[uint64]*Block{}
+	starts := map[uint64]*cfg.Block{}
 	for _, b := range g.Blocks {
 		starts[b.Start] = b
 	}
@@ -299,7 +289,7 @@ func (r *blockReport) writeText(w io.Writer, quiet bool) error {
 	for ri, insts := range g.Insts {
 		region := &g.Regions[ri]
 		fmt.Fprintf(&sb, "\n%*s  %s:\n", width, "count", region.Name)
-		var cur *Block
+		var cur *cfg.Block
 		padOff, padLen := "", 0
 		// A blank line separates blocks, and padding from blocks.
 		started := false
@@ -339,7 +329,7 @@ func (r *blockReport) writeText(w io.Writer, quiet bool) error {
 					fmt.Fprintf(&sb, "%s; not probed: %s\n", pad, r.refusal(cur))
 				}
 				for _, e := range cur.In {
-					if e.Kind == EdgeUnknown {
+					if e.Kind == cfg.EdgeUnknown {
 						fmt.Fprintf(&sb, "%s<- %s: %s\n", pad, e.Note, f.Edges[e.Index])
 					}
 				}
@@ -370,7 +360,7 @@ func (r *blockReport) writeText(w io.Writer, quiet bool) error {
 }
 
 // successors describes a block's outgoing edges: "+0x2f: 10, return: 3".
-func (r *blockReport) successors(b *Block) string {
+func (r *blockReport) successors(b *cfg.Block) string {
 	var parts []string
 	for _, e := range b.Out {
 		dest := e.Note
@@ -430,7 +420,8 @@ type (
 	}
 )
 
-func (c Count) ptr() *uint64 {
+// countPtr is a count for JSON: null where it is not known.
+func countPtr(c cfg.Count) *uint64 {
 	if !c.Known {
 		return nil
 	}
@@ -443,7 +434,7 @@ func (r *blockReport) writeJSON(w io.Writer) error {
 		Function:   g.Regions[0].Name,
 		Address:    g.Regions[0].Addr,
 		Size:       len(g.Regions[0].Code),
-		Calls:      r.calls().ptr(),
+		Calls:      countPtr(r.calls()),
 		Blocks:     make([]jsonBlock, len(g.Blocks)),
 		Edges:      make([]jsonEdge, len(g.Edges)),
 		Unbalanced: []int{},
@@ -454,7 +445,7 @@ func (r *blockReport) writeJSON(w io.Writer) error {
 			Symbol: g.Regions[b.Region].Name,
 			Start:  b.Start - base,
 			End:    b.End - base,
-			Count:  r.f.Blocks[i].ptr(),
+			Count:  countPtr(r.f.Blocks[i]),
 			Probed: r.refused[i] == nil,
 		}
 		if !jb.Probed {
@@ -465,14 +456,14 @@ func (r *blockReport) writeJSON(w io.Writer) error {
 		}
 		doc.Blocks[i] = jb
 	}
-	index := func(b *Block) *int {
+	index := func(b *cfg.Block) *int {
 		if b == nil {
 			return nil
 		}
 		return &b.Index
 	}
 	for i, e := range g.Edges {
-		doc.Edges[i] = jsonEdge{From: index(e.From), To: index(e.To), Kind: e.Kind.String(), Note: e.Note, Count: r.f.Edges[i].ptr()}
+		doc.Edges[i] = jsonEdge{From: index(e.From), To: index(e.To), Kind: e.Kind.String(), Note: e.Note, Count: countPtr(r.f.Edges[i])}
 	}
 	for _, b := range r.f.Unbalanced {
 		doc.Unbalanced = append(doc.Unbalanced, b.Index)
