@@ -1,0 +1,135 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"kinst.dev/kinst/internal/testenv"
+)
+
+// -o opens its file the same way in every command: a named pipe holds
+// kinst until its reader comes, and then gets everything kinst -o FILE
+// would have written, where a pipe opened for reading and writing would
+// have let kinst run with nobody reading and lose the output.
+func TestOutputNamedPipe(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "x.bt")
+	if err := os.WriteFile(prog, []byte(`BEGIN { printf("x\n"); @a = 1; exit(); }`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	getppid := testenv.Workload(t) + " getppid 3"
+	tests := []struct {
+		name   string
+		args   []string // -o FIFO comes first
+		stdout string
+		fifo   *regexp.Regexp
+	}{
+		{"-e", []string{"-e", `BEGIN { printf("x\n"); @a = 1; exit(); }`}, "\n\n", regexp.MustCompile(`^Attaching 1 probe...\nx\n@a: 1\n$`)},
+		{"file", []string{prog}, "\n\n", regexp.MustCompile(`^Attaching 1 probe...\nx\n@a: 1\n$`)},
+		{"latency", []string{"latency", "-c", getppid, "syscall:getppid"}, "", regexp.MustCompile(`^@oncpu\[syscall:getppid\]: count 3, average \d+, total \d+\n`)},
+		{"count", []string{"count", "-c", getppid, "syscall:getppid"}, "", regexp.MustCompile(`^\d\d:\d\d:\d\d\nFUNCTION +CALLS\ngetppid +3\n\n$`)},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fifo := filepath.Join(dir, "fifo"+string(rune('0'+i)))
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			args := tt.args
+			if len(args) > 0 && (args[0] == "latency" || args[0] == "count") {
+				args = append([]string{args[0], "-o", fifo}, args[1:]...)
+			} else {
+				args = append([]string{"-o", fifo}, args...)
+			}
+			r := start(t, args...)
+			select {
+			case <-r.done:
+				t.Fatalf("kinst ended (%v) with nobody reading %s\nstderr:\n%s", r.err, fifo, &r.stderr)
+			case <-time.After(300 * time.Millisecond):
+			}
+			// Opened without waiting for a writer, a pipe kinst has let go
+			// of reads as empty rather than holding the test.
+			f, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			data, err := io.ReadAll(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := r.wait(t)
+			res.want(t, 0, tt.stdout, "")
+			if !tt.fifo.Match(data) {
+				t.Errorf("%s got %q, want %v", fifo, data, tt.fifo)
+			}
+		})
+	}
+}
+
+// kinst -e, kinst FILE and the instruments run programs the same way:
+// the environment's settings, the run-time ones included, and -c reach
+// each alike, with the same exit statuses.
+func TestDriversAgree(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	const prog = `tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @n = count(); }`
+	file := filepath.Join(t.TempDir(), "n.bt")
+	if err := os.WriteFile(file, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	getppid := testenv.Workload(t) + " getppid 2"
+	forms := []struct {
+		name string
+		args []string
+		// prefix of -c's usage errors, and what a run of getppid 2 prints
+		usage  string
+		stdout *regexp.Regexp
+	}{
+		{"-e", []string{"-e", prog}, "kinst", regexp.MustCompile(`^Attaching 1 probe...\n\n\n@n: 2\n$`)},
+		{"file", []string{file}, "kinst", regexp.MustCompile(`^Attaching 1 probe...\n\n\n@n: 2\n$`)},
+		{"latency", []string{"latency", "syscall:getppid"}, "kinst latency", regexp.MustCompile(`^@oncpu\[syscall:getppid\]: count 2, `)},
+		{"count", []string{"count", "syscall:getppid"}, "kinst count", regexp.MustCompile(`^\d\d:\d\d:\d\d\nFUNCTION +CALLS\ngetppid +2\n\n$`)},
+	}
+	cases := []struct {
+		name   string
+		env    []string
+		c      string
+		code   int
+		stderr string // %s is the form's usage prefix
+	}{
+		{"compile-time setting", []string{"BPFTRACE_STRLEN=x"}, getppid, 2, "kinst: BPFTRACE_STRLEN=\"x\" is not a positive integer\n"},
+		{"run-time setting", []string{"BPFTRACE_CAT_BYTES_MAX=-1"}, getppid, 2, "kinst: BPFTRACE_CAT_BYTES_MAX=\"-1\" is not a number of bytes\n"},
+		{"bad -c", nil, "'" + getppid, 2, "%s: -c: unterminated quote in command\n"},
+		{"missing -c", nil, "/nonexistent/x", 1, "kinst: command /nonexistent/x: exec: \"/nonexistent/x\": stat /nonexistent/x: no such file or directory\n"},
+		{"notify", []string{"__BPFTRACE_NOTIFY_PROBES_ATTACHED="}, getppid, 0, "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n"},
+	}
+	for _, f := range forms {
+		for _, tc := range cases {
+			t.Run(f.name+"/"+tc.name, func(t *testing.T) {
+				args := append(slices.Clone(f.args), "-c", tc.c)
+				r := kinstEnv(t, tc.env, args...)
+				stderr := tc.stderr
+				if strings.Contains(stderr, "%s") {
+					stderr = fmt.Sprintf(stderr, f.usage)
+				}
+				if r.code != tc.code || r.stderr != stderr {
+					t.Errorf("exit status %d, stderr:\n%s\nwant %d, stderr:\n%s", r.code, r.stderr, tc.code, stderr)
+				}
+				if tc.code == 0 && !f.stdout.MatchString(r.stdout) {
+					t.Errorf("stdout:\n%s\nwant %v", r.stdout, f.stdout)
+				}
+			})
+		}
+	}
+}
