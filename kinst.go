@@ -57,7 +57,9 @@ type Options struct {
 	// BPFTRACE_MAP_KEYS_MAX, BPFTRACE_MAX_PROBES, BPFTRACE_PERF_RB_PAGES,
 	// BPFTRACE_BTF, BPFTRACE_CAT_BYTES_MAX, BPFTRACE_NO_USER_SYMBOLS,
 	// BPFTRACE_CACHE_USER_SYMBOLS, BPFTRACE_LOG_SIZE,
-	// __BPFTRACE_NOTIFY_PROBES_ATTACHED and their KINST_ forms. Fields
+	// __BPFTRACE_NOTIFY_PROBES_ATTACHED, KINST_BUFFER_KB, KINST_CACHE_DIR
+	// and the KINST_ forms of bpftrace's names. Without it the
+	// preprocessor keeps no cache of headers. Fields
 	// set here win over the environment. A malformed setting is an error
 	// of Compile matching [ErrEnvironment].
 	Environment bool
@@ -71,6 +73,10 @@ type Options struct {
 	Debug       io.Writer
 	DebugStages string
 
+	// FileActivation raises the semaphores of USDT probes in every
+	// process mapping the probe's file, as --usdt-file-activation does,
+	// on kernels too old to raise them (before Linux 4.20).
+	FileActivation bool
 	// Verbose says which mechanism each probe uses and why, how long
 	// attaching and detaching took, and adds the verifier's log to load
 	// errors.

@@ -146,7 +146,7 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 // its Options and the environment.
 func (p *Program) runOptions() runtime.Options {
 	o := p.run
-	o.Verbose, o.Command = p.opts.Verbose, p.opts.Command
+	o.Verbose, o.Command, o.FileActivation = p.opts.Verbose, p.opts.Command, p.opts.FileActivation
 	o.Stderr, o.NoWarnings = p.opts.Stderr, p.opts.Warnings == nil
 	if o.Stderr == nil {
 		o.Stderr = p.opts.Warnings

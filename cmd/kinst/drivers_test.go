@@ -28,6 +28,7 @@ func TestOutputNamedPipe(t *testing.T) {
 		t.Fatal(err)
 	}
 	getppid := testenv.Workload(t) + " getppid 3"
+	testenv.Kinst(t) // built before the clock starts
 	tests := []struct {
 		name   string
 		args   []string // -o FIFO comes first
@@ -52,14 +53,19 @@ func TestOutputNamedPipe(t *testing.T) {
 				args = append([]string{"-o", fifo}, args...)
 			}
 			r := start(t, args...)
-			select {
-			case <-r.done:
-				t.Fatalf("kinst ended (%v) with nobody reading %s\nstderr:\n%s", r.err, fifo, &r.stderr)
-			case <-time.After(300 * time.Millisecond):
+			// kinst waits in open(2) for the pipe's reader, as a writer
+			// of a pipe does.
+			for deadline := time.Now().Add(runTimeout); !waitsForReader(r.cmd.Process.Pid); {
+				select {
+				case <-r.done:
+					t.Fatalf("kinst ended (%v) with nobody reading %s\nstderr:\n%s", r.err, fifo, &r.stderr)
+				case <-time.After(5 * time.Millisecond):
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("kinst did not wait for a reader of %s within %v", fifo, runTimeout)
+				}
 			}
-			// Opened without waiting for a writer, a pipe kinst has let go
-			// of reads as empty rather than holding the test.
-			f, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+			f, err := os.Open(fifo)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,6 +81,18 @@ func TestOutputNamedPipe(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitsForReader reports whether a thread of process pid waits in
+// open(2) for the other end of a named pipe.
+func waitsForReader(pid int) bool {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/wchan", pid))
+	for _, task := range tasks {
+		if wchan, err := os.ReadFile(task); err == nil && string(wchan) == "wait_for_partner" {
+			return true
+		}
+	}
+	return false
 }
 
 // kinst -e, kinst FILE and the instruments run programs the same way:
