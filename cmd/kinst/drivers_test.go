@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -146,6 +147,62 @@ func TestDriversAgree(t *testing.T) {
 				}
 				if tc.code == 0 && !f.stdout.MatchString(r.stdout) {
 					t.Errorf("stdout:\n%s\nwant %v", r.stdout, f.stdout)
+				}
+			})
+		}
+	}
+}
+
+// SIGINT and SIGTERM once the probes are attached stop every command
+// alike: END runs, the maps are printed, and the status is 0.
+func TestDriversStopOnSignal(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	const prog = `tracepoint:syscalls:sys_enter_getppid { @n = count(); } END { printf("end\n"); }`
+	file := filepath.Join(t.TempDir(), "n.bt")
+	if err := os.WriteFile(file, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	forms := []struct {
+		name   string
+		args   []string
+		stdout *regexp.Regexp
+	}{
+		{"-e", []string{"-e", prog}, regexp.MustCompile(`^Attaching 2 probes...\nend\n\n\n@n: \d+\n$`)},
+		{"file", []string{file}, regexp.MustCompile(`^Attaching 2 probes...\nend\n\n\n@n: \d+\n$`)},
+		{"count", []string{"count", "syscall:getppid"}, regexp.MustCompile(`^\d\d:\d\d:\d\d\nFUNCTION +CALLS\n(getppid +\d+\n)?\n$`)},
+		{"trace", []string{"trace", "-q", "syscall:getppid"}, regexp.MustCompile(`^TIME +CPU +PID +TID +COMM +CALL\n(.* getppid .*\n)*$`)},
+	}
+	for _, f := range forms {
+		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+			t.Run(f.name+"/"+sig.String(), func(t *testing.T) {
+				cmd := exec.Command(testenv.Kinst(t), f.args...)
+				cmd.Env = append(os.Environ(), "__BPFTRACE_NOTIFY_PROBES_ATTACHED=1")
+				cmd.WaitDelay = waitDelay
+				var stdout, stderr syncBuffer
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				done, waitErr := background(t, cmd)
+				for deadline := time.Now().Add(runTimeout); stderr.String() != "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n"; {
+					select {
+					case <-done:
+						t.Fatalf("kinst ended (%v) before attaching\nstderr:\n%s", *waitErr, stderr.String())
+					case <-time.After(5 * time.Millisecond):
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("not attached within %v\nstderr:\n%s", runTimeout, stderr.String())
+					}
+				}
+				cmd.Process.Signal(sig)
+				select {
+				case <-done:
+				case <-time.After(runTimeout):
+					t.Fatalf("kinst did not end within %v of %v", runTimeout, sig)
+				}
+				if code := exitCode(t, *waitErr); code != 0 || stderr.String() != "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n" {
+					t.Errorf("exit status %d, stderr:\n%s\nwant 0 and only the notify line", code, stderr.String())
+				}
+				if !f.stdout.MatchString(stdout.String()) {
+					t.Errorf("stdout:\n%s\nwant %v", stdout.String(), f.stdout)
 				}
 			})
 		}
