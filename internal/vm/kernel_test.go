@@ -2,9 +2,11 @@ package vm
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -132,13 +134,17 @@ func TestCached(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedConfig), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Mkdir(filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedModules), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		series string
 		want   Kernel
 	}{
 		{"6.1", Kernel{Series: "6.1", Release: "6.1.0-56-cloud-amd64",
-			Image:  filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedImage),
-			Config: filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedConfig)}},
+			Image:   filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedImage),
+			Config:  filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedConfig),
+			Modules: filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedModules)}},
 		{"6.12", Kernel{Series: "6.12", Release: "6.12.117+deb12-cloud-amd64",
 			Image: filepath.Join(dir, "6.12.117+deb12-cloud-amd64", cachedImage)}},
 	} {
@@ -154,6 +160,36 @@ func TestCached(t *testing.T) {
 	_, err = Cached(filepath.Join(dir, "absent"), "6.1")
 	if !errors.Is(err, ErrNoKernel) {
 		t.Errorf("Cached in a missing folder: %v, want ErrNoKernel", err)
+	}
+}
+
+// keepModules keeps those of GuestModules a package has, at the same
+// place under the cache's modules folder, and nothing else.
+func TestKeepModules(t *testing.T) {
+	tree, dir := t.TempDir(), filepath.Join(t.TempDir(), "modules")
+	rel := "6.12.117+deb12-cloud-amd64"
+	for _, m := range []string{"kernel/fs/binfmt_misc.ko.xz", "kernel/fs/isofs/isofs.ko.xz"} {
+		p := filepath.Join(tree, "lib", "modules", rel, m)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(m), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := keepModules(tree, rel, dir); err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			kept = append(kept, rel)
+		}
+		return nil
+	})
+	if want := []string{"kernel/fs/binfmt_misc.ko.xz"}; !slices.Equal(kept, want) {
+		t.Errorf("kept %v, want %v", kept, want)
 	}
 }
 
