@@ -233,19 +233,27 @@ func TestWatchpointOnArgument(t *testing.T) {
 	bin := target(t)
 	tests := []struct {
 		prog, cmd, want string
+		// written is set where a watched variable is written while
+		// another is watched: see emulatedCPU.
+		written bool
 	}{
 		{`watchpoint:kinst_watch+arg0:8:w { @a = count(); } watchpoint:kinst_watch+arg1:4:w { @b[probe] = count(); }`,
-			"watcharg 20", "@a: 20\n@b[watchpoint:" + bin + ":kinst_watch:1:4:w]: 40\n"},
+			"watcharg 20", "@a: 20\n@b[watchpoint:" + bin + ":kinst_watch:1:4:w]: 40\n", true},
 		{`asyncwatchpoint:kinst_watch+arg0:8:w { @a = count(); } watchpoint:kinst_fence+arg0:8:w { @c = count(); }`,
-			"watcharg 20", "@a: 20\n@c: 0\n"},
+			"watcharg 20", "@a: 20\n@c: 0\n", false},
 		{`uprobe:BIN:kinst_watch /pid == cpid/ { @addr = arg0; }
 		  watchpoint:kinst_watch+arg0:8:w { @hits = count(); unwatch(@addr); }
 		  END { clear(@addr); }`,
-			"unwatch 20", "\n@hits: 1\n"},
+			"unwatch 20", "\n@hits: 1\n", true},
 		{`watchpoint:kinst_watch+arg0:8:w { @hits = count(); }`, "watchmany 10",
-			"@hits: 40\n"},
+			"@hits: 40\n", true},
 	}
+	emulated := emulatedCPU()
 	for _, tt := range tests {
+		if tt.written && emulated != "" {
+			t.Logf("%s: skipped: %s", tt.cmd, emulated)
+			continue
+		}
 		prog := strings.ReplaceAll(tt.prog, "BIN", bin)
 		stdout := "\n\n" + tt.want
 		if strings.HasPrefix(tt.cmd, "watchmany") {
@@ -253,6 +261,20 @@ func TestWatchpointOnArgument(t *testing.T) {
 		}
 		kinst(t, "-q", "-e", prog, "-c", bin+" "+tt.cmd).want(t, 0, stdout, "")
 	}
+}
+
+// emulatedCPU says why watchpoint counts cannot be exact on QEMU's
+// emulated CPU (TCG), or "" on other CPUs: its debug registers report a
+// write of one watched variable as a hit of the other watched ones too
+// (measured in the 6.1 and 6.12 guests: 19 of 20 writes of one variable
+// also counted for a neighbour, and one write too many of 6 variables
+// watched in turn), where hardware reports exactly.
+func emulatedCPU() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil || !strings.Contains(string(data), "QEMU TCG CPU") {
+		return ""
+	}
+	return "QEMU's emulated CPU reports hits of one watchpoint for others"
 }
 
 // With -p, a watchpoint on a function's argument watches the process,
