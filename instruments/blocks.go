@@ -184,13 +184,10 @@ type blockReport struct {
 	layout  *cfg.Layout // with --layout
 }
 
-// ErrNotRun marks a function that did not run while it was measured.
-var ErrNotRun = errors.New("did not run")
-
 // propose computes the layout, which needs the function to have run.
 func (r *blockReport) propose() error {
 	if c := r.calls(); c.Known && c.N == 0 {
-		return fmt.Errorf("%s %w while its blocks were counted: no layout to propose", r.g.Regions[0].Name, ErrNotRun)
+		return fmt.Errorf("%s did not run while its blocks were counted: no layout to propose", r.g.Regions[0].Name)
 	}
 	r.layout = cfg.ProposeLayout(r.g, r.f)
 	return nil

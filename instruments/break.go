@@ -231,11 +231,11 @@ func dumpNow(w io.Writer, file string, pid, first int) error {
 		return fmt.Errorf("no process %d", pid)
 	}
 	start := time.Now()
-	size, err := DumpCore(file, pid, first)
+	size, err := dumpCore(file, pid, first)
 	if st != 'T' {
 		unix.Kill(pid, unix.SIGCONT)
 	}
-	if errors.Is(err, ErrExited) {
+	if errors.Is(err, errExited) {
 		return fmt.Errorf("process %d exited before its core was written", pid)
 	}
 	if err != nil {
