@@ -27,7 +27,7 @@ func loopReport(t *testing.T) *blockReport {
 
 func TestBlocksProgram(t *testing.T) {
 	r := loopReport(t)
-	c := &Common{Command: "workload getppid 1", Duration: 2 * time.Second}
+	c := &common{Command: "workload getppid 1", Duration: 2 * time.Second}
 	want := `kprobe:f,
 kprobe:f+0x14,
 kprobe:f+0x19,
