@@ -399,7 +399,7 @@ func TestRefusedIsUnsupported(t *testing.T) {
 		{"kprobe:vfs_read {}", kernel.FeatKprobe},
 		{"fentry:vfs_read {}", kernel.FeatFentry},
 		{"fexit:vfs_read {}", kernel.FeatFexit},
-		{"watchpoint:vfs_read+arg0:8:w {}", kernel.FeatBTF},
+		{"iter:bpf_map_elem {}", kernel.FeatBTF},
 	}
 	for _, tt := range tests {
 		if tt.feature != kernel.FeatBTF && kernel.Probe(tt.feature).Available {

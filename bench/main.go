@@ -42,6 +42,7 @@ var items = []struct {
 }{
 	{"size", (*bench).sizes, false},
 	{"begin", (*bench).begin, false},
+	{"header", (*bench).header, false},
 	{"tracepoint", (*bench).tracepoint, false},
 	{"latency", (*bench).latency, false},
 	{"event", (*bench).perEvent, false},

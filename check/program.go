@@ -50,6 +50,9 @@ type Target struct {
 	// USDT holds the argument operands of a USDT probe site, which
 	// arg0..argN read.
 	USDT []usdt.Arg
+	// Watch, for a watchpoint on a function's argument, says where the
+	// address comes from; the target has no address until then.
+	Watch *WatchSetup
 
 	// Attach holds what package attach needs to attach this target;
 	// the checker does not look inside.
@@ -62,6 +65,17 @@ func (t *Target) FullName() string {
 		return t.Provider
 	}
 	return t.Provider + ":" + t.Name
+}
+
+// A WatchSetup describes watchpoint:FUNC+argN: a uprobe at Entry reads
+// argument Arg and hands its value to user space, which then sets the
+// watchpoint on that address in the traced process. Unless Async, the
+// uprobe stops the process until the watchpoint is set, so that no
+// access is missed.
+type WatchSetup struct {
+	Entry *Target
+	Arg   int
+	Async bool
 }
 
 // A Program is a checked program: the syntax tree with the side tables

@@ -207,6 +207,7 @@ func (c *compiler) compile(p *check.Probe, mech Mechanism, why string) {
 	}
 	c.out.Targets = append(c.out.Targets, p.Targets...)
 	c.out.Programs = append(c.out.Programs, prog)
+	c.compileWatchSetups(prog)
 }
 
 // probeIDs gives each of the targets starting at firstTarget in

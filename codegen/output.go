@@ -117,14 +117,19 @@ const (
 	ActJoin
 	ActHelperError // -k: a helper failed; Text names it, Args carry its error
 	ActCore        // core(): dump the stopped process to Text; Args carry pid_tgid
+	ActWatch       // set the watchpoint Target at the address Args carry, running Program
+	ActUnwatch     // unwatch(): remove the watchpoints at the address Args carry
 )
 
 // An Action is what one call site asks of user space. Its record in the
 // ring buffer is a uint64 action id followed by Args laid out as a tuple.
 type Action struct {
-	ID     int
-	Kind   ActionKind
-	Pos    syntax.Pos
+	ID   int
+	Kind ActionKind
+	Pos  syntax.Pos
+	// Probe is the probe whose program sends the records: its targets
+	// are what the probe builtin in them names.
+	Probe  *check.Probe
 	Format *output.Format // printf, system, cat
 	Args   *check.Type    // tuple of the arguments carried, or nil
 	Map    *Map           // print, clear, zero
@@ -134,6 +139,10 @@ type Action struct {
 	// JoinArgs and JoinLen give join's layout: JoinArgs strings of
 	// JoinLen bytes each.
 	JoinArgs, JoinLen int
+	// Target and Program are the watchpoint a watch action sets and the
+	// program it runs.
+	Target  *check.Target
+	Program *Program
 }
 
 // headerSize is the size of the action id that starts every record.
@@ -173,6 +182,10 @@ func (k ActionKind) String() string {
 		return "helper error"
 	case ActCore:
 		return "core"
+	case ActWatch:
+		return "watch"
+	case ActUnwatch:
+		return "unwatch"
 	}
 	return fmt.Sprintf("action(%d)", int(k))
 }

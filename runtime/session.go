@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -44,6 +45,9 @@ type Options struct {
 	Command []string
 	// Pid restricts uprobes to one process.
 	Pid int
+	// FileActivation raises USDT semaphores in every process mapping
+	// the probe's file, where kinst raises them itself.
+	FileActivation bool
 	// Signals stop the run; nil means SIGINT and SIGTERM, an empty list
 	// none.
 	Signals []os.Signal
@@ -113,6 +117,7 @@ const (
 type Session struct {
 	outw    *outputWriter // the output, under buf
 	readErr error         // the ring buffer could not be read
+	runErr  error         // a watchpoint could not be set
 	out     *codegen.Output
 	opts    *Options
 	coll    *ebpf.Collection
@@ -136,6 +141,9 @@ type Session struct {
 	exited   bool                           // exit() was called
 	lost     uint64                         // lost records already reported
 	args     [][]output.Value               // per action, the decoded arguments, reused
+	watchMu  sync.Mutex                     // watches: END's unwatch() runs while the run detaches
+	watches  map[watchKey][]io.Closer       // watchpoints set at run time
+	stopped  bool                           // a watchpoint setup stopped the traced process
 }
 
 // An InterruptError says a signal ended the run before any probe ran:
@@ -305,7 +313,7 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		// One sentence for the failed output, not one per record.
 		return errors.Join(fmt.Errorf("write output: %w", s.outw.err), detachErr)
 	}
-	return errors.Join(s.readErr, printErr, detachErr)
+	return errors.Join(s.readErr, s.runErr, printErr, detachErr)
 }
 
 // watch handles the signals: SIGUSR1 asks for the maps, the first stop
@@ -540,6 +548,8 @@ func (s *Session) attach(p *codegen.Program) (*attach.Attached, error) {
 		Pid:        s.opts.Pid,
 		Cpid:       s.cmd.pid(),
 		Cookies:    p.Cookies,
+
+		FileActivation: s.opts.FileActivation,
 	})
 	if err == nil && s.opts.Verbose {
 		fmt.Fprintf(s.opts.Stderr, "kinst: attached %s in %v\n", p.Targets[0].FullName(), time.Since(start).Round(time.Microsecond))
@@ -556,9 +566,16 @@ func (s *Session) warnf(format string, args ...any) {
 
 func (s *Session) detach() error {
 	inject.Delay(context.Background(), inject.Detach)
+	s.watchMu.Lock()
+	for _, links := range s.watches {
+		s.links = append(s.links, links...)
+	}
+	s.watches = nil
+	s.watchMu.Unlock()
 	start, n := time.Now(), len(s.links)
 	err := attach.Detach(s.links)
 	s.links = nil
+	s.resumeTraced()
 	if s.opts.Verbose && n > 0 {
 		fmt.Fprintf(s.opts.Stderr, "kinst: detached %d links in %v\n", n, time.Since(start).Round(time.Microsecond))
 	}
@@ -584,6 +601,7 @@ func (s *Session) loop() {
 			lostCheck = time.Now()
 		}
 		if s.rd.AvailableBytes() == 0 {
+			s.resume()
 			if s.opts.Buffering != BufferFull {
 				s.buf.Flush()
 			}
@@ -637,6 +655,7 @@ func (s *Session) drain() {
 		}
 		s.handle(rec.RawSample)
 	}
+	s.resume()
 	s.buf.Flush()
 }
 
