@@ -192,7 +192,7 @@ func TestErrors(t *testing.T) {
 	}
 
 	// A probe type kinst cannot attach is in the list, and matches.
-	_, err = kinst.Compile("w.bt", []byte("watchpoint:vfs_read+arg0:8:w {}"), nil)
+	_, err = kinst.Compile("i.bt", []byte("iter:bpf_map_elem {}"), nil)
 	if !errors.As(err, &list) || len(list) != 1 || !errors.Is(err, kinst.ErrNotSupported) {
 		t.Errorf("unsupported probe: got %v, want one error matching ErrNotSupported", err)
 	}

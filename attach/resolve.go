@@ -23,6 +23,9 @@ type Resolver struct {
 	// Pid restricts uprobes to one process and finds libraries in its
 	// memory map; 0 means every process.
 	Pid int
+	// Command is the -c command's program, as given: watchpoints on a
+	// function's argument watch it when Pid is 0.
+	Command string
 	// StrLen is the size of tracepoint __data_loc strings.
 	StrLen int
 
@@ -46,6 +49,10 @@ type Uprobe struct {
 	// RefCtrOffset is the file offset of a USDT semaphore the kernel
 	// counts the uprobe in, 0 for none.
 	RefCtrOffset uint64
+	// Traced restricts the uprobe to the traced process, -p's or the -c
+	// command, as the uprobe that sets up a watchpoint on a function's
+	// argument must be.
+	Traced bool
 }
 
 // PerfEvent targets a perf event: the software clock of profile and
@@ -80,7 +87,7 @@ func (r *Resolver) Resolve(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	case "software", "hardware":
 		return perfEvents(ap)
 	case "watchpoint", "asyncwatchpoint":
-		return watchpoints(ap)
+		return r.watchpoints(ap)
 	case "iter":
 		return iterators(ap)
 	case "uprobe", "uretprobe":
@@ -280,6 +287,22 @@ func timer(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	return []*check.Target{{Provider: ap.Provider, Name: unit + ":" + num, Func: unit + ":" + num, Attach: ev}}, nil
 }
 
+// open reads a file's symbols once per resolver.
+func (r *Resolver) open(path string) (*elfsym.File, error) {
+	if f := r.files[path]; f != nil {
+		return f, nil
+	}
+	f, err := elfsym.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if r.files == nil {
+		r.files = map[string]*elfsym.File{}
+	}
+	r.files[path] = f
+	return f, nil
+}
+
 func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	var path, spec string
 	var err error
@@ -296,15 +319,9 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := r.files[path]
-	if f == nil {
-		if f, err = elfsym.Open(path); err != nil {
-			return nil, err
-		}
-		if r.files == nil {
-			r.files = map[string]*elfsym.File{}
-		}
-		r.files[path] = f
+	f, err := r.open(path)
+	if err != nil {
+		return nil, err
 	}
 	ret := ap.Provider == "uretprobe"
 	userType := dwarfTypes(path)

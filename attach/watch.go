@@ -1,6 +1,7 @@
 package attach
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/elfsym"
+	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -23,6 +26,10 @@ type Watchpoint struct {
 	Mode uint32
 }
 
+// ErrNoDebugRegisters says the CPU's debug registers are all in use:
+// x86-64 has four, shared by the watchpoints of a thread.
+var ErrNoDebugRegisters = errors.New("out of watchpoint registers")
+
 // The bp_type bits of <linux/hw_breakpoint.h>.
 const (
 	bpRead  = 1
@@ -30,19 +37,13 @@ const (
 	bpExec  = 4
 )
 
-// watchpoints resolves watchpoint:ADDR:LEN:MODE and its asynchronous twin,
-// which differ only in the FUNC+argN form.
-func watchpoints(ap *syntax.AttachPoint) ([]*check.Target, error) {
+// watchpoints resolves watchpoint:ADDR:LEN:MODE and its asynchronous
+// twin, and watchpoint:FUNC+argN:LEN:MODE, which watches the address
+// FUNC's argument N holds in the traced process.
+func (r *Resolver) watchpoints(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	form := ap.Provider + ":ADDRESS:LENGTH:MODE"
 	if len(ap.Parts) != 3 {
-		return nil, fmt.Errorf("%s probes are written %s", ap.Provider, form)
-	}
-	if strings.Contains(ap.Parts[0], "+arg") {
-		return nil, fmt.Errorf("%s on a function argument (%s) is %w by kinst; watch an absolute address: %s", ap.Provider, ap.Parts[0], ErrUnsupported, form)
-	}
-	addr, err := strconv.ParseUint(ap.Parts[0], 0, 64)
-	if err != nil {
-		return nil, fmt.Errorf("%s address %q must be a number, such as 0x10000000", ap.Provider, ap.Parts[0])
+		return nil, fmt.Errorf("%s probes are written %s or %s:FUNCTION+argN:LENGTH:MODE", ap.Provider, form, ap.Provider)
 	}
 	n, err := strconv.ParseUint(ap.Parts[1], 0, 64)
 	if err != nil || n != 1 && n != 2 && n != 4 && n != 8 {
@@ -55,6 +56,13 @@ func watchpoints(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	if mode == bpExec && n != 8 {
 		return nil, fmt.Errorf("%s length for execution must be 8, the size of a long, as the kernel requires", ap.Provider)
 	}
+	if fn, arg, ok := strings.Cut(ap.Parts[0], "+arg"); ok {
+		return r.watchArg(ap, fn, arg, Watchpoint{Len: n, Mode: mode})
+	}
+	addr, err := strconv.ParseUint(ap.Parts[0], 0, 64)
+	if err != nil {
+		return nil, fmt.Errorf("%s address %q must be a number, such as 0x10000000, or FUNCTION+argN", ap.Provider, ap.Parts[0])
+	}
 	if mode != bpExec && addr%n != 0 {
 		return nil, fmt.Errorf("%s address %#x is not aligned to its length %d, as the debug registers need", ap.Provider, addr, n)
 	}
@@ -65,6 +73,83 @@ func watchpoints(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		Func:     name,
 		Attach:   Watchpoint{Addr: addr, Len: n, Mode: mode},
 	}}, nil
+}
+
+// watchArg resolves watchpoint:FUNC+argN:LEN:MODE: one target per
+// function FUNC matches in the traced process's executable, each set up
+// by a uprobe at the function's entry. Targets are named as bpftrace
+// names them: the -c command as given or /proc/PID/exe, the function,
+// N unless 0, the length and the mode.
+func (r *Resolver) watchArg(ap *syntax.AttachPoint, fn, argText string, w Watchpoint) ([]*check.Target, error) {
+	arg, err := strconv.Atoi(argText)
+	if err != nil || arg < 0 {
+		return nil, fmt.Errorf("%s argument %q must be arg0 to arg%d", ap.Provider, "arg"+argText, check.MaxArgs-1)
+	}
+	if arg >= check.MaxArgs {
+		return nil, fmt.Errorf("%s argument arg%d is out of reach: x86-64 passes arg0 to arg%d in registers", ap.Provider, arg, check.MaxArgs-1)
+	}
+	var path, shown string
+	switch {
+	case r.Pid != 0:
+		if path, err = processExe(r.Pid); err != nil {
+			return nil, err
+		}
+		shown = fmt.Sprintf("/proc/%d/exe", r.Pid)
+	case r.Command != "":
+		if path, err = elfsym.Resolve(r.Command, 0); err != nil {
+			return nil, err
+		}
+		shown = r.Command
+	default:
+		return nil, fmt.Errorf("%s on a function's argument watches a process: give -p PID or -c CMD", ap.Provider)
+	}
+	f, err := r.open(path)
+	if err != nil {
+		return nil, err
+	}
+	syms := []elfsym.Symbol{{Name: fn}}
+	if kernel.HasGlob(fn) {
+		if syms = f.Symbols(fn); len(syms) == 0 {
+			return nil, fmt.Errorf("no function in %s matches %s; kinst -l 'uprobe:%s:*' lists them", path, fn, path)
+		}
+	} else if syms[0].Offset, err = f.SymbolOffset(fn, 0); err != nil {
+		return nil, err
+	}
+	suffix := fmt.Sprintf(":%d:%s", w.Len, modeName(w.Mode))
+	if arg != 0 {
+		suffix = fmt.Sprintf(":%d", arg) + suffix
+	}
+	targets := make([]*check.Target, len(syms))
+	for i, s := range syms {
+		entry := &check.Target{
+			Provider: "uprobe",
+			Name:     path + ":" + s.Name,
+			Func:     s.Name,
+			Attach:   Uprobe{Path: path, Symbol: s.Name, Offset: s.Offset, Traced: true},
+		}
+		targets[i] = &check.Target{
+			Provider: ap.Provider,
+			Name:     shown + ":" + s.Name + suffix,
+			Func:     s.Name,
+			Attach:   w,
+			Watch:    &check.WatchSetup{Entry: entry, Arg: arg, Async: ap.Provider == "asyncwatchpoint"},
+		}
+	}
+	return targets, nil
+}
+
+// modeName writes a mode as bpftrace sorts it: r, w, x.
+func modeName(mode uint32) string {
+	var b strings.Builder
+	for _, m := range []struct {
+		bit uint32
+		c   byte
+	}{{bpRead, 'r'}, {bpWrite, 'w'}, {bpExec, 'x'}} {
+		if mode&m.bit != 0 {
+			b.WriteByte(m.c)
+		}
+	}
+	return b.String()
 }
 
 // watchMode reads a mode made of r, w and x, each at most once.
@@ -90,9 +175,14 @@ func watchMode(s string) (uint32, error) {
 	return mode, nil
 }
 
-// attachWatchpoint opens the breakpoint in process pid, or on every CPU
-// for a kernel address when pid is 0, and attaches prog to each event.
-func attachWatchpoint(prog *ebpf.Program, w Watchpoint, pid int) (links []io.Closer, err error) {
+// Watch sets the watchpoint w in process pid, or on every CPU for a
+// kernel address when pid is 0, and attaches prog to each breakpoint
+// event. When the debug registers are all taken, the error is
+// ErrNoDebugRegisters.
+func Watch(prog *ebpf.Program, w Watchpoint, pid int) (links []io.Closer, err error) {
+	if w.Mode != bpExec && w.Addr%w.Len != 0 {
+		return nil, fmt.Errorf("watch %#x: the address is not aligned to the length %d, as the debug registers need", w.Addr, w.Len)
+	}
 	type place struct{ pid, cpu int }
 	places := []place{{pid, -1}}
 	if pid == 0 {
@@ -120,6 +210,9 @@ func attachWatchpoint(prog *ebpf.Program, w Watchpoint, pid int) (links []io.Clo
 			where := fmt.Sprintf("process %d", pl.pid)
 			if pl.pid < 0 {
 				where = fmt.Sprintf("the kernel on cpu %d", pl.cpu)
+			}
+			if err == unix.ENOSPC {
+				err = ErrNoDebugRegisters
 			}
 			return nil, fmt.Errorf("watch %#x in %s: %w", w.Addr, where, err)
 		}

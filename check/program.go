@@ -43,9 +43,16 @@ type Target struct {
 	// Typed is set for a kernel function that BTF describes: a BPF
 	// trampoline can reach it, and NumArgs is its arity.
 	Typed bool
+	// NoFtrace is set for a kernel function kallsyms lists but ftrace
+	// cannot reach: only a kprobe link of its own attaches to it, not
+	// kprobe.multi nor a trampoline.
+	NoFtrace bool
 	// USDT holds the argument operands of a USDT probe site, which
 	// arg0..argN read.
 	USDT []usdt.Arg
+	// Watch, for a watchpoint on a function's argument, says where the
+	// address comes from; the target has no address until then.
+	Watch *WatchSetup
 
 	// Attach holds what package attach needs to attach this target;
 	// the checker does not look inside.
@@ -58,6 +65,17 @@ func (t *Target) FullName() string {
 		return t.Provider
 	}
 	return t.Provider + ":" + t.Name
+}
+
+// A WatchSetup describes watchpoint:FUNC+argN: a uprobe at Entry reads
+// argument Arg and hands its value to user space, which then sets the
+// watchpoint on that address in the traced process. Unless Async, the
+// uprobe stops the process until the watchpoint is set, so that no
+// access is missed.
+type WatchSetup struct {
+	Entry *Target
+	Arg   int
+	Async bool
 }
 
 // A Program is a checked program: the syntax tree with the side tables
@@ -128,8 +146,11 @@ type Call struct {
 	// Format is the parsed format of printf, system and cat.
 	Format *output.Format
 	// Text is the constant text argument of time, join's separator,
-	// kaddr's symbol and reg's register name.
+	// kaddr's symbol, reg's register name and skboutput's file.
 	Text string
+	// Offset is skboutput's: the bytes at the start of each packet the
+	// file leaves out.
+	Offset uint64
 	// Space is where str, buf and join read from.
 	Space AddrSpace
 	// Top and Div are print's optional limits for a whole map.

@@ -15,6 +15,7 @@ const joinArgs = 16
 func (g *gen) action(a *Action) *Action {
 	a.ID = len(g.c.out.Actions)
 	a.Pos = g.cur
+	a.Probe = g.p
 	g.c.out.Actions = append(g.c.out.Actions, a)
 	return a
 }
@@ -128,6 +129,13 @@ func (g *gen) callStmt(x *syntax.CallExpr) {
 		body := rec.at(headerSize, 8)
 		g.emit(asm.StoreMem(body.base, body.off, asm.R0, asm.DWord))
 		g.emitRecord(rec)
+	case "unwatch":
+		op := g.scalar(x.Args[0])
+		rec := g.record(g.action(&Action{Kind: ActUnwatch, Args: watchArgs}))
+		body := rec.at(headerSize, 8)
+		g.emit(asm.StoreMem(body.base, body.off, g.reg(op, asm.R1), asm.DWord))
+		g.free(op)
+		g.emitRecord(rec)
 	case "override":
 		op := g.scalar(x.Args[0])
 		if g.mech == MechFmodRet {
@@ -209,6 +217,8 @@ func (g *gen) callScalar(x *syntax.CallExpr) operand {
 		return g.bswap(x)
 	case "strcontains":
 		return g.strcontains(x)
+	case "skboutput":
+		return g.skboutput(x, c)
 	}
 	g.c.errorf(x, "%s() has no integer value", x.Fun.Name)
 	return immOp(0)

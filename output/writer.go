@@ -108,6 +108,12 @@ func (w *Writer) Lost(n uint64) error {
 	return w.flush()
 }
 
+// WatchpointsFull says a watchpoint could not be set because the debug
+// registers are all taken, in bpftrace's words and under its JSON type.
+func (w *Writer) WatchpointsFull() error {
+	return w.message("lost_events", "Failed to attach watchpoint probe. You are out of watchpoint registers.", true)
+}
+
 // Printf writes printf(f, args...). It allocates nothing once its buffer
 // has grown to the longest message.
 func (w *Writer) Printf(f *Format, args []Value) error {

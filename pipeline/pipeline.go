@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/cilium/ebpf"
 
@@ -24,7 +25,10 @@ type Options struct {
 	Pid    int      // -p: uprobes in this process
 	Unsafe bool     // allow system(), signal() and override()
 	Cpid   bool     // a -c command runs, so cpid has a value
-	StrLen int      // size of str() results; 0 for the default
+	// Command is the -c command's program as given, whose functions
+	// watchpoints on an argument probe.
+	Command string
+	StrLen  int // size of str() results; 0 for the default
 	// MapEntries bounds every map; 0 for the default.
 	MapEntries int
 	// EventsSize is the ring buffer's size in bytes; 0 for the default.
@@ -37,8 +41,8 @@ type Options struct {
 	// HelperChecks is -k (1: helpers other than reads) or -kk (2: all):
 	// failing helpers are reported at run time.
 	HelperChecks int
-	// Dump receives the stages named in Stages: "ast", "types", "bpf"
-	// or "all".
+	// Dump receives the stages named in Stages, a comma-separated list
+	// of "ast", "types", "bpf" and "maps", or "all".
 	Dump   io.Writer
 	Stages string
 	// IncludeDirs (-I) and Includes (--include) are the preprocessor's.
@@ -132,15 +136,29 @@ func envInt(def int, names ...string) (int, error) {
 
 // ValidStage reports whether s names stages to print.
 func ValidStage(s string) bool {
-	switch s {
-	case "", "ast", "types", "bpf", "all":
+	if s == "" {
 		return true
 	}
-	return false
+	for _, st := range strings.Split(s, ",") {
+		switch st {
+		case "ast", "types", "bpf", "maps", "all":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func (o *Options) dumps(stage string) bool {
-	return o.Dump != nil && (o.Stages == stage || o.Stages == "all")
+	if o.Dump == nil {
+		return false
+	}
+	for _, st := range strings.Split(o.Stages, ",") {
+		if st == stage || st == "all" {
+			return true
+		}
+	}
+	return false
 }
 
 // Compile turns a program's source into BPF for the running kernel.
@@ -173,7 +191,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		strLen = check.DefaultStrLen
 	}
 	checked, err := check.Check(parsed, &check.Config{
-		Resolver: &attach.Resolver{Pid: opts.Pid, StrLen: strLen},
+		Resolver: &attach.Resolver{Pid: opts.Pid, Command: opts.Command, StrLen: strLen},
 		Kernel:   attach.Kernel{},
 		Params:   opts.Params,
 		Unsafe:   opts.Unsafe,
@@ -198,6 +216,9 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	}
 	if opts.dumps("bpf") {
 		DumpBPF(opts.Dump, out)
+	}
+	if opts.dumps("maps") {
+		DumpMaps(opts.Dump, out)
 	}
 	if n := len(out.Targets); opts.MaxProbes > 0 && n > opts.MaxProbes {
 		return nil, fmt.Errorf("%w: can't attach to %d probes because it exceeds the current limit of %d probes; "+
@@ -294,5 +315,44 @@ func dumpProgram(w io.Writer, out *codegen.Output, p *codegen.Program) {
 		}
 		fmt.Fprintf(w, "  %4d: %v\n", slot, ins)
 		slot += int(ins.Width())
+	}
+}
+
+// DumpMaps prints the maps as the kernel creates them, with the @map
+// each holds, and the records the programs send through the ring
+// buffer: what user space decodes.
+func DumpMaps(w io.Writer, out *codegen.Output) {
+	holds := map[string]string{}
+	for _, m := range out.Maps {
+		holds[m.Spec] = ", holding " + m.Display()
+	}
+	fmt.Fprintln(w, "kernel maps:")
+	names := make([]string, 0, len(out.Collection.Maps))
+	for name := range out.Collection.Maps {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		m := out.Collection.Maps[name]
+		size := fmt.Sprintf("key %d, value %d, %d entries", m.KeySize, m.ValueSize, m.MaxEntries)
+		switch m.Type {
+		case ebpf.RingBuf:
+			size = fmt.Sprintf("%d bytes", m.MaxEntries)
+		case ebpf.PerfEventArray:
+			size = "a buffer per CPU"
+		}
+		if m.Flags != 0 {
+			size += fmt.Sprintf(", flags %#x", m.Flags)
+		}
+		fmt.Fprintf(w, "  %s (%s): %s, %s%s\n", name, m.Name, m.Type, size, holds[name])
+	}
+	fmt.Fprintln(w, "ring buffer records:")
+	for _, a := range out.Actions {
+		where := ""
+		if a.Pos.IsValid() {
+			pos := out.File.Position(a.Pos)
+			where = fmt.Sprintf(" at %d:%d", pos.Line, pos.Column)
+		}
+		fmt.Fprintf(w, "  %d: %s%s, %d bytes\n", a.ID, a.Kind, where, a.RecordSize())
 	}
 }

@@ -237,8 +237,10 @@ func (p *pp) expand(toks []token) []token {
 		}
 		args, rparen, rest, ok := p.collect(m, t, stack[:len(stack)-1])
 		if !ok {
+			// The use is reported; what follows it is read on, so that
+			// its own mistakes are reported too.
 			out = append(out, t)
-			stack = stack[:0]
+			stack = rest
 			continue
 		}
 		stack = rest

@@ -79,6 +79,10 @@ func (s *Session) handle(rec []byte) {
 		if msg, err = s.dumpCore(a, body); err == nil {
 			err = s.w.System(msg)
 		}
+	case codegen.ActWatch:
+		err = s.setWatch(a, body)
+	case codegen.ActUnwatch:
+		err = s.unwatch(a, body)
 	case codegen.ActTime:
 		err = s.w.Time(a.Text, time.Now())
 	case codegen.ActJoin:
@@ -268,6 +272,10 @@ func (s *Session) record(a *codegen.Action, body []byte) error {
 		return s.clearMap(a.Map, false)
 	case codegen.ActZero:
 		return s.clearMap(a.Map, true)
+	case codegen.ActWatch:
+		return s.setWatch(a, body)
+	case codegen.ActUnwatch:
+		return s.unwatch(a, body)
 	case codegen.ActExit:
 		r.Kind = RecExit
 		s.exited = true

@@ -652,8 +652,12 @@ func (p *parser) parseAttribute(packed *bool, align *Expr) Pos {
 			*align = p.parseExpr()
 			p.expect(RPAREN)
 		default:
+			// Report it and read on past its arguments, so that the
+			// declaration and what follows parse as written.
 			p.error(pos, end, "attribute %s is not supported here", name)
-			return end
+			if p.tok == LPAREN {
+				p.skipParens()
+			}
 		}
 		if p.tok != COMMA {
 			break
@@ -664,6 +668,23 @@ func (p *parser) parseAttribute(packed *bool, align *Expr) Pos {
 	end := p.end
 	p.expect(RPAREN)
 	return end
+}
+
+// skipParens skips a parenthesised list, from its '(' to past the ')'
+// that closes it.
+func (p *parser) skipParens() {
+	depth := 0
+	for ; p.tok != EOF; p.next() {
+		switch p.tok {
+		case LPAREN:
+			depth++
+		case RPAREN:
+			if depth--; depth == 0 {
+				p.next()
+				return
+			}
+		}
+	}
 }
 
 // decl prints a top-level declaration.

@@ -1,11 +1,12 @@
 package syntax
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+
+	"kinst.dev/kinst/internal/chunked"
 )
 
 func TestParseAttachPoints(t *testing.T) {
@@ -248,50 +249,17 @@ func TestPrinterLayout(t *testing.T) {
 	}
 }
 
+// TestParseErrors parses each program of testdata/errors.bt and checks
+// the whole list of errors against the ERROR comments written in it.
 func TestParseErrors(t *testing.T) {
-	tests := []struct{ src, want string }{
-		{"", "t:1:1: program has no probes"},
-		{"BEGIN { @x = ; }", "t:1:14: expected expression, found ';'"},
-		{"BEGIN { @x = 1 @y = 2 }", "t:1:16: expected ';' or '}' after statement, found '@y'"},
-		{"BEGIN { printf(\"x) }", "t:1:16: string not terminated"},
-		{"bogus:x { }", `t:1:1: unknown probe type "bogus"`},
-		{"BEGIN { 1 = 2; }", "t:1:9: cannot assign to this expression: only maps (@x) and variables ($x) take assignments"},
-		{"BEGIN { $ }", "t:1:9: '$' must be followed by a variable name, a number or '#'"},
-		{"BEGIN { @x = 99999999999999999999; }", "t:1:14: integer literal 99999999999999999999 does not fit in 64 bits"},
-		{"BEGIN { @x = 0x; }", "t:1:14: invalid integer literal 0x"},
-		{"BEGIN { \"\\q\" }", `t:1:10: unknown escape sequence \q`},
-		{"BEGIN { /* x }", "t:1:9: comment not terminated"},
-		{"BEGIN { @x[] = 1 }", "t:1:9: map key list is empty"},
-		{"BEGIN { if 1 { } }", "t:1:12: expected '(', found '1'"},
-		{"BEGIN", "t:1:6: expected '{' or a /predicate/, found end of program"},
-		{"BEGIN { x`y }", "t:1:10: unexpected character '`'"},
-		{"struct a { int x; }", "t:1:20: program has no probes"},
-		{"struct a { int x }; BEGIN { }", "t:1:18: expected ';' after field, found '}'"},
-		{"struct a { int 3; }; BEGIN { }", "t:1:16: expected name, found '3'"},
-		{"struct { int x; }; BEGIN { }", "t:1:1: a struct declared outside a typedef needs a name"},
-		{"struct a b c; BEGIN { }", "t:1:12: expected ';' after declaration, found 'c'"},
-		{"int f(int; BEGIN { }", "t:1:6: '(' is not closed"},
-		{"extern int; BEGIN { }", "t:1:11: expected name, found ';'"},
-		{"static int f(void) { return '}'; BEGIN { }", "t:1:20: '{' is not closed"},
-		{"extern struct a *b BEGIN { }", "t:1:20: expected ';' after declaration, found 'BEGIN'"},
-		{"int (*f(void); BEGIN { }", "t:1:14: expected ')', found ';'"},
-		{"_Static_assert(1, \"x\") BEGIN { }", "t:1:24: expected ';' after declaration, found 'BEGIN'"},
-		{"typedef int; BEGIN { }", "t:1:12: expected name, found ';'"},
-		{"typedef int x BEGIN { }", "t:1:15: expected ';' after typedef, found 'BEGIN'"},
-		{"enum e { A = }; BEGIN { }", "t:1:14: expected expression, found '}'"},
-		{"typedef struct a { int x[; } t; BEGIN { }", "t:1:26: expected expression, found ';'"},
-		{"struct a { int x; } __attribute__((noreturn)); BEGIN { }", "t:1:36: attribute noreturn is not supported here"},
-	}
-	for _, tt := range tests {
-		_, err := Parse("t", []byte(tt.src))
-		var list ErrorList
-		if !errors.As(err, &list) {
-			t.Errorf("%q: got %v, want an ErrorList", tt.src, err)
-			continue
+	for _, c := range chunked.Read(t, "testdata/errors.bt") {
+		_, err := Parse(chunked.Name, c.Source)
+		if err != nil {
+			if _, ok := err.(ErrorList); !ok {
+				t.Errorf("error is %T, not an ErrorList: %v", err, err)
+			}
 		}
-		if got := list[0].Error(); got != tt.want {
-			t.Errorf("%q:\n got %s\nwant %s", tt.src, got, tt.want)
-		}
+		c.Check(t, err)
 	}
 }
 

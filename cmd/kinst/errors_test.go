@@ -116,6 +116,22 @@ func TestCompileErrors(t *testing.T) {
 			"-e:1:1: watchpoint mode \"rx\" mixes execution with reads or writes, which one debug register cannot watch\n" +
 				"watchpoint:0x1000:8:rx { }\n" +
 				"^~~~~~~~~~~~~~~~~~~~~~\n"},
+		{"watchpoint on an argument without a process", []string{"-e", "watchpoint:f+arg0:8:w { }"}, false,
+			"-e:1:1: watchpoint on a function's argument watches a process: give -p PID or -c CMD\n" +
+				"watchpoint:f+arg0:8:w { }\n" +
+				"^~~~~~~~~~~~~~~~~~~~~\n"},
+		{"watchpoint on an argument out of reach", []string{"-e", "asyncwatchpoint:f+arg6:8:w { }", "-c", "/bin/true"}, false,
+			"-e:1:1: asyncwatchpoint argument arg6 is out of reach: x86-64 passes arg0 to arg5 in registers\n" +
+				"asyncwatchpoint:f+arg6:8:w { }\n" +
+				"^~~~~~~~~~~~~~~~~~~~~~~~~~\n"},
+		{"watchpoint on a missing function", []string{"-e", "watchpoint:nope+arg0:8:w { }", "-c", "/bin/true"}, false,
+			"-e:1:1: no such function: nope in /bin/true\n" +
+				"watchpoint:nope+arg0:8:w { }\n" +
+				"^~~~~~~~~~~~~~~~~~~~~~~~\n"},
+		{"unwatch of a string", []string{"-e", `BEGIN { unwatch("x"); }`}, false,
+			"-e:1:17: unwatch() takes an address, not string[2]\n" +
+				"BEGIN { unwatch(\"x\"); }\n" +
+				"                ^~~\n"},
 		{"unknown iterator", []string{"-e", "iter:nope { }"}, true,
 			"-e:1:1: this kernel has no iterator nope; kinst -l 'iter:*' lists them\n" +
 				"iter:nope { }\n" +
@@ -260,10 +276,13 @@ func TestUsageErrors(t *testing.T) {
 		{"no program", nil, nil, "kinst: no program: give -e PROGRAM or a file (kinst -h for help)\n"},
 		{"missing file", nil, []string{"testdata/nonexistent.bt"}, "kinst: open testdata/nonexistent.bt: no such file or directory\n"},
 		{"output format", nil, []string{"-f", "xml", "-e", "BEGIN {}"}, "kinst: unknown output format \"xml\": use text, json or pprof\n"},
-		{"debug stage", nil, []string{"-d", "nope", "-e", "BEGIN {}"}, "kinst: unknown stage \"nope\" for -d: use ast, types, bpf or all\n"},
+		{"dump stage", nil, []string{"--dump", "ast,nope", "-e", "BEGIN {}"}, "kinst: unknown stage in --dump \"ast,nope\": use ast, types, bpf, maps or all, or several separated by commas\n"},
+		{"-d with a stage", nil, []string{"-d", "bpf", "prog.bt"}, "kinst: -d takes no stage, as in bpftrace: print stage bpf with --dump bpf\n"},
+		{"three -d", nil, []string{"-ddd", "-e", "BEGIN {}"}, "kinst: -d may be given at most twice: -d prints the compiled program, -dd its maps and records too\n"},
 		{"command quote", nil, []string{"-c", `"x`, "-e", "BEGIN {}"}, "kinst: -c: unterminated quote in command\n"},
 		{"string length", []string{"KINST_STRLEN=abc"}, []string{"-e", "BEGIN {}"}, "kinst: KINST_STRLEN=\"abc\" is not a positive integer\n"},
 		{"map size", []string{"BPFTRACE_MAP_KEYS_MAX=0"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_MAP_KEYS_MAX=\"0\" is not a positive integer\n"},
+		{"llvm", nil, []string{"--emit-llvm", "out", "-e", "BEGIN {}"}, "kinst: --emit-llvm: kinst compiles to BPF without LLVM, so there is no LLVM IR to write; --emit-elf FILE writes the compiled programs\n"},
 		{"features format", nil, []string{"features", "-f", "xml"}, "kinst: unknown output format \"xml\": use text or json\n"},
 	}
 	for _, tt := range tests {

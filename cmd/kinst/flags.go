@@ -39,8 +39,8 @@ OPTIONS:
     -p PID         restrict uprobes to process PID
     -c 'CMD'       run CMD under tracing; stop when it exits
     --usdt-file-activation
-                   activate usdt semaphores based on file path (always so:
-                   the kernel activates them in every process probed)
+                   activate usdt semaphores based on file path (always so
+                   where the kernel has the uprobe reference counter)
     --unsafe       allow unsafe builtin functions: system(), signal(), override()
     -q             keep messages quiet: no "Attaching N probes..." line
     --info         print information about kernel BPF support
@@ -57,7 +57,17 @@ OPTIONS:
 
 TROUBLESHOOTING OPTIONS:
     -v             verbose messages: the verifier's log with load errors
-    -d STAGE       print a compilation stage and continue: ast, types, bpf or all
+    -d             (dry run) print the syntax tree, the types and the BPF
+                   instructions to stdout, then stop without loading anything
+    -dd            (dry run) as -d, then the kernel maps and the ring buffer
+                   records the programs send
+    --dump STAGES  print compilation stages to stderr and go on: ast, types,
+                   bpf, maps or all, or several separated by commas
+    --emit-elf FILE
+                   (dry run) write the compiled programs and maps to FILE as a
+                   BPF ELF object that libbpf and cilium/ebpf load
+    --emit-llvm FILE
+                   refused: kinst compiles without LLVM (use --emit-elf)
 
 ENVIRONMENT:
     BPFTRACE_STRLEN             [default: 64] bytes on BPF stack per str() (at most 1024; or KINST_STRLEN)
@@ -172,16 +182,20 @@ func isBool(f *flag.Flag) bool {
 	return ok && b.IsBoolFlag()
 }
 
-// countFlag counts a switch given more than once: -k, -kk.
-type countFlag int
+// countFlag counts a switch given more than once, as -k and -kk, -d and
+// -dd: at most twice.
+type countFlag struct {
+	n       int
+	tooMany string // the error for a third time
+}
 
-func (c *countFlag) String() string   { return strconv.Itoa(int(*c)) }
+func (c *countFlag) String() string   { return strconv.Itoa(c.n) }
 func (c *countFlag) IsBoolFlag() bool { return true }
 func (c *countFlag) Set(string) error {
-	if *c == 2 {
-		return errors.New("-k may be given at most twice: -k checks helpers other than reads, -kk all of them")
+	if c.n == 2 {
+		return errors.New(c.tooMany)
 	}
-	*c++
+	c.n++
 	return nil
 }
 

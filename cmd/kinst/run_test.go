@@ -216,6 +216,73 @@ func TestWatchpoints(t *testing.T) {
 	}
 }
 
+// A watchpoint on a function's argument watches the address the
+// function is called with in the -c command, from its first access on:
+// the target calls kinst_watch(&a, &b), then writes a 20 times and b 40
+// times. An asynchronous one does not stop the target; a synchronous
+// watchpoint on kinst_fence, called next, holds the target until the
+// records sent before are handled, so the count is exact there too.
+// unwatch() removes a watchpoint: the target writes a once, calls
+// kinst_watch again (which holds it until the unwatch is carried out),
+// then writes a 19 times more. x86-64 has four debug registers: of six
+// watched variables, two cannot be watched, which is said as bpftrace
+// says it.
+func TestWatchpointOnArgument(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	bin := target(t)
+	tests := []struct {
+		prog, cmd, want string
+	}{
+		{`watchpoint:kinst_watch+arg0:8:w { @a = count(); } watchpoint:kinst_watch+arg1:4:w { @b[probe] = count(); }`,
+			"watcharg 20", "@a: 20\n@b[watchpoint:" + bin + ":kinst_watch:1:4:w]: 40\n"},
+		{`asyncwatchpoint:kinst_watch+arg0:8:w { @a = count(); } watchpoint:kinst_fence+arg0:8:w { @c = count(); }`,
+			"watcharg 20", "@a: 20\n@c: 0\n"},
+		{`uprobe:BIN:kinst_watch /pid == cpid/ { @addr = arg0; }
+		  watchpoint:kinst_watch+arg0:8:w { @hits = count(); unwatch(@addr); }
+		  END { clear(@addr); }`,
+			"unwatch 20", "\n@hits: 1\n"},
+		{`watchpoint:kinst_watch+arg0:8:w { @hits = count(); }`, "watchmany 10",
+			"@hits: 40\n"},
+	}
+	for _, tt := range tests {
+		prog := strings.ReplaceAll(tt.prog, "BIN", bin)
+		stdout := "\n\n" + tt.want
+		if strings.HasPrefix(tt.cmd, "watchmany") {
+			stdout = strings.Repeat("Failed to attach watchpoint probe. You are out of watchpoint registers.\n", 2) + stdout
+		}
+		kinst(t, "-q", "-e", prog, "-c", bin+" "+tt.cmd).want(t, 0, stdout, "")
+	}
+}
+
+// With -p, a watchpoint on a function's argument watches the process,
+// named through /proc/PID/exe as bpftrace names it (the output is
+// bpftrace's, byte for byte): the target calls
+// kinst_watch(&a, &b) and writes a 5 times, every 10 milliseconds.
+func TestWatchpointOnArgumentPid(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	proc := exec.Command(target(t), "watchloop", "5")
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
+	pid := proc.Process.Pid
+	prog := `watchpoint:kinst_watch+arg0:8:w { @a[probe]++; if (@a[probe] == 20) { printf("%s %d\n", probe, @a[probe]); exit(); } } END { clear(@a); }`
+	kinst(t, "-p", strconv.Itoa(pid), "-e", prog).want(t, 0,
+		fmt.Sprintf("Attaching 2 probes...\nwatchpoint:/proc/%d/exe:kinst_watch:8:w 20\n\n\n\n", pid), "")
+}
+
+// A watchpoint the kernel cannot set ends the run with the reason:
+// kinst_add's first argument, 1, is no aligned address.
+func TestWatchpointOnArgumentRefused(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	bin := target(t)
+	r := kinst(t, "-q", "-e", "watchpoint:kinst_add+arg0:8:w { @ = count(); }", "-c", bin+" add 3")
+	r.want(t, 1, "\n\n@: 0\n", "kinst: watchpoint:"+bin+":kinst_add:8:w: watch 0x1: the address is not aligned to the length 8, as the debug registers need\n")
+}
+
 // An iterator runs its probe once per object, in order, and then kinst
 // ends: the target process has one thread, and open files 0 to 4
 // (standard input, output and error, and two more).
@@ -479,13 +546,13 @@ func TestProbeOrder(t *testing.T) {
 	}
 }
 
-// -d prints a compile stage to standard error and goes on: with
+// --dump prints compile stages to standard error and goes on: with
 // --dry-run, it still loads and exits 0 with nothing on standard output.
 func TestDebugStages(t *testing.T) {
 	t.Parallel()
 	tracing(t)
 	prog := `BEGIN { $y = 2; printf("%d\n", $y + 1); }`
-	r := kinst(t, "-d", "ast", "--dry-run", "-e", prog)
+	r := kinst(t, "--dump", "ast", "--dry-run", "-e", prog)
 	r.want(t, 0, "", "syntax tree:\n"+
 		"program\n"+
 		"  probe\n"+
@@ -501,7 +568,7 @@ func TestDebugStages(t *testing.T) {
 		"            variable $y\n"+
 		"            int 1\n")
 
-	r = kinst(t, "-d", "types", "--dry-run", "-e", prog)
+	r = kinst(t, "--dump", "types", "--dry-run", "-e", prog)
 	for _, line := range []string{"probe BEGIN (1 targets):", "  $y: int64", "  1:32  $y + 1  :: int64", `  1:24  "%d\n"  :: string[4]`} {
 		if !slices.Contains(lines(t, r.stderr), line) {
 			t.Errorf("-d types does not print %q:\n%s", line, r.stderr)
@@ -510,7 +577,7 @@ func TestDebugStages(t *testing.T) {
 
 	// Instructions are numbered by their offset in the program: each
 	// takes one slot, a 64-bit load two.
-	r = kinst(t, "-d", "bpf", "--dry-run", "-e", prog)
+	r = kinst(t, "--dump", "bpf", "--dry-run", "-e", prog)
 	if r.code != 0 || r.stdout != "" || !strings.HasPrefix(r.stderr, "program ") {
 		t.Fatalf("-d bpf: exit status %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -529,6 +596,48 @@ func TestDebugStages(t *testing.T) {
 	if next < 10 {
 		t.Errorf("-d bpf shows instructions up to %d only:\n%s", next-1, r.stderr)
 	}
+}
+
+// -d and -dd are bpftrace's dry runs with debug output: the stages on
+// standard output, nothing run, exit 0; -dd adds the kernel maps and the
+// records.
+func TestDebugDryRun(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	prog := `BEGIN { @x[1] = count(); printf("ran %d\n", 3); exit(); }`
+	d := kinst(t, "-d", "-e", prog)
+	stages := kinst(t, "--dump", "ast,types,bpf", "--dry-run", "-e", prog)
+	if d.code != 0 || d.stderr != "" || stages.code != 0 || d.stdout != stages.stderr ||
+		!strings.HasPrefix(d.stdout, "syntax tree:\nprogram\n") || strings.Contains(d.stdout, "ran 3") {
+		t.Fatalf("-d: exit status %d, stderr %q, stdout:\n%s\nwant what --dump ast,types,bpf prints:\n%s", d.code, d.stderr, d.stdout, stages.stderr)
+	}
+	// The usage says so in bpftrace's words, and where the stages went.
+	if usage := usageText(t); !strings.Contains(usage, `
+TROUBLESHOOTING OPTIONS:
+    -v             verbose messages: the verifier's log with load errors
+    -d             (dry run) print the syntax tree, the types and the BPF
+                   instructions to stdout, then stop without loading anything
+    -dd            (dry run) as -d, then the kernel maps and the ring buffer
+                   records the programs send
+    --dump STAGES  print compilation stages to stderr and go on: ast, types,
+                   bpf, maps or all, or several separated by commas
+    --emit-elf FILE
+                   (dry run) write the compiled programs and maps to FILE as a
+                   BPF ELF object that libbpf and cilium/ebpf load
+    --emit-llvm FILE
+                   refused: kinst compiles without LLVM (use --emit-elf)
+`) {
+		t.Errorf("the usage's troubleshooting options differ:\n%s", usage)
+	}
+	kinst(t, "-dd", "-e", prog).want(t, 0, d.stdout+`kernel maps:
+  consts (consts): Array, key 4, value 16, 1 entries
+  events (events): RingBuf, 2097152 bytes
+  lost (lost): Array, key 4, value 16, 1 entries, flags 0x400
+  map0 (m_x): PerCPUHash, key 8, value 8, 4096 entries, holding @x
+ring buffer records:
+  0: printf at 1:26, 16 bytes
+  1: exit at 1:49, 8 bytes
+`, "")
 }
 
 // When the ring buffer is full, every record is either printed, in

@@ -20,9 +20,18 @@
  *	target touch N        write to N fresh pages, between kinst_phase(1)
  *	                      and kinst_phase(0): N page faults and no other
  *	target watch N        write kinst_watched N times, then read it N times
+ *	target watcharg N     kinst_watch(&a, &b), kinst_fence(&c), then write
+ *	                      a N times and b 2N times
+ *	target unwatch N      kinst_watch(&a, &b), write a once,
+ *	                      kinst_watch(&b, &b), then write a N-1 times more
+ *	target watchmany N    for j = 0..5: kinst_watch(&v[j], &b), then
+ *	                      write v[j] N times
+ *	target watchloop N    for ever: kinst_watch(&a, &b), write a N times,
+ *	                      sleep 10 milliseconds
  *	target usdt N         fire the USDT probes kinst:tick, kinst:small,
  *	                      kinst:mem, kinst:twice (two sites), other:tick
  *	                      and, when enabled, kinst:gated for i = 1..N
+ *	target usdtloop       fire them for i = 1 every millisecond, for ever
  *
  * It is built static, so that the QEMU guests can run it too:
  *	gcc -O1 -g -static -o kinst-target target.c
@@ -108,6 +117,74 @@ static int watch(long n)
 	return sum == n * n ? 0 : 1;
 }
 
+/*
+ * kinst_watch hands watchpoint:kinst_watch+argN probes the addresses to
+ * watch; kinst_fence hands another, never written: a synchronous
+ * watchpoint on it holds the process until the records sent before are
+ * handled.
+ */
+__attribute__((noinline)) void kinst_watch(volatile long *a, volatile int *b)
+{
+	__asm__ volatile("" : : "r"(a), "r"(b));
+}
+
+__attribute__((noinline)) void kinst_fence(volatile long *c)
+{
+	__asm__ volatile("" : : "r"(c));
+}
+
+static int watcharg(long n)
+{
+	static volatile long a, c;
+	static volatile int b;
+	kinst_watch(&a, &b);
+	kinst_fence(&c);
+	for (long i = 1; i <= n; i++) {
+		a = i;
+		b = (int)i;
+		b = -(int)i;
+	}
+	return a == n && b == -n ? 0 : 1;
+}
+
+static int unwatch(long n)
+{
+	static volatile long a;
+	static volatile int b;
+	kinst_watch(&a, &b);
+	a = 1;
+	kinst_watch((volatile long *)&b, &b);
+	for (long i = 2; i <= n; i++)
+		a = i;
+	return a == n ? 0 : 1;
+}
+
+static int watchmany(long n)
+{
+	static volatile long v[6];
+	static volatile int b;
+	for (int j = 0; j < 6; j++) {
+		kinst_watch(&v[j], &b);
+		for (long i = 1; i <= n; i++)
+			v[j] = i;
+	}
+	return v[5] == n ? 0 : 1;
+}
+
+static int watchloop(long n)
+{
+	static volatile long a;
+	static volatile int b;
+	struct timespec ts = {0, 10000000};
+	for (;;) {
+		kinst_watch(&a, &b);
+		for (long i = 1; i <= n; i++)
+			a = i;
+		if (nanosleep(&ts, NULL) != 0)
+			return 1;
+	}
+}
+
 /* Past six arguments, x86-64 passes them on the stack: g and h. */
 __attribute__((noinline)) long kinst_stack(long a, long b, long c, long d, long e, long f, long g, long h)
 {
@@ -172,7 +249,7 @@ static void usdt(long n)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: target add N | stack N | move N | greet WORD... | linger MS WORD | later MS WORD | writes A B | write SIZE... | sleep MS | touch N | watch N | usdt N\n");
+	fprintf(stderr, "usage: target add N | stack N | move N | greet WORD... | linger MS WORD | later MS WORD | writes A B | write SIZE... | sleep MS | touch N | watch N | watcharg N | unwatch N | watchmany N | watchloop N | usdt N | usdtloop\n");
 	return 2;
 }
 
@@ -243,11 +320,25 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "touch") == 0 && argc == 3)
 		return touch(atol(argv[2]));
-	if (strcmp(cmd, "usdt") == 0 && argc == 3) {
-		usdt(atol(argv[2]));
-		return 0;
+	/* One call of usdt, so that the probes' operands stay as they are. */
+	int loop = strcmp(cmd, "usdtloop") == 0 && argc == 2;
+	if (loop || (strcmp(cmd, "usdt") == 0 && argc == 3)) {
+		struct timespec ts = {0, 1000000};
+		long n = loop ? 1 : atol(argv[2]);
+		do
+			usdt(n);
+		while (loop && nanosleep(&ts, NULL) == 0);
+		return loop;
 	}
 	if (strcmp(cmd, "watch") == 0 && argc == 3)
 		return watch(atol(argv[2]));
+	if (strcmp(cmd, "watcharg") == 0 && argc == 3)
+		return watcharg(atol(argv[2]));
+	if (strcmp(cmd, "unwatch") == 0 && argc == 3)
+		return unwatch(atol(argv[2]));
+	if (strcmp(cmd, "watchmany") == 0 && argc == 3)
+		return watchmany(atol(argv[2]));
+	if (strcmp(cmd, "watchloop") == 0 && argc == 3)
+		return watchloop(atol(argv[2]));
 	return usage();
 }
