@@ -623,7 +623,7 @@ TROUBLESHOOTING OPTIONS:
                    bpf, maps or all, or several separated by commas
     --emit-elf FILE
                    (dry run) write the compiled programs and maps to FILE as a
-                   BPF ELF object (libbpf's section names; cilium/ebpf loads it)
+                   BPF ELF object that libbpf and cilium/ebpf load
     --emit-llvm FILE
                    refused: kinst compiles without LLVM (use --emit-elf)
 `) {
