@@ -43,6 +43,10 @@ type Target struct {
 	// Typed is set for a kernel function that BTF describes: a BPF
 	// trampoline can reach it, and NumArgs is its arity.
 	Typed bool
+	// NoFtrace is set for a kernel function kallsyms lists but ftrace
+	// cannot reach: only a kprobe link of its own attaches to it, not
+	// kprobe.multi nor a trampoline.
+	NoFtrace bool
 	// USDT holds the argument operands of a USDT probe site, which
 	// arg0..argN read.
 	USDT []usdt.Arg

@@ -15,6 +15,7 @@ const joinArgs = 16
 func (g *gen) action(a *Action) *Action {
 	a.ID = len(g.c.out.Actions)
 	a.Pos = g.cur
+	a.Probe = g.p
 	g.c.out.Actions = append(g.c.out.Actions, a)
 	return a
 }

@@ -81,7 +81,7 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 		maps: map[*check.Map]*Map{},
 	}
 	c.declareMaps()
-	for _, p := range c.mergeUprobes(splitUSDT(prog.Probes)) {
+	for _, p := range c.mergeProbes(splitUSDT(prog.Probes)) {
 		mech, why := c.choose(p)
 		if (mech.IsTrampoline() || mech == MechRawTracepoint) && len(p.Targets) > 1 {
 			// A trampoline program is bound to one function when it is

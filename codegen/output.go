@@ -140,9 +140,12 @@ const (
 // An Action is what one call site asks of user space. Its record in the
 // ring buffer is a uint64 action id followed by Args laid out as a tuple.
 type Action struct {
-	ID     int
-	Kind   ActionKind
-	Pos    syntax.Pos
+	ID   int
+	Kind ActionKind
+	Pos  syntax.Pos
+	// Probe is the probe whose program sends the records: its targets
+	// are what the probe builtin in them names.
+	Probe  *check.Probe
 	Format *output.Format // printf, system, cat
 	Args   *check.Type    // tuple of the arguments carried, or nil
 	Map    *Map           // print, clear, zero

@@ -23,6 +23,7 @@ func FuzzPreprocess(f *testing.F) {
 		"#define A B\n#define B A\nA",
 		"#define L \\\n __LINE__ /* c */ // d\nL",
 		"BEGIN { printf(\"#x\"); } // plain",
+		"#define F(a, b) a\nBEGIN { @ = F(1); @y = F(1, 2, 3) + F(4, 5) }",
 	} {
 		f.Add(s)
 	}

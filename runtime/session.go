@@ -45,6 +45,9 @@ type Options struct {
 	Command []string
 	// Pid restricts uprobes to one process.
 	Pid int
+	// FileActivation raises USDT semaphores in every process mapping
+	// the probe's file, where kinst raises them itself.
+	FileActivation bool
 	// Signals stop the run; nil means SIGINT and SIGTERM, an empty list
 	// none.
 	Signals []os.Signal
@@ -569,6 +572,8 @@ func (s *Session) attach(p *codegen.Program) (*attach.Attached, error) {
 		Pid:        s.opts.Pid,
 		Cpid:       s.cmd.pid(),
 		Cookies:    p.Cookies,
+
+		FileActivation: s.opts.FileActivation,
 	})
 	if err == nil && s.opts.Verbose {
 		fmt.Fprintf(s.opts.Stderr, "kinst: attached %s in %v\n", p.Targets[0].FullName(), time.Since(start).Round(time.Microsecond))
@@ -601,10 +606,15 @@ func (s *Session) detach() error {
 	return err
 }
 
+// streamPause is how long the reader waits after emptying the ring
+// buffer of a stream of records before it sleeps until the next one.
+const streamPause = time.Millisecond
+
 // loop handles records until something stops the run.
 func (s *Session) loop() {
 	var rec ringbuf.Record
 	lostCheck := time.Now()
+	handled := 0 // records since the buffer was last found empty
 	for !s.stopping.Load() {
 		if s.printNow.Swap(false) {
 			s.drain()
@@ -618,6 +628,16 @@ func (s *Session) loop() {
 			s.resume()
 			if s.opts.Buffering != BufferFull {
 				s.buf.Flush()
+			}
+			// The kernel wakes the reader for each record written while
+			// it has read everything, at the cost of an interrupt on the
+			// probe's CPU: a reader that keeps up with a stream would
+			// have one per record. After records, a short pause lets the
+			// next ones gather; only an idle buffer is waited on.
+			if handled > 0 {
+				handled = 0
+				time.Sleep(streamPause)
+				continue
 			}
 			s.rd.SetDeadline(time.Now().Add(time.Second))
 		}
@@ -635,6 +655,7 @@ func (s *Session) loop() {
 			return
 		}
 		s.handle(rec.RawSample)
+		handled++
 		if s.exited {
 			return
 		}

@@ -171,7 +171,7 @@ func (p *parser) parseProgram() (prog *Program) {
 	}()
 	for p.tok != EOF {
 		start := p.pos
-		if p.tok == PROBESPEC && isDeclStart(p.lit) {
+		if p.tok == PROBESPEC && p.isDeclStart() {
 			// Read the keyword again as an ordinary token.
 			p.s.off = p.file.Offset(p.pos)
 			p.next()
@@ -695,10 +695,24 @@ func (p *parser) parseOperand() Expr {
 	}
 	pos, end := p.pos, p.end
 	p.errorExpected("expression")
-	if p.tok != RBRACE && p.tok != SEMICOLON && p.tok != EOF {
+	if !p.closes() {
 		p.next()
 	}
 	return &BadExpr{From: pos, To: end}
+}
+
+// closes reports whether the current token ends something an operand
+// sits in: a statement, a block, a list, brackets, a ?: or the
+// predicate. A missing operand leaves it for its owner to read, so
+// that the one mistake is reported once.
+func (p *parser) closes() bool {
+	switch p.tok {
+	case RBRACE, SEMICOLON, EOF, RPAREN, RBRACK, COMMA, COLON:
+		return true
+	case QUO:
+		return p.inPred && p.peek() == LBRACE
+	}
+	return false
 }
 
 // isTypeStart reports whether the current token begins a type name in

@@ -20,6 +20,12 @@
 //	                            uprobes; it makes no system call
 //	workload paced N RATE       N getppid calls at RATE calls a second, evenly
 //	                            spaced (by spinning, not sleeping)
+//	workload stream MS RATE FILE
+//	                            getppid calls at RATE calls a second, paced
+//	                            as paced, for MS milliseconds; then writes
+//	                            the number of calls made to FILE: a load
+//	                            that slows the workload lowers the count,
+//	                            not the duration
 //	workload threads N          N threads one after another, each of which
 //	                            ends with the exit system call at once
 //	workload udp N BYTES        N UDP datagrams of BYTES bytes over the
@@ -167,6 +173,25 @@ func run(args []string) error {
 			}
 			unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0)
 		}
+	case "stream":
+		if len(args) < 4 {
+			return fmt.Errorf("stream needs a rate and a file")
+		}
+		rate, err := strconv.Atoi(args[2])
+		if err != nil || rate <= 0 {
+			return fmt.Errorf("bad rate %q", args[2])
+		}
+		start := time.Now()
+		end := start.Add(time.Duration(n) * time.Millisecond)
+		calls := 0
+		for now := start; now.Before(end); now = time.Now() {
+			if due := start.Add(time.Duration(calls) * time.Second / time.Duration(rate)); now.Before(due) {
+				continue
+			}
+			unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0)
+			calls++
+		}
+		return os.WriteFile(args[3], []byte(strconv.Itoa(calls)), 0o644)
 	case "threads":
 		// A goroutine that ends locked to its thread takes the thread
 		// with it, through the exit system call; each is waited for.
