@@ -15,6 +15,7 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 		m, ok := s.Lhs.(*syntax.MapExpr)
 		if !ok || s.Op != syntax.ASSIGN {
 			c.errorf(s, "%s() can only be assigned to a map with =", call.Fun.Name)
+			c.use(call.Args)
 			return
 		}
 		c.aggregate(m, call)
