@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,10 @@ type Options struct {
 	// Cpid is the pid of the -c command: watchpoints watch its memory
 	// when Pid is 0.
 	Cpid int
+	// FileActivation raises USDT semaphores in every process that maps
+	// the probe's file, where kinst raises them itself (see
+	// FeatUprobeRefCtr) and there is neither -p nor -c.
+	FileActivation bool
 	// Cookies gives each target's link its id as the attach cookie; the
 	// program needs them when it serves several targets and reads probe
 	// or func. Older kernels refuse cookies on some link types.
@@ -54,11 +59,11 @@ type Attached struct {
 func Attach(ctx context.Context, prog *ebpf.Program, targets []*check.Target, opts Options) (*Attached, error) {
 	a := &Attached{}
 	if opts.Multi {
-		l, err := attachMulti(prog, targets, opts)
+		ls, err := attachMulti(prog, targets, opts)
 		if err != nil {
 			return nil, err
 		}
-		a.Links = []io.Closer{l}
+		a.Links = ls
 		return a, nil
 	}
 	for i, t := range targets {
@@ -115,6 +120,14 @@ func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options)
 		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: a.Name, Program: prog})
 		return one(l, err)
 	case Uprobe:
+		if a.RefCtrOffset != 0 && manualSemaphores() {
+			refCtr := a.RefCtrOffset
+			a.RefCtrOffset = 0
+			if t.Provider == "usdt" {
+				return attachUSDTByHand(prog, a, refCtr, cookie, opts)
+			}
+			// A plain uprobe on a USDT site needs no semaphore.
+		}
 		ex, err := link.OpenExecutable(a.Path)
 		if err != nil {
 			return nil, err
@@ -164,8 +177,9 @@ func one(l link.Link, err error) ([]io.Closer, error) {
 	return []io.Closer{l}, nil
 }
 
-// attachMulti attaches every target through one multi link.
-func attachMulti(prog *ebpf.Program, targets []*check.Target, opts Options) (io.Closer, error) {
+// attachMulti attaches every target through one multi link, or one per
+// process where kinst raises USDT semaphores itself.
+func attachMulti(prog *ebpf.Program, targets []*check.Target, opts Options) ([]io.Closer, error) {
 	var cookies []uint64
 	if opts.Cookies {
 		cookies = opts.IDs
@@ -178,9 +192,9 @@ func attachMulti(prog *ebpf.Program, targets []*check.Target, opts Options) (io.
 		}
 		kopts := link.KprobeMultiOptions{Symbols: syms, Cookies: cookies}
 		if first.Return {
-			return link.KretprobeMulti(prog, kopts)
+			return one(link.KretprobeMulti(prog, kopts))
 		}
-		return link.KprobeMulti(prog, kopts)
+		return one(link.KprobeMulti(prog, kopts))
 	case Uprobe:
 		ex, err := link.OpenExecutable(first.Path)
 		if err != nil {
@@ -202,12 +216,51 @@ func attachMulti(prog *ebpf.Program, targets []*check.Target, opts Options) (io.
 			}
 		}
 		uopts := &link.UprobeMultiOptions{Addresses: addrs, RefCtrOffsets: refCtrs, Cookies: cookies, PID: uint32(opts.Pid)}
-		if first.Return {
-			return ex.UretprobeMulti(nil, prog, uopts)
+		attach := func() (link.Link, error) {
+			if first.Return {
+				return ex.UretprobeMulti(nil, prog, uopts)
+			}
+			return ex.UprobeMulti(nil, prog, uopts)
 		}
-		return ex.UprobeMulti(nil, prog, uopts)
+		if refCtrs == nil || !manualSemaphores() {
+			return one(attach())
+		}
+		uopts.RefCtrOffsets = nil
+		if targets[0].Provider != "usdt" {
+			return one(attach())
+		}
+		return multiByHand(first.Path, refCtrs, attach, uopts, opts)
 	}
 	return nil, fmt.Errorf("%s probes cannot share a multi link", targets[0].Provider)
+}
+
+// multiByHand attaches a uprobe.multi link of USDT sites per process
+// whose semaphores kinst raises itself, each restricted to its process.
+func multiByHand(path string, refCtrs []uint64, attach func() (link.Link, error), uopts *link.UprobeMultiOptions, opts Options) ([]io.Closer, error) {
+	pids, err := semaphorePids(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	offs := slices.DeleteFunc(slices.Clone(refCtrs), func(off uint64) bool { return off == 0 })
+	var links []io.Closer
+	for _, pid := range pids {
+		sems, err := raiseAll(path, offs, pid)
+		if err != nil {
+			Detach(links)
+			return nil, err
+		}
+		uopts.PID = uint32(pid)
+		l, err := attach()
+		if err != nil {
+			for _, s := range sems {
+				s.lower()
+			}
+			Detach(links)
+			return nil, err
+		}
+		links = append(links, &semaphoreLink{link: l, sems: sems})
+	}
+	return links, nil
 }
 
 // perfLink is a perf event with a program attached; closing it detaches

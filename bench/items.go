@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 const mib = 1 << 20
@@ -29,6 +30,8 @@ type bench struct {
 	reps         int
 	events       int // getppid calls for the cost per event
 	printfEvents int // getppid calls for printf throughput
+	soakTime     time.Duration
+	soakRate     int // getppid calls a second in the soak
 	tools        map[string]string
 	order        []string // tool names: kinst, then bpftrace if present
 	self         string   // this executable, the -c helper

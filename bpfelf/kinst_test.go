@@ -19,20 +19,24 @@ import (
 // programs, their instructions and the maps are what kinst loads.
 func TestKinstPrograms(t *testing.T) {
 	testenv.Root(t)
-	testenv.Require(t, testenv.Tracepoint, testenv.RawTracepoint, testenv.PerfEvent)
 	tests := []struct {
 		src      string
 		sections []string // of each program in order
+		needs    testenv.Feature
 	}{
 		{`tracepoint:syscalls:sys_enter_getppid /pid == 1/ { @n = count(); @h[kstack] = hist(pid); printf("%d\n", tid); }`,
-			[]string{"tracepoint/syscalls/sys_enter_getppid"}},
-		{`tracepoint:syscalls:sys_enter_getp* { @[probe] = count(); }`, []string{"tracepoint"}},
-		{`BEGIN { printf("hi\n"); exit(); } END { @x = 1; }`, []string{"raw_tracepoint", "raw_tracepoint"}},
-		{`profile:hz:99 { @[cpu] = count(); } interval:s:1 { print(@); }`, []string{"perf_event", "perf_event"}},
-		{`rawtracepoint:sched_switch { @s = sum(arg0); }`, []string{"raw_tracepoint/sched_switch"}},
+			[]string{"tracepoint/syscalls/sys_enter_getppid"}, testenv.Tracepoint},
+		{`tracepoint:syscalls:sys_enter_getp* { @[probe] = count(); }`, []string{"tracepoint"}, testenv.Tracepoint},
+		{`BEGIN { printf("hi\n"); exit(); } END { @x = 1; }`, []string{"raw_tracepoint", "raw_tracepoint"}, testenv.RawTracepoint},
+		{`profile:hz:99 { @[cpu] = count(); } interval:s:1 { print(@); }`, []string{"perf_event", "perf_event"}, testenv.PerfEvent},
+		{`rawtracepoint:sched_switch { @s = sum(arg0); }`, []string{"raw_tracepoint/sched_switch"}, testenv.RawTracepoint},
+		// A trampoline names its function; skboutput() adds a perf
+		// event array.
+		{`fexit:ip_output { @r[retval] = count(); skboutput("/dev/null", args->skb, 20, 0); }`, []string{"fexit/ip_output"}, testenv.Fexit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
+			testenv.Require(t, tt.needs)
 			out, err := pipeline.Compile("-e", []byte(tt.src), &pipeline.Options{})
 			if err != nil {
 				t.Fatal(err)

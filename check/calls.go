@@ -56,6 +56,7 @@ func init() {
 		"bswap":       {check: (*checker).checkBswap},
 		"path":        {check: (*checker).checkPath},
 		"uaddr":       {check: (*checker).checkUaddr},
+		"skboutput":   {check: (*checker).checkSkbOutput},
 	}
 }
 

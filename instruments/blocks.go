@@ -2,7 +2,6 @@ package instruments
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -378,104 +377,115 @@ func (r *blockReport) successors(b *cfg.Block) string {
 	return strings.Join(parts, ", ")
 }
 
-// The JSON document blocks prints.
-type (
-	jsonBlocks struct {
-		Function   string      `json:"function"`
-		Address    uint64      `json:"address"`
-		Size       int         `json:"size"`
-		Calls      *uint64     `json:"calls"`
-		Blocks     []jsonBlock `json:"blocks"`
-		Edges      []jsonEdge  `json:"edges"`
-		Unbalanced []int       `json:"unbalanced"`
-		Layout     *jsonLayout `json:"layout,omitempty"`
-	}
-	// jsonLayout gives blocks by index.
-	jsonLayout struct {
-		Transitions uint64 `json:"transitions"`
-		Current     uint64 `json:"current"` // transitions that fall through
-		Proposed    uint64 `json:"proposed"`
-		Order       []int  `json:"order"`
-		Cold        []int  `json:"cold"`
-	}
-	jsonBlock struct {
-		Symbol       string     `json:"symbol"`
-		Start        uint64     `json:"start"` // offsets into symbol
-		End          uint64     `json:"end"`
-		Count        *uint64    `json:"count"`
-		Probed       bool       `json:"probed"`
-		Reason       string     `json:"reason,omitempty"` // why it was not probed
-		Instructions []jsonInst `json:"instructions"`
-	}
-	jsonInst struct {
-		Offset uint64 `json:"offset"`
-		Text   string `json:"text"`
-	}
-	jsonEdge struct {
-		From  *int    `json:"from"` // block indexes; null outside the function
-		To    *int    `json:"to"`
-		Kind  string  `json:"kind"`
-		Note  string  `json:"note,omitempty"`
-		Count *uint64 `json:"count"`
-	}
-)
-
-// countPtr is a count for JSON: null where it is not known.
-func countPtr(c cfg.Count) *uint64 {
-	if !c.Known {
-		return nil
-	}
-	return &c.N
-}
-
-func (r *blockReport) writeJSON(w io.Writer) error {
+// writeJSON prints the report as one JSON document: the function, its
+// blocks with their instructions (offsets into their symbol), the edges
+// between them by block index (null outside the function), the counts
+// (null where unknown), and the proposed layout with --layout.
+func (r *blockReport) writeJSON(out io.Writer) error {
 	g := r.g
-	doc := jsonBlocks{
-		Function:   g.Regions[0].Name,
-		Address:    g.Regions[0].Addr,
-		Size:       len(g.Regions[0].Code),
-		Calls:      countPtr(r.calls()),
-		Blocks:     make([]jsonBlock, len(g.Blocks)),
-		Edges:      make([]jsonEdge, len(g.Edges)),
-		Unbalanced: []int{},
+	w := jsonWriter{compact: true}
+	count := func(c cfg.Count) {
+		if c.Known {
+			w.uint(c.N)
+		} else {
+			w.null()
+		}
 	}
+	block := func(b *cfg.Block) {
+		if b == nil {
+			w.null()
+		} else {
+			w.int(int64(b.Index))
+		}
+	}
+	blocks := func(list []*cfg.Block) {
+		w.open('[')
+		for _, b := range list {
+			block(b)
+		}
+		w.close(']')
+	}
+	w.open('{')
+	w.key("function")
+	w.str(g.Regions[0].Name)
+	w.key("address")
+	w.uint(g.Regions[0].Addr)
+	w.key("size")
+	w.int(int64(len(g.Regions[0].Code)))
+	w.key("calls")
+	count(r.calls())
+	w.key("blocks")
+	w.open('[')
 	for i, b := range g.Blocks {
 		base := g.Regions[b.Region].Addr
-		jb := jsonBlock{
-			Symbol: g.Regions[b.Region].Name,
-			Start:  b.Start - base,
-			End:    b.End - base,
-			Count:  countPtr(r.f.Blocks[i]),
-			Probed: r.refused[i] == nil,
+		w.open('{')
+		w.key("symbol")
+		w.str(g.Regions[b.Region].Name)
+		w.key("start")
+		w.uint(b.Start - base)
+		w.key("end")
+		w.uint(b.End - base)
+		w.key("count")
+		count(r.f.Blocks[i])
+		w.key("probed")
+		w.bool(r.refused[i] == nil)
+		if r.refused[i] != nil {
+			w.key("reason")
+			w.str(r.refusal(b))
 		}
-		if !jb.Probed {
-			jb.Reason = r.refusal(b)
-		}
+		w.key("instructions")
+		w.open('[')
 		for _, in := range b.Insts {
-			jb.Instructions = append(jb.Instructions, jsonInst{Offset: in.Addr - base, Text: in.Text})
+			w.open('{')
+			w.key("offset")
+			w.uint(in.Addr - base)
+			w.key("text")
+			w.str(in.Text)
+			w.close('}')
 		}
-		doc.Blocks[i] = jb
+		w.close(']')
+		w.close('}')
 	}
-	index := func(b *cfg.Block) *int {
-		if b == nil {
-			return nil
-		}
-		return &b.Index
-	}
+	w.close(']')
+	w.key("edges")
+	w.open('[')
 	for i, e := range g.Edges {
-		doc.Edges[i] = jsonEdge{From: index(e.From), To: index(e.To), Kind: e.Kind.String(), Note: e.Note, Count: countPtr(r.f.Edges[i])}
+		w.open('{')
+		w.key("from")
+		block(e.From)
+		w.key("to")
+		block(e.To)
+		w.key("kind")
+		w.str(e.Kind.String())
+		if e.Note != "" {
+			w.key("note")
+			w.str(e.Note)
+		}
+		w.key("count")
+		count(r.f.Edges[i])
+		w.close('}')
 	}
-	for _, b := range r.f.Unbalanced {
-		doc.Unbalanced = append(doc.Unbalanced, b.Index)
-	}
+	w.close(']')
+	w.key("unbalanced")
+	blocks(r.f.Unbalanced)
 	if l := r.layout; l != nil {
-		doc.Layout = &jsonLayout{Transitions: l.Transitions, Current: l.Current, Proposed: l.Proposed, Order: []int{}, Cold: []int{}}
-		for _, b := range l.Order {
-			doc.Layout.Order = append(doc.Layout.Order, b.Index)
-		}
-		for _, b := range l.Cold {
-			doc.Layout.Cold = append(doc.Layout.Cold, b.Index)
-		}
+		// Transitions, and those that fall through now and in the
+		// proposed order.
+		w.key("layout")
+		w.open('{')
+		w.key("transitions")
+		w.uint(l.Transitions)
+		w.key("current")
+		w.uint(l.Current)
+		w.key("proposed")
+		w.uint(l.Proposed)
+		w.key("order")
+		blocks(l.Order)
+		w.key("cold")
+		blocks(l.Cold)
+		w.close('}')
 	}
-	return json.NewEncoder(w).Encode(doc)
+	w.close('}')
+	_, err := out.Write(append(w.b, '\n'))
+	return err
 }

@@ -7,11 +7,11 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"kinst.dev/kinst/attach"
+	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/output"
 )
 
@@ -49,6 +49,9 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError("--top %d: give a positive number of rows", *top)
 	}
 	var targets []Target
+	// What the probes resolve to, by the name the probe builtin gives
+	// them: the keys of the count map.
+	resolved := map[string]*check.Target{}
 	r := &attach.Resolver{Pid: c.Pid}
 	seen := map[string]bool{}
 	program := ""
@@ -68,8 +71,12 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		seen[t.Entry] = true
 		// Resolved here, a bad target fails in one sentence rather
 		// than as an error in the generated program.
-		if _, err := resolvePoint(r, t.Entry); err != nil {
+		points, err := resolvePoint(r, t.Entry)
+		if err != nil {
 			return fmt.Errorf("count %s: %w", p, err)
+		}
+		for _, pt := range points {
+			resolved[pt.FullName()] = pt
 		}
 		targets = append(targets, t)
 	}
@@ -100,7 +107,7 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer f.Close()
 		out = f
 	}
-	table := &countTable{json: c.Format == "json", top: *top, last: map[string]uint64{}}
+	table := &countTable{json: c.Format == "json", top: *top, last: map[string]uint64{}, targets: resolved}
 	// The tables go to out as they come, so the run's own output,
 	// which holds nothing else, is thrown away.
 	run := c
@@ -211,10 +218,20 @@ func countProgram(c *Common, targets []Target, interval time.Duration) string {
 // countTable prints the calls made since the previous table, most
 // called first.
 type countTable struct {
-	json  bool
-	top   int
-	last  map[string]uint64 // the running counts at the previous table
-	names describer
+	json bool
+	top  int
+	last map[string]uint64 // the running counts at the previous table
+	// targets are what the probes resolved to, by full name.
+	targets map[string]*check.Target
+	names   describer
+}
+
+// name is the function of a probe, as the table names it.
+func (t *countTable) name(probe string) string {
+	if target := t.targets[probe]; target != nil {
+		return t.names.describe(target).name
+	}
+	return probe
 }
 
 type countRow struct {
@@ -228,7 +245,7 @@ func (t *countTable) print(w io.Writer, calls map[string]uint64) error {
 	var rows []countRow
 	for probe, n := range calls {
 		if d := n - t.last[probe]; d > 0 {
-			rows = append(rows, countRow{probe: probe, name: t.names.describe(probe).name, calls: d})
+			rows = append(rows, countRow{probe: probe, name: t.name(probe), calls: d})
 		}
 		t.last[probe] = n
 	}
@@ -258,22 +275,25 @@ func (t *countTable) print(w io.Writer, calls map[string]uint64) error {
 	now := time.Now()
 	var b []byte
 	if t.json {
-		b = append(b, `{"time": "`...)
-		b = now.AppendFormat(b, "2006-01-02T15:04:05.000000000Z07:00")
-		b = append(b, `", "counts": [`...)
-		for i, r := range rows {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = append(b, `{"function": `...)
-			b = appendJSONString(b, r.name)
-			b = append(b, `, "probe": `...)
-			b = appendJSONString(b, r.probe)
-			b = append(b, `, "calls": `...)
-			b = strconv.AppendUint(b, r.calls, 10)
-			b = append(b, '}')
+		w := jsonWriter{b: b}
+		w.open('{')
+		w.key("time")
+		w.str(now.Format(jsonTime))
+		w.key("counts")
+		w.open('[')
+		for _, r := range rows {
+			w.open('{')
+			w.key("function")
+			w.str(r.name)
+			w.key("probe")
+			w.str(r.probe)
+			w.key("calls")
+			w.uint(r.calls)
+			w.close('}')
 		}
-		b = append(b, "]}\n"...)
+		w.close(']')
+		w.close('}')
+		b = append(w.b, '\n')
 	} else {
 		width := len("FUNCTION")
 		for _, r := range rows {

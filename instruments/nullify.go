@@ -86,8 +86,14 @@ func nullify(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		for _, m := range maps {
 			if m.Name == "@nullified" && len(m.Entries) > 0 {
 				if c.Format == "json" {
-					b := appendJSONString([]byte(`{"function": `), fn)
-					_, err := w.Write(fmt.Appendf(b, ", \"nullified\": %d}\n", m.Entries[0].Value.Uint()))
+					var jw jsonWriter
+					jw.open('{')
+					jw.key("function")
+					jw.str(fn)
+					jw.key("nullified")
+					jw.uint(m.Entries[0].Value.Uint())
+					jw.close('}')
+					_, err := w.Write(append(jw.b, '\n'))
 					return err
 				}
 				_, err := fmt.Fprintf(w, "%s: %d calls nullified\n", fn, m.Entries[0].Value.Uint())
@@ -168,12 +174,22 @@ func errorInjectable(fn string) bool {
 	return false
 }
 
-// nullifiedJSON is one nullified call as a JSON line. Go's %q is not JSON:
-// a comm holding a control byte would come out as \x01.
+// nullifiedJSON is one nullified call as a JSON line.
 func nullifiedJSON(wall time.Time, pid, tid int64, comm, fn string, ret int64) []byte {
-	b := appendJSONString([]byte(`{"time": `), wall.Format("2006-01-02T15:04:05.000000000Z07:00"))
-	b = fmt.Appendf(b, `, "pid": %d, "tid": %d, "comm": `, pid, tid)
-	b = appendJSONString(b, comm)
-	b = appendJSONString(append(b, `, "function": `...), fn)
-	return fmt.Appendf(b, ", \"return\": %d}\n", ret)
+	var w jsonWriter
+	w.open('{')
+	w.key("time")
+	w.str(wall.Format(jsonTime))
+	w.key("pid")
+	w.int(pid)
+	w.key("tid")
+	w.int(tid)
+	w.key("comm")
+	w.str(comm)
+	w.key("function")
+	w.str(fn)
+	w.key("return")
+	w.int(ret)
+	w.close('}')
+	return append(w.b, '\n')
 }

@@ -1,19 +1,24 @@
 package instruments
 
 import (
-	"strconv"
 	"strings"
 
+	"kinst.dev/kinst/attach"
+	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/kernel"
 )
 
-// A probeFunc is what a probe's name says about the function it is in,
-// for the log and for count's table.
+// A probeFunc is what a probe's target says about the function it is
+// in, for the log and for count's table.
 type probeFunc struct {
+	probe  string // the probe's full name, as the probe builtin gives it
 	name   string // the function, system call or tracepoint
 	symbol string // the symbol addr belongs to, where it differs from name
 	addr   uint64 // its address (kallsyms, or the ELF symbol's value); 0 if none
+	// tracepoint is a tracepoint's category and name, "" for other
+	// probes.
+	tracepoint string
 }
 
 // syscallSymbols are the prefixes x86-64 kernels give the function
@@ -26,58 +31,33 @@ type describer struct {
 	files map[string]*elfsym.File // nil for a file that cannot be read
 }
 
-// describe names the function of a probe such as "kprobe:vfs_read",
-// "uretprobe:/bin/bash:readline" or "tracepoint:syscalls:sys_exit_openat"
-// and finds its address. A system call's tracepoints name the call and
-// give the address of the kernel function that implements it.
-func (d *describer) describe(probe string) *probeFunc {
-	provider, rest, _ := strings.Cut(probe, ":")
-	switch provider {
-	case "kprobe", "kretprobe", "fentry", "fexit":
-		fn := &probeFunc{name: rest}
-		sym, off := splitOffset(rest)
-		if ks, err := kernel.LoadKallsyms(); err == nil {
-			if addr, ok := ks.Address(sym); ok {
-				fn.addr = addr + off
-			}
+// describe names the function of a probe's target, such as vfs_read,
+// readline in /bin/bash or the system call of
+// tracepoint:syscalls:sys_exit_openat, and finds its address. A system
+// call's tracepoints name the call and give the address of the kernel
+// function that implements it.
+func (d *describer) describe(t *check.Target) *probeFunc {
+	fn := &probeFunc{probe: t.FullName(), name: t.Name}
+	switch a := t.Attach.(type) {
+	case attach.Kprobe:
+		fn.addr = kernelAddr(a.Symbol, a.Offset)
+	case attach.Tracing:
+		fn.addr = kernelAddr(a.Symbol, 0)
+	case attach.Uprobe:
+		fn.name = strings.TrimPrefix(t.Name, a.Path+":")
+		if f := d.file(a.Path); f != nil {
+			fn.addr, _ = f.OffsetAddr(a.Offset)
 		}
-		return fn
-	case "uprobe", "uretprobe":
-		i := strings.LastIndexByte(rest, ':')
-		if i < 0 {
-			return &probeFunc{name: rest}
-		}
-		path, spec := rest[:i], rest[i+1:]
-		fn := &probeFunc{name: spec}
-		if strings.HasPrefix(spec, "0x") {
-			fn.addr, _ = strconv.ParseUint(spec[2:], 16, 64)
-			return fn
-		}
-		sym, off := splitOffset(spec)
-		f, ok := d.files[path]
+	case attach.Tracepoint:
+		fn.tracepoint = t.Name
+		call, ok := strings.CutPrefix(a.Name, "sys_enter_")
 		if !ok {
-			f, _ = elfsym.Open(path)
-			if d.files == nil {
-				d.files = map[string]*elfsym.File{}
-			}
-			d.files[path] = f
+			call, ok = strings.CutPrefix(a.Name, "sys_exit_")
 		}
-		if f != nil {
-			if s, err := f.Lookup(sym); err == nil {
-				fn.addr = s.Addr + off
-			}
+		if a.Category != "syscalls" || !ok {
+			break
 		}
-		return fn
-	case "tracepoint":
-		cat, name, _ := strings.Cut(rest, ":")
-		call, ok := strings.CutPrefix(name, "sys_enter_")
-		if !ok {
-			call, ok = strings.CutPrefix(name, "sys_exit_")
-		}
-		if cat != "syscalls" || !ok {
-			return &probeFunc{name: rest}
-		}
-		fn := &probeFunc{name: call}
+		fn.name = call
 		if ks, err := kernel.LoadKallsyms(); err == nil {
 			for _, prefix := range syscallSymbols {
 				if addr, ok := ks.Address(prefix + call); ok {
@@ -86,17 +66,34 @@ func (d *describer) describe(probe string) *probeFunc {
 				}
 			}
 		}
-		return fn
+	default:
+		fn.name = fn.probe
 	}
-	return &probeFunc{name: probe}
+	return fn
 }
 
-// splitOffset splits "func+off" into the function and the offset.
-func splitOffset(s string) (string, uint64) {
-	if i := strings.LastIndexByte(s, '+'); i > 0 {
-		if off, err := strconv.ParseUint(s[i+1:], 0, 64); err == nil {
-			return s[:i], off
-		}
+// kernelAddr is the address of a kernel symbol plus off, or 0.
+func kernelAddr(sym string, off uint64) uint64 {
+	ks, err := kernel.LoadKallsyms()
+	if err != nil {
+		return 0
 	}
-	return s, 0
+	addr, ok := ks.Address(sym)
+	if !ok {
+		return 0
+	}
+	return addr + off
+}
+
+// file reads a binary's symbols, once; nil if it cannot.
+func (d *describer) file(path string) *elfsym.File {
+	f, ok := d.files[path]
+	if !ok {
+		f, _ = elfsym.Open(path)
+		if d.files == nil {
+			d.files = map[string]*elfsym.File{}
+		}
+		d.files[path] = f
+	}
+	return f
 }

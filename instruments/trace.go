@@ -96,10 +96,10 @@ type traceSpec struct {
 	// how it is rendered.
 	retval string
 	retFmt valueFormat
-	// entryProbe and exitProbe name the probes of a single function;
-	// they are "" for a target of several, whose records carry the
+	// entry and exit are what the probes of a single function resolve
+	// to; they are nil for a target of several, whose records carry the
 	// probe that fired.
-	entryProbe, exitProbe string
+	entry, exit *check.Target
 }
 
 // A traceArg is one argument in the log: its name, the kinst expression
@@ -116,7 +116,10 @@ type traceArg struct {
 // argument list and return type come from the kernel's own description.
 func traceSpecs(pos []string, c *Common, withArgs, withStack bool) ([]*traceSpec, error) {
 	r := &attach.Resolver{Pid: c.Pid}
-	seen := map[string]bool{}
+	// The probe a point is written as tells its records apart: a point
+	// is probed once.
+	seen := map[string]bool{}    // the entries
+	taken := map[string]string{} // the target probing each point
 	var specs []*traceSpec
 	for _, p := range pos {
 		t, err := ParseTarget(p)
@@ -130,6 +133,14 @@ func traceSpecs(pos []string, c *Common, withArgs, withStack bool) ([]*traceSpec
 			continue
 		}
 		seen[t.Entry] = true
+		for _, point := range []string{t.Entry, t.Exit} {
+			if prev := taken[point]; prev != "" {
+				return nil, usageError("%s and %s both probe %s: name one of them", prev, p, point)
+			}
+			if point != "" {
+				taken[point] = p
+			}
+		}
 		s := &traceSpec{Target: t}
 		entry, err := resolvePoint(r, t.Entry)
 		if err != nil {
@@ -137,7 +148,7 @@ func traceSpecs(pos []string, c *Common, withArgs, withStack bool) ([]*traceSpec
 		}
 		wildcard := len(entry) > 1 || kernel.HasGlob(t.Entry)
 		if !wildcard {
-			s.entryProbe = entry[0].FullName()
+			s.entry = entry[0]
 		}
 		if withArgs {
 			if wildcard {
@@ -158,7 +169,7 @@ func traceSpecs(pos []string, c *Common, withArgs, withStack bool) ([]*traceSpec
 			}
 			s.retval, s.retFmt = returnValue(t, exit[0], wildcard)
 			if !wildcard {
-				s.exitProbe = exit[0].FullName()
+				s.exit = exit[0]
 			}
 		}
 		specs = append(specs, s)

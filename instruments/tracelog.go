@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 
+	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/export/perfetto"
 	"kinst.dev/kinst/kernel"
@@ -18,13 +18,14 @@ type traceLog struct {
 	json  bool
 	// perfetto, when set, makes the log a Perfetto trace.
 	perfetto *perfetto.Trace
-	pargs    []perfetto.Arg // an event's arguments, reused
-	records  map[string]*traceRecord
+	pargs    []perfetto.Arg          // an event's arguments, reused
+	records  map[string]*traceRecord // by the probe that sends them
 	// byAction caches each printf call site's record layout.
 	byAction []*traceRecord
 	funcs    map[string]*probeFunc // a wildcard's functions, by probe name
 	names    describer
 	buf      []byte
+	jw       jsonWriter
 	events   uint64 // records logged
 	lost     uint64 // records the ring buffer refused
 	// The wall time of the current second, formatted once: sec, and
@@ -44,32 +45,28 @@ func (l *traceLog) printf(w io.Writer, a *codegen.Action, args []output.Value) e
 	if rec == nil {
 		return fmt.Errorf("trace: a record of unknown layout %q", a.Format)
 	}
-	if rec.header {
+	if rec.kind == headerRecord {
 		_, err := io.WriteString(w, traceHeader)
 		return err
 	}
 	if len(args) != rec.fields() {
 		return fmt.Errorf("trace: a record of %d values, want %d", len(args), rec.fields())
 	}
-	probe, fn, i := rec.probe, rec.fn, recFixed
-	if probe == "" {
-		probe = args[i].Text()
+	fn, i := rec.fn, recFixed
+	if rec.target == nil {
+		fn = l.fired(rec, a, args[i].Text())
 		i++
-		if fn = l.funcs[probe]; fn == nil {
-			fn = l.names.describe(probe)
-			l.funcs[probe] = fn
-		}
 	} else if fn == nil {
-		fn = l.names.describe(probe)
+		fn = l.names.describe(rec.target)
 		rec.fn = fn
 	}
 	switch {
 	case l.perfetto != nil:
-		l.buf = l.appendPerfetto(l.buf[:0], rec, probe, fn, args, i)
+		l.buf = l.appendPerfetto(l.buf[:0], rec, fn, args, i)
 	case l.json:
-		l.buf = l.appendJSON(l.buf[:0], rec, probe, fn, args, i)
+		l.buf = l.appendJSON(l.buf[:0], rec, fn, args, i)
 	default:
-		l.buf = l.appendText(l.buf[:0], rec, probe, fn, args, i)
+		l.buf = l.appendText(l.buf[:0], rec, fn, args, i)
 	}
 	l.events++
 	_, err := w.Write(l.buf)
@@ -80,19 +77,45 @@ func (l *traceLog) printf(w io.Writer, a *codegen.Action, args []output.Value) e
 // and loads what a wildcard's records will need.
 func (l *traceLog) describeAll() {
 	for _, rec := range l.records {
-		if rec.probe != "" {
-			rec.fn = l.names.describe(rec.probe)
-		} else if !rec.header {
+		switch {
+		case rec.target != nil:
+			rec.fn = l.names.describe(rec.target)
+		case rec.kind != headerRecord:
 			kernel.LoadKallsyms()
 		}
 	}
 }
 
+// fired describes the function of the probe that fired for a record of
+// a wildcard: one of the targets of the probe that sent it.
+func (l *traceLog) fired(rec *traceRecord, a *codegen.Action, probe string) *probeFunc {
+	if fn := l.funcs[probe]; fn != nil {
+		return fn
+	}
+	if rec.targets == nil {
+		rec.targets = make(map[string]*check.Target, len(a.Probe.Targets))
+		for _, t := range a.Probe.Targets {
+			rec.targets[t.FullName()] = t
+		}
+	}
+	fn := &probeFunc{probe: probe, name: probe}
+	if t := rec.targets[probe]; t != nil {
+		fn = l.names.describe(t)
+	}
+	l.funcs[probe] = fn
+	return fn
+}
+
+// record is the layout of an action's records, which its probe's
+// attach point selects.
 func (l *traceLog) record(a *codegen.Action) *traceRecord {
 	if a.ID < len(l.byAction) && l.byAction[a.ID] != nil {
 		return l.byAction[a.ID]
 	}
-	rec := l.records[a.Format.String()]
+	if a.Kind != codegen.ActPrintf || a.Probe == nil || len(a.Probe.Syntax.Points) != 1 {
+		return nil
+	}
+	rec := l.records[a.Probe.Syntax.Points[0].Raw]
 	if rec == nil {
 		return nil
 	}
@@ -129,9 +152,9 @@ func (l *traceLog) appendTime(b []byte, nsecs uint64) []byte {
 // name is what the log calls the function of a record: a tracepoint
 // that has no exit to pair with is named as itself, not as the system
 // call it belongs to.
-func (l *traceLog) name(rec *traceRecord, probe string, fn *probeFunc) string {
-	if tp, ok := strings.CutPrefix(probe, "tracepoint:"); ok && rec.hit {
-		return tp
+func (l *traceLog) name(rec *traceRecord, fn *probeFunc) string {
+	if rec.kind == hitRecord && fn.tracepoint != "" {
+		return fn.tracepoint
 	}
 	return fn.name
 }
@@ -141,7 +164,7 @@ const maxIndent = 32
 
 // appendText appends a record as a text line; args[i:] are the values
 // after the common fields and the probe.
-func (l *traceLog) appendText(b []byte, rec *traceRecord, probe string, fn *probeFunc, args []output.Value, i int) []byte {
+func (l *traceLog) appendText(b []byte, rec *traceRecord, fn *probeFunc, args []output.Value, i int) []byte {
 	b = l.appendTime(b, args[recNsecs].Uint())
 	b = appendRight(b, args[recCPU].Uint(), 4)
 	b = appendRight(b, args[recPid].Uint(), 8)
@@ -156,23 +179,23 @@ func (l *traceLog) appendText(b []byte, rec *traceRecord, probe string, fn *prob
 		b = append(b, "  "...)
 	}
 	switch {
-	case rec.exit:
+	case rec.kind == exitRecord:
 		b = append(b, "<- "...)
-	case rec.hit:
+	case rec.kind == hitRecord:
 		b = append(b, "-- "...)
 	default:
 		b = append(b, "-> "...)
 	}
-	b = append(b, l.name(rec, probe, fn)...)
+	b = append(b, l.name(rec, fn)...)
 	if fn.addr != 0 {
 		b = append(b, " (0x"...)
 		b = strconv.AppendUint(b, fn.addr, 16)
 		b = append(b, ')')
 	}
-	if rec.exit {
+	if rec.kind == exitRecord {
 		if rec.ret {
 			b = append(b, " = "...)
-			b = appendFormatted(b, args[i], rec.retFmt, false)
+			b = appendFormatted(b, args[i], rec.retFmt)
 			i++
 		}
 		b = append(b, " ("...)
@@ -184,7 +207,7 @@ func (l *traceLog) appendText(b []byte, rec *traceRecord, probe string, fn *prob
 		b = append(b, ' ')
 		b = append(b, a.name...)
 		b = append(b, '=')
-		b = appendFormatted(b, args[i], a.fmt, false)
+		b = appendFormatted(b, args[i], a.fmt)
 		i++
 	}
 	b = append(b, '\n')
@@ -200,95 +223,97 @@ func (l *traceLog) appendText(b []byte, rec *traceRecord, probe string, fn *prob
 
 // appendJSON appends a record as a JSON line; args[i:] are the values
 // after the common fields and the probe.
-func (l *traceLog) appendJSON(b []byte, rec *traceRecord, probe string, fn *probeFunc, args []output.Value, i int) []byte {
+func (l *traceLog) appendJSON(b []byte, rec *traceRecord, fn *probeFunc, args []output.Value, i int) []byte {
+	w := &l.jw
+	w.reset(b)
+	w.open('{')
 	ns := args[recNsecs].Uint()
-	b = append(b, `{"time": "`...)
-	b = l.appendTime(b, ns)
-	b = append(b, `", "nsecs": `...)
-	b = strconv.AppendUint(b, ns, 10)
-	b = append(b, `, "cpu": `...)
-	b = strconv.AppendUint(b, args[recCPU].Uint(), 10)
-	b = append(b, `, "pid": `...)
-	b = strconv.AppendUint(b, args[recPid].Uint(), 10)
-	b = append(b, `, "tid": `...)
-	b = strconv.AppendUint(b, args[recTid].Uint(), 10)
-	b = append(b, `, "comm": `...)
-	b = appendJSONString(b, args[recComm].Text())
-	switch {
-	case rec.exit:
-		b = append(b, `, "event": "exit"`...)
-	case rec.hit:
-		b = append(b, `, "event": "hit"`...)
+	w.key("time")
+	w.value()
+	w.b = append(w.b, '"')
+	w.b = l.appendTime(w.b, ns)
+	w.b = append(w.b, '"')
+	w.key("nsecs")
+	w.uint(ns)
+	w.key("cpu")
+	w.uint(args[recCPU].Uint())
+	w.key("pid")
+	w.uint(args[recPid].Uint())
+	w.key("tid")
+	w.uint(args[recTid].Uint())
+	w.key("comm")
+	w.str(args[recComm].Text())
+	w.key("event")
+	switch rec.kind {
+	case exitRecord:
+		w.str("exit")
+	case hitRecord:
+		w.str("hit")
 	default:
-		b = append(b, `, "event": "entry"`...)
+		w.str("entry")
 	}
-	b = append(b, `, "function": `...)
-	b = appendJSONString(b, l.name(rec, probe, fn))
+	w.key("function")
+	w.str(l.name(rec, fn))
 	if fn.symbol != "" {
-		b = append(b, `, "symbol": `...)
-		b = appendJSONString(b, fn.symbol)
+		w.key("symbol")
+		w.str(fn.symbol)
 	}
 	if fn.addr != 0 {
-		b = append(b, `, "address": "0x`...)
-		b = strconv.AppendUint(b, fn.addr, 16)
-		b = append(b, '"')
+		w.key("address")
+		w.hex(fn.addr)
 	}
-	b = append(b, `, "probe": `...)
-	b = appendJSONString(b, probe)
-	b = append(b, `, "depth": `...)
-	b = strconv.AppendInt(b, args[recDepth].Int(), 10)
-	if rec.exit {
+	w.key("probe")
+	w.str(fn.probe)
+	w.key("depth")
+	w.int(args[recDepth].Int())
+	if rec.kind == exitRecord {
 		if rec.ret {
-			b = append(b, `, "retval": `...)
-			b = appendFormatted(b, args[i], rec.retFmt, true)
+			w.key("retval")
+			writeFormatted(w, args[i], rec.retFmt)
 			i++
 		}
-		b = append(b, `, "duration_ns": `...)
-		b = strconv.AppendUint(b, args[i].Uint(), 10)
-		return append(b, "}\n"...)
+		w.key("duration_ns")
+		w.uint(args[i].Uint())
 	}
 	if len(rec.args) > 0 {
-		b = append(b, `, "args": {`...)
-		for n, a := range rec.args {
-			if n > 0 {
-				b = append(b, ", "...)
-			}
-			b = appendJSONString(b, a.name)
-			b = append(b, ": "...)
-			b = appendFormatted(b, args[i], a.fmt, true)
+		w.key("args")
+		w.open('{')
+		for _, a := range rec.args {
+			w.key(a.name)
+			writeFormatted(w, args[i], a.fmt)
 			i++
 		}
-		b = append(b, '}')
+		w.close('}')
 	}
 	if rec.stack {
-		b = append(b, `, "stack": [`...)
-		for n, f := range args[i].Frames() {
-			if n > 0 {
-				b = append(b, ", "...)
-			}
-			b = append(b, '"')
-			b = appendFrame(b, f) // symbols and hex need no escaping
-			b = append(b, '"')
+		w.key("stack")
+		w.open('[')
+		for _, f := range args[i].Frames() {
+			w.value()
+			w.b = append(w.b, '"')
+			w.b = appendFrame(w.b, f) // symbols and hex need no escaping
+			w.b = append(w.b, '"')
 		}
-		b = append(b, ']')
+		w.close(']')
 	}
-	return append(b, "}\n"...)
+	w.close('}')
+	return append(w.b, '\n')
 }
 
 // appendPerfetto appends a record as Perfetto packets: a call's entry
 // begins a slice on its thread's track, its exit ends it, an event with
 // no return is an instant. Arguments, the stack and the return value
 // are the events' debug annotations.
-func (l *traceLog) appendPerfetto(b []byte, rec *traceRecord, probe string, fn *probeFunc, args []output.Value, i int) []byte {
+func (l *traceLog) appendPerfetto(b []byte, rec *traceRecord, fn *probeFunc, args []output.Value, i int) []byte {
 	e := perfetto.Event{
 		Time: args[recNsecs].Uint(),
 		Pid:  int(args[recPid].Uint()),
 		Tid:  int(args[recTid].Uint()),
 		Comm: args[recComm].Text(),
-		Name: l.name(rec, probe, fn),
+		Name: l.name(rec, fn),
 	}
 	l.pargs = l.pargs[:0]
-	if rec.exit {
+	if rec.kind == exitRecord {
 		if rec.ret {
 			l.pargs = append(l.pargs, perfettoArg("ret", args[i], rec.retFmt))
 		}
@@ -310,7 +335,7 @@ func (l *traceLog) appendPerfetto(b []byte, rec *traceRecord, probe string, fn *
 		l.pargs = append(l.pargs, perfetto.String("stack", string(st)))
 	}
 	e.Args = l.pargs
-	if rec.hit {
+	if rec.kind == hitRecord {
 		return l.perfetto.AppendInstant(b, e)
 	}
 	return l.perfetto.AppendBegin(b, e)
@@ -329,27 +354,32 @@ func perfettoArg(name string, v output.Value, f valueFormat) perfetto.Arg {
 	return perfetto.Int(name, v.Int())
 }
 
-// appendFormatted renders a logged value; in JSON, hex values and
-// strings are quoted.
-func appendFormatted(b []byte, v output.Value, f valueFormat, json bool) []byte {
+// appendFormatted renders a logged value in the text log.
+func appendFormatted(b []byte, v output.Value, f valueFormat) []byte {
 	switch f {
 	case stringValue:
-		if json {
-			return appendJSONString(b, v.Text())
-		}
 		return strconv.AppendQuote(b, v.Text())
 	case hexValue:
-		if json {
-			b = append(b, `"0x`...)
-			b = strconv.AppendUint(b, v.Uint(), 16)
-			return append(b, '"')
-		}
 		b = append(b, "0x"...)
 		return strconv.AppendUint(b, v.Uint(), 16)
 	case unsignedValue:
 		return strconv.AppendUint(b, v.Uint(), 10)
 	}
 	return strconv.AppendInt(b, v.Int(), 10)
+}
+
+// writeFormatted writes a logged value in JSON, hex values as strings.
+func writeFormatted(w *jsonWriter, v output.Value, f valueFormat) {
+	switch f {
+	case stringValue:
+		w.str(v.Text())
+	case hexValue:
+		w.hex(v.Uint())
+	case unsignedValue:
+		w.uint(v.Uint())
+	default:
+		w.int(v.Int())
+	}
 }
 
 // appendFrame renders a stack frame as bpftrace does: symbol+offset,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -11,20 +12,21 @@ import (
 const traceHeader = "TIME               CPU     PID     TID COMM             CALL\n"
 
 // traceProgram writes the kinst program for the targets, and the
-// layout of each printf record it makes, by its format. Each thread
+// layout of each printf record it makes, by the probe that makes it.
+// Each thread
 // keeps, per target, a stack of the calls it is inside: an entry
 // pushes its time, and the exit pops it, so nested and recursive calls
 // each get their own duration. An exit whose entry was not seen (the
 // call began before the probes were attached) is not logged.
 //
-// A single function's format names it, which tells its records apart;
-// a wildcard's records carry the probe that fired.
+// A single function's records are its probe's; a wildcard's records
+// carry the probe that fired.
 func traceProgram(c *Common, specs []*traceSpec) (string, map[string]*traceRecord) {
 	records := map[string]*traceRecord{}
 	var b strings.Builder
 	if c.Format == "text" {
 		fmt.Fprintf(&b, "BEGIN {\n\tprintf(%s);\n}\n\n", syntax.Quote(traceHeader))
-		records[traceHeader] = &traceRecord{header: true}
+		records["BEGIN"] = &traceRecord{kind: headerRecord}
 	}
 	pred := c.Predicate()
 	for k, s := range specs {
@@ -32,7 +34,7 @@ func traceProgram(c *Common, specs []*traceSpec) (string, map[string]*traceRecor
 		if s.Exit == "" {
 			arrow = "--"
 		}
-		entryFmt, entryArgs := traceFields(s, arrow, s.entryProbe)
+		entryFmt, entryArgs := traceFields(s, arrow, s.entry)
 		for _, a := range s.args {
 			entryFmt += " " + a.name + "=" + a.fmt.verb()
 			entryArgs += ", " + a.expr
@@ -42,7 +44,11 @@ func traceProgram(c *Common, specs []*traceSpec) (string, map[string]*traceRecor
 			entryArgs += ", " + s.stack
 		}
 		entryFmt += "\n"
-		records[entryFmt] = &traceRecord{hit: s.Exit == "", probe: s.entryProbe, args: s.args, stack: s.stack != ""}
+		kind := entryRecord
+		if s.Exit == "" {
+			kind = hitRecord
+		}
+		records[s.Entry] = &traceRecord{kind: kind, target: s.entry, args: s.args, stack: s.stack != ""}
 
 		fmt.Fprintf(&b, "// %s\n", s.Spec)
 		fmt.Fprintf(&b, "%s%s {\n", s.Entry, Pred(pred))
@@ -57,14 +63,14 @@ func traceProgram(c *Common, specs []*traceSpec) (string, map[string]*traceRecor
 			continue
 		}
 
-		exitFmt, exitArgs := traceFields(s, "<-", s.exitProbe)
+		exitFmt, exitArgs := traceFields(s, "<-", s.exit)
 		if s.retval != "" {
 			exitFmt += " ret=" + s.retFmt.verb()
 			exitArgs += ", " + s.retval
 		}
 		exitFmt += " duration=%llu\n"
 		exitArgs += ", $t - $s"
-		records[exitFmt] = &traceRecord{exit: true, probe: s.exitProbe, ret: s.retval != "", retFmt: s.retFmt}
+		records[s.Exit] = &traceRecord{kind: exitRecord, target: s.exit, ret: s.retval != "", retFmt: s.retFmt}
 
 		// One lookup of the depth, and each element deleted when its
 		// call returns, so that the maps hold only the calls in progress.
@@ -110,9 +116,10 @@ func traceCleanup(specs []*traceSpec) string {
 }
 
 // traceFields is the start of a record's format and arguments: the
-// common fields, with the target's name or the probe that fired.
-func traceFields(s *traceSpec, arrow, probe string) (format, args string) {
-	if probe == "" {
+// common fields, with the target's name, or the probe that fired where
+// the probe has several targets.
+func traceFields(s *traceSpec, arrow string, target *check.Target) (format, args string) {
+	if target == nil {
 		return "%llu cpu=%llu pid=%llu tid=%llu comm=%s depth=%lld " + arrow + " %s",
 			"$t, cpu, pid, tid, comm, $d, probe"
 	}

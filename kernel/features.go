@@ -15,6 +15,8 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/features"
 	"golang.org/x/sys/unix"
+
+	"kinst.dev/kinst/internal/inject"
 )
 
 // Feature is one thing the kernel may or may not allow. The constants are
@@ -36,6 +38,7 @@ const (
 	FeatUprobe
 	FeatUretprobe
 	FeatUprobeMulti
+	FeatUprobeRefCtr // the uprobe reference counter, which raises USDT semaphores
 	FeatFentry
 	FeatFexit
 	FeatFmodRet
@@ -81,6 +84,7 @@ var featureInfos = [numFeatures]featureInfo{
 	FeatUprobe:                {"uprobe", "uprobes", true},
 	FeatUretprobe:             {"uretprobe", "uretprobes", true},
 	FeatUprobeMulti:           {"uprobe_multi", "uprobe.multi links", true},
+	FeatUprobeRefCtr:          {"uprobe_ref_ctr", "the uprobe reference counter", false},
 	FeatFentry:                {"fentry", "fentry programs", true},
 	FeatFexit:                 {"fexit", "fexit programs", true},
 	FeatFmodRet:               {"fmod_ret", "fmod_ret programs", true},
@@ -334,6 +338,8 @@ func probe(f Feature) Status {
 			return f.no(why(st))
 		}
 		return f.fromErr(features.HaveBPFLinkUprobeMulti())
+	case FeatUprobeRefCtr:
+		return probeRefCtr()
 	case FeatFentry:
 		return probeTracing(f, ebpf.AttachTraceFEntry, "vfs_read", "do_nanosleep")
 	case FeatFexit:
@@ -362,6 +368,28 @@ func why(st Status) string {
 		return "this kernel's policy refuses them (EPERM)"
 	}
 	return strings.TrimSuffix(st.Reason, ".")
+}
+
+// refCtrFormat is the uprobe PMU's field for a reference counter's
+// offset, which Linux 4.20 added with the counter.
+const refCtrFormat = pmuDir + "/uprobe/format/ref_ctr_offset"
+
+// probeRefCtr answers for the uprobe reference counter: with it, the
+// kernel raises a USDT probe's semaphore in every process mapping the
+// file while the uprobe is attached. Tests take it away through
+// KINST_INJECT (uprobe_ref_ctr.fail=1), to run kinst's own fallback.
+func probeRefCtr() Status {
+	f := FeatUprobeRefCtr
+	if st := Probe(FeatUprobe); !st.Available {
+		return f.no(why(st))
+	}
+	if inject.Fail(inject.RefCtr) != nil {
+		return f.no("taken away for a test (" + inject.Var + ")")
+	}
+	if !exists(refCtrFormat) {
+		return f.no("this kernel predates it (Linux 4.20): kinst raises USDT semaphores itself, in the processes of -p, -c or --usdt-file-activation")
+	}
+	return f.yes("")
 }
 
 func probeBTF() Status {

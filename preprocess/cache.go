@@ -11,8 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"kinst.dev/kinst/syntax"
 )
@@ -323,6 +325,36 @@ func storeEntry(dir, path string, data []byte) {
 	}
 	if err != nil {
 		os.Remove(f.Name())
+		return
+	}
+	prune(dir)
+}
+
+// maxEntries bounds the cache: every set of macros a program defines
+// before an #include makes an entry of its own, of some tens of KB for
+// glibc's headers.
+const maxEntries = 64
+
+// prune removes the oldest entries beyond maxEntries. Entries are
+// written only on misses, so the newest are the ones in use.
+func prune(dir string) {
+	des, err := os.ReadDir(dir)
+	if err != nil || len(des) <= maxEntries {
+		return
+	}
+	type aged struct {
+		name string
+		mod  time.Time
+	}
+	var all []aged
+	for _, de := range des {
+		if info, err := de.Info(); err == nil && info.Mode().IsRegular() && !strings.HasPrefix(de.Name(), ".") {
+			all = append(all, aged{de.Name(), info.ModTime()})
+		}
+	}
+	slices.SortFunc(all, func(a, b aged) int { return b.mod.Compare(a.mod) })
+	for _, a := range all[min(len(all), maxEntries):] {
+		os.Remove(filepath.Join(dir, a.name))
 	}
 }
 

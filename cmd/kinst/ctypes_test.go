@@ -184,3 +184,20 @@ uprobe:BIN:kinst_stack
 		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s\nstderr:\n%s", r.code, r.stdout, want, r.stderr)
 	}
 }
+
+// TestFloatMembers: a declared struct with float and double members is
+// laid out as C lays it out; printed whole, it shows the members kinst
+// can print (bpftrace 0.17 prints nothing for such a print()).
+func TestFloatMembers(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	prog := `struct fl { float f; int hi; double nsec_bits; };
+struct ts { int lo; float f; long nsec; };
+tracepoint:syscalls:sys_enter_nanosleep /tid == cpid/ {
+	$t = (struct ts *)args->rqtp;
+	print(*$t);
+	@[*$t] = sizeof(struct fl);
+}`
+	kinst(t, "-q", "-e", prog, "-c", workload(t)+" nanosleep 1 2600").want(t, 0,
+		"{ .lo = 0, .nsec = 2600000 }\n\n\n@[{.lo=0,.nsec=2600000}]: 16\n", "")
+}

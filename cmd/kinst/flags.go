@@ -39,8 +39,8 @@ OPTIONS:
     -p PID         restrict uprobes to process PID
     -c 'CMD'       run CMD under tracing; stop when it exits
     --usdt-file-activation
-                   activate usdt semaphores based on file path (always so:
-                   the kernel activates them in every process probed)
+                   activate usdt semaphores based on file path (always so
+                   where the kernel has the uprobe reference counter)
     --unsafe       allow unsafe builtin functions: system(), signal(), override()
     -q             keep messages quiet: no "Attaching N probes..." line
     --info         print information about kernel BPF support

@@ -101,9 +101,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&incs, "include", "")
 	fs.Var(&pid, "p", "")
 	// The kernel activates USDT semaphores (ref_ctr_offset) in every
-	// process the uprobes reach: file-based activation is what kinst
-	// always does, so the option changes nothing.
-	fs.Bool("usdt-file-activation", false, "")
+	// process the uprobes reach, which is file-based activation; before
+	// Linux 4.20, kinst raises them itself in every process mapping the
+	// file when asked to.
+	fileActivation := fs.Bool("usdt-file-activation", false, "")
 	fs.Var(&checks, "k", "")
 	fs.Var(&debug, "d", "")
 	for _, name := range []string{"h", "help"} {
@@ -239,6 +240,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Pid:        int(pid),
 		Buffering:  buffering,
 		NoWarnings: *noWarn,
+
+		FileActivation: *fileActivation,
 	}
 	for _, fromEnv := range []func() error{popts.FromEnv, ropts.FromEnv} {
 		if err := fromEnv(); err != nil {

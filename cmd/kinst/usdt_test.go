@@ -406,3 +406,72 @@ func TestPidDeletedExecutable(t *testing.T) {
 	}
 	kinst(t, "-lp", pid, "uprobe:*:kinst_a*").want(t, 0, "uprobe:/proc/"+pid+"/exe:kinst_add\n", "")
 }
+
+// Where the kernel has no uprobe reference counter (before 4.20), kinst
+// raises USDT semaphores itself by writing the traced process's memory,
+// as bpftrace does. KINST_INJECT takes the counter away on this host.
+// The -c command fires kinst:gated 500 times; with uprobe.multi, the
+// semaphores of kinst:tick and of both sites of kinst:twice are raised
+// too. A running target, named by -p and then found by
+// --usdt-file-activation, sees its semaphore at 1 while kinst is
+// attached (the probe reads it) and at 0 again once kinst has ended.
+// Without a process to raise it in, kinst says so.
+func TestUSDTSemaphoreByHand(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	noRefCtr := []string{"KINST_INJECT=uprobe_ref_ctr.fail=1"}
+	prog := strings.ReplaceAll(`usdt:BIN:kinst:gated /pid == cpid/ { @ = count(); } usdt:BIN:kinst:t* /pid == cpid/ { @t[probe] = count(); }`, "BIN", bin)
+	kinstEnv(t, noRefCtr, "-q", "-e", prog, "-c", bin+" usdt 500").want(t, 0,
+		fmt.Sprintf("\n\n@: 500\n@t[usdt:%s:kinst:tick]: 500\n@t[usdt:%[1]s:kinst:twice]: 1000\n", bin), "")
+
+	proc := exec.Command(bin, "usdtloop")
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
+	pid := proc.Process.Pid
+	ef, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := ef.Symbols()
+	ef.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(syms, func(s elf.Symbol) bool { return s.Name == "kinst_gated_semaphore" })
+	if i < 0 {
+		t.Fatal("no kinst_gated_semaphore in the target")
+	}
+	semaphore := func() uint16 {
+		t.Helper()
+		mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mem.Close()
+		var b [2]byte
+		if _, err := mem.ReadAt(b[:], int64(syms[i].Value)); err != nil {
+			t.Fatal(err)
+		}
+		return uint16(b[0]) | uint16(b[1])<<8
+	}
+	prog = fmt.Sprintf(`usdt:%s:kinst:gated /pid == %d/ { @n++; if (@n == 100) { printf("%%d %%d\n", @n, *uaddr("kinst_gated_semaphore")); exit(); } } END { clear(@n); }`, bin, pid)
+	for _, flags := range [][]string{{"-p", strconv.Itoa(pid)}, {"--usdt-file-activation"}} {
+		kinstEnv(t, noRefCtr, append(flags, "-q", "-e", prog)...).want(t, 0, "100 1\n\n\n\n", "")
+		if v := semaphore(); v != 0 {
+			t.Errorf("%v: kinst:gated's semaphore is %d after kinst ended, want 0", flags, v)
+		}
+	}
+
+	prog = "usdt:" + bin + ":kinst:gated { }"
+	kinstEnv(t, noRefCtr, "-q", "-e", prog).want(t, 1, "",
+		"kinst: attach usdt:"+bin+":kinst:gated: cannot raise the probe's USDT semaphore: this kernel has no uprobe reference counter, which raises it in every process: give -p PID or --usdt-file-activation\n")
+	idle := filepath.Join(t.TempDir(), "idle")
+	if out, err := exec.Command("cp", bin, idle).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v\n%s", err, out)
+	}
+	kinstEnv(t, noRefCtr, "-q", "--usdt-file-activation", "-e", "usdt:"+idle+":kinst:gated { }").want(t, 1, "",
+		"kinst: attach usdt:"+idle+":kinst:gated: cannot raise the probe's USDT semaphore: no process runs "+idle+" for --usdt-file-activation to raise it in\n")
+}

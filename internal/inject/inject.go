@@ -22,6 +22,9 @@ const (
 	End     = "end"     // once, before END runs
 	Print   = "print"   // before each map printed at exit
 	Detach  = "detach"  // once, before the probes are detached
+	// RefCtr, failed on its first pass, takes the uprobe reference
+	// counter away, so that kinst raises USDT semaphores itself.
+	RefCtr = "uprobe_ref_ctr"
 )
 
 // ErrInjected is the failure Fail injects.

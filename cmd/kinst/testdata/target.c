@@ -31,6 +31,7 @@
  *	target usdt N         fire the USDT probes kinst:tick, kinst:small,
  *	                      kinst:mem, kinst:twice (two sites), other:tick
  *	                      and, when enabled, kinst:gated for i = 1..N
+ *	target usdtloop       fire them for i = 1 every millisecond, for ever
  *
  * It is built static, so that the QEMU guests can run it too:
  *	gcc -O1 -g -static -o kinst-target target.c
@@ -248,7 +249,7 @@ static void usdt(long n)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: target add N | stack N | move N | greet WORD... | linger MS WORD | later MS WORD | writes A B | write SIZE... | sleep MS | touch N | watch N | watcharg N | unwatch N | watchmany N | watchloop N | usdt N\n");
+	fprintf(stderr, "usage: target add N | stack N | move N | greet WORD... | linger MS WORD | later MS WORD | writes A B | write SIZE... | sleep MS | touch N | watch N | watcharg N | unwatch N | watchmany N | watchloop N | usdt N | usdtloop\n");
 	return 2;
 }
 
@@ -319,9 +320,15 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "touch") == 0 && argc == 3)
 		return touch(atol(argv[2]));
-	if (strcmp(cmd, "usdt") == 0 && argc == 3) {
-		usdt(atol(argv[2]));
-		return 0;
+	/* One call of usdt, so that the probes' operands stay as they are. */
+	int loop = strcmp(cmd, "usdtloop") == 0 && argc == 2;
+	if (loop || (strcmp(cmd, "usdt") == 0 && argc == 3)) {
+		struct timespec ts = {0, 1000000};
+		long n = loop ? 1 : atol(argv[2]);
+		do
+			usdt(n);
+		while (loop && nanosleep(&ts, NULL) == 0);
+		return loop;
 	}
 	if (strcmp(cmd, "watch") == 0 && argc == 3)
 		return watch(atol(argv[2]));
