@@ -115,6 +115,8 @@ func (r *Resolver) kernelFuncs(ap *syntax.AttachPoint) ([]*check.Target, error) 
 			}
 			return nil, err
 		}
+		// A wildcard matches only what ftrace lists.
+		t.NoFtrace = !kernel.HasGlob(name) && !funcs.Contains(name)
 		targets = append(targets, t)
 	}
 	if len(targets) == 0 {

@@ -224,6 +224,52 @@ func TestWildcardCounts(t *testing.T) {
 	}
 }
 
+// TestMergedKprobeBlocks runs kprobe blocks of one body on three
+// functions each write passes through: where the kernel has
+// kprobe.multi they share one program and one link, elsewhere each
+// keeps its own, and either way every function counts every write,
+// once. The kretprobe and the block of another body stay apart.
+func TestMergedKprobeBlocks(t *testing.T) {
+	testenv.Require(t, testenv.Kprobe)
+	const n = 257
+	cmd := fmt.Sprintf("%s write %d 8", testenv.Workload(t), n)
+	const prog = `
+kprobe:vfs_write /pid == cpid/ { @[func] = count(); @all = count(); }
+kprobe:ksys_write /pid == cpid/ { @[func] = count(); @all = count(); }
+kprobe:__x64_sys_write /pid == cpid/ { @[func] = count(); @all = count(); }
+kretprobe:vfs_write /pid == cpid/ { @r = count(); }
+kprobe:vfs_write /pid == cpid/ { @other = count(); }`
+	stdout, stderr := run(t, 0, "-v", "-e", prog, "-c", cmd)
+	want := []string{
+		"Attaching 5 probes...",
+		fmt.Sprintf("@[vfs_write]: %d", n),
+		fmt.Sprintf("@[ksys_write]: %d", n),
+		fmt.Sprintf("@[__x64_sys_write]: %d", n),
+		fmt.Sprintf("@all: %d", 3*n),
+		fmt.Sprintf("@other: %d", n),
+		fmt.Sprintf("@r: %d", n),
+	}
+	for _, line := range want {
+		if !hasLine(stdout, line) {
+			t.Errorf("no line %q in\n%s", line, stdout)
+		}
+	}
+	if got := strings.Count(stdout, "\n@"); got != len(want)-1 {
+		t.Errorf("%d map lines, want %d:\n%s", got, len(want)-1, stdout)
+	}
+	// Three links with the merge: kprobe.multi, and one each for the
+	// kretprobe and the other body; five without.
+	links, shared := 5, "kinst: kprobe:vfs_write (1 targets): "
+	if kernel.Available(kernel.FeatKprobeMulti) {
+		links, shared = 3, "kinst: kprobe:vfs_write (3 targets): kprobe.multi: one kprobe.multi link attaches all 3 functions\n"
+	}
+	for _, line := range []string{shared, fmt.Sprintf("kinst: detached %d links in ", links)} {
+		if !strings.Contains(stderr, line) {
+			t.Errorf("stderr lacks %q:\n%s", line, stderr)
+		}
+	}
+}
+
 // TestManyFunctions attaches a wildcard of about a thousand functions
 // and reports how long attaching and detaching take.
 func TestManyFunctions(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 const mib = 1 << 20
@@ -15,6 +16,7 @@ const mib = 1 << 20
 // The programs both tools run.
 const (
 	progBegin  = "BEGIN { exit(); }"
+	progHeader = "#include <sys/socket.h>\nBEGIN { @ = AF_INET; exit(); }"
 	progOpenat = "tracepoint:syscalls:sys_enter_openat { @[comm] = count(); }"
 	progCount  = "tracepoint:syscalls:sys_enter_getppid { @[comm] = count(); }"
 	progPrintf = `tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { printf("%d %s\n", tid, comm); }`
@@ -28,6 +30,8 @@ type bench struct {
 	reps         int
 	events       int // getppid calls for the cost per event
 	printfEvents int // getppid calls for printf throughput
+	soakTime     time.Duration
+	soakRate     int // getppid calls a second in the soak
 	tools        map[string]string
 	order        []string // tool names: kinst, then bpftrace if present
 	self         string   // this executable, the -c helper
@@ -138,6 +142,28 @@ func (b *bench) begin() []*row {
 		wall.row("BEGIN { exit(); } wall", nanos, kinstMedianAtMost(10e6, "kinst <= 10 ms")),
 		rss.row("BEGIN { exit(); } peak RSS", byteSize, kinstPeakAtMost(30*mib, "kinst <= 30 MiB")),
 	}
+}
+
+// header times a program that includes a glibc header for one of its
+// constants: about twenty files of preprocessor directives. kinst keeps
+// what they define in its cache, which the warm-up repetition fills.
+func (b *bench) header() []*row {
+	wall := figures{}
+	b.repeat("header", b.order, func(tool string, rep int) error {
+		r, err := b.runner.run([]string{b.tools[tool], "-e", progHeader}, "")
+		if err != nil {
+			return err
+		}
+		if v, ok := r.out.mapValue("@"); !ok || v != 2 {
+			return fmt.Errorf("no @: 2 (AF_INET) in the map printed: %q", r.out.maps)
+		}
+		b.logRun("header", tool, rep, "wall %v", ns(r.wall()))
+		if rep >= 0 {
+			wall.add(tool, float64(r.wall()))
+		}
+		return nil
+	})
+	return []*row{wall.row("#include <sys/socket.h> BEGIN wall", nanos, kinstMedianAtMost(10e6, "kinst <= 10 ms"))}
 }
 
 // tracepoint times a counting tracepoint program around /bin/true.

@@ -34,16 +34,20 @@ func childMain() {
 }
 
 // items are the measurements in the order they run; -run picks some.
+// An item marked long runs only when -run names it.
 var items = []struct {
 	name    string
 	measure func(*bench) []*row
+	long    bool
 }{
-	{"size", (*bench).sizes},
-	{"begin", (*bench).begin},
-	{"tracepoint", (*bench).tracepoint},
-	{"latency", (*bench).latency},
-	{"event", (*bench).perEvent},
-	{"printf", (*bench).printf},
+	{"size", (*bench).sizes, false},
+	{"begin", (*bench).begin, false},
+	{"header", (*bench).header, false},
+	{"tracepoint", (*bench).tracepoint, false},
+	{"latency", (*bench).latency, false},
+	{"event", (*bench).perEvent, false},
+	{"printf", (*bench).printf, false},
+	{"soak", (*bench).soak, true},
 }
 
 func mainBench(args []string, stdout, stderr io.Writer) int {
@@ -52,13 +56,15 @@ func mainBench(args []string, stdout, stderr io.Writer) int {
 	var (
 		short        = fs.Bool("short", false, "a quick run: 5 repetitions and smaller workloads")
 		reps         = fs.Int("n", 0, "repetitions per tool and item (default 20, 5 with -short)")
-		only         = fs.String("run", "", "comma-separated items to measure: "+itemNames()+" (default all)")
+		only         = fs.String("run", "", "comma-separated items to measure: "+itemNames()+" (default all but soak)")
 		kinstPath    = fs.String("kinst", "", "kinst binary (default bin/kinst at the module root, built if absent)")
 		bpftracePath = fs.String("bpftrace", "", `bpftrace binary (default bpftrace on PATH; "none" measures kinst alone)`)
 		workload     = fs.String("workload", "", "workload binary (default bin/workload at the module root, built if absent)")
 		events       = fs.Int("events", 0, "getppid calls for the cost per event (default 2000000, 500000 with -short)")
 		printfEvents = fs.Int("printf-events", 0, "getppid calls for printf throughput (default 1000000, 100000 with -short)")
-		timeout      = fs.Duration("timeout", 2*time.Minute, "longest a single run may take")
+		soakTime     = fs.Duration("soak", 0, "how long each tool runs in the soak item (default 10m, 1m with -short)")
+		soakRate     = fs.Int("soak-rate", 1_000_000, "getppid calls a second in the soak item")
+		timeout      = fs.Duration("timeout", 2*time.Minute, "longest a single run may take (the soak item's runs: this beyond -soak)")
 		verbose      = fs.Bool("v", false, "log every run's figures to standard error")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -81,8 +87,15 @@ func mainBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bench: %v\n", err)
 		return 2
 	}
-	if *reps < 1 || *events < 1 || *printfEvents < 1 {
-		fmt.Fprintln(stderr, "bench: -n, -events and -printf-events must be positive")
+	switch {
+	case *soakTime != 0:
+	case *short:
+		*soakTime = time.Minute
+	default:
+		*soakTime = 10 * time.Minute
+	}
+	if *reps < 1 || *events < 1 || *printfEvents < 1 || *soakRate < 1 || *soakTime < time.Second {
+		fmt.Fprintln(stderr, "bench: -n, -events, -printf-events and -soak-rate must be positive, -soak at least 1s")
 		return 2
 	}
 
@@ -93,6 +106,7 @@ func mainBench(args []string, stdout, stderr io.Writer) int {
 	}
 	defer cleanup()
 	b.reps, b.events, b.printfEvents, b.verbose = *reps, *events, *printfEvents, *verbose
+	b.soakTime, b.soakRate = *soakTime, *soakRate
 	b.runner.timeout = *timeout
 
 	fmt.Fprintln(stdout, header(b))
@@ -143,7 +157,7 @@ func selectItems(list string) (map[string]bool, error) {
 	sel := map[string]bool{}
 	if list == "" {
 		for _, it := range items {
-			sel[it.name] = true
+			sel[it.name] = !it.long
 		}
 		return sel, nil
 	}

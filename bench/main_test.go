@@ -12,8 +12,10 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"-run", "begin,bogus"}, `bench: unknown item "bogus" in -run: use size,begin,tracepoint,latency,event,printf`},
-		{[]string{"-n", "-1"}, "bench: -n, -events and -printf-events must be positive"},
+		{[]string{"-run", "begin,bogus"}, `bench: unknown item "bogus" in -run: use size,begin,header,tracepoint,latency,event,printf,soak`},
+		{[]string{"-n", "-1"}, "bench: -n, -events, -printf-events and -soak-rate must be positive, -soak at least 1s"},
+		{[]string{"-soak", "500ms"}, "bench: -n, -events, -printf-events and -soak-rate must be positive, -soak at least 1s"},
+		{[]string{"-soak-rate", "0"}, "bench: -n, -events, -printf-events and -soak-rate must be positive, -soak at least 1s"},
 		{[]string{"extra"}, `bench: unexpected arguments ["extra"]`},
 		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
 	}
@@ -40,8 +42,13 @@ func TestSelectItems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) != len(items) {
-		t.Errorf("selected %d items by default, want all %d", len(all), len(items))
+	for _, it := range items {
+		if all[it.name] == it.long {
+			t.Errorf("item %s selected by default: %v, want %v", it.name, all[it.name], !it.long)
+		}
+	}
+	if long, err := selectItems("soak"); err != nil || !long["soak"] {
+		t.Errorf(`selectItems("soak") = %v, %v; want soak`, long, err)
 	}
 }
 
@@ -92,9 +99,13 @@ func TestBenchKinst(t *testing.T) {
 	testenv.Require(t, testenv.Tracepoint, testenv.Ringbuf)
 	kinst := testenv.Kinst(t)
 	workload := testenv.Workload(t)
+	// The soak's map of milliseconds fills up in its first tenth of a
+	// second, so that its refused updates are counted.
+	t.Setenv("KINST_MAP_KEYS_MAX", "100")
 	var out, errs strings.Builder
 	code := mainBench([]string{"-n", "1", "-bpftrace", "none", "-kinst", kinst, "-workload", workload,
-		"-events", "20000", "-printf-events", "2000", "-run", "begin,tracepoint,latency,event,printf"}, &out, &errs)
+		"-events", "20000", "-printf-events", "2000", "-soak", "2s", "-soak-rate", "20000",
+		"-run", "begin,header,tracepoint,latency,event,printf,soak"}, &out, &errs)
 	if code != 0 {
 		t.Fatalf("exit status %d\n%s\n%s", code, out.String(), errs.String())
 	}
@@ -107,6 +118,7 @@ func TestBenchKinst(t *testing.T) {
 	for _, name := range []string{
 		"BEGIN { exit(); } wall",
 		"BEGIN { exit(); } peak RSS",
+		"#include <sys/socket.h> BEGIN wall",
 		"openat count -c /bin/true wall",
 		"openat count -c /bin/true peak RSS",
 		"-c command exit after tool start",
@@ -116,19 +128,37 @@ func TestBenchKinst(t *testing.T) {
 		"printf events delivered per second",
 		"printf events lost, reported",
 		"printf events missing, unreported",
+		"soak events generated per second",
+		"soak printf events delivered per second",
+		"soak printf events lost, reported",
+		"soak printf events missing, unreported",
+		"soak @calls = count() short of events",
+		"soak full-map updates dropped, reported",
+		"soak map updates missing, unreported",
+		"soak RSS at the start of the stream",
+		"soak RSS at the end of the stream",
+		"soak RSS largest",
+		"soak RSS growth after the first 10%",
 	} {
 		if _, ok := rows[name]; !ok {
 			t.Errorf("no row %q in\n%s", name, out.String())
 		}
 	}
-	// 2000 records fit in kinst's ring buffer many times over: none may
-	// go missing.
-	for _, name := range []string{"printf events lost, reported", "printf events missing, unreported"} {
+	// 2000 records fit in kinst's ring buffer many times over, and 20,000
+	// a second are a small part of what its reader takes: none may go
+	// missing, and every event and update is delivered or reported.
+	for _, name := range []string{"printf events lost, reported", "printf events missing, unreported",
+		"soak printf events lost, reported", "soak printf events missing, unreported",
+		"soak @calls = count() short of events", "soak map updates missing, unreported"} {
 		if f := strings.Fields(strings.TrimPrefix(strings.Join(rows[name], "  "), name)); len(f) < 2 || f[0] != "0" || f[1] != "-" {
 			t.Errorf("row %q: kinst and bpftrace columns %q, want 0 and -", name, f)
 		}
 	}
-	for _, note := range []string{"note: getppid() without a tool: ", "note: load average (1 minute) "} {
+	// Two seconds of milliseconds are 2,000 keys, far over 100.
+	if f := strings.Fields(strings.TrimPrefix(strings.Join(rows["soak full-map updates dropped, reported"], "  "), "soak full-map updates dropped, reported")); len(f) < 1 || f[0] == "0" {
+		t.Errorf("no full-map updates reported dropped: %q", f)
+	}
+	for _, note := range []string{"note: getppid() without a tool: ", "note: load average (1 minute) ", "note: soak kinst: resident memory every 10% of the run: "} {
 		if !strings.Contains(out.String(), note) {
 			t.Errorf("no %q in\n%s", note, out.String())
 		}

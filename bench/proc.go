@@ -33,7 +33,9 @@ type lines struct {
 	lastEvent int64 // arrival of the last event line
 	firstMap  int64 // arrival of the first map line ("@...")
 	maps      []string
-	lost      uint64 // the sum of "Lost N events" lines
+	sums      map[string]int64 // each map's values added up, by name ("@ms")
+	lost      uint64           // the sum of "Lost N events" lines
+	full      uint64           // updates kinst reports full maps refused
 }
 
 // maxMapLines bounds what a run keeps of the maps it prints: the checks
@@ -49,6 +51,7 @@ func (l *lines) add(line []byte, at int64) {
 		if len(l.maps) < maxMapLines {
 			l.maps = append(l.maps, string(line))
 		}
+		l.addToSum(line)
 	case l.event != "" && bytes.HasSuffix(line, []byte(l.event)):
 		l.events++
 		l.lastEvent = at
@@ -57,6 +60,24 @@ func (l *lines) add(line []byte, at int64) {
 			l.lost += n
 		}
 	}
+}
+
+// addToSum adds the value of a map line with a plain number, such as
+// "@ms[1234]: 5" or "@calls: 7", to its map's sum.
+func (l *lines) addToSum(line []byte) {
+	i := bytes.IndexAny(line, "[:")
+	j := bytes.LastIndex(line, []byte(": "))
+	if i < 0 || j < i {
+		return
+	}
+	v, err := strconv.ParseInt(string(line[j+2:]), 10, 64)
+	if err != nil {
+		return
+	}
+	if l.sums == nil {
+		l.sums = map[string]int64{}
+	}
+	l.sums[string(line[:i])] += v
 }
 
 // readFrom adds the lines read from r until it ends. Every line of one
@@ -107,6 +128,25 @@ func parseLost(line []byte) (uint64, bool) {
 	return n, err == nil
 }
 
+// parseFull reads kinst's warning of a full map, "kinst: warning: map
+// @ms was full: 12 updates dropped; ...", for the count of updates.
+func parseFull(line []byte) (uint64, bool) {
+	rest, ok := bytes.CutPrefix(line, []byte("kinst: warning: map @"))
+	if !ok {
+		return 0, false
+	}
+	_, rest, ok = bytes.Cut(rest, []byte(" was full: "))
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := bytes.Cut(rest, []byte(" update"))
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(num), 10, 64)
+	return n, err == nil
+}
+
 // mapValue finds the value printed for key in a map line such as
 // "@[workload]: 2000000".
 func (l *lines) mapValue(key string) (int64, bool) {
@@ -134,6 +174,13 @@ var errTimeout = errors.New("timed out")
 // its own, so that a timeout ends whatever it started. A non-zero exit
 // status is an error carrying the end of standard error.
 func (r *runner) run(argv []string, event string) (*run, error) {
+	return r.runWatched(argv, event, nil)
+}
+
+// runWatched is run with watch, when not nil, called on its own
+// goroutine with the command's pid once it has started, and a channel
+// closed once the command has ended; run returns after watch does.
+func (r *runner) runWatched(argv []string, event string, watch func(pid int, done <-chan struct{})) (*run, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
 	stderr, err := os.CreateTemp(r.tmp, "stderr")
@@ -164,8 +211,17 @@ func (r *runner) run(argv []string, event string) (*run, error) {
 		defer close(read)
 		res.out.readFrom(pr, r.clock.now)
 	}()
+	ended, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		if watch != nil {
+			watch(cmd.Process.Pid, ended)
+		}
+	}()
 	waitErr := cmd.Wait()
 	res.exit = r.clock.now()
+	close(ended)
+	<-watched
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		res.maxRSS = ru.Maxrss << 10
 	}
@@ -183,6 +239,9 @@ func (r *runner) run(argv []string, event string) (*run, error) {
 		for _, line := range bytes.Split(b, []byte("\n")) {
 			if n, ok := parseLost(line); ok {
 				res.out.lost += n
+			}
+			if n, ok := parseFull(line); ok {
+				res.out.full += n
 			}
 		}
 	}

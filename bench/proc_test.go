@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -65,6 +66,47 @@ func TestLinesAdd(t *testing.T) {
 	}
 	if _, ok := l.mapValue("@[work]"); ok {
 		t.Error("@[work] found, want absent: a key must match whole")
+	}
+	if want := map[string]int64{"@": 2000007}; !maps.Equal(l.sums, want) {
+		t.Errorf("sums = %v, want %v", l.sums, want)
+	}
+}
+
+func TestLinesSums(t *testing.T) {
+	l := lines{}
+	for i, s := range []string{
+		"@calls: 12",
+		"@ms[17]: 5",
+		"@ms[18]: 7",
+		"@ms[1, a: b]: 1",
+		"@h: ",
+		"@hist:",
+		"[4, 8)   3 |@@@@|",
+		"@s[x]: some text",
+	} {
+		l.add([]byte(s), int64(i))
+	}
+	if want := map[string]int64{"@calls": 12, "@ms": 13}; !maps.Equal(l.sums, want) {
+		t.Errorf("sums = %v, want %v", l.sums, want)
+	}
+}
+
+func TestParseFull(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		n    uint64
+		ok   bool
+	}{
+		{"kinst: warning: map @ms was full: 12 updates dropped; it holds at most 8 (set KINST_MAP_KEYS_MAX for more)", 12, true},
+		{"kinst: warning: map @x was full: 1 update dropped; it holds at most 8 (set KINST_MAP_KEYS_MAX for more)", 1, true},
+		{"kinst: warning: map @x was full: many updates dropped", 0, false},
+		{"kinst: warning: something else", 0, false},
+		{"Lost 3 events", 0, false},
+	} {
+		n, ok := parseFull([]byte(tt.line))
+		if n != tt.n || ok != tt.ok {
+			t.Errorf("parseFull(%q) = %d, %v; want %d, %v", tt.line, n, ok, tt.n, tt.ok)
+		}
 	}
 }
 

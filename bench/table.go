@@ -102,6 +102,12 @@ func kinstMedianAtMost(limit float64, text string) target {
 	}}
 }
 
+func kinstMedianAtLeast(limit float64, text string) target {
+	return target{text, func(r *row) (bool, bool) {
+		return r.kinst.median() >= limit, len(r.kinst) > 0
+	}}
+}
+
 // kinstPeakAtMost judges the worst sample, for figures that are limits
 // rather than typical values.
 func kinstPeakAtMost(limit float64, text string) target {

@@ -137,6 +137,9 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		c.setConst(id, Const{Int: uint64(v)})
 		return TInt64
 	}
+	if c.decls.broken[name] {
+		return nil // an enum constant whose declaration failed
+	}
 	if near := nearest(name, builtinNames); near != "" {
 		c.errorf(id, "unknown identifier %s (did you mean %s?)", name, near)
 	} else {

@@ -56,6 +56,7 @@ func init() {
 		"bswap":       {check: (*checker).checkBswap},
 		"path":        {check: (*checker).checkPath},
 		"uaddr":       {check: (*checker).checkUaddr},
+		"skboutput":   {check: (*checker).checkSkbOutput},
 	}
 }
 
@@ -77,6 +78,7 @@ func (c *checker) call(x *syntax.CallExpr, stmt bool) *Type {
 	name := x.Fun.Name
 	if aggregations[name] {
 		c.errorf(x, "%s() must be assigned to a map, as in @x = %s(…)", name, name)
+		c.use(x.Args)
 		return nil
 	}
 	f := functions[name]
@@ -86,23 +88,50 @@ func (c *checker) call(x *syntax.CallExpr, stmt bool) *Type {
 		} else {
 			c.errorf(x.Fun, "unknown function %s", name)
 		}
+		c.use(x.Args)
 		return nil
 	}
+	// A call that is not allowed here is still checked, as go/types
+	// checks the arguments of a call it rejects: their own mistakes
+	// are reported with it.
+	allowed := true
 	if f.stmt && !stmt {
 		c.errorf(x, "%s() has no value: use it as a statement", name)
-		return nil
+		allowed = false
 	}
 	if f.unsafe && !c.conf.Unsafe {
 		c.errorf(x.Fun, "%s() changes the system it runs on: run kinst with --unsafe to allow it", name)
-		return nil
+		allowed = false
 	}
 	call := &Call{Func: name}
 	t := f.check(c, x, call)
 	if t == nil {
+		// The check stopped at the first mistake; the arguments it did
+		// not reach may hold others.
+		c.use(x.Args)
+	}
+	if t == nil || !allowed {
 		return nil
 	}
 	c.probe.Calls[x] = call
 	return t
+}
+
+// use checks the arguments of a call that was rejected, those not
+// checked yet, so that their own mistakes are reported. Maps are left
+// unread, only their keys checked: what the call would do with a map is
+// unknown.
+func (c *checker) use(args []syntax.Expr) {
+	for _, a := range args {
+		if c.seen[a] {
+			continue
+		}
+		if m, ok := a.(*syntax.MapExpr); ok {
+			c.use(m.Keys)
+			continue
+		}
+		c.expr(a)
+	}
 }
 
 func (c *checker) nargs(x *syntax.CallExpr, lo, hi int) bool {
@@ -161,20 +190,21 @@ func (c *checker) checkPrintf(x *syntax.CallExpr, call *Call) *Type {
 		return nil
 	}
 	text, ok := c.constString(x.Args[0], x.Fun.Name+"() format")
-	if !ok {
-		return nil
-	}
+	// Every argument is checked, so that each bad one is reported.
 	kinds := make([]output.Kind, 0, len(x.Args)-1)
 	for _, a := range x.Args[1:] {
-		t := c.expr(a)
-		if t == nil {
-			return nil
-		}
-		if !storable(t) {
+		switch t := c.expr(a); {
+		case t == nil:
+			ok = false
+		case !storable(t):
 			c.errorf(a, "%s() cannot print a %s value", x.Fun.Name, t)
-			return nil
+			ok = false
+		default:
+			kinds = append(kinds, OutputKind(t))
 		}
-		kinds = append(kinds, OutputKind(t))
+	}
+	if !ok {
+		return nil
 	}
 	f := output.ParseFormat(text)
 	if fe := f.Check(x.Fun.Name, kinds); fe != nil {

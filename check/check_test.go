@@ -1,11 +1,12 @@
 package check
 
 import (
-	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"kinst.dev/kinst/internal/chunked"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -25,6 +26,13 @@ var switchArgs = &Type{Kind: Record, Name: "struct sched_switch", Size: 64, Fiel
 	{Name: "prev_pid", Type: TInt32, Offset: 24},
 }}
 
+// skbArgs are the arguments of a function given a packet.
+var skbArgs = &Type{Kind: Record, Name: "ip_output args", Size: 8, Fields: []*Field{
+	{Name: "skb", Type: &Type{Kind: Ptr, Size: 8, Elem: &Type{Kind: Record, Name: "struct sk_buff", Size: 8, Fields: []*Field{
+		{Name: "len", Type: TUint32, Offset: 0},
+	}}}, Offset: 0},
+}}
+
 func (fakeResolver) Resolve(ap *syntax.AttachPoint) ([]*Target, error) {
 	name := strings.Join(ap.Parts, ":")
 	switch ap.Provider {
@@ -41,6 +49,8 @@ func (fakeResolver) Resolve(ap *syntax.AttachPoint) ([]*Target, error) {
 			}, nil
 		}
 		return nil, fmt.Errorf("tracepoint %s does not exist", name)
+	case "fentry", "fexit":
+		return []*Target{{Provider: ap.Provider, Name: name, Func: name, Typed: true, Args: skbArgs}}, nil
 	case "interval", "profile", "uprobe", "uretprobe", "kprobe", "kretprobe", "rawtracepoint":
 		if len(ap.Parts) == 0 {
 			return nil, fmt.Errorf("%s needs a target", ap.Provider)
@@ -160,61 +170,23 @@ func TestConstants(t *testing.T) {
 	}
 }
 
+// TestCheckErrors checks each program of testdata/*.bt and compares the
+// whole list of errors with the ERROR comments written in it.
 func TestCheckErrors(t *testing.T) {
-	tests := []struct{ src, want string }{
-		{"BEGIN { @x = $y }", "t:1:14: variable $y is used before it is assigned"},
-		{"BEGIN { $x = nope; @y = $x + 1; @z = $x }", "t:1:14: unknown identifier nope"},
-		{"BEGIN { @m[(1, 2)] = 1 }", "t:1:12: a tuple cannot be a map key: give its elements as keys, as in @m[a, b]"},
-		{"BEGIN { @x = foo }", "t:1:14: unknown identifier foo"},
-		{"BEGIN { @x = comn }", "t:1:14: unknown identifier comn (did you mean comm?)"},
-		{"BEGIN { printff(\"x\") }", "t:1:9: unknown function printff (did you mean printf?)"},
-		{"BEGIN { @x = printf(\"x\") }", "t:1:14: printf() has no value: use it as a statement"},
-		{"BEGIN { @x = 1; @x = \"s\" }", "t:1:17: @x holds int64 values; cannot assign string[2]"},
-		{"BEGIN { @x = count(); @x = 1 }", "t:1:23: @x holds count values; cannot assign int64"},
-		{"BEGIN { @x = count(); @y = @x + 1 }", "t:1:28: @x holds count() values, which can only be printed, not read"},
-		{"BEGIN { @x[1] = 1; @x[1, 2] = 2 }", "t:1:20: @x is used with 2 keys here and 1 elsewhere"},
-		{"BEGIN { @x[1] = 1; @x[\"a\"] = 2 }", "t:1:23: key 1 of @x has type string[2] here and int64 elsewhere"},
-		{"BEGIN { @x = \"a\" + 1 }", "t:1:14: invalid operation: string[2] + int64 (strings support only == and !=)"},
-		{"BEGIN { @x = 1 / 0 }", "t:1:14: division by zero"},
-		{"BEGIN { @x = pid / 0 }", "t:1:20: division by zero"},
-		{"BEGIN { printf(\"%d\\n\") }", "t:1:9: printf(): not enough arguments for format string (0 supplied, 1 expected)"},
-		{"BEGIN { printf(\"%s\", 1) }", "t:1:17: printf(): %s specifier expects a value of type string (integer supplied)"},
-		{"BEGIN { printf(\"%d %d\", 1, 2, 3) }", "t:1:9: printf(): too many arguments for format string (3 supplied, 2 expected)"},
-		{"BEGIN { system(\"ls\") }", "t:1:9: system() changes the system it runs on: run kinst with --unsafe to allow it"},
-		{"BEGIN { @x = count(1) }", "t:1:14: count() takes 0 arguments, not 1"},
-		{"BEGIN { @x = lhist(1, 10, 5, 1) }", "t:1:27: lhist() max must be greater than min"},
-		{"BEGIN { @x = lhist(1, 0, 10, pid) }", "t:1:30: lhist() step must be a constant integer"},
-		{"BEGIN { $x = count() }", "t:1:9: count() can only be assigned to a map with ="},
-		{"BEGIN { count() }", "t:1:9: count() must be assigned to a map, as in @x = count(…)"},
-		{"BEGIN { @x = retval }", "t:1:14: retval is only available in kretprobe, uretprobe, fexit, fmod_ret probes"},
-		{"BEGIN { @x = arg0 }", "t:1:14: arg0 is only available in kprobe, uprobe, usdt, rawtracepoint, fentry, fexit, fmod_ret probes"},
-		{"kprobe:f { @x = arg9 }", "t:1:17: arg9 is out of range: kprobe probes have arguments arg0 to arg5"},
-		{"BEGIN { @x = kstack }", "t:1:14: kstack has no meaning in BEGIN: no code was interrupted"},
-		{"t:syscalls:sys_enter_openat { @x = args->flagz }", "t:1:36: struct sys_enter_openat has no field flagz (did you mean flags?)"},
-		{"t:syscalls:nope { }", "t:1:1: tracepoint syscalls:nope does not exist"},
-		{"BEGIN { break }", "t:1:9: break is only allowed inside a while loop"},
-		{"BEGIN { unroll(0) { } }", "t:1:16: unroll count must be between 1 and 100, not 0"},
-		{"BEGIN { @x = cpid }", "t:1:14: cpid needs a command to run: use -c CMD"},
-		{"BEGIN { clear(@nope) }", "t:1:15: map @nope is never assigned"},
-		{"BEGIN { @x = @y }", "t:1:14: map @y is read but never assigned"},
-		{"BEGIN { @x = $t.2; $t = (1, 2) }", "t:1:14: variable $t is used before it is assigned"},
-		{"BEGIN { $t = (1, 2); @x = $t.2 }", "t:1:27: tuple (int64, int64) has no element 2"},
-		{"BEGIN { @x = *comm }", "t:1:14: cannot dereference string[16]: it is not a pointer"},
-		{"BEGIN { @x = str(\"a\", \"b\") }", "t:1:23: str() length must be an integer, not string[2]"},
-		{"BEGIN { 1 + 2 }", "t:1:9: expression result unused: 1 + 2 is not a statement"},
-		{"BEGIN { @x = ntop(3, 1) }", "t:1:19: ntop() address family must be AF_INET (2) or AF_INET6 (10), not 3"},
-		{"BEGIN { @x = reg(\"ip\") }", "t:1:14: reg() reads the registers of kprobe, uprobe, usdt and profile probes only"},
-		{"kprobe:f { @x = reg(\"xx\") }", `t:1:21: unknown register "xx"; x86-64 has ax, bp, bx, cs, cx, di, dx, flags, ip, orig_ax, r10, r11, r12, r13, r14, r15, r8, r9, si, sp, ss`},
+	files, err := filepath.Glob("testdata/*.bt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no test files: %v", err)
 	}
-	for _, tt := range tests {
-		_, err := checkSrc(t, tt.src, nil)
-		var list syntax.ErrorList
-		if !errors.As(err, &list) {
-			t.Errorf("%s: got %v, want an error", tt.src, err)
-			continue
-		}
-		if got := list[0].Error(); got != tt.want {
-			t.Errorf("%s:\n got %s\nwant %s", tt.src, got, tt.want)
+	for _, file := range files {
+		for _, c := range chunked.Read(t, file) {
+			prog, err := syntax.Parse(chunked.Name, c.Source)
+			if err == nil {
+				_, err = Check(prog, &Config{Resolver: fakeResolver{}, Kernel: fakeKernel{}})
+				if _, ok := err.(syntax.ErrorList); err != nil && !ok {
+					t.Errorf("error is %T, not an ErrorList: %v", err, err)
+				}
+			}
+			c.Check(t, err)
 		}
 	}
 }
@@ -261,15 +233,8 @@ func TestUnitsSplitByContext(t *testing.T) {
 	if n := len(prog.Probes); n != 1 {
 		t.Fatalf("got %d probes for one layout", n)
 	}
-	// Each layout is checked on its own: a field one of them lacks is an
-	// error there.
-	_, err = checkSrc(t, "t:syscalls:sys_enter_openat, t:sched:sched_switch { @[args->flagz] = count() }", nil)
-	if err == nil {
-		t.Fatal("expected an error for a field missing from one layout")
-	}
-	if n := strings.Count(err.Error(), "no field"); n < 1 {
-		t.Fatalf("unexpected error %v", err)
-	}
+	// Each layout is checked on its own: testdata/errors.bt has a field
+	// that one of them lacks.
 }
 
 // fakeKernel knows one enum constant and one struct.
@@ -332,10 +297,6 @@ func TestKernelTypes(t *testing.T) {
 	}
 	if got := prog.Map("p").Value.String(); got != "int32" {
 		t.Errorf("@p is %s", got)
-	}
-	_, err = checkSrc(t, "BEGIN { @x = offsetof(struct task_struct, nope) }", &Config{Kernel: fakeKernel{}})
-	if err == nil || err.Error() != "t:1:14: struct task_struct has no field nope" {
-		t.Errorf("got %v", err)
 	}
 }
 

@@ -2,7 +2,9 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -61,16 +63,19 @@ func Check(prog *syntax.Program, conf *Config) (*Program, error) {
 		c.errs.Add(c.file, syntax.NoPos, syntax.NoPos, "string length %d is out of range 1..%d", conf.StrLen, MaxStrLen)
 		return nil, c.errs
 	}
+	// Broken declarations and attach points do not stop the check, as
+	// go/types goes on past an error: what depends on a broken
+	// declaration fails quietly (see declared.broken), and a probe none
+	// of whose attach points resolved is left out. When that probe
+	// assigns a map the others use, their view of the map would be
+	// wrong, and the check stops there.
 	c.declare(prog)
-	if len(c.errs) > 0 {
+	units, skipped := c.resolve(prog)
+	if feedsOthers(skipped, units) {
 		c.errs.Sort()
 		return nil, c.errs
 	}
-	units := c.resolve(prog)
-	if len(c.errs) > 0 {
-		c.errs.Sort()
-		return nil, c.errs
-	}
+	early := c.errs
 	c.assigned = assignedMaps(prog)
 	// Map types settle over passes; only the last pass reports errors.
 	// A map read before any pass has typed it is left untyped; when the
@@ -79,7 +84,7 @@ func Check(prog *syntax.Program, conf *Config) (*Program, error) {
 	// int64, as bpftrace does, and the passes go on.
 	for pass := 0; ; pass++ {
 		c.changed, c.pending, c.pendingAt = false, false, nil
-		c.errs = nil
+		c.errs = slices.Clone(early)
 		c.prog.Probes = c.prog.Probes[:0]
 		for _, u := range units {
 			c.checkProbe(u)
@@ -127,6 +132,9 @@ type checker struct {
 	// failedVars names the variables whose first assignment had an
 	// error, so that their uses do not report it again.
 	failedVars map[string]bool
+	// seen holds the expressions checked so far, so that a call that
+	// fails can check the arguments it did not get to.
+	seen map[syntax.Expr]bool
 }
 
 func (c *checker) errorf(n syntax.Node, format string, args ...any) {
@@ -142,9 +150,9 @@ type unit struct {
 	ret      *Type
 }
 
-// resolve expands every attach point and splits probes into units.
-func (c *checker) resolve(prog *syntax.Program) []unit {
-	var units []unit
+// resolve expands every attach point and splits probes into units. It
+// returns apart the probes none of whose attach points resolved.
+func (c *checker) resolve(prog *syntax.Program) (units []unit, skipped []*syntax.Probe) {
 	for _, p := range prog.Probes {
 		usesArgs := usesIdent(p, "args")
 		var mine []unit
@@ -161,9 +169,31 @@ func (c *checker) resolve(prog *syntax.Program) []unit {
 				mine = addTarget(mine, p, t, usesArgs)
 			}
 		}
+		if len(mine) == 0 {
+			skipped = append(skipped, p)
+		}
 		units = append(units, mine...)
 	}
-	return units
+	return units, skipped
+}
+
+// feedsOthers reports whether the skipped probes assign a map that the
+// probes of units mention.
+func feedsOthers(skipped []*syntax.Probe, units []unit) bool {
+	assigned := map[string]bool{}
+	for _, p := range skipped {
+		maps.Copy(assigned, assignedMaps(p))
+	}
+	found := false
+	for _, u := range units {
+		syntax.Inspect(u.probe, func(n syntax.Node) bool {
+			if m, ok := n.(*syntax.MapExpr); ok && assigned[m.Name] {
+				found = true
+			}
+			return !found
+		})
+	}
+	return found
 }
 
 func (c *checker) resolvePoint(ap *syntax.AttachPoint) ([]*Target, error) {
@@ -238,10 +268,10 @@ func (c *checker) unresolved() {
 	}
 }
 
-// assignedMaps names the maps a program assigns or increments.
-func assignedMaps(prog *syntax.Program) map[string]bool {
+// assignedMaps names the maps a program or probe assigns or increments.
+func assignedMaps(n syntax.Node) map[string]bool {
 	names := map[string]bool{}
-	syntax.Inspect(prog, func(n syntax.Node) bool {
+	syntax.Inspect(n, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.AssignStmt:
 			if m, ok := n.Lhs.(*syntax.MapExpr); ok {
@@ -284,6 +314,7 @@ func (c *checker) checkProbe(u unit) {
 	}
 	c.probe = p
 	c.failedVars = map[string]bool{}
+	c.seen = map[syntax.Expr]bool{}
 	if u.probe.Pred != nil {
 		t := c.expr(u.probe.Pred)
 		if t != nil && !t.IsInt() {

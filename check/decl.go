@@ -16,6 +16,10 @@ type declared struct {
 	// complete records which tags have a body, as opposed to a forward
 	// declaration or a pointer to a type not yet defined.
 	complete map[string]bool
+	// broken names the tags ("struct X"), typedefs and enum constants
+	// whose declaration had an error, already reported: a use of one
+	// fails without a second error.
+	broken map[string]bool
 }
 
 // declare lays out the program's declarations in order. Each one hides
@@ -28,16 +32,23 @@ func (c *checker) declare(prog *syntax.Program) {
 		typedefs: map[string]*Type{},
 		enums:    map[string]int64{},
 		complete: map[string]bool{},
+		broken:   map[string]bool{},
 	}
 	for _, d := range prog.Decls {
 		base := c.ctype(d.Type)
-		if base == nil || !d.Typedef {
+		if !d.Typedef {
 			continue
 		}
 		for _, n := range d.Names {
-			if t := c.declarator(base, n); t != nil {
-				c.decls.typedefs[n.Name] = t
+			var t *Type
+			if base != nil {
+				t = c.declarator(base, n)
 			}
+			if t == nil {
+				c.decls.broken[n.Name] = true
+				continue
+			}
+			c.decls.typedefs[n.Name] = t
 		}
 	}
 }
@@ -96,9 +107,12 @@ func (c *checker) ctype(ct *syntax.CType) *Type {
 		switch ct.Name {
 		case "void":
 			return TVoid
-		case "float", "double", "long double":
-			c.errorf(ct, "floating-point type %s is not supported", ct.Name)
-			return nil
+		case "float":
+			return FloatType(4, ct.Name)
+		case "double":
+			return FloatType(8, ct.Name)
+		case "long double":
+			return FloatType(16, ct.Name) // x86-64's and arm64's
 		}
 		if !isBaseWords(ct.Name) {
 			return c.namedType(syntax.IDENT, ct.Name, ct)
@@ -111,6 +125,9 @@ func (c *checker) ctype(ct *syntax.CType) *Type {
 	}
 	tag := ct.Kind.String() + " " + ct.Name
 	if !ct.Body {
+		if c.decls.broken[tag] {
+			return nil
+		}
 		if t := c.decls.tags[tag]; t != nil {
 			return t
 		}
@@ -128,7 +145,18 @@ func (c *checker) ctype(ct *syntax.CType) *Type {
 		return nil
 	}
 	if ct.Kind == syntax.ENUM {
-		return c.defineEnum(ct, tag)
+		t := c.defineEnum(ct, tag)
+		if t == nil {
+			for _, e := range ct.Values {
+				if _, ok := c.decls.enums[e.Name]; !ok {
+					c.decls.broken[e.Name] = true
+				}
+			}
+			if ct.Name != "" {
+				c.decls.broken[tag] = true
+			}
+		}
+		return t
 	}
 	t := &Type{Kind: Record, Name: tag}
 	if ct.Name == "" {
@@ -143,6 +171,9 @@ func (c *checker) ctype(ct *syntax.CType) *Type {
 		c.decls.tags[tag] = t
 	}
 	if !c.layout(t, ct) {
+		if ct.Name != "" {
+			c.decls.broken[tag] = true
+		}
 		return nil
 	}
 	if ct.Name != "" {
@@ -351,7 +382,7 @@ func (c *checker) declarator(base *Type, d *syntax.Declarator) *Type {
 // cAlign is the alignment C gives a value of type t.
 func cAlign(t *Type) int {
 	switch t.Kind {
-	case Int:
+	case Int, Float:
 		return t.Size
 	case Str:
 		return 1
@@ -373,6 +404,9 @@ func cAlign(t *Type) int {
 // then, in a uprobe, the binary's DWARF, then the kernel's BTF. at, when
 // set, is where to report a failure.
 func (c *checker) namedType(kind syntax.Token, name string, at syntax.Node) *Type {
+	if c.decls.broken[typeName(kind, name)] {
+		return nil
+	}
 	if kind == syntax.IDENT {
 		if t := c.decls.typedefs[name]; t != nil {
 			return t
@@ -420,7 +454,9 @@ func (c *checker) declConst(x syntax.Expr) (int64, bool) {
 		if v, ok := c.enumValue(x.Name); ok {
 			return v, true
 		}
-		c.errorf(x, "unknown constant %s", x.Name)
+		if !c.decls.broken[x.Name] {
+			c.errorf(x, "unknown constant %s", x.Name)
+		}
 		return 0, false
 	case *syntax.UnaryExpr:
 		v, ok := c.declConst(x.X)

@@ -15,6 +15,7 @@ const joinArgs = 16
 func (g *gen) action(a *Action) *Action {
 	a.ID = len(g.c.out.Actions)
 	a.Pos = g.cur
+	a.Probe = g.p
 	g.c.out.Actions = append(g.c.out.Actions, a)
 	return a
 }
@@ -216,6 +217,8 @@ func (g *gen) callScalar(x *syntax.CallExpr) operand {
 		return g.bswap(x)
 	case "strcontains":
 		return g.strcontains(x)
+	case "skboutput":
+		return g.skboutput(x, c)
 	}
 	g.c.errorf(x, "%s() has no integer value", x.Fun.Name)
 	return immOp(0)

@@ -81,7 +81,7 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 		maps: map[*check.Map]*Map{},
 	}
 	c.declareMaps()
-	for _, p := range c.mergeUprobes(splitUSDT(prog.Probes)) {
+	for _, p := range c.mergeProbes(splitUSDT(prog.Probes)) {
 		mech, why := c.choose(p)
 		if (mech.IsTrampoline() || mech == MechRawTracepoint) && len(p.Targets) > 1 {
 			// A trampoline program is bound to one function when it is
@@ -181,6 +181,10 @@ func (c *compiler) declareInternalMaps() {
 	}
 	if c.kstackDepth > 0 {
 		specs[KstackMap] = &ebpf.MapSpec{Name: KstackMap, Type: ebpf.StackTrace, KeySize: 4, ValueSize: uint32(8 * c.kstackDepth), MaxEntries: uint32(c.opts.StackEntries)}
+	}
+	if len(c.out.SkbOutputs) > 0 {
+		// The kernel sizes it to the CPUs when it is created.
+		specs[PacketsMap] = &ebpf.MapSpec{Name: PacketsMap, Type: ebpf.PerfEventArray}
 	}
 	if c.ustackDepth > 0 {
 		specs[UstackMap] = &ebpf.MapSpec{Name: UstackMap, Type: ebpf.StackTrace, KeySize: 4, ValueSize: uint32(8 * c.ustackDepth), MaxEntries: uint32(c.opts.StackEntries)}

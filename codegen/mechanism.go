@@ -101,6 +101,9 @@ func (c *compiler) choose(p *check.Probe) (Mechanism, string) {
 		if hasOffset(t) {
 			return MechKprobe, "an offset into a function needs a kprobe"
 		}
+		if t.NoFtrace {
+			return MechKprobe, "ftrace cannot reach " + t.Func + ": only a kprobe attaches to it"
+		}
 	}
 	if usesRegisters(p) {
 		return MechKprobe, "the program reads saved registers, which only a kprobe gives"

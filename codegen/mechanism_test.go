@@ -16,6 +16,7 @@ func TestChoose(t *testing.T) {
 		return &check.Target{Provider: "kprobe", Name: name, Func: name, Typed: typed}
 	}
 	offset := &check.Target{Provider: "kprobe", Name: "vfs_read+4", Func: "vfs_read", Typed: true}
+	noFtrace := &check.Target{Provider: "kprobe", Name: "entry_SYSCALL_64", Func: "entry_SYSCALL_64", NoFtrace: true}
 	user := func(file, name string) *check.Target {
 		return &check.Target{Provider: "uprobe", Name: file + ":" + name, Func: name}
 	}
@@ -58,6 +59,8 @@ func TestChoose(t *testing.T) {
 		{"kretprobe no fexit", probe("kretprobe", fn("vfs_read", true)), []Mechanism{MechFentry}, "", MechKprobe, "this kernel refuses fexit programs"},
 		{"kprobe offset", probe("kprobe", offset), all, "", MechKprobe, "an offset into a function needs a kprobe"},
 		{"kprobe offset forced", probe("kprobe", offset), all, MechFentry, MechKprobe, "an offset into a function needs a kprobe"},
+		{"kprobe beyond ftrace", probe("kprobe", noFtrace), all, "", MechKprobe, "ftrace cannot reach entry_SYSCALL_64: only a kprobe attaches to it"},
+		{"kprobe beyond ftrace forced", probe("kprobe", noFtrace), all, MechKprobeMulti, MechKprobe, "ftrace cannot reach entry_SYSCALL_64: only a kprobe attaches to it"},
 		{"kprobe sarg", using(probe("kprobe", fn("vfs_read", true)), "sarg0"), all, "", MechKprobe, "the program reads saved registers, which only a kprobe gives"},
 		{"kprobe ctx", using(probe("kprobe", fn("vfs_read", true)), "ctx"), all, "", MechKprobe, "the program reads saved registers, which only a kprobe gives"},
 		{"kprobe reg", calling(probe("kprobe", fn("vfs_read", true)), "reg"), all, MechKprobeMulti, MechKprobe, "the program reads saved registers, which only a kprobe gives"},

@@ -2,15 +2,14 @@ package instruments
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"kinst.dev/kinst/instruments/internal/cfg"
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/output"
 )
@@ -24,12 +23,12 @@ func init() {
 }
 
 func blocks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c Common
-	fs := c.Flags("blocks", stderr,
+	var c common
+	fs := c.flags("blocks", stderr,
 		"usage: kinst blocks FUNC [--layout] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-o FILE] [-f text|json] [-q] [--show]",
 	)
 	layout := fs.Bool("layout", false, "propose the block order that makes the measured transitions fall through most")
-	pos, err := c.Parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -40,7 +39,7 @@ func blocks(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return usageError("%v", err)
 	}
-	g, err := FunctionCFG(fn)
+	g, err := functionCFG(fn)
 	if err != nil {
 		return err
 	}
@@ -53,7 +52,7 @@ func blocks(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return fmt.Errorf("cannot count the blocks of %s: %w", fn, err)
 		}
 	}
-	hooks := Hooks{ExitMaps: func(w io.Writer, maps []*output.Map) error {
+	hooks := runHooks{ExitMaps: func(w io.Writer, maps []*output.Map) error {
 		r := newBlockReport(g, refused, maps)
 		if *layout {
 			if err := r.propose(); err != nil {
@@ -65,12 +64,12 @@ func blocks(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return r.writeText(w, c.Quiet)
 	}}
-	return c.Run(ctx, "blocks", blocksProgram(&c, g, refused), hooks, stdout, stderr)
+	return c.run(ctx, "blocks", blocksProgram(&c, g, refused), hooks, stdout, stderr)
 }
 
 // blocksFunction reads the kernel function a target names.
 func blocksFunction(spec string) (string, error) {
-	t, err := ParseTarget(spec)
+	t, err := parseTarget(spec)
 	if err != nil {
 		return "", err
 	}
@@ -84,10 +83,10 @@ func blocksFunction(spec string) (string, error) {
 	return fn, nil
 }
 
-// FunctionCFG reads a kernel function's code from the running kernel,
+// functionCFG reads a kernel function's code from the running kernel,
 // with the parts the compiler outlined (FUNC.cold) that it jumps to, and
 // builds its control-flow graph.
-func FunctionCFG(name string) (*CFG, error) {
+func functionCFG(name string) (*cfg.CFG, error) {
 	ks, err := kernel.LoadKallsyms()
 	if err != nil {
 		return nil, err
@@ -99,17 +98,14 @@ func FunctionCFG(name string) (*CFG, error) {
 	if err != nil {
 		return nil, err
 	}
-	regions := []Region{{Name: name, Addr: text.Sym.Addr, Code: text.Code}}
-	insts, err := decodeRegion(regions[0], nil)
+	regions := []cfg.Region{{Name: name, Addr: text.Sym.Addr, Code: text.Code}}
+	targets, err := cfg.JumpsOut(regions[0])
 	if err != nil {
 		return nil, err
 	}
 	seen := map[uint64]bool{}
-	for _, in := range insts {
-		if in.flow != flowBranch && in.flow != flowJump || regions[0].contains(in.target) {
-			continue
-		}
-		s, _, ok := ks.Lookup(in.target)
+	for _, addr := range targets {
+		s, _, ok := ks.Lookup(addr)
 		if !ok || seen[s.Addr] || !strings.HasPrefix(s.Name, name+".cold") {
 			continue
 		}
@@ -118,9 +114,9 @@ func FunctionCFG(name string) (*CFG, error) {
 		if err != nil {
 			return nil, err
 		}
-		regions = append(regions, Region{Name: s.Name, Addr: s.Addr, Code: cold.Code})
+		regions = append(regions, cfg.Region{Name: s.Name, Addr: s.Addr, Code: cold.Code})
 	}
-	return BuildCFG(regions, func(addr uint64) (string, uint64) {
+	return cfg.Build(regions, func(addr uint64) (string, uint64) {
 		if s, off, ok := ks.Lookup(addr); ok && off == 0 && s.IsFunc() {
 			return s.Name, addr
 		}
@@ -130,7 +126,7 @@ func FunctionCFG(name string) (*CFG, error) {
 
 // checkBlocks asks the kernel which block starts it lets a kprobe reach,
 // and returns the refusal for each block it does not.
-func checkBlocks(g *CFG) ([]error, error) {
+func checkBlocks(g *cfg.CFG) ([]error, error) {
 	refused := make([]error, len(g.Blocks))
 	for ri, r := range g.Regions {
 		var idx []int
@@ -159,7 +155,7 @@ func checkBlocks(g *CFG) ([]error, error) {
 
 // blocksProgram is the kinst program that counts each block: one kprobe
 // at the start of every block the kernel accepts.
-func blocksProgram(c *Common, g *CFG, refused []error) string {
+func blocksProgram(c *common, g *cfg.CFG, refused []error) string {
 	var points []string
 	for _, b := range g.Blocks {
 		if refused[b.Index] == nil {
@@ -168,39 +164,36 @@ func blocksProgram(c *Common, g *CFG, refused []error) string {
 	}
 	var sb strings.Builder
 	sb.WriteString(strings.Join(points, ",\n"))
-	if cond := c.Predicate(); cond != "" {
+	if cond := c.predicate(); cond != "" {
 		sb.WriteString("\n/" + cond + "/")
 	}
 	sb.WriteString("\n{\n\t@[probe] = count();\n}\n")
-	sb.WriteString(c.Stop())
+	sb.WriteString(c.stop())
 	return sb.String()
 }
 
 // blockProbe is the probe at a block's start, as the probe builtin names it.
-func blockProbe(g *CFG, b *Block) string { return "kprobe:" + g.Label(b) }
+func blockProbe(g *cfg.CFG, b *cfg.Block) string { return "kprobe:" + g.Label(b) }
 
 // blockReport is what blocks prints: the graph, the counts measured and
 // solved, and why blocks were not probed.
 type blockReport struct {
-	g       *CFG
-	f       *Flow
+	g       *cfg.CFG
+	f       *cfg.Flow
 	refused []error
-	layout  *Layout // with --layout
+	layout  *cfg.Layout // with --layout
 }
-
-// ErrNotRun marks a function that did not run while it was measured.
-var ErrNotRun = errors.New("did not run")
 
 // propose computes the layout, which needs the function to have run.
 func (r *blockReport) propose() error {
 	if c := r.calls(); c.Known && c.N == 0 {
-		return fmt.Errorf("%s %w while its blocks were counted: no layout to propose", r.g.Regions[0].Name, ErrNotRun)
+		return fmt.Errorf("%s did not run while its blocks were counted: no layout to propose", r.g.Regions[0].Name)
 	}
-	r.layout = ProposeLayout(r.g, r.f)
+	r.layout = cfg.ProposeLayout(r.g, r.f)
 	return nil
 }
 
-func newBlockReport(g *CFG, refused []error, maps []*output.Map) *blockReport {
+func newBlockReport(g *cfg.CFG, refused []error, maps []*output.Map) *blockReport {
 	hits := map[string]uint64{}
 	for _, m := range maps {
 		if m.Name != "@" {
@@ -212,34 +205,27 @@ func newBlockReport(g *CFG, refused []error, maps []*output.Map) *blockReport {
 			}
 		}
 	}
-	measured := make([]Count, len(g.Blocks))
+	measured := make([]cfg.Count, len(g.Blocks))
 	for _, b := range g.Blocks {
 		if refused[b.Index] == nil {
-			measured[b.Index] = Count{N: hits[blockProbe(g, b)], Known: true}
+			measured[b.Index] = cfg.Count{N: hits[blockProbe(g, b)], Known: true}
 		}
 	}
-	return &blockReport{g: g, f: Solve(g, measured), refused: refused}
+	return &blockReport{g: g, f: cfg.Solve(g, measured), refused: refused}
 }
 
 // calls is the entry edge's count.
-func (r *blockReport) calls() Count {
+func (r *blockReport) calls() cfg.Count {
 	for _, e := range r.g.Blocks[0].In {
-		if e.Kind == EdgeEntry {
+		if e.Kind == cfg.EdgeEntry {
 			return r.f.Edges[e.Index]
 		}
 	}
-	return Count{}
-}
-
-func (c Count) String() string {
-	if !c.Known {
-		return "?"
-	}
-	return strconv.FormatUint(c.N, 10)
+	return cfg.Count{}
 }
 
 // refusal says in a few words why a block's start took no kprobe.
-func (r *blockReport) refusal(b *Block) string {
+func (r *blockReport) refusal(b *cfg.Block) string {
 	err := r.refused[b.Index]
 	var kr *kernel.KprobeRefusal
 	if !errors.As(err, &kr) {
@@ -249,9 +235,9 @@ func (r *blockReport) refusal(b *Block) string {
 		// The kernel's reasons for EINVAL are many; the instruction
 		// tells which applies.
 		switch first := b.Insts[0]; {
-		case mnemonic(first.Text) == "ud2":
+		case first.Mnemonic() == "ud2":
 			return "the kernel does not probe BUG and WARN sites (ud2) (EINVAL)"
-		case first.pad && first.flow != flowTrap && (first.Len == 2 || first.Len == 5):
+		case first.Nop() && (first.Len == 2 || first.Len == 5):
 			return "the kernel does not probe jump labels and static calls, which this nop is (EINVAL)"
 		}
 	}
@@ -277,7 +263,7 @@ func (r *blockReport) writeText(w io.Writer, quiet bool) error {
 		if _, err := io.WriteString(w, sb.String()); err != nil {
 			return err
 		}
-		return r.layout.writeText(w, r)
+		return writeLayout(w, r)
 	}
 
 	width := len("count")
@@ -291,7 +277,7 @@ func (r *blockReport) writeText(w io.Writer, quiet bool) error {
 		}
 	}
 	pad := strings.Repeat(" ", width+2+offWidth+2)
-	starts := map[uint64]*Block{}
+	starts := map[uint64]*cfg.Block{}
 	for _, b := range g.Blocks {
 		starts[b.Start] = b
 	}
@@ -299,7 +285,7 @@ func (r *blockReport) writeText(w io.Writer, quiet bool) error {
 	for ri, insts := range g.Insts {
 		region := &g.Regions[ri]
 		fmt.Fprintf(&sb, "\n%*s  %s:\n", width, "count", region.Name)
-		var cur *Block
+		var cur *cfg.Block
 		padOff, padLen := "", 0
 		// A blank line separates blocks, and padding from blocks.
 		started := false
@@ -339,7 +325,7 @@ func (r *blockReport) writeText(w io.Writer, quiet bool) error {
 					fmt.Fprintf(&sb, "%s; not probed: %s\n", pad, r.refusal(cur))
 				}
 				for _, e := range cur.In {
-					if e.Kind == EdgeUnknown {
+					if e.Kind == cfg.EdgeUnknown {
 						fmt.Fprintf(&sb, "%s<- %s: %s\n", pad, e.Note, f.Edges[e.Index])
 					}
 				}
@@ -370,7 +356,7 @@ func (r *blockReport) writeText(w io.Writer, quiet bool) error {
 }
 
 // successors describes a block's outgoing edges: "+0x2f: 10, return: 3".
-func (r *blockReport) successors(b *Block) string {
+func (r *blockReport) successors(b *cfg.Block) string {
 	var parts []string
 	for _, e := range b.Out {
 		dest := e.Note
@@ -388,103 +374,115 @@ func (r *blockReport) successors(b *Block) string {
 	return strings.Join(parts, ", ")
 }
 
-// The JSON document blocks prints.
-type (
-	jsonBlocks struct {
-		Function   string      `json:"function"`
-		Address    uint64      `json:"address"`
-		Size       int         `json:"size"`
-		Calls      *uint64     `json:"calls"`
-		Blocks     []jsonBlock `json:"blocks"`
-		Edges      []jsonEdge  `json:"edges"`
-		Unbalanced []int       `json:"unbalanced"`
-		Layout     *jsonLayout `json:"layout,omitempty"`
-	}
-	// jsonLayout gives blocks by index.
-	jsonLayout struct {
-		Transitions uint64 `json:"transitions"`
-		Current     uint64 `json:"current"` // transitions that fall through
-		Proposed    uint64 `json:"proposed"`
-		Order       []int  `json:"order"`
-		Cold        []int  `json:"cold"`
-	}
-	jsonBlock struct {
-		Symbol       string     `json:"symbol"`
-		Start        uint64     `json:"start"` // offsets into symbol
-		End          uint64     `json:"end"`
-		Count        *uint64    `json:"count"`
-		Probed       bool       `json:"probed"`
-		Reason       string     `json:"reason,omitempty"` // why it was not probed
-		Instructions []jsonInst `json:"instructions"`
-	}
-	jsonInst struct {
-		Offset uint64 `json:"offset"`
-		Text   string `json:"text"`
-	}
-	jsonEdge struct {
-		From  *int    `json:"from"` // block indexes; null outside the function
-		To    *int    `json:"to"`
-		Kind  string  `json:"kind"`
-		Note  string  `json:"note,omitempty"`
-		Count *uint64 `json:"count"`
-	}
-)
-
-func (c Count) ptr() *uint64 {
-	if !c.Known {
-		return nil
-	}
-	return &c.N
-}
-
-func (r *blockReport) writeJSON(w io.Writer) error {
+// writeJSON prints the report as one JSON document: the function, its
+// blocks with their instructions (offsets into their symbol), the edges
+// between them by block index (null outside the function), the counts
+// (null where unknown), and the proposed layout with --layout.
+func (r *blockReport) writeJSON(out io.Writer) error {
 	g := r.g
-	doc := jsonBlocks{
-		Function:   g.Regions[0].Name,
-		Address:    g.Regions[0].Addr,
-		Size:       len(g.Regions[0].Code),
-		Calls:      r.calls().ptr(),
-		Blocks:     make([]jsonBlock, len(g.Blocks)),
-		Edges:      make([]jsonEdge, len(g.Edges)),
-		Unbalanced: []int{},
+	w := jsonWriter{compact: true}
+	count := func(c cfg.Count) {
+		if c.Known {
+			w.uint(c.N)
+		} else {
+			w.null()
+		}
 	}
+	block := func(b *cfg.Block) {
+		if b == nil {
+			w.null()
+		} else {
+			w.int(int64(b.Index))
+		}
+	}
+	blocks := func(list []*cfg.Block) {
+		w.open('[')
+		for _, b := range list {
+			block(b)
+		}
+		w.close(']')
+	}
+	w.open('{')
+	w.key("function")
+	w.str(g.Regions[0].Name)
+	w.key("address")
+	w.uint(g.Regions[0].Addr)
+	w.key("size")
+	w.int(int64(len(g.Regions[0].Code)))
+	w.key("calls")
+	count(r.calls())
+	w.key("blocks")
+	w.open('[')
 	for i, b := range g.Blocks {
 		base := g.Regions[b.Region].Addr
-		jb := jsonBlock{
-			Symbol: g.Regions[b.Region].Name,
-			Start:  b.Start - base,
-			End:    b.End - base,
-			Count:  r.f.Blocks[i].ptr(),
-			Probed: r.refused[i] == nil,
+		w.open('{')
+		w.key("symbol")
+		w.str(g.Regions[b.Region].Name)
+		w.key("start")
+		w.uint(b.Start - base)
+		w.key("end")
+		w.uint(b.End - base)
+		w.key("count")
+		count(r.f.Blocks[i])
+		w.key("probed")
+		w.bool(r.refused[i] == nil)
+		if r.refused[i] != nil {
+			w.key("reason")
+			w.str(r.refusal(b))
 		}
-		if !jb.Probed {
-			jb.Reason = r.refusal(b)
-		}
+		w.key("instructions")
+		w.open('[')
 		for _, in := range b.Insts {
-			jb.Instructions = append(jb.Instructions, jsonInst{Offset: in.Addr - base, Text: in.Text})
+			w.open('{')
+			w.key("offset")
+			w.uint(in.Addr - base)
+			w.key("text")
+			w.str(in.Text)
+			w.close('}')
 		}
-		doc.Blocks[i] = jb
+		w.close(']')
+		w.close('}')
 	}
-	index := func(b *Block) *int {
-		if b == nil {
-			return nil
-		}
-		return &b.Index
-	}
+	w.close(']')
+	w.key("edges")
+	w.open('[')
 	for i, e := range g.Edges {
-		doc.Edges[i] = jsonEdge{From: index(e.From), To: index(e.To), Kind: e.Kind.String(), Note: e.Note, Count: r.f.Edges[i].ptr()}
+		w.open('{')
+		w.key("from")
+		block(e.From)
+		w.key("to")
+		block(e.To)
+		w.key("kind")
+		w.str(e.Kind.String())
+		if e.Note != "" {
+			w.key("note")
+			w.str(e.Note)
+		}
+		w.key("count")
+		count(r.f.Edges[i])
+		w.close('}')
 	}
-	for _, b := range r.f.Unbalanced {
-		doc.Unbalanced = append(doc.Unbalanced, b.Index)
-	}
+	w.close(']')
+	w.key("unbalanced")
+	blocks(r.f.Unbalanced)
 	if l := r.layout; l != nil {
-		doc.Layout = &jsonLayout{Transitions: l.Transitions, Current: l.Current, Proposed: l.Proposed, Order: []int{}, Cold: []int{}}
-		for _, b := range l.Order {
-			doc.Layout.Order = append(doc.Layout.Order, b.Index)
-		}
-		for _, b := range l.Cold {
-			doc.Layout.Cold = append(doc.Layout.Cold, b.Index)
-		}
+		// Transitions, and those that fall through now and in the
+		// proposed order.
+		w.key("layout")
+		w.open('{')
+		w.key("transitions")
+		w.uint(l.Transitions)
+		w.key("current")
+		w.uint(l.Current)
+		w.key("proposed")
+		w.uint(l.Proposed)
+		w.key("order")
+		blocks(l.Order)
+		w.key("cold")
+		blocks(l.Cold)
+		w.close('}')
 	}
-	return json.NewEncoder(w).Encode(doc)
+	w.close('}')
+	_, err := out.Write(append(w.b, '\n'))
+	return err
 }

@@ -7,11 +7,11 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"kinst.dev/kinst/attach"
+	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/output"
 )
 
@@ -27,15 +27,15 @@ func init() {
 const countMap = "@calls"
 
 func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c Common
-	fs := c.Flags("count", stderr,
+	var c common
+	fs := c.flags("count", stderr,
 		"usage: kinst count PATTERN... [--interval D] [--top N] [--order-file FILE] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-f text|json] [-o FILE] [--show]",
 		"PATTERN is a kernel function or wildcard (vfs_*, kprobe:tcp_*), uprobe:PATH:FUNC, syscall:NAME or tracepoint:CAT:NAME, with * wildcards",
 	)
 	interval := fs.Duration("interval", 0, "print the calls of each interval, for example 1s, instead of the total at the end")
 	top := fs.Int("top", 0, "print only the `N` most called")
 	orderFile := fs.String("order-file", "", "write the functions of the uprobe:PATH:FUNC targets that ran to `FILE`, most called first, one symbol a line, for lld --symbol-ordering-file")
-	pos, err := c.Parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -48,12 +48,15 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *top < 0 {
 		return usageError("--top %d: give a positive number of rows", *top)
 	}
-	var targets []Target
+	var targets []probeTarget
+	// What the probes resolve to, by the name the probe builtin gives
+	// them: the keys of the count map.
+	resolved := map[string]*check.Target{}
 	r := &attach.Resolver{Pid: c.Pid}
 	seen := map[string]bool{}
 	program := ""
 	for _, p := range pos {
-		t, err := ParseTarget(p)
+		t, err := parseTarget(p)
 		if err != nil {
 			return usageError("%v", err)
 		}
@@ -68,14 +71,18 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		seen[t.Entry] = true
 		// Resolved here, a bad target fails in one sentence rather
 		// than as an error in the generated program.
-		if _, err := resolvePoint(r, t.Entry); err != nil {
+		points, err := resolvePoint(r, t.Entry)
+		if err != nil {
 			return fmt.Errorf("count %s: %w", p, err)
+		}
+		for _, pt := range points {
+			resolved[pt.FullName()] = pt
 		}
 		targets = append(targets, t)
 	}
 	src := countProgram(&c, targets, *interval)
 	if c.Show {
-		return c.Run(ctx, "count", src, Hooks{}, stdout, stderr)
+		return c.run(ctx, "count", src, runHooks{}, stdout, stderr)
 	}
 	var order *os.File
 	if *orderFile != "" {
@@ -91,7 +98,7 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	out := stdout
 	if c.Output != "" {
-		// As Common.Run opens it: a named pipe blocks here until its
+		// As common.run opens it: a named pipe blocks here until its
 		// reader comes.
 		f, err := os.OpenFile(c.Output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
@@ -100,12 +107,12 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer f.Close()
 		out = f
 	}
-	table := &countTable{json: c.Format == "json", top: *top, last: map[string]uint64{}}
+	table := &countTable{json: c.Format == "json", top: *top, last: map[string]uint64{}, targets: resolved}
 	// The tables go to out as they come, so the run's own output,
 	// which holds nothing else, is thrown away.
 	run := c
 	run.Output = ""
-	hooks := Hooks{
+	hooks := runHooks{
 		PrintMap: func(_ io.Writer, m *output.Map, _, _ uint32) error {
 			return table.print(out, callsOf([]*output.Map{m}))
 		},
@@ -125,7 +132,7 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		},
 	}
-	return run.Run(ctx, "count", src, hooks, io.Discard, stderr)
+	return run.run(ctx, "count", src, hooks, io.Discard, stderr)
 }
 
 // callsOf reads the running counts per probe from the count map.
@@ -147,7 +154,7 @@ func callsOf(maps []*output.Map) map[string]uint64 {
 // orderable checks that a target is a function of the program the
 // targets before it are in, "" for none, since a link orders one
 // program; it returns that program.
-func orderable(program string, t Target) (string, error) {
+func orderable(program string, t probeTarget) (string, error) {
 	provider, rest, _ := strings.Cut(t.Entry, ":")
 	i := strings.LastIndexByte(rest, ':')
 	if provider != "uprobe" || i < 0 {
@@ -192,17 +199,17 @@ func writeOrder(w io.Writer, calls map[string]uint64) error {
 
 // countProgram counts the calls of every target per probe; with an
 // interval it prints the running counts every interval.
-func countProgram(c *Common, targets []Target, interval time.Duration) string {
+func countProgram(c *common, targets []probeTarget, interval time.Duration) string {
 	var b strings.Builder
 	points := make([]string, len(targets))
 	for i, t := range targets {
 		points[i] = t.Entry
 	}
-	fmt.Fprintf(&b, "%s%s {\n\t%s[probe] = count();\n}\n", strings.Join(points, ",\n"), Pred(c.Predicate()), countMap)
+	fmt.Fprintf(&b, "%s%s {\n\t%s[probe] = count();\n}\n", strings.Join(points, ",\n"), predClause(c.predicate()), countMap)
 	if interval > 0 {
 		fmt.Fprintf(&b, "\ninterval:ms:%d {\n\tprint(%s);\n}\n", interval.Milliseconds(), countMap)
 	}
-	if stop := c.Stop(); stop != "" {
+	if stop := c.stop(); stop != "" {
 		b.WriteString("\n" + stop)
 	}
 	return b.String()
@@ -211,10 +218,20 @@ func countProgram(c *Common, targets []Target, interval time.Duration) string {
 // countTable prints the calls made since the previous table, most
 // called first.
 type countTable struct {
-	json  bool
-	top   int
-	last  map[string]uint64 // the running counts at the previous table
-	names describer
+	json bool
+	top  int
+	last map[string]uint64 // the running counts at the previous table
+	// targets are what the probes resolved to, by full name.
+	targets map[string]*check.Target
+	names   describer
+}
+
+// name is the function of a probe, as the table names it.
+func (t *countTable) name(probe string) string {
+	if target := t.targets[probe]; target != nil {
+		return t.names.describe(target).name
+	}
+	return probe
 }
 
 type countRow struct {
@@ -228,7 +245,7 @@ func (t *countTable) print(w io.Writer, calls map[string]uint64) error {
 	var rows []countRow
 	for probe, n := range calls {
 		if d := n - t.last[probe]; d > 0 {
-			rows = append(rows, countRow{probe: probe, name: t.names.describe(probe).name, calls: d})
+			rows = append(rows, countRow{probe: probe, name: t.name(probe), calls: d})
 		}
 		t.last[probe] = n
 	}
@@ -258,22 +275,25 @@ func (t *countTable) print(w io.Writer, calls map[string]uint64) error {
 	now := time.Now()
 	var b []byte
 	if t.json {
-		b = append(b, `{"time": "`...)
-		b = now.AppendFormat(b, "2006-01-02T15:04:05.000000000Z07:00")
-		b = append(b, `", "counts": [`...)
-		for i, r := range rows {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = append(b, `{"function": `...)
-			b = appendJSONString(b, r.name)
-			b = append(b, `, "probe": `...)
-			b = appendJSONString(b, r.probe)
-			b = append(b, `, "calls": `...)
-			b = strconv.AppendUint(b, r.calls, 10)
-			b = append(b, '}')
+		w := jsonWriter{b: b}
+		w.open('{')
+		w.key("time")
+		w.str(now.Format(jsonTime))
+		w.key("counts")
+		w.open('[')
+		for _, r := range rows {
+			w.open('{')
+			w.key("function")
+			w.str(r.name)
+			w.key("probe")
+			w.str(r.probe)
+			w.key("calls")
+			w.uint(r.calls)
+			w.close('}')
 		}
-		b = append(b, "]}\n"...)
+		w.close(']')
+		w.close('}')
+		b = append(w.b, '\n')
 	} else {
 		width := len("FUNCTION")
 		for _, r := range rows {

@@ -30,13 +30,13 @@ func init() {
 const errorInjectionList = "/sys/kernel/debug/error_injection/list"
 
 func nullify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c Common
-	fs := c.Flags("nullify", stderr,
+	var c common
+	fs := c.flags("nullify", stderr,
 		"usage: kinst nullify FUNC --return VALUE --unsafe [--pid PID] [--comm NAME] [-c CMD] [--if EXPR] [--duration D] [-q] [--show]",
 	)
 	ret := fs.String("return", "", "the `VALUE` the function returns instead")
 	cond := fs.String("if", "", "only calls where this kinst `EXPRESSION` holds, e.g. 'str(args.file->f_path.dentry->d_name.name) == \"secret\"'")
-	pos, err := c.Parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -63,11 +63,11 @@ func nullify(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	src := nullifyProgram(&c, fn, value, *cond)
-	clock, err := NewClock()
+	clock, err := newWallClock()
 	if err != nil {
 		return err
 	}
-	hooks := Hooks{}
+	hooks := runHooks{}
 	if !c.Quiet {
 		hooks.Printf = func(w io.Writer, a *codegen.Action, args []output.Value) error {
 			if c.Format == "json" {
@@ -86,8 +86,14 @@ func nullify(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		for _, m := range maps {
 			if m.Name == "@nullified" && len(m.Entries) > 0 {
 				if c.Format == "json" {
-					b := appendJSONString([]byte(`{"function": `), fn)
-					_, err := w.Write(fmt.Appendf(b, ", \"nullified\": %d}\n", m.Entries[0].Value.Uint()))
+					var jw jsonWriter
+					jw.open('{')
+					jw.key("function")
+					jw.str(fn)
+					jw.key("nullified")
+					jw.uint(m.Entries[0].Value.Uint())
+					jw.close('}')
+					_, err := w.Write(append(jw.b, '\n'))
 					return err
 				}
 				_, err := fmt.Fprintf(w, "%s: %d calls nullified\n", fn, m.Entries[0].Value.Uint())
@@ -96,21 +102,21 @@ func nullify(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return nil
 	}
-	return c.Run(ctx, "nullify", src, hooks, stdout, stderr)
+	return c.run(ctx, "nullify", src, hooks, stdout, stderr)
 }
 
 // nullifyProgram is the kinst program nullify runs: an fmod_ret
 // program whose nonzero return value replaces the function's body.
-func nullifyProgram(c *Common, fn string, value int64, cond string) string {
+func nullifyProgram(c *common, fn string, value int64, cond string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "fmod_ret:%s%s {\n\toverride(%d);\n", fn, Pred(And(c.Predicate(), cond)), value)
+	fmt.Fprintf(&b, "fmod_ret:%s%s {\n\toverride(%d);\n", fn, predClause(and(c.predicate(), cond)), value)
 	if c.Quiet {
 		b.WriteString("\t@nullified = count();\n")
 	} else {
 		b.WriteString("\tprintf(\"%lu %d %d %s\\n\", nsecs, pid, tid, comm);\n")
 	}
 	b.WriteString("}\n")
-	b.WriteString(c.Stop())
+	b.WriteString(c.stop())
 	return b.String()
 }
 
@@ -168,12 +174,22 @@ func errorInjectable(fn string) bool {
 	return false
 }
 
-// nullifiedJSON is one nullified call as a JSON line. Go's %q is not JSON:
-// a comm holding a control byte would come out as \x01.
+// nullifiedJSON is one nullified call as a JSON line.
 func nullifiedJSON(wall time.Time, pid, tid int64, comm, fn string, ret int64) []byte {
-	b := appendJSONString([]byte(`{"time": `), wall.Format("2006-01-02T15:04:05.000000000Z07:00"))
-	b = fmt.Appendf(b, `, "pid": %d, "tid": %d, "comm": `, pid, tid)
-	b = appendJSONString(b, comm)
-	b = appendJSONString(append(b, `, "function": `...), fn)
-	return fmt.Appendf(b, ", \"return\": %d}\n", ret)
+	var w jsonWriter
+	w.open('{')
+	w.key("time")
+	w.str(wall.Format(jsonTime))
+	w.key("pid")
+	w.int(pid)
+	w.key("tid")
+	w.int(tid)
+	w.key("comm")
+	w.str(comm)
+	w.key("function")
+	w.str(fn)
+	w.key("return")
+	w.int(ret)
+	w.close('}')
+	return append(w.b, '\n')
 }

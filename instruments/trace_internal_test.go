@@ -9,10 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"kinst.dev/kinst/attach"
+	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/internal/testenv"
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/output"
+	"kinst.dev/kinst/syntax"
 )
 
 func TestAppendDuration(t *testing.T) {
@@ -37,57 +40,45 @@ func TestAppendDuration(t *testing.T) {
 	}
 }
 
-func TestAppendJSONString(t *testing.T) {
-	for _, s := range []string{"", "plain", `q"uote`, `back\slash`, "new\nline\ttab", "\x00\x01\x1f\x7f", "héllo"} {
-		b := appendJSONString(nil, s)
-		var got string
-		if err := json.Unmarshal(b, &got); err != nil || got != s {
-			t.Errorf("appendJSONString(%q) = %s, which decodes to %q (%v)", s, b, got, err)
-		}
-	}
-}
-
 // testLog is a trace log of two targets: a system call whose entries log
-// typed arguments and a stack, and a wildcard of tracepoints.
+// typed arguments and a stack, and a wildcard of tracepoints. Its
+// actions are those of the probes that send each kind of record.
 func testLog(t testing.TB, json bool) (*traceLog, map[string]*codegen.Action) {
+	tracepoint := func(cat, name string) *check.Target {
+		return &check.Target{Provider: "tracepoint", Name: cat + ":" + name, Func: name, Attach: attach.Tracepoint{Category: cat, Name: name}}
+	}
 	specs := []*traceSpec{
 		{
-			Target: Target{Spec: "syscall:openat", Entry: "tracepoint:syscalls:sys_enter_openat", Exit: "tracepoint:syscalls:sys_exit_openat"},
+			probeTarget: probeTarget{Spec: "syscall:openat", Entry: "tracepoint:syscalls:sys_enter_openat", Exit: "tracepoint:syscalls:sys_exit_openat"},
 			args: []traceArg{
 				{"dfd", "args.dfd", signedValue}, {"filename", "str(args.filename)", stringValue},
 				{"flags", "args.flags", unsignedValue}, {"buf", "args.buf", hexValue},
 			},
-			stack:      "kstack",
-			retval:     "args.ret",
-			entryProbe: "tracepoint:syscalls:sys_enter_openat",
-			exitProbe:  "tracepoint:syscalls:sys_exit_openat",
+			stack:  "kstack",
+			retval: "args.ret",
+			entry:  tracepoint("syscalls", "sys_enter_openat"),
+			exit:   tracepoint("syscalls", "sys_exit_openat"),
 		},
-		{Target: Target{Spec: "tracepoint:sched:*", Entry: "tracepoint:sched:*"}},
+		{probeTarget: probeTarget{Spec: "tracepoint:sched:*", Entry: "tracepoint:sched:*"}},
 	}
 	format := "text"
 	if json {
 		format = "json"
 	}
-	_, records := traceProgram(&Common{Format: format}, specs)
-	clock := &Clock{offset: 1_700_000_000_000_000_000 - 5_000_000_000}
+	_, records := traceProgram(&common{Format: format}, specs)
+	clock := &wallClock{offset: 1_700_000_000_000_000_000 - 5_000_000_000}
 	l := newTraceLog(clock, records, json)
-	fn := &probeFunc{name: "openat", symbol: "__x64_sys_openat", addr: 0xffffffff81234560}
-	l.funcs["tracepoint:sched:sched_switch"] = &probeFunc{name: "sched_switch"}
 	actions := map[string]*codegen.Action{}
-	for f, rec := range records {
-		kind := "header"
-		switch {
-		case rec.exit:
-			kind = "exit"
-		case rec.hit:
-			kind = "hit"
-		case !rec.header:
-			kind = "entry"
+	for point, rec := range records {
+		probe := &check.Probe{Syntax: &syntax.Probe{Points: []*syntax.AttachPoint{{Raw: point}}}}
+		if rec.target != nil {
+			probe.Targets = []*check.Target{rec.target}
+			rec.fn = &probeFunc{probe: rec.target.FullName(), name: "openat", symbol: "__x64_sys_openat", addr: 0xffffffff81234560}
+		} else if rec.kind == hitRecord {
+			probe.Targets = []*check.Target{tracepoint("sched", "sched_wakeup"), tracepoint("sched", "sched_switch")}
 		}
-		if rec.probe != "" {
-			rec.fn = fn
-		}
-		actions[kind] = &codegen.Action{ID: len(actions), Kind: codegen.ActPrintf, Format: output.ParseFormat(f)}
+		kind := [...]string{headerRecord: "header", entryRecord: "entry", exitRecord: "exit", hitRecord: "hit"}[rec.kind]
+		actions[kind] = &codegen.Action{ID: len(actions), Kind: codegen.ActPrintf, Probe: probe}
 	}
 	return l, actions
 }
@@ -207,7 +198,7 @@ func BenchmarkTraceLog(b *testing.B) {
 
 func TestTraceLogBadRecord(t *testing.T) {
 	l, actions := testLog(t, false)
-	err := l.printf(io.Discard, &codegen.Action{ID: 9, Format: output.ParseFormat("%d\n")}, []output.Value{output.Int(1)})
+	err := l.printf(io.Discard, &codegen.Action{ID: 9, Kind: codegen.ActPrintf, Format: output.ParseFormat("%d\n")}, []output.Value{output.Int(1)})
 	if err == nil || err.Error() != `trace: a record of unknown layout "%d\n"` {
 		t.Errorf("unknown format: %v", err)
 	}
@@ -227,28 +218,40 @@ func TestDescribe(t *testing.T) {
 	vfsRead, _ := ks.Address("vfs_read")
 	// Test binaries have no symbol table; the workload's has.
 	bin := testenv.Workload(t)
+	callee := elfSymbol(t, bin, "main.callee")
+	resolved := func(point string) *check.Target {
+		targets, err := resolvePoint(&attach.Resolver{}, point)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return targets[0]
+	}
+	target := func(provider, name string, a any) *check.Target {
+		return &check.Target{Provider: provider, Name: name, Func: name, Attach: a}
+	}
 	tests := []struct {
-		probe string
-		want  probeFunc
+		target *check.Target
+		want   probeFunc
 	}{
-		{"tracepoint:syscalls:sys_enter_getppid", probeFunc{"getppid", "__x64_sys_getppid", getppid}},
-		{"tracepoint:syscalls:sys_exit_getppid", probeFunc{"getppid", "__x64_sys_getppid", getppid}},
-		{"tracepoint:sched:sched_switch", probeFunc{name: "sched:sched_switch"}},
-		{"kprobe:vfs_read", probeFunc{name: "vfs_read", addr: vfsRead}},
-		{"kretprobe:vfs_read", probeFunc{name: "vfs_read", addr: vfsRead}},
-		{"fentry:vfs_read", probeFunc{name: "vfs_read", addr: vfsRead}},
-		{"kprobe:vfs_read+16", probeFunc{name: "vfs_read+16", addr: vfsRead + 16}},
-		{"kprobe:no_such_function_kinst", probeFunc{name: "no_such_function_kinst"}},
-		{"uprobe:" + bin + ":main.callee", probeFunc{name: "main.callee", addr: elfSymbol(t, bin, "main.callee")}},
-		{"uretprobe:" + bin + ":main.callee+4", probeFunc{name: "main.callee+4", addr: elfSymbol(t, bin, "main.callee") + 4}},
-		{"uprobe:/nonexistent:f", probeFunc{name: "f"}},
-		{"uprobe:/nonexistent:0x1234", probeFunc{name: "0x1234", addr: 0x1234}},
-		{"interval:ms:10", probeFunc{name: "interval:ms:10"}},
+		{resolved("tracepoint:syscalls:sys_enter_getppid"), probeFunc{"tracepoint:syscalls:sys_enter_getppid", "getppid", "__x64_sys_getppid", getppid, "syscalls:sys_enter_getppid"}},
+		{resolved("tracepoint:syscalls:sys_exit_getppid"), probeFunc{"tracepoint:syscalls:sys_exit_getppid", "getppid", "__x64_sys_getppid", getppid, "syscalls:sys_exit_getppid"}},
+		{resolved("tracepoint:sched:sched_switch"), probeFunc{probe: "tracepoint:sched:sched_switch", name: "sched:sched_switch", tracepoint: "sched:sched_switch"}},
+		{target("kprobe", "vfs_read", attach.Kprobe{Symbol: "vfs_read"}), probeFunc{probe: "kprobe:vfs_read", name: "vfs_read", addr: vfsRead}},
+		{target("kretprobe", "vfs_read", attach.Kprobe{Symbol: "vfs_read", Return: true}), probeFunc{probe: "kretprobe:vfs_read", name: "vfs_read", addr: vfsRead}},
+		{target("fentry", "vfs_read", attach.Tracing{Symbol: "vfs_read"}), probeFunc{probe: "fentry:vfs_read", name: "vfs_read", addr: vfsRead}},
+		{target("kprobe", "vfs_read+16", attach.Kprobe{Symbol: "vfs_read", Offset: 16}), probeFunc{probe: "kprobe:vfs_read+16", name: "vfs_read+16", addr: vfsRead + 16}},
+		{target("kprobe", "no_such_function_kinst", attach.Kprobe{Symbol: "no_such_function_kinst"}), probeFunc{probe: "kprobe:no_such_function_kinst", name: "no_such_function_kinst"}},
+		{resolved("uprobe:" + bin + ":main.callee"), probeFunc{probe: "uprobe:" + bin + ":main.callee", name: "main.callee", addr: callee}},
+		{resolved("uprobe:" + bin + ":main.callee+4"), probeFunc{probe: "uprobe:" + bin + ":main.callee+4", name: "main.callee+4", addr: callee + 4}},
+		{resolved(fmt.Sprintf("uprobe:%s:%#x", bin, callee)), probeFunc{probe: fmt.Sprintf("uprobe:%s:%#x", bin, callee), name: fmt.Sprintf("%#x", callee), addr: callee}},
+		{resolved("uretprobe:" + bin + ":main.callee"), probeFunc{probe: "uretprobe:" + bin + ":main.callee", name: "main.callee", addr: callee}},
+		{target("uprobe", "/nonexistent:f", attach.Uprobe{Path: "/nonexistent", Symbol: "f"}), probeFunc{probe: "uprobe:/nonexistent:f", name: "f"}},
+		{resolved("interval:ms:10"), probeFunc{probe: "interval:ms:10", name: "interval:ms:10"}},
 	}
 	var d describer
 	for _, tt := range tests {
-		if got := d.describe(tt.probe); *got != tt.want {
-			t.Errorf("describe(%q) = %+v, want %+v", tt.probe, *got, tt.want)
+		if got := d.describe(tt.target); *got != tt.want {
+			t.Errorf("describe(%s) = %+v, want %+v", tt.target.FullName(), *got, tt.want)
 		}
 	}
 }
@@ -270,26 +273,4 @@ func elfSymbol(t *testing.T, path, name string) uint64 {
 	}
 	t.Fatalf("no symbol %s in %s", name, path)
 	return 0
-}
-
-// A nullified call is valid JSON whatever bytes the process name holds.
-func TestNullifiedJSON(t *testing.T) {
-	wall := time.Date(2026, 11, 25, 9, 0, 0, 5, time.UTC)
-	for _, comm := range []string{"cat", "a\"b\\c", "ctl\x01\x7f", "tab\tnl\n"} {
-		line := nullifiedJSON(wall, 7, 8, comm, "security_file_open", -1)
-		var rec struct {
-			Time     string `json:"time"`
-			Pid, Tid int64
-			Comm     string `json:"comm"`
-			Function string `json:"function"`
-			Return   int64  `json:"return"`
-		}
-		if err := json.Unmarshal(line, &rec); err != nil {
-			t.Errorf("comm %q: %s is not JSON: %v", comm, line, err)
-			continue
-		}
-		if rec.Time != "2026-11-25T09:00:00.000000005Z" || rec.Pid != 7 || rec.Tid != 8 || rec.Comm != comm || rec.Function != "security_file_open" || rec.Return != -1 {
-			t.Errorf("comm %q: decoded %+v from %s", comm, rec, line)
-		}
-	}
 }

@@ -480,6 +480,12 @@ func TestTraceErrors(t *testing.T) {
 			"kinst: trace uprobe:" + workload + ":main.nosuch: no such function: main.nosuch in " + workload + "\n"},
 		{[]string{"trace", `syscall:getppid { system("true") }`}, 1,
 			"kinst: trace syscall:getppid { system(\"true\") }: \"tracepoint:syscalls:sys_enter_getppid { system(\\\"true\\\") }\" is not a probe kinst can read\n"},
+		// A probe logs each event once: a tracepoint probed as a system
+		// call's exit is not probed again.
+		{[]string{"trace", "syscall:getppid", "tracepoint:syscalls:sys_exit_getppid"}, 2,
+			"kinst trace: syscall:getppid and tracepoint:syscalls:sys_exit_getppid both probe tracepoint:syscalls:sys_exit_getppid: name one of them\n"},
+		{[]string{"trace", "tracepoint:syscalls:sys_exit_getppid", "syscall:getppid"}, 2,
+			"kinst trace: tracepoint:syscalls:sys_exit_getppid and syscall:getppid both probe tracepoint:syscalls:sys_exit_getppid: name one of them\n"},
 		{[]string{"count", "syscall:nosuch"}, 1,
 			"kinst: count syscall:nosuch: tracepoint syscalls:sys_enter_nosuch does not exist; kinst -l 'tracepoint:syscalls:*' lists the syscalls tracepoints\n"},
 		{[]string{"count", "--top", "-1", "syscall:getppid"}, 2, "kinst count: --top -1: give a positive number of rows\n"},

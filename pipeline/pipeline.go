@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/cilium/ebpf"
 
@@ -40,8 +41,8 @@ type Options struct {
 	// HelperChecks is -k (1: helpers other than reads) or -kk (2: all):
 	// failing helpers are reported at run time.
 	HelperChecks int
-	// Dump receives the stages named in Stages: "ast", "types", "bpf"
-	// or "all".
+	// Dump receives the stages named in Stages, a comma-separated list
+	// of "ast", "types", "bpf" and "maps", or "all".
 	Dump   io.Writer
 	Stages string
 	// IncludeDirs (-I) and Includes (--include) are the preprocessor's.
@@ -49,11 +50,14 @@ type Options struct {
 	Includes    []string
 	// Warnings receives compile-time warnings; nil discards them.
 	Warnings io.Writer
+	// CacheDir keeps preprocessed headers between runs; "" keeps none.
+	// FromEnv sets it from KINST_CACHE_DIR, or preprocess.DefaultCacheDir.
+	CacheDir string
 }
 
 // FromEnv reads the settings users give through the environment: the
-// string length, the map size (under bpftrace's names too) and the ring
-// buffer's size.
+// string length, the map size (under bpftrace's names too), the ring
+// buffer's size and the preprocessor's cache.
 func (o *Options) FromEnv() error {
 	var err error
 	if o.StrLen, err = envInt(0, "KINST_STRLEN", "BPFTRACE_STRLEN"); err != nil {
@@ -74,6 +78,10 @@ func (o *Options) FromEnv() error {
 	}
 	if o.MaxProbes, err = envInt(0, "BPFTRACE_MAX_PROBES"); err != nil {
 		return err
+	}
+	var set bool
+	if o.CacheDir, set = os.LookupEnv("KINST_CACHE_DIR"); !set {
+		o.CacheDir = preprocess.DefaultCacheDir()
 	}
 	if path := os.Getenv("BPFTRACE_BTF"); path != "" {
 		if err := kernel.UseBTFFile(path); err != nil {
@@ -128,15 +136,29 @@ func envInt(def int, names ...string) (int, error) {
 
 // ValidStage reports whether s names stages to print.
 func ValidStage(s string) bool {
-	switch s {
-	case "", "ast", "types", "bpf", "all":
+	if s == "" {
 		return true
 	}
-	return false
+	for _, st := range strings.Split(s, ",") {
+		switch st {
+		case "ast", "types", "bpf", "maps", "all":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func (o *Options) dumps(stage string) bool {
-	return o.Dump != nil && (o.Stages == stage || o.Stages == "all")
+	if o.Dump == nil {
+		return false
+	}
+	for _, st := range strings.Split(o.Stages, ",") {
+		if st == stage || st == "all" {
+			return true
+		}
+	}
+	return false
 }
 
 // Compile turns a program's source into BPF for the running kernel.
@@ -146,6 +168,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		IncludeDirs: opts.IncludeDirs,
 		Includes:    opts.Includes,
 		BTF:         haveBTF,
+		CacheDir:    opts.CacheDir,
 	})
 	if pre != nil && opts.Warnings != nil {
 		for _, w := range pre.Warnings {
@@ -193,6 +216,9 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	}
 	if opts.dumps("bpf") {
 		DumpBPF(opts.Dump, out)
+	}
+	if opts.dumps("maps") {
+		DumpMaps(opts.Dump, out)
 	}
 	if n := len(out.Targets); opts.MaxProbes > 0 && n > opts.MaxProbes {
 		return nil, fmt.Errorf("%w: can't attach to %d probes because it exceeds the current limit of %d probes; "+
@@ -289,5 +315,44 @@ func dumpProgram(w io.Writer, out *codegen.Output, p *codegen.Program) {
 		}
 		fmt.Fprintf(w, "  %4d: %v\n", slot, ins)
 		slot += int(ins.Width())
+	}
+}
+
+// DumpMaps prints the maps as the kernel creates them, with the @map
+// each holds, and the records the programs send through the ring
+// buffer: what user space decodes.
+func DumpMaps(w io.Writer, out *codegen.Output) {
+	holds := map[string]string{}
+	for _, m := range out.Maps {
+		holds[m.Spec] = ", holding " + m.Display()
+	}
+	fmt.Fprintln(w, "kernel maps:")
+	names := make([]string, 0, len(out.Collection.Maps))
+	for name := range out.Collection.Maps {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		m := out.Collection.Maps[name]
+		size := fmt.Sprintf("key %d, value %d, %d entries", m.KeySize, m.ValueSize, m.MaxEntries)
+		switch m.Type {
+		case ebpf.RingBuf:
+			size = fmt.Sprintf("%d bytes", m.MaxEntries)
+		case ebpf.PerfEventArray:
+			size = "a buffer per CPU"
+		}
+		if m.Flags != 0 {
+			size += fmt.Sprintf(", flags %#x", m.Flags)
+		}
+		fmt.Fprintf(w, "  %s (%s): %s, %s%s\n", name, m.Name, m.Type, size, holds[name])
+	}
+	fmt.Fprintln(w, "ring buffer records:")
+	for _, a := range out.Actions {
+		where := ""
+		if a.Pos.IsValid() {
+			pos := out.File.Position(a.Pos)
+			where = fmt.Sprintf(" at %d:%d", pos.Line, pos.Column)
+		}
+		fmt.Fprintf(w, "  %d: %s%s, %d bytes\n", a.ID, a.Kind, where, a.RecordSize())
 	}
 }

@@ -12,7 +12,8 @@ import (
 // Debian's bpftrace installs, against the real system headers: biolatency
 // has no directives, runqlat includes <linux/sched.h> (kernel UAPI),
 // tcpaccept <sys/socket.h> (glibc, 14 headers deep) and runqlen skips
-// its includes and declarations with #ifndef BPFTRACE_HAVE_BTF.
+// its includes and declarations with #ifndef BPFTRACE_HAVE_BTF. The
+// cached runs find what the includes define in the cache.
 func BenchmarkShippedTools(b *testing.B) {
 	for _, tool := range []string{"biolatency", "runqlat", "tcpaccept", "runqlen"} {
 		path := "/usr/sbin/" + tool + ".bt"
@@ -23,6 +24,19 @@ func BenchmarkShippedTools(b *testing.B) {
 		}
 		b.Run(tool, func(b *testing.B) {
 			conf := &Config{BTF: func() bool { return true }}
+			cpu := cpuTime(b)
+			for b.Loop() {
+				if _, err := Preprocess(path, src, conf); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu.report(b)
+		})
+		b.Run(tool+"/cached", func(b *testing.B) {
+			conf := &Config{BTF: func() bool { return true }, CacheDir: b.TempDir()}
+			if _, err := Preprocess(path, src, conf); err != nil {
+				b.Fatal(err)
+			}
 			cpu := cpuTime(b)
 			for b.Loop() {
 				if _, err := Preprocess(path, src, conf); err != nil {

@@ -1,6 +1,8 @@
 package preprocess
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"kinst.dev/kinst/syntax"
@@ -21,6 +23,7 @@ func FuzzPreprocess(f *testing.F) {
 		"#define A B\n#define B A\nA",
 		"#define L \\\n __LINE__ /* c */ // d\nL",
 		"BEGIN { printf(\"#x\"); } // plain",
+		"#define F(a, b) a\nBEGIN { @ = F(1); @y = F(1, 2, 3) + F(4, 5) }",
 	} {
 		f.Add(s)
 	}
@@ -42,5 +45,28 @@ func FuzzPreprocess(f *testing.F) {
 				t.Fatalf("offset %d resolves to %v", off, pos)
 			}
 		}
+	})
+}
+
+// FuzzCacheEntry checks that no cache file makes decoding panic: a
+// damaged entry is a miss. The seeds are a real entry, damaged ones,
+// and an entry whose checksum covers garbage.
+func FuzzCacheEntry(f *testing.F) {
+	dir, _ := setup(f, cacheHeaders)
+	p := newPP(&Config{SystemDirs: []string{dir + "/sys"}, CacheDir: dir + "/cache"})
+	p.run(&source{file: syntax.NewFile("prog.bt", []byte(cacheProg)), text: []byte(cacheProg), dir: dir, found: -1})
+	entries, _ := filepath.Glob(dir + "/cache/*")
+	for _, e := range entries {
+		data, err := os.ReadFile(e)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+		f.Add(data[:len(data)/2])
+		f.Add(sealed(data[:len(data)/2]))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		decodeEntry(data)
+		decodeEntry(sealed(data))
 	})
 }

@@ -47,6 +47,7 @@ type source struct {
 	// where #include_next goes on; -1 when it was not found by a search.
 	found int
 	str   string // text as a string, made by the first lexer
+	lazy  bool   // file and text are read only when a position needs them
 }
 
 func (s *source) pos(off int32) syntax.Pos { return s.file.Pos(int(off)) }

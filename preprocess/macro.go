@@ -53,6 +53,10 @@ func (p *pp) define(src *source, name token, rest []token) {
 				m.params = append(m.params, "__VA_ARGS__")
 				m.variadic = true
 			case t.kind == tIdent:
+				if slices.Contains(m.params, t.text) {
+					p.errorf(t, "macro %s: parameter %s is given twice", m.name, t.text)
+					return
+				}
 				m.params = append(m.params, t.text)
 				if i+1 < len(body) && body[i+1].is(tPunct, "...") {
 					m.variadic = true // GNU: args...
@@ -237,8 +241,10 @@ func (p *pp) expand(toks []token) []token {
 		}
 		args, rparen, rest, ok := p.collect(m, t, stack[:len(stack)-1])
 		if !ok {
+			// The use is reported; what follows it is read on, so that
+			// its own mistakes are reported too.
 			out = append(out, t)
-			stack = stack[:0]
+			stack = rest
 			continue
 		}
 		stack = rest
@@ -286,6 +292,7 @@ func (p *pp) special(m *macro, t, site token) token {
 	if site.src == nil {
 		site = t
 	}
+	site.src.load()
 	pos := site.src.file.Position(site.src.pos(site.off))
 	r := t
 	r.gen = true

@@ -32,6 +32,11 @@ type Config struct {
 	// BPFTRACE_HAVE_BTF is defined. It is asked only when the program
 	// has directives.
 	BTF func() bool
+	// CacheDir, when not "", is where the effects of the program's
+	// #include directives that make no text (system headers, and its own
+	// headers of macros only) are kept for the next run: see
+	// DefaultCacheDir.
+	CacheDir string
 }
 
 // A Result is a preprocessed program.
@@ -42,6 +47,7 @@ type Result struct {
 	Warnings []string
 
 	macros map[string]*macro
+	hits   int // #include directives the cache answered
 }
 
 // maxErrors bounds how many errors one run reports.
@@ -81,7 +87,8 @@ func Preprocess(name string, src []byte, conf *Config) (*Result, error) {
 		}
 		p.warnings = append(p.warnings, fmt.Sprintf("%s not found: %s", strings.Join(p.missing, ", "), then))
 	}
-	res := &Result{File: syntax.NewMappedFile(name, p.out.buf, p.out.spans), Warnings: p.warnings, macros: p.macros}
+	p.loadLazy()
+	res := &Result{File: syntax.NewMappedFile(name, p.out.buf, p.out.spans), Warnings: p.warnings, macros: p.macros, hits: p.hits}
 	if len(p.errs) > 0 {
 		p.errs.Sort()
 		return res, p.errs
@@ -121,12 +128,16 @@ type pp struct {
 	once     map[string]bool
 	headers  map[string]*header // by path
 	expanded int                // tokens macro expansion has read
-	stats    map[string]bool    // isFile's answers
+	stats    map[string]fileID  // isFile's answers
 	braces   int                // the depth of braces in the text so far
 	missing  []string
 	warnings []string
 	errs     syntax.ErrorList
 	out      output
+	cacheDir string
+	rec      *recording // while an include runs for the cache
+	hits     int
+	lazy     []*source // sources of cached macros, read when needed
 }
 
 // cond is one open #if.
@@ -144,7 +155,7 @@ func newPP(conf *Config) *pp {
 		sys = DefaultSystemDirs
 	}
 	btf := conf.BTF != nil && conf.BTF()
-	p := &pp{btf: btf, macros: predefined(btf), once: map[string]bool{}, headers: map[string]*header{}, stats: map[string]bool{}}
+	p := &pp{btf: btf, macros: predefined(btf), once: map[string]bool{}, headers: map[string]*header{}, stats: map[string]fileID{}, cacheDir: conf.CacheDir}
 	p.dirs = append(append(p.dirs, conf.IncludeDirs...), sys...)
 	p.nUser = len(conf.IncludeDirs)
 	return p
@@ -317,7 +328,11 @@ func (p *pp) directive(src *source, hash token, args []token) {
 		}
 		delete(p.macros, rest[0].text)
 	case "include", "include_next":
-		p.include(src, name, rest)
+		if p.cacheDir != "" && p.rec == nil && !src.system {
+			p.cachedInclude(src, name, rest)
+		} else {
+			p.include(src, name, rest)
+		}
 	case "error":
 		p.errorf(name, "#error %s", lineText(rest))
 	case "warning":
@@ -458,6 +473,9 @@ func (p *pp) include(src *source, name token, rest []token) {
 	}
 	system = src.system || system
 	h := p.headers[path]
+	if h != nil {
+		p.dep(path, h.id)
+	}
 	if h != nil && h.guard != "" && p.macros[h.guard] != nil {
 		return // the header's include guard keeps it out
 	}
@@ -466,11 +484,12 @@ func (p *pp) include(src *source, name token, rest []token) {
 	// system header is lexed anew each time, as its directives are run,
 	// unless its include guard keeps it out.
 	if h == nil || h.src.system != system || h.src.found != found {
-		text, err := os.ReadFile(path)
+		text, id, err := readFile(path)
 		if err != nil {
 			p.errorf(rest[0], "%v", err)
 			return
 		}
+		p.dep(path, id)
 		inc := &source{
 			file:   syntax.NewFile(path, text),
 			text:   text,
@@ -478,7 +497,7 @@ func (p *pp) include(src *source, name token, rest []token) {
 			system: system,
 			found:  found,
 		}
-		h = &header{src: inc}
+		h = &header{src: inc, id: id}
 		if !system {
 			h.toks = lex(inc, &p.errs)
 			h.guard = guard(h.toks)
@@ -497,6 +516,7 @@ func (p *pp) include(src *source, name token, rest []token) {
 // A header is a file read once per run, however often it is included.
 type header struct {
 	src   *source
+	id    fileID  // what was read
 	toks  []token // for a header included in full
 	guard string  // the macro of its include guard, if it has one
 }
@@ -632,12 +652,11 @@ func headerName(toks []token) (file string, angle, ok bool) {
 // in. system says the header is in a system directory.
 func (p *pp) find(src *source, file string, angle, next bool) (path string, found int, system bool, err error) {
 	if filepath.IsAbs(file) {
-		st, err := os.Stat(file)
-		switch {
-		case err != nil:
+		if !p.isFile(file) {
+			if _, err := os.Stat(file); err == nil {
+				return "", 0, false, fmt.Errorf("header %q is not a regular file", file)
+			}
 			return "", 0, false, fmt.Errorf("header %q not found", file)
-		case !st.Mode().IsRegular():
-			return "", 0, false, fmt.Errorf("header %q is not a regular file", file)
 		}
 		return file, -1, src.system, nil
 	}
@@ -665,13 +684,13 @@ func (p *pp) find(src *source, file string, angle, next bool) (path string, foun
 // (#include "/dev/zero") would never end. Answers are kept for the run:
 // guarded headers are looked for again at every #include.
 func (p *pp) isFile(path string) bool {
-	is, ok := p.stats[path]
+	id, ok := p.stats[path]
 	if !ok {
-		st, err := os.Stat(path)
-		is = err == nil && st.Mode().IsRegular()
-		p.stats[path] = is
+		id = statID(path)
+		p.stats[path] = id
 	}
-	return is
+	p.dep(path, id)
+	return id != fileID{}
 }
 
 // Names returns the names of the macros defined at the end of the

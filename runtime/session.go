@@ -68,6 +68,9 @@ type Options struct {
 	// LogSize is the verifier log's first size in bytes; 0 for the
 	// default. The log grows as the verifier needs.
 	LogSize uint32
+	// PacketPages is how many pages of packets skboutput() may queue on
+	// each CPU; 0 for DefaultPacketPages.
+	PacketPages int
 	// NotifyAttached prints bpftrace's __BPFTRACE_NOTIFY_PROBES_ATTACHED
 	// line on Stderr once every probe is attached.
 	NotifyAttached bool
@@ -139,6 +142,7 @@ type Session struct {
 	printNow atomic.Bool                    // SIGUSR1 asks for the maps
 	reader   atomic.Pointer[ringbuf.Reader] // rd, for other goroutines to wake
 	exited   bool                           // exit() was called
+	packets  *packets                       // skboutput()'s, while they are written
 	lost     uint64                         // lost records already reported
 	args     [][]output.Value               // per action, the decoded arguments, reused
 	watchMu  sync.Mutex                     // watches: END's unwatch() runs while the run detaches
@@ -216,6 +220,10 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	if s.lostMem, err = s.coll.Maps[codegen.LostMap].Memory(); err != nil {
 		return fmt.Errorf("map the lost-records counter: %w", err)
 	}
+	if err := s.startPackets(); err != nil {
+		return err
+	}
+	defer s.stopPackets()
 	if opts.Maps != nil {
 		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks, usyms: usyms,
 			noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}}
@@ -309,11 +317,27 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	s.reportFull()
 	printErr := s.printMaps(true)
 	detachErr := <-detached
+	// Once the probes are detached, the packets queued are all there is.
+	detachErr = errors.Join(detachErr, s.stopPackets())
 	if s.outw.err != nil {
 		// One sentence for the failed output, not one per record.
 		return errors.Join(fmt.Errorf("write output: %w", s.outw.err), detachErr)
 	}
 	return errors.Join(s.readErr, s.runErr, printErr, detachErr)
+}
+
+// stopPackets writes the packets skboutput() queued and closes its
+// files; it does nothing once done.
+func (s *Session) stopPackets() error {
+	if s.packets == nil {
+		return nil
+	}
+	lost, err := s.packets.stop()
+	s.packets = nil
+	if lost > 0 {
+		s.warnf("kinst: skboutput: %d packets lost: their buffers were full (raise BPFTRACE_PERF_RB_PAGES)\n", lost)
+	}
+	return err
 }
 
 // watch handles the signals: SIGUSR1 asks for the maps, the first stop
@@ -582,10 +606,15 @@ func (s *Session) detach() error {
 	return err
 }
 
+// streamPause is how long the reader waits after emptying the ring
+// buffer of a stream of records before it sleeps until the next one.
+const streamPause = time.Millisecond
+
 // loop handles records until something stops the run.
 func (s *Session) loop() {
 	var rec ringbuf.Record
 	lostCheck := time.Now()
+	handled := 0 // records since the buffer was last found empty
 	for !s.stopping.Load() {
 		if s.printNow.Swap(false) {
 			s.drain()
@@ -599,6 +628,16 @@ func (s *Session) loop() {
 			s.resume()
 			if s.opts.Buffering != BufferFull {
 				s.buf.Flush()
+			}
+			// The kernel wakes the reader for each record written while
+			// it has read everything, at the cost of an interrupt on the
+			// probe's CPU: a reader that keeps up with a stream would
+			// have one per record. After records, a short pause lets the
+			// next ones gather; only an idle buffer is waited on.
+			if handled > 0 {
+				handled = 0
+				time.Sleep(streamPause)
+				continue
 			}
 			s.rd.SetDeadline(time.Now().Add(time.Second))
 		}
@@ -616,6 +655,7 @@ func (s *Session) loop() {
 			return
 		}
 		s.handle(rec.RawSample)
+		handled++
 		if s.exited {
 			return
 		}

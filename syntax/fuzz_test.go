@@ -16,6 +16,7 @@ func FuzzParse(f *testing.F) {
 		"/* */ // x\nEND{}",
 		"struct s { int a[2][3]; union { char c; long l; }; unsigned b : 3, : 5; struct s *next; } BEGIN { @ = ((struct s *)0)->a[1]; }",
 		"typedef struct { void (*f)(int); } t, *pt; enum e { A, B = 1 << 2 }; struct fwd; END {}",
+		"struct a { int x __attribute__((cold, aligned(8))); } __attribute__((section(\"x\"))); BEGIN { if 1 { } while $i < 2) { } unroll (2 { } }",
 	}
 	for _, s := range seeds {
 		f.Add(s)

@@ -171,7 +171,7 @@ func (p *parser) parseProgram() (prog *Program) {
 	}()
 	for p.tok != EOF {
 		start := p.pos
-		if p.tok == PROBESPEC && isDeclStart(p.lit) {
+		if p.tok == PROBESPEC && p.isDeclStart() {
 			// Read the keyword again as an ordinary token.
 			p.s.off = p.file.Offset(p.pos)
 			p.next()
@@ -401,18 +401,14 @@ func (p *parser) parseStmt() Stmt {
 	case UNROLL:
 		s := &UnrollStmt{Unroll: p.pos}
 		p.next()
-		p.expect(LPAREN)
-		s.Count = p.parseExpr()
-		p.expect(RPAREN)
+		s.Count = p.parseCond()
 		s.Body = p.parseBlock()
 		p.next()
 		return s
 	case WHILE:
 		s := &WhileStmt{While: p.pos}
 		p.next()
-		p.expect(LPAREN)
-		s.Cond = p.parseExpr()
-		p.expect(RPAREN)
+		s.Cond = p.parseCond()
 		s.Body = p.parseBlock()
 		p.next()
 		return s
@@ -442,12 +438,23 @@ func (p *parser) parseStmt() Stmt {
 	return &ExprStmt{X: x}
 }
 
+// parseCond parses the parenthesised expression after if, while and
+// unroll. When the '(' is missing, so is the ')' most likely: that is
+// one mistake, reported once.
+func (p *parser) parseCond() Expr {
+	open := p.tok == LPAREN
+	p.expect(LPAREN)
+	x := p.parseExpr()
+	if open || p.tok == RPAREN {
+		p.expect(RPAREN)
+	}
+	return x
+}
+
 func (p *parser) parseIf() Stmt {
 	s := &IfStmt{If: p.pos}
 	p.next()
-	p.expect(LPAREN)
-	s.Cond = p.parseExpr()
-	p.expect(RPAREN)
+	s.Cond = p.parseCond()
 	s.Then = p.parseBlock()
 	p.next()
 	if p.tok == ELSE {
@@ -688,10 +695,24 @@ func (p *parser) parseOperand() Expr {
 	}
 	pos, end := p.pos, p.end
 	p.errorExpected("expression")
-	if p.tok != RBRACE && p.tok != SEMICOLON && p.tok != EOF {
+	if !p.closes() {
 		p.next()
 	}
 	return &BadExpr{From: pos, To: end}
+}
+
+// closes reports whether the current token ends something an operand
+// sits in: a statement, a block, a list, brackets, a ?: or the
+// predicate. A missing operand leaves it for its owner to read, so
+// that the one mistake is reported once.
+func (p *parser) closes() bool {
+	switch p.tok {
+	case RBRACE, SEMICOLON, EOF, RPAREN, RBRACK, COMMA, COLON:
+		return true
+	case QUO:
+		return p.inPred && p.peek() == LBRACE
+	}
+	return false
 }
 
 // isTypeStart reports whether the current token begins a type name in

@@ -1,11 +1,12 @@
 package syntax
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+
+	"kinst.dev/kinst/internal/chunked"
 )
 
 func TestParseAttachPoints(t *testing.T) {
@@ -248,44 +249,17 @@ func TestPrinterLayout(t *testing.T) {
 	}
 }
 
+// TestParseErrors parses each program of testdata/errors.bt and checks
+// the whole list of errors against the ERROR comments written in it.
 func TestParseErrors(t *testing.T) {
-	tests := []struct{ src, want string }{
-		{"", "t:1:1: program has no probes"},
-		{"BEGIN { @x = ; }", "t:1:14: expected expression, found ';'"},
-		{"BEGIN { @x = 1 @y = 2 }", "t:1:16: expected ';' or '}' after statement, found '@y'"},
-		{"BEGIN { printf(\"x) }", "t:1:16: string not terminated"},
-		{"bogus:x { }", `t:1:1: unknown probe type "bogus"`},
-		{"BEGIN { 1 = 2; }", "t:1:9: cannot assign to this expression: only maps (@x) and variables ($x) take assignments"},
-		{"BEGIN { $ }", "t:1:9: '$' must be followed by a variable name, a number or '#'"},
-		{"BEGIN { @x = 99999999999999999999; }", "t:1:14: integer literal 99999999999999999999 does not fit in 64 bits"},
-		{"BEGIN { @x = 0x; }", "t:1:14: invalid integer literal 0x"},
-		{"BEGIN { \"\\q\" }", `t:1:10: unknown escape sequence \q`},
-		{"BEGIN { /* x }", "t:1:9: comment not terminated"},
-		{"BEGIN { @x[] = 1 }", "t:1:9: map key list is empty"},
-		{"BEGIN { if 1 { } }", "t:1:12: expected '(', found '1'"},
-		{"BEGIN", "t:1:6: expected '{' or a /predicate/, found end of program"},
-		{"BEGIN { x`y }", "t:1:10: unexpected character '`'"},
-		{"struct a { int x; }", "t:1:20: program has no probes"},
-		{"struct a { int x }; BEGIN { }", "t:1:18: expected ';' after field, found '}'"},
-		{"struct a { int 3; }; BEGIN { }", "t:1:16: expected name, found '3'"},
-		{"struct { int x; }; BEGIN { }", "t:1:1: a struct declared outside a typedef needs a name"},
-		{"struct a b; BEGIN { }", "t:1:10: expected '{' or ';' after struct a, found 'b'"},
-		{"typedef int; BEGIN { }", "t:1:12: expected name, found ';'"},
-		{"typedef int x BEGIN { }", "t:1:15: expected ';' after typedef, found 'BEGIN'"},
-		{"enum e { A = }; BEGIN { }", "t:1:14: expected expression, found '}'"},
-		{"typedef struct a { int x[; } t; BEGIN { }", "t:1:26: expected expression, found ';'"},
-		{"struct a { int x; } __attribute__((noreturn)); BEGIN { }", "t:1:36: attribute noreturn is not supported here"},
-	}
-	for _, tt := range tests {
-		_, err := Parse("t", []byte(tt.src))
-		var list ErrorList
-		if !errors.As(err, &list) {
-			t.Errorf("%q: got %v, want an ErrorList", tt.src, err)
-			continue
+	for _, c := range chunked.Read(t, "testdata/errors.bt") {
+		_, err := Parse(chunked.Name, c.Source)
+		if err != nil {
+			if _, ok := err.(ErrorList); !ok {
+				t.Errorf("error is %T, not an ErrorList: %v", err, err)
+			}
 		}
-		if got := list[0].Error(); got != tt.want {
-			t.Errorf("%q:\n got %s\nwant %s", tt.src, got, tt.want)
-		}
+		c.Check(t, err)
 	}
 }
 
@@ -303,5 +277,57 @@ func TestErrorLimit(t *testing.T) {
 	_, err := Parse("t", []byte(src))
 	if n := len(err.(ErrorList)); n != maxErrors {
 		t.Errorf("got %d errors, want %d", n, maxErrors)
+	}
+}
+
+// TestIgnoredDeclarations: what a program's own header declares besides
+// types (prototypes, extern and static variables, inline functions,
+// attributes, asm labels, initializers with C's character constants) is
+// read and dropped; the types defined on the way are kept, and the
+// probes around them parse.
+func TestIgnoredDeclarations(t *testing.T) {
+	src := `struct point { int x; int y; };
+typedef struct point point_t;
+extern int lib_count;
+extern const char *lib_names[];
+int lib_init(void);
+struct point *lib_make(int x, int y) __attribute__((warn_unused_result)) __asm__("lib_make_v2");
+size_t lib_len(const char *s, ...);
+pid_t *lib_pids, lib_pid = 3;
+static const char lib_colon = ':';
+static inline int lib_sum(const struct point *p) { char c = '}'; return p->x + p->y + (c == '{'); }
+__attribute__((noreturn)) void lib_die(const char *fmt, ...);
+void (*lib_hook)(int), *(*lib_table[4])(void);
+static const char lib_sep[] = { '\'', ',', 0 }, *lib_end = "}";
+point_t lib_origin = { .x = 0, .y = 0 };
+struct color_pair { int fg, bg; } lib_colors[2];
+enum level { LOW, HIGH = 5 } lib_level;
+__extension__ typedef unsigned long long lib_u64;
+_Static_assert(sizeof(int) == 4, "int");
+BEGIN { }
+unsigned long lib_mask(unsigned long m)
+{
+	return m & ~0UL;
+}
+kprobe:f { }
+`
+	prog, err := Parse("t", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decls []string
+	for _, d := range prog.Decls {
+		name := d.Type.Kind.String() + " " + d.Type.Name
+		for _, n := range d.Names {
+			name += " " + n.Name
+		}
+		decls = append(decls, name)
+	}
+	want := []string{"struct point", "struct point point_t", "struct color_pair", "enum level", "identifier unsigned long long lib_u64"}
+	if !reflect.DeepEqual(decls, want) {
+		t.Errorf("declarations kept:\n%q\nwant\n%q", decls, want)
+	}
+	if len(prog.Probes) != 2 || prog.Probes[1].Points[0].Raw != "kprobe:f" {
+		t.Errorf("got %d probes, want BEGIN and kprobe:f", len(prog.Probes))
 	}
 }

@@ -305,7 +305,7 @@ func Quote(s string) string {
 }
 
 // Dump writes the tree under n, one node per line, indented by depth:
-// what "kinst -d ast" shows.
+// what "kinst --dump ast" shows.
 func Dump(w io.Writer, n Node) error {
 	var b strings.Builder
 	depth := 0

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"kinst.dev/kinst/internal/testenv"
 )
 
@@ -162,6 +164,8 @@ func TestListUprobeParams(t *testing.T) {
 	want := strings.NewReplacer("BIN", bin).Replace(`uprobe:BIN:kinst_add
     long int a
     long int b
+uprobe:BIN:kinst_fence
+    volatile long int* c
 uprobe:BIN:kinst_greet
     const char* word
 uprobe:BIN:kinst_move
@@ -178,9 +182,110 @@ uprobe:BIN:kinst_stack
     long int f
     long int g
     long int h
+uprobe:BIN:kinst_watch
+    volatile long int* a
+    volatile int* b
 `)
 	r := kinst(t, "-lv", "uprobe:"+bin+":kinst_*")
 	if r.code != 0 || r.stdout != want {
 		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s\nstderr:\n%s", r.code, r.stdout, want, r.stderr)
+	}
+}
+
+// TestFloatMembers: a declared struct with float and double members is
+// laid out as C lays it out; printed whole, it shows the members kinst
+// can print (bpftrace 0.17 prints nothing for such a print()).
+func TestFloatMembers(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	prog := `struct fl { float f; int hi; double nsec_bits; };
+struct ts { int lo; float f; long nsec; };
+tracepoint:syscalls:sys_enter_nanosleep /tid == cpid/ {
+	$t = (struct ts *)args->rqtp;
+	print(*$t);
+	@[*$t] = sizeof(struct fl);
+}`
+	kinst(t, "-q", "-e", prog, "-c", workload(t)+" nanosleep 1 2600").want(t, 0,
+		"{ .lo = 0, .nsec = 2600000 }\n\n\n@[{.lo=0,.nsec=2600000}]: 16\n", "")
+}
+
+// TestModuleBTFCast casts to a struct only a module's BTF defines:
+// plug_sched_data of sch_plug (net/sched/sch_plug.c, the same in 6.1
+// and 6.12: two bools, then five u32 from offset 4, 20 bytes). Before
+// the module is loaded the type is unknown; loaded, the workload's
+// timespec {0, 2500000} reads through it at C's offsets. The module file
+// comes from /lib/modules or, in a guest, from PATH (vmrun --file
+// sch_plug.ko, which Debian's linux-image package ships); the test loads
+// it, and unloads it after unless it was loaded before.
+func TestModuleBTFCast(t *testing.T) {
+	tracing(t)
+	testenv.Root(t)
+	if _, err := os.Stat("/proc/modules"); err != nil {
+		t.Skip("this kernel cannot load modules")
+	}
+	const module = "sch_plug"
+	prog := `tracepoint:syscalls:sys_enter_nanosleep /tid == cpid/ {
+	$p = (struct plug_sched_data *)args->rqtp;
+	printf("%d %d %d %d\n", sizeof(struct plug_sched_data), $p->limit, $p->pkts_current_epoch, $p->pkts_last_epoch);
+}`
+	run := func() result { return kinst(t, "-q", "-e", prog, "-c", workload(t)+" nanosleep 1 2500") }
+	if _, err := os.Stat("/sys/kernel/btf/" + module); err != nil {
+		path := moduleFile(t, module)
+		if r := run(); r.code == 0 || !strings.Contains(r.stderr, "-e:2:8: unknown type struct plug_sched_data\n") {
+			t.Errorf("before %s is loaded: exit status %d, stderr:\n%s", module, r.code, r.stderr)
+		}
+		loadModule(t, path)
+		t.Cleanup(func() {
+			if err := unix.DeleteModule(module, unix.O_NONBLOCK); err != nil {
+				t.Errorf("unload %s: %v", module, err)
+			}
+		})
+		if _, err := os.Stat("/sys/kernel/btf/" + module); err != nil {
+			t.Skipf("%s is loaded but has no BTF: the kernel was built without CONFIG_DEBUG_INFO_BTF_MODULES", module)
+		}
+	}
+	run().want(t, 0, "20 0 2500000 0\n\n\n", "")
+}
+
+// moduleFile finds a module's file, plain or compressed, in the running
+// kernel's /lib/modules tree or in a folder on PATH.
+func moduleFile(t *testing.T, module string) string {
+	t.Helper()
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		t.Fatal(err)
+	}
+	tree := filepath.Join("/lib/modules", unix.ByteSliceToString(uts.Release[:]), "kernel")
+	for _, dir := range append([]string{filepath.Join(tree, "net", "sched")}, filepath.SplitList(os.Getenv("PATH"))...) {
+		for _, ext := range []string{".ko", ".ko.xz", ".ko.zst", ".ko.gz"} {
+			if p := filepath.Join(dir, module+ext); fileExists(p) {
+				return p
+			}
+		}
+	}
+	t.Skipf("no %s.ko in %s or on PATH (give Debian's to vmrun with --file)", module, tree)
+	return ""
+}
+
+func fileExists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// loadModule loads a module file, which the kernel decompresses itself
+// when it is compressed.
+func loadModule(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	flags := 0
+	if !strings.HasSuffix(path, ".ko") {
+		flags = unix.MODULE_INIT_COMPRESSED_FILE
+	}
+	if err := unix.FinitModule(int(f.Fd()), "", flags); err != nil {
+		t.Fatalf("load %s: %v", path, err)
 	}
 }

@@ -64,6 +64,10 @@ func TestCompileErrors(t *testing.T) {
 			"-e:1:37: the index 2 is out of bounds for array of size 2\n" +
 				"struct s { int a[2]; }; BEGIN { @ = ((struct s *)0)->a[2]; }\n" +
 				"                                    ^~~~~~~~~~~~~~~~~~~~~\n"},
+		{"float member read", []string{"-e", "struct s { int a; float f; }; BEGIN { @ = ((struct s *)0)->f; }"}, false,
+			"-e:1:43: cannot read a float: floating-point values are not supported\n" +
+				"struct s { int a; float f; }; BEGIN { @ = ((struct s *)0)->f; }\n" +
+				"                                          ^~~~~~~~~~~~~~~~~~\n"},
 		{"map kind changes", []string{"-e", "BEGIN { @x = count(); @x = 1; }"}, false,
 			"-e:1:23: @x holds count values; cannot assign int64\n" +
 				"BEGIN { @x = count(); @x = 1; }\n" +
@@ -272,10 +276,13 @@ func TestUsageErrors(t *testing.T) {
 		{"no program", nil, nil, "kinst: no program: give -e PROGRAM or a file (kinst -h for help)\n"},
 		{"missing file", nil, []string{"testdata/nonexistent.bt"}, "kinst: open testdata/nonexistent.bt: no such file or directory\n"},
 		{"output format", nil, []string{"-f", "xml", "-e", "BEGIN {}"}, "kinst: unknown output format \"xml\": use text, json or pprof\n"},
-		{"debug stage", nil, []string{"-d", "nope", "-e", "BEGIN {}"}, "kinst: unknown stage \"nope\" for -d: use ast, types, bpf or all\n"},
+		{"dump stage", nil, []string{"--dump", "ast,nope", "-e", "BEGIN {}"}, "kinst: unknown stage in --dump \"ast,nope\": use ast, types, bpf, maps or all, or several separated by commas\n"},
+		{"-d with a stage", nil, []string{"-d", "bpf", "prog.bt"}, "kinst: -d takes no stage, as in bpftrace: print stage bpf with --dump bpf\n"},
+		{"three -d", nil, []string{"-ddd", "-e", "BEGIN {}"}, "kinst: -d may be given at most twice: -d prints the compiled program, -dd its maps and records too\n"},
 		{"command quote", nil, []string{"-c", `"x`, "-e", "BEGIN {}"}, "kinst: -c: unterminated quote in command\n"},
 		{"string length", []string{"KINST_STRLEN=abc"}, []string{"-e", "BEGIN {}"}, "kinst: KINST_STRLEN=\"abc\" is not a positive integer\n"},
 		{"map size", []string{"BPFTRACE_MAP_KEYS_MAX=0"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_MAP_KEYS_MAX=\"0\" is not a positive integer\n"},
+		{"llvm", nil, []string{"--emit-llvm", "out", "-e", "BEGIN {}"}, "kinst: --emit-llvm: kinst compiles to BPF without LLVM, so there is no LLVM IR to write; --emit-elf FILE writes the compiled programs\n"},
 		{"features format", nil, []string{"features", "-f", "xml"}, "kinst: unknown output format \"xml\": use text or json\n"},
 	}
 	for _, tt := range tests {

@@ -57,7 +57,17 @@ OPTIONS:
 
 TROUBLESHOOTING OPTIONS:
     -v             verbose messages: the verifier's log with load errors
-    -d STAGE       print a compilation stage and continue: ast, types, bpf or all
+    -d             (dry run) print the syntax tree, the types and the BPF
+                   instructions to stdout, then stop without loading anything
+    -dd            (dry run) as -d, then the kernel maps and the ring buffer
+                   records the programs send
+    --dump STAGES  print compilation stages to stderr and go on: ast, types,
+                   bpf, maps or all, or several separated by commas
+    --emit-elf FILE
+                   (dry run) write the compiled programs and maps to FILE as a
+                   BPF ELF object that libbpf and cilium/ebpf load
+    --emit-llvm FILE
+                   refused: kinst compiles without LLVM (use --emit-elf)
 
 ENVIRONMENT:
     BPFTRACE_STRLEN             [default: 64] bytes on BPF stack per str() (at most 1024; or KINST_STRLEN)
@@ -70,6 +80,8 @@ ENVIRONMENT:
     BPFTRACE_CACHE_USER_SYMBOLS [default: 1] 0 reads a process's symbols afresh for every address
     BPFTRACE_BTF                [default: none] BTF file used in place of the kernel's types
     KINST_BUFFER_KB             [default: 2048] size of the ring buffer events travel in
+    KINST_CACHE_DIR             [default: /var/cache/kinst for root, else ~/.cache/kinst] where the
+                                macros of included headers are kept between runs; empty: nowhere
 
 EXAMPLES:
 kinst -l '*sleep*'
@@ -170,16 +182,20 @@ func isBool(f *flag.Flag) bool {
 	return ok && b.IsBoolFlag()
 }
 
-// countFlag counts a switch given more than once: -k, -kk.
-type countFlag int
+// countFlag counts a switch given more than once, as -k and -kk, -d and
+// -dd: at most twice.
+type countFlag struct {
+	n       int
+	tooMany string // the error for a third time
+}
 
-func (c *countFlag) String() string   { return strconv.Itoa(int(*c)) }
+func (c *countFlag) String() string   { return strconv.Itoa(c.n) }
 func (c *countFlag) IsBoolFlag() bool { return true }
 func (c *countFlag) Set(string) error {
-	if *c == 2 {
-		return errors.New("-k may be given at most twice: -k checks helpers other than reads, -kk all of them")
+	if c.n == 2 {
+		return errors.New(c.tooMany)
 	}
-	*c++
+	c.n++
 	return nil
 }
 

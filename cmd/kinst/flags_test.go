@@ -39,6 +39,8 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"-I/usr/include", "--include", "linux/fs.h", "x.bt"}, "I=/usr/include include=linux/fs.h | x.bt"},
 		{[]string{"-qI", "inc", "--include=a.h"}, "I=inc include=a.h q=true |"},
 		{[]string{"--usdt-file-activation", "x.bt"}, "usdt-file-activation=true | x.bt"},
+		{[]string{"-de", "BEGIN {}", "-d"}, "d=2 e=BEGIN {} |"},
+		{[]string{"-d", "-kq", "x.bt", "ast"}, "d=1 k=1 q=true | x.bt ast"},
 	}
 	for _, tt := range tests {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
@@ -49,8 +51,9 @@ func TestParseArgs(t *testing.T) {
 		for _, s := range []string{"e", "f", "p", "attach", "I", "include"} {
 			fs.String(s, "", "")
 		}
-		var k countFlag
+		k, d := countFlag{tooMany: "three"}, countFlag{tooMany: "three"}
 		fs.Var(&k, "k", "")
+		fs.Var(&d, "d", "")
 		pos, err := parseArgs(fs, tt.args)
 		if err != nil {
 			t.Errorf("%q: %v", tt.args, err)

@@ -25,6 +25,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -78,7 +79,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		outFile = fs.String("o", "", "")
 		quiet   = fs.Bool("q", false, "")
 		verbose = fs.Bool("v", false, "")
-		debug   = fs.String("d", "", "")
+		dump    = fs.String("dump", "", "")
 		dryRun  = fs.Bool("dry-run", false, "")
 		unsafe  = fs.Bool("unsafe", false, "")
 		mech    = fs.String("attach", "", "")
@@ -86,12 +87,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		info    = fs.Bool("info", false, "")
 		noWarn  = fs.Bool("no-warnings", false, "")
 		pid     pidFlag
-		checks  countFlag
+		checks  = countFlag{tooMany: "-k may be given at most twice: -k checks helpers other than reads, -kk all of them"}
+		debug   = countFlag{tooMany: "-d may be given at most twice: -d prints the compiled program, -dd its maps and records too"}
 		help    bool
 		showVer bool
 		incDirs stringList
 		incs    stringList
 		promAt  = fs.String("prometheus", "", "")
+		emitELF = fs.String("emit-elf", "", "")
+		emitIR  = fs.String("emit-llvm", "", "")
 	)
 	fs.Var(&incDirs, "I", "")
 	fs.Var(&incs, "include", "")
@@ -102,6 +106,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// file when asked to.
 	fileActivation := fs.Bool("usdt-file-activation", false, "")
 	fs.Var(&checks, "k", "")
+	fs.Var(&debug, "d", "")
 	for _, name := range []string{"h", "help"} {
 		fs.BoolVar(&help, name, false, "")
 	}
@@ -125,6 +130,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case *info:
 		return printInfo(stdout, stderr)
+	}
+	if *emitIR != "" {
+		fmt.Fprintf(stderr, "kinst: --emit-llvm: kinst compiles to BPF without LLVM, so there is no LLVM IR to write; --emit-elf FILE writes the compiled programs\n")
+		return 2
 	}
 	buffering, err := runtime.ParseBuffering(*buffer)
 	if err != nil {
@@ -155,9 +164,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kinst: unknown output format %q: use text, json or pprof\n", *format)
 		return 2
 	}
-	if !pipeline.ValidStage(*debug) {
-		fmt.Fprintf(stderr, "kinst: unknown stage %q for -d: use ast, types, bpf or all\n", *debug)
+	if !pipeline.ValidStage(*dump) {
+		fmt.Fprintf(stderr, "kinst: unknown stage in --dump %q: use ast, types, bpf, maps or all, or several separated by commas\n", *dump)
 		return 2
+	}
+	// -d and -dd are bpftrace's dry runs with debug output, on stdout;
+	// --dump prints stages on stderr and goes on.
+	stages, dumpTo := *dump, stderr
+	if debug.n > 0 {
+		stages, dumpTo = "ast,types,bpf", stdout
+		if debug.n > 1 {
+			stages += ",maps"
+		}
+		if *dump != "" {
+			stages += "," + *dump
+		}
 	}
 	var force codegen.Mechanism
 	if *mech != "" {
@@ -167,6 +188,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	name, src, params, err := source(*prog, rest)
+	if err != nil && debug.n > 0 && errors.Is(err, os.ErrNotExist) && rest[0] != "" && pipeline.ValidStage(rest[0]) {
+		fmt.Fprintf(stderr, "kinst: -d takes no stage, as in bpftrace: print stage %s with --dump %s\n", rest[0], rest[0])
+		return 2
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "kinst: %v\n", err)
 		return 2
@@ -197,13 +222,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Unsafe:  *unsafe,
 		Cpid:    len(argv) > 0,
 		Force:   force,
-		Dump:    stderr,
-		Stages:  *debug,
+		Dump:    dumpTo,
+		Stages:  stages,
 
 		IncludeDirs:  incDirs,
 		Includes:     incs,
 		Warnings:     warnings,
-		HelperChecks: int(checks),
+		HelperChecks: checks.n,
 	}
 	ropts := &runtime.Options{
 		Format:     rf,
@@ -236,6 +261,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return report(err, *verbose, stderr)
 	}
 
+	if *emitELF != "" {
+		if code := writeELF(*emitELF, out, stderr); code != 0 || debug.n == 0 {
+			return code
+		}
+	}
+	if debug.n > 0 {
+		return 0
+	}
 	var stackMaps []string
 	if *format == "pprof" {
 		if stackMaps = stackKeyed(out); len(stackMaps) == 0 {
@@ -272,6 +305,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		srv.Feed(out, ropts)
 	}
 	return report(runtime.Run(context.Background(), out, ropts), *verbose, stderr)
+}
+
+// writeELF writes --emit-elf's object file, which is all a run with it
+// does, as in bpftrace.
+func writeELF(path string, out *codegen.Output, stderr io.Writer) int {
+	var buf bytes.Buffer
+	if err := pipeline.WriteELF(&buf, out); err != nil {
+		fmt.Fprintf(stderr, "kinst: --emit-elf: %v\n", err)
+		return 1
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		fmt.Fprintf(stderr, "kinst: --emit-elf: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 // stackKeyed names the maps with a kstack or ustack in their keys.

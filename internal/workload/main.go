@@ -20,8 +20,17 @@
 //	                            uprobes; it makes no system call
 //	workload paced N RATE       N getppid calls at RATE calls a second, evenly
 //	                            spaced (by spinning, not sleeping)
+//	workload stream MS RATE FILE
+//	                            getppid calls at RATE calls a second, paced
+//	                            as paced, for MS milliseconds; then writes
+//	                            the number of calls made to FILE: a load
+//	                            that slows the workload lowers the count,
+//	                            not the duration
 //	workload threads N          N threads one after another, each of which
 //	                            ends with the exit system call at once
+//	workload udp N BYTES        N UDP datagrams of BYTES bytes over the
+//	                            loopback to a socket of its own, which reads
+//	                            each; byte j of each is 'a' + j%26
 //	workload fsopen N FSTYPE    N fsopen calls of the file system type
 //	                            FSTYPE, each descriptor closed: each calls
 //	                            the type's init_fs_context once
@@ -107,6 +116,15 @@ func run(args []string) error {
 		for i := 0; i < n; i++ {
 			unix.Syscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(size))
 		}
+	case "udp":
+		if len(args) < 3 {
+			return fmt.Errorf("udp needs a size")
+		}
+		size, err := strconv.Atoi(args[2])
+		if err != nil {
+			return err
+		}
+		return udp(n, size)
 	case "open":
 		if len(args) < 3 {
 			return fmt.Errorf("open needs a path")
@@ -169,6 +187,25 @@ func run(args []string) error {
 			}
 			unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0)
 		}
+	case "stream":
+		if len(args) < 4 {
+			return fmt.Errorf("stream needs a rate and a file")
+		}
+		rate, err := strconv.Atoi(args[2])
+		if err != nil || rate <= 0 {
+			return fmt.Errorf("bad rate %q", args[2])
+		}
+		start := time.Now()
+		end := start.Add(time.Duration(n) * time.Millisecond)
+		calls := 0
+		for now := start; now.Before(end); now = time.Now() {
+			if due := start.Add(time.Duration(calls) * time.Second / time.Duration(rate)); now.Before(due) {
+				continue
+			}
+			unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0)
+			calls++
+		}
+		return os.WriteFile(args[3], []byte(strconv.Itoa(calls)), 0o644)
 	case "threads":
 		// A goroutine that ends locked to its thread takes the thread
 		// with it, through the exit system call; each is waited for.
@@ -223,3 +260,39 @@ func burn(x uint64) uint64 {
 //
 //go:noinline
 func callee(i int) int { return 2*i + 1 }
+
+// udp sends n datagrams of size bytes from one loopback socket to
+// another, receiving each before the next is sent: no datagram is
+// dropped, and none is answered with an ICMP error.
+func udp(n, size int) error {
+	loopback := [4]byte{127, 0, 0, 1}
+	rx, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		return err
+	}
+	if err := unix.Bind(rx, &unix.SockaddrInet4{Addr: loopback}); err != nil {
+		return err
+	}
+	sa, err := unix.Getsockname(rx)
+	if err != nil {
+		return err
+	}
+	tx, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		return err
+	}
+	payload := make([]byte, size)
+	for j := range payload {
+		payload[j] = byte('a' + j%26)
+	}
+	buf := make([]byte, size+1)
+	for i := 0; i < n; i++ {
+		if err := unix.Sendto(tx, payload, 0, sa); err != nil {
+			return err
+		}
+		if _, _, err := unix.Recvfrom(rx, buf, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}

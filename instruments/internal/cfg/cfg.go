@@ -1,12 +1,9 @@
-package instruments
+package cfg
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
-
-	"golang.org/x/arch/x86/x86asm"
 )
 
 // A Region is a stretch of one function's machine code: the function
@@ -31,6 +28,15 @@ type Inst struct {
 	target uint64 // where a direct jump or call goes
 	pad    bool   // a nop or int3: what compilers align code with
 }
+
+// Mnemonic is the instruction's operation as objdump names it: "ud2".
+func (in Inst) Mnemonic() string {
+	m, _, _ := strings.Cut(in.Text, " ")
+	return m
+}
+
+// Nop reports whether the instruction is a nop, of whatever length.
+func (in Inst) Nop() bool { return in.pad && in.flow != flowTrap }
 
 // flow is how control leaves an instruction.
 type flow uint8
@@ -91,20 +97,16 @@ type CFG struct {
 	Edges   []*Edge
 }
 
-// ErrSplit marks code that cannot be split into basic blocks.
-var ErrSplit = errors.New("cannot split into basic blocks")
-
 // splitError says why a function cannot be split into basic blocks.
 type splitError struct{ fn, why string }
 
-func (e *splitError) Error() string        { return "cannot split " + e.fn + " into basic blocks: " + e.why }
-func (e *splitError) Is(target error) bool { return target == ErrSplit }
+func (e *splitError) Error() string { return "cannot split " + e.fn + " into basic blocks: " + e.why }
 
 // SymLookup names an address outside the regions: the symbol starting
 // exactly there and its address, or "" when none does.
 type SymLookup func(addr uint64) (name string, base uint64)
 
-// BuildCFG decodes the regions, of which the first is the function and
+// Build decodes the regions, of which the first is the function and
 // the others its outlined parts, and splits them into basic blocks.
 //
 // Leaders are the entry, every jump target and every instruction after
@@ -115,7 +117,7 @@ type SymLookup func(addr uint64) (name string, base uint64)
 // reaches are alignment padding, in no block. A call followed only by
 // int3 padding does not return. Blocks the code shows no way into (the
 // targets of exception fixups, say) get an unknown incoming edge.
-func BuildCFG(regions []Region, sym SymLookup) (*CFG, error) {
+func Build(regions []Region, sym SymLookup) (*CFG, error) {
 	if len(regions) == 0 {
 		return nil, &splitError{"nothing", "no code"}
 	}
@@ -151,7 +153,7 @@ func BuildCFG(regions []Region, sym SymLookup) (*CFG, error) {
 			next := in.Addr + uint64(in.Len)
 			if g.internal(in) {
 				if !at[in.target] {
-					return nil, &splitError{regions[0].Name, fmt.Sprintf("the %s at %s goes to %s, inside an instruction", mnemonic(in.Text), g.label(in.Addr), g.label(in.target))}
+					return nil, &splitError{regions[0].Name, fmt.Sprintf("the %s at %s goes to %s, inside an instruction", in.Mnemonic(), g.label(in.Addr), g.label(in.target))}
 				}
 				leaders[in.target] = true
 				if in.flow == flowCall {
@@ -390,239 +392,3 @@ func (g *CFG) Label(b *Block) string { return g.label(b.Start) }
 
 // Offset is the block's offset into its region's symbol.
 func (g *CFG) Offset(b *Block) uint64 { return b.Start - g.Regions[b.Region].Addr }
-
-func mnemonic(text string) string {
-	m, _, _ := strings.Cut(text, " ")
-	return m
-}
-
-// decodeRegion decodes a region from its first byte to its last.
-func decodeRegion(r Region, name x86asm.SymLookup) ([]Inst, error) {
-	var insts []Inst
-	for off := 0; off < len(r.Code); {
-		addr := r.Addr + uint64(off)
-		in, err := decodeInst(r.Code[off:], addr, name)
-		if err != nil {
-			end := min(off+8, len(r.Code))
-			return nil, &splitError{r.Name, fmt.Sprintf("cannot decode the instruction at %s+%#x (% x): %v", r.Name, off, r.Code[off:end], err)}
-		}
-		insts = append(insts, in)
-		off += in.Len
-	}
-	return insts, nil
-}
-
-// decodeInst decodes the instruction at the start of code, which is at
-// addr. x86asm knows no instruction newer than AVX, and reads some it
-// does not know as a bare prefix with no error; those the kernel uses
-// are decoded by hand.
-func decodeInst(code []byte, addr uint64, name x86asm.SymLookup) (Inst, error) {
-	if text, n, ok := decodeSystem(code); ok {
-		return Inst{Addr: addr, Len: n, Text: text}, nil
-	}
-	x, err := x86asm.Decode(code, 64)
-	if err != nil {
-		return Inst{}, err
-	}
-	if x.Op == 0 {
-		return Inst{}, errors.New("unknown instruction")
-	}
-	in := Inst{Addr: addr, Len: x.Len, Text: x86asm.GNUSyntax(x, addr, name)}
-	rel, isRel := x.Args[0].(x86asm.Rel)
-	if isRel {
-		in.target = addr + uint64(x.Len) + uint64(int64(rel))
-	}
-	switch x.Op {
-	case x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JCXZ, x86asm.JE, x86asm.JECXZ,
-		x86asm.JG, x86asm.JGE, x86asm.JL, x86asm.JLE, x86asm.JNE, x86asm.JNO, x86asm.JNP,
-		x86asm.JNS, x86asm.JO, x86asm.JP, x86asm.JRCXZ, x86asm.JS,
-		x86asm.LOOP, x86asm.LOOPE, x86asm.LOOPNE:
-		in.flow = flowBranch
-	case x86asm.JMP:
-		in.flow = flowJump
-		if !isRel {
-			in.flow = flowIndirect
-		}
-	case x86asm.LJMP:
-		in.flow = flowIndirect
-	case x86asm.CALL:
-		if isRel {
-			in.flow = flowCall
-		}
-	case x86asm.RET, x86asm.LRET, x86asm.IRET, x86asm.IRETD, x86asm.IRETQ, x86asm.SYSRET, x86asm.SYSEXIT:
-		in.flow = flowReturn
-	case x86asm.INT:
-		if imm, ok := x.Args[0].(x86asm.Imm); ok && imm == 3 && x.Len == 1 {
-			in.flow, in.pad = flowTrap, true
-		}
-	case x86asm.NOP:
-		in.pad = true
-	}
-	return in, nil
-}
-
-// systemInsns are register forms of 0f 01 that the kernel uses and
-// x86asm does not decode; every one is three bytes after any prefixes.
-var systemInsns = map[byte]string{
-	0xc0: "enclv", 0xc1: "vmcall", 0xc2: "vmlaunch", 0xc3: "vmresume", 0xc4: "vmxoff",
-	0xc5: "pconfig", 0xc6: "wrmsrns", 0xca: "clac", 0xcb: "stac", 0xcf: "encls",
-	0xd4: "vmfunc", 0xd5: "xend", 0xd6: "xtest", 0xd7: "enclu",
-	0xd8: "vmrun", 0xd9: "vmmcall", 0xda: "vmload", 0xdb: "vmsave",
-	0xdc: "stgi", 0xdd: "clgi", 0xde: "skinit", 0xdf: "invlpga",
-	0xe8: "serialize", 0xee: "rdpkru", 0xef: "wrpkru",
-	0xfa: "monitorx", 0xfb: "mwaitx", 0xfc: "clzero", 0xfd: "rdpru",
-	0xfe: "invlpgb", 0xff: "tlbsync",
-}
-
-// decodeSystem decodes the instructions x86asm misses: endbr64 and
-// endbr32, rdpid, rdrand and rdseed with REX.W, rdssp, lkgs, tpause,
-// umwait, umonitor and the 0f 01 forms above.
-func decodeSystem(code []byte) (text string, n int, ok bool) {
-	i := 0
-	var f2, f3, opsize, rexW bool
-	rexB := 0
-prefixes:
-	for ; i < len(code) && i < 14; i++ {
-		switch c := code[i]; {
-		case c == 0xf3:
-			f3 = true
-		case c == 0xf2:
-			f2 = true
-		case c == 0x66:
-			opsize = true
-		case c == 0x2e || c == 0x3e || c == 0x26 || c == 0x36 || c == 0x64 || c == 0x65 || c == 0xf0:
-		case c >= 0x40 && c <= 0x4f: // REX; B extends modrm.rm
-			rexW, rexB = c&8 != 0, int(c&1)<<3
-		default:
-			break prefixes
-		}
-	}
-	if i+3 > len(code) || code[i] != 0x0f {
-		return "", 0, false
-	}
-	op, modrm := code[i+1], code[i+2]
-	if op == 0x01 {
-		if name, ok := systemInsns[modrm]; ok {
-			return name, i + 3, true
-		}
-		return "", 0, false
-	}
-	if modrm < 0xc0 { // the rest are register forms
-		return "", 0, false
-	}
-	reg, reg32 := "%"+gpr64[rexB|int(modrm&7)], "%"+gpr32[rexB|int(modrm&7)]
-	if !rexW {
-		reg = reg32
-	}
-	switch ext := modrm >> 3 & 7; {
-	case op == 0x1e && f3 && modrm == 0xfa:
-		return "endbr64", i + 3, true
-	case op == 0x1e && f3 && modrm == 0xfb:
-		return "endbr32", i + 3, true
-	case op == 0x1e && f3 && ext == 1:
-		return "rdssp " + reg, i + 3, true
-	case op == 0xc7 && f3 && ext == 7:
-		return "rdpid %" + gpr64[rexB|int(modrm&7)], i + 3, true
-	case op == 0xc7 && !f3 && ext == 6:
-		return "rdrand " + reg, i + 3, true
-	case op == 0xc7 && !f3 && ext == 7:
-		return "rdseed " + reg, i + 3, true
-	case op == 0x00 && f2 && ext == 6:
-		return "lkgs %" + gpr16[rexB|int(modrm&7)], i + 3, true
-	case op == 0xae && opsize && ext == 6:
-		return "tpause " + reg32, i + 3, true
-	case op == 0xae && f2 && ext == 6:
-		return "umwait " + reg32, i + 3, true
-	case op == 0xae && f3 && ext == 6:
-		return "umonitor %" + gpr64[rexB|int(modrm&7)], i + 3, true
-	}
-	return "", 0, false
-}
-
-var (
-	gpr64 = [16]string{"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"}
-	gpr32 = [16]string{"eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi", "r8d", "r9d", "r10d", "r11d", "r12d", "r13d", "r14d", "r15d"}
-	gpr16 = [16]string{"ax", "cx", "dx", "bx", "sp", "bp", "si", "di", "r8w", "r9w", "r10w", "r11w", "r12w", "r13w", "r14w", "r15w"}
-)
-
-// A Count is how many times a block or an edge ran, where it is known.
-type Count struct {
-	N     uint64
-	Known bool
-}
-
-// Flow holds the counts of a CFG's blocks and edges.
-type Flow struct {
-	Blocks []Count // by Block.Index
-	Edges  []Count // by Edge.Index
-	// Unbalanced lists the blocks whose known counts contradict the flow
-	// equations: calls were in flight while the probes were attached.
-	Unbalanced []*Block
-}
-
-// Solve works out what the measured block counts imply. Flow is
-// conserved: a block runs as often as control enters it along its
-// incoming edges, and as often as it leaves along its outgoing ones
-// (counting the entry, exits and unknown edges like any other). Any such
-// equation with one unknown term determines it; Solve applies them
-// until none does. Blocks whose count was not measured may be solved
-// too.
-func Solve(g *CFG, measured []Count) *Flow {
-	f := &Flow{Blocks: append([]Count(nil), measured...), Edges: make([]Count, len(g.Edges))}
-	for changed := true; changed; {
-		changed = false
-		for _, b := range g.Blocks {
-			changed = f.solve(b, b.In) || changed
-			changed = f.solve(b, b.Out) || changed
-		}
-	}
-	for _, b := range g.Blocks {
-		if !f.balanced(b, b.In) || !f.balanced(b, b.Out) {
-			f.Unbalanced = append(f.Unbalanced, b)
-		}
-	}
-	return f
-}
-
-// solve applies count(b) = Σ count(edges) when it has one unknown term,
-// or when the known terms leave nothing for the unknown edges, which
-// then ran no times.
-func (f *Flow) solve(b *Block, edges []*Edge) bool {
-	var sum uint64
-	var unknown []*Edge
-	for _, e := range edges {
-		if c := f.Edges[e.Index]; c.Known {
-			sum += c.N
-		} else {
-			unknown = append(unknown, e)
-		}
-	}
-	bc := &f.Blocks[b.Index]
-	switch {
-	case !bc.Known && len(unknown) == 0:
-		*bc = Count{N: sum, Known: true}
-		return true
-	case bc.Known && len(unknown) > 0 && sum == bc.N:
-		for _, e := range unknown {
-			f.Edges[e.Index] = Count{Known: true}
-		}
-		return true
-	case bc.Known && len(unknown) == 1 && sum < bc.N:
-		f.Edges[unknown[0].Index] = Count{N: bc.N - sum, Known: true}
-		return true
-	}
-	return false
-}
-
-func (f *Flow) balanced(b *Block, edges []*Edge) bool {
-	var sum uint64
-	for _, e := range edges {
-		c := f.Edges[e.Index]
-		if !c.Known {
-			return true
-		}
-		sum += c.N
-	}
-	bc := f.Blocks[b.Index]
-	return !bc.Known || bc.N == sum
-}

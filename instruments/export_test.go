@@ -1,0 +1,4 @@
+package instruments
+
+// FunctionCFG lets the external tests read a kernel function's graph.
+var FunctionCFG = functionCFG
