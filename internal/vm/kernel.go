@@ -49,7 +49,18 @@ const (
 // tests of probes on module functions load them. binfmt_misc needs no
 // other module, and each fsopen("binfmt_misc") calls its
 // bm_init_fs_context once. 6.1 ships it plain, 6.12 compressed.
-var GuestModules = []string{"kernel/fs/binfmt_misc.ko", "kernel/fs/binfmt_misc.ko.xz"}
+// sch_plug defines a struct no other BTF has, for casts to module types.
+var GuestModules = []string{
+	"kernel/fs/binfmt_misc.ko", "kernel/fs/binfmt_misc.ko.xz",
+	"kernel/net/sched/sch_plug.ko", "kernel/net/sched/sch_plug.ko.xz",
+}
+
+// keptModules names the file in a cache's modules folder that lists the
+// GuestModules it was made for: a cache made for another list is fetched
+// again.
+const keptModules = ".kept"
+
+func keptList() string { return strings.Join(GuestModules, "\n") + "\n" }
 
 // CacheDir returns the folder where kernels are cached: $KINST_KERNEL_CACHE if
 // set, else .cache/kernels under the root of the kinst module containing the
@@ -199,14 +210,14 @@ func cachedKernel(cacheDir, series, release string) Kernel {
 	if _, err := os.Stat(filepath.Join(dir, cachedConfig)); err == nil {
 		k.Config = filepath.Join(dir, cachedConfig)
 	}
-	if _, err := os.Stat(filepath.Join(dir, cachedModules)); err == nil {
+	if b, err := os.ReadFile(filepath.Join(dir, cachedModules, keptModules)); err == nil && string(b) == keptList() {
 		k.Modules = filepath.Join(dir, cachedModules)
 	}
 	return k
 }
 
 // FetchModules adds GuestModules to a kernel cached before the cache kept
-// modules, downloading its package again.
+// them, downloading its package again.
 func FetchModules(ctx context.Context, cacheDir string, k Kernel) (Kernel, error) {
 	if k.Series == "" || k.Modules != "" {
 		return k, nil
@@ -233,6 +244,10 @@ func FetchModules(ctx context.Context, cacheDir string, k Kernel) (Kernel, error
 	if err := keepModules(tree, k.Release, mods); err != nil {
 		return k, err
 	}
+	// What an older list kept goes.
+	if err := os.RemoveAll(filepath.Join(cacheDir, k.Release, cachedModules)); err != nil {
+		return k, err
+	}
 	if err := os.Rename(mods, filepath.Join(cacheDir, k.Release, cachedModules)); err != nil {
 		return k, err
 	}
@@ -255,7 +270,10 @@ func keepModules(tree, release, dir string) error {
 			return err
 		}
 	}
-	return os.MkdirAll(dir, 0o755)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, keptModules), []byte(keptList()), 0o644)
 }
 
 // inSeries reports whether release belongs to series: "6.1.0-56-cloud-amd64"

@@ -137,6 +137,16 @@ func TestCached(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedModules), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedModules, keptModules), []byte(keptList()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Modules kept for another list are not the ones the guests need.
+	if err := os.MkdirAll(filepath.Join(dir, "6.12.117+deb12-cloud-amd64", cachedModules), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "6.12.117+deb12-cloud-amd64", cachedModules, keptModules), []byte("kernel/fs/binfmt_misc.ko\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		series string
 		want   Kernel
@@ -188,7 +198,7 @@ func TestKeepModules(t *testing.T) {
 		}
 		return nil
 	})
-	if want := []string{"kernel/fs/binfmt_misc.ko.xz"}; !slices.Equal(kept, want) {
+	if want := []string{".kept", "kernel/fs/binfmt_misc.ko.xz"}; !slices.Equal(kept, want) {
 		t.Errorf("kept %v, want %v", kept, want)
 	}
 }
