@@ -157,13 +157,17 @@ func TestUprobeArgsErrors(t *testing.T) {
 }
 
 // -lv lists a binary's functions with their parameters from DWARF,
-// spelled as bpftrace 0.17 spells them.
+// spelled as bpftrace 0.17 spells them, except volatile pointees, which
+// 0.17 lists as "<unknown type>*" (checked with kinst_fence and
+// kinst_watch) and kinst spells out.
 func TestListUprobeParams(t *testing.T) {
 	t.Parallel()
 	bin := target(t)
 	want := strings.NewReplacer("BIN", bin).Replace(`uprobe:BIN:kinst_add
     long int a
     long int b
+uprobe:BIN:kinst_fence
+    volatile long int* c
 uprobe:BIN:kinst_greet
     const char* word
 uprobe:BIN:kinst_move
@@ -180,6 +184,9 @@ uprobe:BIN:kinst_stack
     long int f
     long int g
     long int h
+uprobe:BIN:kinst_watch
+    volatile long int* a
+    volatile int* b
 `)
 	r := kinst(t, "-lv", "uprobe:"+bin+":kinst_*")
 	if r.code != 0 || r.stdout != want {
