@@ -76,8 +76,9 @@ kinst:
 kernels: vmrun
 	$(BIN)/vmrun kernels $(SERIES)
 
-# The guests get kinst, workload, kinst-target, Debian's static busybox
-# and bpftrace's shipped tools on their PATH.
+# The guests get kinst, workload, kinst-target, Debian's static busybox,
+# bpftrace's shipped tools and the kernel's sch_plug module (kept by
+# vmrun kernels) on their PATH.
 # All paths are absolute: go test runs vmrun from each package's folder.
 vmtest: vmrun kinst kernels
 	@status=0; for k in $(SERIES); do \
@@ -85,6 +86,8 @@ vmtest: vmrun kinst kernels
 		files="--file $(BIN)/kinst --file $(BIN)/workload --file $(BIN)/kinst-target"; \
 		bb=$$(command -v busybox || true); if [ -n "$$bb" ]; then files="$$files --file $$bb"; fi; \
 		for t in /usr/sbin/*.bt; do [ -e "$$t" ] && files="$$files --file $$t"; done; \
+		img=$$($(BIN)/vmrun kernels $$k | cut -d' ' -f3); \
+		for m in $$(dirname "$$img")/sch_plug.ko*; do [ -e "$$m" ] && files="$$files --file $$m"; done; \
 		$(GO) test -exec "$(BIN)/vmrun --kernel $$k --accel $(ACCEL) $$files --" ./... || status=1; \
 	done; exit $$status
 

@@ -40,6 +40,12 @@ const (
 	cachedConfig = "config"
 )
 
+// testModules are the modules tests load in a guest, kept beside the image
+// under their own names (sch_plug.ko, or sch_plug.ko.xz where the series
+// compresses modules) when the package has them: sch_plug defines a
+// struct only its own BTF describes (cmd/kinst TestModuleBTFCast).
+var testModules = []string{"kernel/net/sched/sch_plug.ko"}
+
 // CacheDir returns the folder where kernels are cached: $KINST_KERNEL_CACHE if
 // set, else .cache/kernels under the root of the kinst module containing the
 // working directory, else kinst/kernels under the user's cache folder.
@@ -335,6 +341,14 @@ func download(ctx context.Context, cacheDir, release string) error {
 	}
 	if err := os.Rename(filepath.Join(boot, "config-"+release), filepath.Join(done, cachedConfig)); err != nil {
 		return fmt.Errorf("package has no kernel config: %w", err)
+	}
+	for _, m := range testModules {
+		files, _ := filepath.Glob(filepath.Join(tree, "lib", "modules", release, m+"*"))
+		for _, f := range files {
+			if err := os.Rename(f, filepath.Join(done, filepath.Base(f))); err != nil {
+				return err
+			}
+		}
 	}
 	return os.Rename(done, filepath.Join(cacheDir, release))
 }

@@ -234,7 +234,8 @@ func writeFile(t *testing.T, path, data string, perm os.FileMode) {
 }
 
 // kernelDeb builds a package holding what a linux-image package holds of
-// interest: boot/vmlinuz-RELEASE and boot/config-RELEASE.
+// interest: boot/vmlinuz-RELEASE, boot/config-RELEASE and the module
+// the tests load.
 func kernelDeb(t *testing.T, release string) string {
 	t.Helper()
 	// Busybox's dpkg-deb, all a guest has, cannot build packages.
@@ -242,7 +243,8 @@ func kernelDeb(t *testing.T, release string) string {
 		t.Skipf("no dpkg-deb that builds packages: %v", err)
 	}
 	root := filepath.Join(t.TempDir(), "pkg")
-	for _, d := range []string{"DEBIAN", "boot"} {
+	modules := filepath.Join("lib", "modules", release, "kernel", "net", "sched")
+	for _, d := range []string{"DEBIAN", "boot", modules} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -251,6 +253,8 @@ func kernelDeb(t *testing.T, release string) string {
 		"\nVersion: 1\nArchitecture: amd64\nMaintainer: kinst tests <tests@kinst.dev>\nDescription: fake kernel\n", 0o644)
 	fakeImage(t, filepath.Join(root, "boot", "vmlinuz-"+release), release+" (builder) #1 SMP")
 	writeFile(t, filepath.Join(root, "boot", "config-"+release), "CONFIG_KPROBES=y\n", 0o644)
+	writeFile(t, filepath.Join(root, modules, "sch_plug.ko.xz"), "module", 0o644)
+	writeFile(t, filepath.Join(root, modules, "sch_prio.ko.xz"), "module", 0o644)
 	deb := filepath.Join(t.TempDir(), "linux-image-"+release+"_1_amd64.deb")
 	if out, err := exec.Command("dpkg-deb", "--root-owner-group", "-Znone", "--build", root, deb).CombinedOutput(); err != nil {
 		t.Fatalf("dpkg-deb --build: %v\n%s", err, out)
@@ -287,6 +291,9 @@ func TestFetch(t *testing.T) {
 	img, err := FromImage(want.Image)
 	if err != nil || img.Release != release {
 		t.Errorf("cached image: %+v, %v", img, err)
+	}
+	if kept, _ := filepath.Glob(filepath.Join(cache, release, "sch_*")); len(kept) != 1 || filepath.Base(kept[0]) != "sch_plug.ko.xz" {
+		t.Errorf("cached modules %v, want sch_plug.ko.xz alone", kept)
 	}
 	if left, _ := filepath.Glob(filepath.Join(cache, ".fetch-*")); len(left) != 0 {
 		t.Errorf("Fetch left %v", left)
