@@ -17,13 +17,14 @@ export CGO_ENABLED := 0
 # cpio to cross-check the initramfs writer, gcc and a static libc for the C
 # program uprobe tests probe, <sys/sdt.h> for the USDT test program, the
 # kernel's user-space headers for #include tests, and the real readers of
-# what kinst writes: gdb (core files), protoc (Perfetto traces) and
-# Prometheus (metrics). Each is a file that must exist, or a command on
-# PATH, and the package that brings it.
+# what kinst writes: gdb (core files), protoc (Perfetto traces),
+# Prometheus (metrics), bpftool (libbpf loading --emit-elf objects) and
+# tcpdump (skboutput's pcap files). Each is a file that must exist, or a
+# command on PATH, and the package that brings it.
 DEPS := qemu-system-x86_64:qemu-system-x86 busybox:busybox-static bpftrace:bpftrace cpio:cpio \
 	gcc:gcc /usr/lib/x86_64-linux-gnu/libc.a:libc6-dev \
 	/usr/include/x86_64-linux-gnu/sys/sdt.h:systemtap-sdt-dev /usr/include/linux/socket.h:linux-libc-dev \
-	gdb:gdb protoc:protobuf-compiler prometheus:prometheus
+	gdb:gdb protoc:protobuf-compiler prometheus:prometheus bpftool:bpftool tcpdump:tcpdump
 FUZZTIME ?= 20s
 
 help:
@@ -76,9 +77,8 @@ kinst:
 kernels: vmrun
 	$(BIN)/vmrun kernels $(SERIES)
 
-# The guests get kinst, workload, kinst-target, Debian's static busybox,
-# bpftrace's shipped tools and the kernel's sch_plug module (kept by
-# vmrun kernels) on their PATH.
+# The guests get kinst, workload, kinst-target, Debian's static busybox
+# and bpftrace's shipped tools on their PATH.
 # All paths are absolute: go test runs vmrun from each package's folder.
 vmtest: vmrun kinst kernels
 	@status=0; for k in $(SERIES); do \
@@ -86,8 +86,6 @@ vmtest: vmrun kinst kernels
 		files="--file $(BIN)/kinst --file $(BIN)/workload --file $(BIN)/kinst-target"; \
 		bb=$$(command -v busybox || true); if [ -n "$$bb" ]; then files="$$files --file $$bb"; fi; \
 		for t in /usr/sbin/*.bt; do [ -e "$$t" ] && files="$$files --file $$t"; done; \
-		img=$$($(BIN)/vmrun kernels $$k | cut -d' ' -f3); \
-		for m in $$(dirname "$$img")/sch_plug.ko*; do [ -e "$$m" ] && files="$$files --file $$m"; done; \
 		$(GO) test -exec "$(BIN)/vmrun --kernel $$k --accel $(ACCEL) $$files --" ./... || status=1; \
 	done; exit $$status
 

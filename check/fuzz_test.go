@@ -22,6 +22,7 @@ func FuzzCheck(f *testing.F) {
 		"END { @m = min(-1); @n = max(5); @a = avg(3); @s = stats(4); time(); join(0); }",
 		"BEGIN { @x = (uint8)300 / 0; @y = \"a\" == \"b\"; @z = strncmp(\"ab\", \"ac\", 1); @w = $1 + $#; }",
 		"BEGIN { printff(\"%d\", nope); @x = printf(\"%d\\n\", \"a\"); system(\"rm %s\", 1 / 0); @y = count() + hist(nope); prnt(@m, @k[nope2]); @z = clear(@m) + exit() }",
+		"BEGIN { @a = strftime(1, nope); @m = count(); print(@m, nope4); clear(@m, 1); @h[nope8] = hist(\"a\", nope9); @l[1, x] = lhist(1, 0, y, 0); delete(@h[z], 2) }",
 		"struct a { nope_t x; }; struct b { struct a y; int z; }; typedef struct b tb; enum e { A = N, B }; t:syscalls:nope { @x = 1 } BEGIN { @y = sizeof(tb) + B; @z = ((struct a *)0)->x; @w = @x }",
 	}
 	for _, s := range seeds {

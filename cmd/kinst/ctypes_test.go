@@ -215,10 +215,9 @@ tracepoint:syscalls:sys_enter_nanosleep /tid == cpid/ {
 // plug_sched_data of sch_plug (net/sched/sch_plug.c, the same in 6.1
 // and 6.12: two bools, then five u32 from offset 4, 20 bytes). Before
 // the module is loaded the type is unknown; loaded, the workload's
-// timespec {0, 2500000} reads through it at C's offsets. The module file
-// comes from /lib/modules or, in a guest, from PATH (vmrun --file
-// sch_plug.ko, which Debian's linux-image package ships); the test loads
-// it, and unloads it after unless it was loaded before.
+// timespec {0, 2500000} reads through it at C's offsets. The test loads
+// the module (vmrun packs it into the guests), and unloads it after
+// unless it was loaded before.
 func TestModuleBTFCast(t *testing.T) {
 	tracing(t)
 	testenv.Root(t)
@@ -232,11 +231,10 @@ func TestModuleBTFCast(t *testing.T) {
 }`
 	run := func() result { return kinst(t, "-q", "-e", prog, "-c", workload(t)+" nanosleep 1 2500") }
 	if _, err := os.Stat("/sys/kernel/btf/" + module); err != nil {
-		path := moduleFile(t, module)
 		if r := run(); r.code == 0 || !strings.Contains(r.stderr, "-e:2:8: unknown type struct plug_sched_data\n") {
 			t.Errorf("before %s is loaded: exit status %d, stderr:\n%s", module, r.code, r.stderr)
 		}
-		loadModule(t, path)
+		loadModule(t, module)
 		t.Cleanup(func() {
 			if err := unix.DeleteModule(module, unix.O_NONBLOCK); err != nil {
 				t.Errorf("unload %s: %v", module, err)
@@ -247,47 +245,4 @@ func TestModuleBTFCast(t *testing.T) {
 		}
 	}
 	run().want(t, 0, "20 0 2500000 0\n\n\n", "")
-}
-
-// moduleFile finds a module's file, plain or compressed, in the running
-// kernel's /lib/modules tree or in a folder on PATH.
-func moduleFile(t *testing.T, module string) string {
-	t.Helper()
-	var uts unix.Utsname
-	if err := unix.Uname(&uts); err != nil {
-		t.Fatal(err)
-	}
-	tree := filepath.Join("/lib/modules", unix.ByteSliceToString(uts.Release[:]), "kernel")
-	for _, dir := range append([]string{filepath.Join(tree, "net", "sched")}, filepath.SplitList(os.Getenv("PATH"))...) {
-		for _, ext := range []string{".ko", ".ko.xz", ".ko.zst", ".ko.gz"} {
-			if p := filepath.Join(dir, module+ext); fileExists(p) {
-				return p
-			}
-		}
-	}
-	t.Skipf("no %s.ko in %s or on PATH (give Debian's to vmrun with --file)", module, tree)
-	return ""
-}
-
-func fileExists(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular()
-}
-
-// loadModule loads a module file, which the kernel decompresses itself
-// when it is compressed.
-func loadModule(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	flags := 0
-	if !strings.HasSuffix(path, ".ko") {
-		flags = unix.MODULE_INIT_COMPRESSED_FILE
-	}
-	if err := unix.FinitModule(int(f.Fd()), "", flags); err != nil {
-		t.Fatalf("load %s: %v", path, err)
-	}
 }

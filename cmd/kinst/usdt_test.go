@@ -469,8 +469,12 @@ func TestUSDTSemaphoreByHand(t *testing.T) {
 	kinstEnv(t, noRefCtr, "-q", "-e", prog).want(t, 1, "",
 		"kinst: attach usdt:"+bin+":kinst:gated: cannot raise the probe's USDT semaphore: this kernel has no uprobe reference counter, which raises it in every process: give -p PID or --usdt-file-activation\n")
 	idle := filepath.Join(t.TempDir(), "idle")
-	if out, err := exec.Command("cp", bin, idle).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v\n%s", err, out)
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(idle, data, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	kinstEnv(t, noRefCtr, "-q", "--usdt-file-activation", "-e", "usdt:"+idle+":kinst:gated { }").want(t, 1, "",
 		"kinst: attach usdt:"+idle+":kinst:gated: cannot raise the probe's USDT semaphore: no process runs "+idle+" for --usdt-file-activation to raise it in\n")
