@@ -32,7 +32,7 @@ func BenchmarkShippedTools(b *testing.B) {
 			}
 			cpu.report(b)
 		})
-		b.Run(tool+"/cached", func(b *testing.B) {
+		b.Run(tool+"_cached", func(b *testing.B) {
 			conf := &Config{BTF: func() bool { return true }, CacheDir: b.TempDir()}
 			if _, err := Preprocess(path, src, conf); err != nil {
 				b.Fatal(err)
