@@ -14,11 +14,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kinst.dev/kinst"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/output"
-	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/runtime"
 	"kinst.dev/kinst/syntax"
 )
@@ -171,8 +171,8 @@ type runHooks struct {
 	Symbolizer *elfsym.Symbolizer
 }
 
-// run prints the program with --show; otherwise it compiles and runs it,
-// sending its output to -o or stdout.
+// run prints the program with --show; otherwise it compiles and runs it
+// as kinst -e runs a program, sending its output to -o or stdout.
 func (c *common) run(ctx context.Context, name, src string, hooks runHooks, stdout, stderr io.Writer) error {
 	if c.Show {
 		_, err := io.WriteString(stdout, src)
@@ -182,60 +182,63 @@ func (c *common) run(ctx context.Context, name, src string, hooks runHooks, stdo
 	if c.Command != "" {
 		var err error
 		if argv, err = runtime.SplitCommand(c.Command); err != nil {
-			return fmt.Errorf("-c: %w", err)
+			return usageError("-c: %v", err)
 		}
 	}
-	popts := &pipeline.Options{
-		Pid:    c.Pid,
-		Unsafe: c.Unsafe,
-		Cpid:   c.Command != "",
+	opts := &kinst.Options{
+		Pid:         c.Pid,
+		Unsafe:      c.Unsafe,
+		Command:     argv,
+		Environment: true,
+		Warnings:    stderr,
+		Verbose:     c.Verbose,
 	}
-	if err := popts.FromEnv(); err != nil {
-		return err
-	}
-	out, err := pipeline.Compile(name, []byte(src), popts)
+	p, err := kinst.Compile(name, []byte(src), opts)
 	if err != nil {
 		return err
 	}
 	w := stdout
 	if c.Output != "" {
-		// O_WRONLY without O_TRUNC semantics matter for a named pipe:
-		// opening blocks until a reader comes, and writes stream to it.
-		f, err := os.OpenFile(c.Output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		f, err := output.Create(c.Output)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
 		w = f
 	}
-	opts := &runtime.Options{
-		Out:     w,
-		Stdout:  w,
-		Stderr:  stderr,
-		Quiet:   true,
-		Verbose: c.Verbose,
-		Command: argv,
-		Pid:     c.Pid,
-	}
-	if c.Format == "json" {
-		opts.Format = runtime.JSON
-	}
-	opts.Printf, opts.PrintMap, opts.Symbolizer = hooks.Printf, hooks.PrintMap, hooks.Symbolizer
-	if hooks.ExitMaps != nil {
-		opts.ExitMaps = func(maps []*output.Map) error { return hooks.ExitMaps(w, maps) }
-	}
-	if hooks.Lost != nil {
-		opts.Lost = func(n uint64) error { return hooks.Lost(stderr, n) }
-	}
+	var srv *prom.Server
 	if c.Prometheus != "" {
-		srv, err := prom.Listen(c.Prometheus)
-		if err != nil {
+		if srv, err = prom.Listen(c.Prometheus); err != nil {
 			return fmt.Errorf("--prometheus: %w", err)
 		}
 		defer srv.Close()
-		srv.Feed(out, opts)
 	}
-	return runtime.Run(ctx, out, opts)
+	sigs := make(chan os.Signal, 4)
+	ro := &kinst.RunOptions{
+		Output:  w,
+		JSON:    c.Format == "json",
+		Quiet:   true,
+		Signals: sigs,
+		Runtime: func(out *codegen.Output, opts *runtime.Options) {
+			opts.Printf, opts.PrintMap, opts.Symbolizer = hooks.Printf, hooks.PrintMap, hooks.Symbolizer
+			if hooks.ExitMaps != nil {
+				opts.ExitMaps = func(maps []*output.Map) error { return hooks.ExitMaps(w, maps) }
+			}
+			if hooks.Lost != nil {
+				opts.Lost = func(n uint64) error { return hooks.Lost(stderr, n) }
+			}
+			if srv != nil {
+				srv.Feed(out, opts)
+			}
+		},
+	}
+	// The signals end kinst as any process until it is about to run.
+	defer runtime.CatchSignals(sigs)()
+	r, err := p.StartWith(ctx, nil, ro)
+	if err != nil {
+		return err
+	}
+	return r.Wait()
 }
 
 // A probeTarget is what an instrument probes: the attach point that fires on
@@ -249,9 +252,6 @@ type probeTarget struct {
 	Kernel bool
 }
 
-// ErrTarget marks a target an instrument cannot use.
-var ErrTarget = errors.New("bad target")
-
 // parseTarget reads a target as users write it: a kernel function
 // (vfs_read, or kprobe:, fentry: forms), a user function
 // (uprobe:PATH:FUNC), a system call (syscall:openat), or a tracepoint
@@ -262,7 +262,7 @@ func parseTarget(spec string) (probeTarget, error) {
 		provider, rest = "kprobe", spec
 	}
 	if rest == "" {
-		return probeTarget{}, fmt.Errorf("%w: %q names nothing", ErrTarget, spec)
+		return probeTarget{}, fmt.Errorf("bad target: %q names nothing", spec)
 	}
 	t := probeTarget{Spec: spec}
 	switch provider {
@@ -283,7 +283,7 @@ func parseTarget(spec string) (probeTarget, error) {
 			t.Exit = "tracepoint:syscalls:sys_exit_" + strings.TrimPrefix(name, "sys_enter_")
 		}
 	default:
-		return probeTarget{}, fmt.Errorf("%w: %q: use a kernel function, kprobe:, fentry:, uprobe:PATH:FUNC, syscall:NAME or tracepoint:CAT:NAME", ErrTarget, spec)
+		return probeTarget{}, fmt.Errorf("bad target: %q: use a kernel function, kprobe:, fentry:, uprobe:PATH:FUNC, syscall:NAME or tracepoint:CAT:NAME", spec)
 	}
 	return t, nil
 }

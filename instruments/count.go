@@ -100,7 +100,7 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if c.Output != "" {
 		// As common.run opens it: a named pipe blocks here until its
 		// reader comes.
-		f, err := os.OpenFile(c.Output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		f, err := output.Create(c.Output)
 		if err != nil {
 			return err
 		}
