@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst"
+	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/internal/testenv"
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/runtime"
@@ -315,5 +317,35 @@ func TestEnvironment(t *testing.T) {
 	s, _ := run.Map("@s")
 	if got := s.Entries[0].Value; got != "abcdefg" {
 		t.Errorf("@s = %q, want the 7 bytes BPFTRACE_STRLEN=8 leaves", got)
+	}
+}
+
+// A RunOptions.Runtime function that sets the runtime's Maps and
+// Attached hooks, as the Prometheus exporter does, takes nothing from
+// Run.Map or from Start's wait for the probes.
+func TestRuntimeHooksChain(t *testing.T) {
+	testenv.Root(t)
+	prog, err := kinst.Compile("x.bt", []byte(`BEGIN { @a = 7; } interval:s:100 { }`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var readers, attached int
+	run, err := prog.StartWith(context.Background(), nil, &kinst.RunOptions{
+		Output: io.Discard,
+		Runtime: func(_ *codegen.Output, o *runtime.Options) {
+			o.Maps = func(*runtime.MapReader) { readers++ }
+			o.Attached = func() { attached++ }
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Stop()
+	m, err := run.Map("@a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Entries) != 1 || m.Entries[0].Value != int64(7) || readers != 1 || attached != 1 {
+		t.Errorf("@a = %+v, hooks called %d and %d times, want 7 and once each", m.Entries, readers, attached)
 	}
 }

@@ -103,8 +103,6 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 		opts.Format = runtime.JSON
 	}
 	opts.Buffering, opts.Signals = ro.Buffering, ro.Signals
-	opts.Maps = func(mr *runtime.MapReader) { r.mu.Lock(); r.reader = mr; r.mu.Unlock() }
-	opts.Attached = func() { close(attached) }
 	if ro.Output == nil {
 		opts.Out, opts.Stdout, opts.Quiet = io.Discard, io.Discard, true
 		opts.Records = func(rec *runtime.Record) error {
@@ -122,6 +120,23 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 	}
 	if ro.Runtime != nil {
 		ro.Runtime(p.out, &opts)
+	}
+	// Run.Map and Start's return need these two hooks: a Runtime
+	// function's own are chained with them.
+	maps, attachedHook := opts.Maps, opts.Attached
+	opts.Maps = func(mr *runtime.MapReader) {
+		r.mu.Lock()
+		r.reader = mr
+		r.mu.Unlock()
+		if maps != nil {
+			maps(mr)
+		}
+	}
+	opts.Attached = func() {
+		if attachedHook != nil {
+			attachedHook()
+		}
+		close(attached)
 	}
 	go func() {
 		r.err = runtime.Run(ctx, p.out, &opts)

@@ -640,8 +640,8 @@ func (c *checker) checkBuf(x *syntax.CallExpr, call *Call) *Type {
 		c.errorf(x, "buf() needs a length for %s", t)
 		return nil
 	}
-	if n < 1 || n > MaxStrLen {
-		c.errorf(x, "buf() length must be between 1 and %d, not %d", MaxStrLen, n)
+	if n < 0 || n > MaxStrLen {
+		c.errorf(x, "buf() length must be between 0 and %d, not %d", MaxStrLen, n)
 		return nil
 	}
 	if !t.IsInt() && t.Kind != Array && t.Kind != Str {

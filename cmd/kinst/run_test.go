@@ -265,6 +265,37 @@ func TestWatchpointOnArgument(t *testing.T) {
 	}
 }
 
+// Watchpoints on arguments print what bpftrace 0.17 prints, byte for
+// byte: probe names, counts, the refusal lines once the debug registers
+// are taken, and unwatch().
+func TestWatchpointOnArgumentAsBpftrace(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	bpftrace, err := exec.LookPath("bpftrace")
+	if err != nil {
+		t.Skip("bpftrace is not installed")
+	}
+	bin := target(t)
+	for _, tt := range []struct{ prog, cmd string }{
+		{`watchpoint:kinst_watch+arg0:8:w { @[probe] = count(); }`, "watcharg 20"},
+		{`asyncwatchpoint:kinst_watch+arg0:8:w { @[probe] = count(); } watchpoint:kinst_fence+arg0:8:w { }`, "watcharg 20"},
+		{`watchpoint:kinst_watch+arg0:8:w { @hits = count(); }`, "watchmany 10"},
+		{`uprobe:BIN:kinst_watch /pid == cpid/ { @addr = arg0; }
+		  watchpoint:kinst_watch+arg0:8:w { @hits = count(); unwatch(@addr); }
+		  END { clear(@addr); }`, "unwatch 20"},
+	} {
+		args := []string{"-e", strings.ReplaceAll(tt.prog, "BIN", bin), "-c", bin + " " + tt.cmd}
+		out, err := exec.Command(bpftrace, args...).Output()
+		if err != nil {
+			t.Fatalf("bpftrace %s: %v", tt.cmd, err)
+		}
+		r := kinst(t, args...)
+		if r.code != 0 || r.stdout != string(out) {
+			t.Errorf("%s: kinst exit status %d, stdout:\n%s\nbpftrace's:\n%s\nkinst's stderr:\n%s", tt.cmd, r.code, r.stdout, out, r.stderr)
+		}
+	}
+}
+
 // emulatedCPU says why watchpoint counts cannot be exact on QEMU's
 // emulated CPU (TCG), or "" on other CPUs: its debug registers report a
 // write of one watched variable as a hit of the other watched ones too
