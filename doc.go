@@ -43,7 +43,11 @@
 // records over. Options.Command runs a command under tracing as -c does,
 // Options.Environment reads bpftrace's BPFTRACE_* settings, Options.Debug
 // prints compilation stages as -d does, and [Program.Load] asks the
-// verifier about every probe without attaching any (--dry-run).
+// verifier about every probe without attaching any (--dry-run). The
+// command's Prometheus and pprof exporters, and the instruments that
+// render records and maps themselves, need the runtime's own hooks:
+// they reach them through an internal package, which keeps the
+// runtime's types out of this API.
 //
 // Loading and attaching need root, or CAP_BPF with CAP_PERFMON. Errors
 // wrap their cause: a program the kernel's verifier refuses is a

@@ -17,6 +17,7 @@ import (
 
 	"kinst.dev/kinst"
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/internal/runhook"
 	"kinst.dev/kinst/internal/testenv"
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/runtime"
@@ -320,7 +321,7 @@ func TestEnvironment(t *testing.T) {
 	}
 }
 
-// A RunOptions.Runtime function that sets the runtime's Maps and
+// A runhook function that sets the runtime's Maps and
 // Attached hooks, as the Prometheus exporter does, takes nothing from
 // Run.Map or from Start's wait for the probes.
 func TestRuntimeHooksChain(t *testing.T) {
@@ -330,13 +331,12 @@ func TestRuntimeHooksChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	var readers, attached int
-	run, err := prog.StartWith(context.Background(), nil, &kinst.RunOptions{
-		Output: io.Discard,
-		Runtime: func(_ *codegen.Output, o *runtime.Options) {
-			o.Maps = func(*runtime.MapReader) { readers++ }
-			o.Attached = func() { attached++ }
-		},
+	ro := &kinst.RunOptions{Output: io.Discard}
+	runhook.Set(ro, func(_ *codegen.Output, o *runtime.Options) {
+		o.Maps = func(*runtime.MapReader) { readers++ }
+		o.Attached = func() { attached++ }
 	})
+	run, err := prog.StartWith(context.Background(), nil, ro)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"os"
 	"sync"
 
-	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/internal/runhook"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/runtime"
 )
@@ -50,10 +50,15 @@ type RunOptions struct {
 	// itself or while the output takes no writes, ends the process by
 	// that signal, as the kinst command ends.
 	Signals <-chan os.Signal
-	// Runtime, when set, adjusts the runtime's options before the run,
-	// for what this package does not offer: kinst's exporters and
-	// instruments render records and maps themselves through its hooks.
-	Runtime func(*codegen.Output, *runtime.Options)
+
+	// hook, set through kinst.dev/kinst/internal/runhook, adjusts
+	// the runtime's options before the run, for what this package does
+	// not offer: the kinst command's exporters and instruments.
+	hook runhook.Func
+}
+
+func init() {
+	runhook.Register(func(ro any, f runhook.Func) { ro.(*RunOptions).hook = f })
 }
 
 // A Run is one run of a program. Its probes stay attached until the
@@ -118,10 +123,10 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 			return nil
 		}
 	}
-	if ro.Runtime != nil {
-		ro.Runtime(p.out, &opts)
+	if ro.hook != nil {
+		ro.hook(p.out, &opts)
 	}
-	// Run.Map and Start's return need these two hooks: a Runtime
+	// Run.Map and Start's return need these two hooks: a runhook
 	// function's own are chained with them.
 	maps, attachedHook := opts.Maps, opts.Attached
 	opts.Maps = func(mr *runtime.MapReader) {

@@ -18,6 +18,7 @@ import (
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/export/prom"
+	"kinst.dev/kinst/internal/runhook"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/runtime"
 	"kinst.dev/kinst/syntax"
@@ -219,19 +220,19 @@ func (c *common) run(ctx context.Context, name, src string, hooks runHooks, stdo
 		JSON:    c.Format == "json",
 		Quiet:   true,
 		Signals: sigs,
-		Runtime: func(out *codegen.Output, opts *runtime.Options) {
-			opts.Printf, opts.PrintMap, opts.Symbolizer = hooks.Printf, hooks.PrintMap, hooks.Symbolizer
-			if hooks.ExitMaps != nil {
-				opts.ExitMaps = func(maps []*output.Map) error { return hooks.ExitMaps(w, maps) }
-			}
-			if hooks.Lost != nil {
-				opts.Lost = func(n uint64) error { return hooks.Lost(stderr, n) }
-			}
-			if srv != nil {
-				srv.Feed(out, opts)
-			}
-		},
 	}
+	runhook.Set(ro, func(out *codegen.Output, opts *runtime.Options) {
+		opts.Printf, opts.PrintMap, opts.Symbolizer = hooks.Printf, hooks.PrintMap, hooks.Symbolizer
+		if hooks.ExitMaps != nil {
+			opts.ExitMaps = func(maps []*output.Map) error { return hooks.ExitMaps(w, maps) }
+		}
+		if hooks.Lost != nil {
+			opts.Lost = func(n uint64) error { return hooks.Lost(stderr, n) }
+		}
+		if srv != nil {
+			srv.Feed(out, opts)
+		}
+	})
 	// The signals end kinst as any process until it is about to run.
 	defer runtime.CatchSignals(sigs)()
 	r, err := p.StartWith(ctx, nil, ro)

@@ -42,6 +42,7 @@ import (
 	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/instruments"
 	"kinst.dev/kinst/internal/inject"
+	"kinst.dev/kinst/internal/runhook"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/runtime"
@@ -276,15 +277,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Quiet:     *quiet,
 		Stdout:    stdout,
 		Signals:   sigs,
-		Runtime: func(out *codegen.Output, ro *runtime.Options) {
-			if stackMaps != nil {
-				writeProfile(ro, w, stdout, stackMaps)
-			}
-			if srv != nil {
-				srv.Feed(out, ro)
-			}
-		},
 	}
+	runhook.Set(ro, func(out *codegen.Output, ro *runtime.Options) {
+		if stackMaps != nil {
+			writeProfile(ro, w, stdout, stackMaps)
+		}
+		if srv != nil {
+			srv.Feed(out, ro)
+		}
+	})
 	// Until now SIGINT and SIGTERM end kinst as they end any process:
 	// nothing is in the kernel yet.
 	defer runtime.CatchSignals(sigs)()
