@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -114,12 +115,89 @@ func BenchmarkHitCost(b *testing.B) {
 // link each.
 func BenchmarkAttachDetach(b *testing.B) {
 	testenv.Require(b, testenv.Kprobe)
+	mechs := []string{"kprobe"}
+	if kernel.Available(kernel.FeatKprobeMulti) {
+		mechs = append(mechs, "kprobe.multi")
+	}
+	for _, n := range []int{10, 100, 1000} {
+		names := kernelFunctions(b, n)
+		if names == nil {
+			break
+		}
+		points := make([]string, n)
+		for i, name := range names {
+			points[i] = "kprobe:" + name
+		}
+		prog := strings.Join(points, ",") + " { @ = count(); }"
+		for _, m := range mechs {
+			b.Run(fmt.Sprintf("%s/%d", m, n), func(b *testing.B) {
+				var att, det time.Duration
+				for i := 0; i < b.N; i++ {
+					a, d, _ := attachTimes(b, "--attach", m, "-e", prog)
+					att += a
+					det += d
+				}
+				b.ReportMetric(float64(att.Milliseconds())/float64(b.N), "attach-ms")
+				b.ReportMetric(float64(det.Milliseconds())/float64(b.N), "detach-ms")
+			})
+		}
+	}
+}
+
+// BenchmarkManyKprobeBlocks measures attaching and detaching 10, 100
+// and 1,000 kprobe blocks, one per kernel function, as a generated
+// script writes them: blocks of one body ("shared"), which share a
+// program and a kprobe.multi link where the kernel has it; blocks of
+// distinct bodies ("separate"), a program each through the mechanism
+// kinst picks alone (a trampoline where BTF describes the function);
+// and blocks of one body under --attach kprobe ("kprobe"), a program
+// and a kprobe link each, as without kprobe.multi nor trampolines.
+func BenchmarkManyKprobeBlocks(b *testing.B) {
+	testenv.Require(b, testenv.Kprobe)
+	for _, n := range []int{10, 100, 1000} {
+		names := kernelFunctions(b, n)
+		if names == nil {
+			break
+		}
+		var shared, separate strings.Builder
+		for i, name := range names {
+			fmt.Fprintf(&shared, "kprobe:%s { @ = count(); }\n", name)
+			fmt.Fprintf(&separate, "kprobe:%s { @ = sum(%d); }\n", name, i)
+		}
+		for _, v := range []struct {
+			name string
+			args []string
+		}{
+			{"shared", []string{"-e", shared.String()}},
+			{"separate", []string{"-e", separate.String()}},
+			{"kprobe", []string{"--attach", "kprobe", "-e", shared.String()}},
+		} {
+			b.Run(fmt.Sprintf("%s/%d", v.name, n), func(b *testing.B) {
+				var att, det time.Duration
+				links := 0
+				for i := 0; i < b.N; i++ {
+					a, d, l := attachTimes(b, v.args...)
+					att += a
+					det += d
+					links = l
+				}
+				b.ReportMetric(float64(att.Milliseconds())/float64(b.N), "attach-ms")
+				b.ReportMetric(float64(det.Milliseconds())/float64(b.N), "detach-ms")
+				b.ReportMetric(float64(links), "links")
+			})
+		}
+	}
+}
+
+// kernelFunctions picks n functions of the kernel proper spread over
+// ftrace's list, or returns nil when it lists fewer. Functions whose
+// names say they belong to boot or to tracing itself are left out: the
+// kernel refuses to probe many of them.
+func kernelFunctions(b *testing.B, n int) []string {
 	funcs, err := kernel.FilterFunctions()
 	if err != nil {
 		b.Skipf("ftrace's function list is unreadable: %v", err)
 	}
-	// Functions whose names say they belong to boot or to tracing
-	// itself are left out: the kernel refuses to probe many of them.
 	skip := regexp.MustCompile(`^(_|.*(init|exit|trace|ftrace|kprobe|rcu|lock|irq|nmi|entry|idle))`)
 	var names []string
 	for _, f := range funcs.Funcs {
@@ -127,43 +205,47 @@ func BenchmarkAttachDetach(b *testing.B) {
 			names = append(names, f.Name)
 		}
 	}
-	mechs := []string{"kprobe"}
-	if kernel.Available(kernel.FeatKprobeMulti) {
-		mechs = append(mechs, "kprobe.multi")
+	if n > len(names) {
+		return nil
 	}
-	attachRe := regexp.MustCompile(`attached \S+ in (\S+)`)
-	detachRe := regexp.MustCompile(`detached \d+ links in (\S+)`)
-	for _, n := range []int{10, 100, 1000} {
-		if n > len(names) {
-			break
-		}
-		points := make([]string, n)
-		for i := range points {
-			points[i] = "kprobe:" + names[i*len(names)/n]
-		}
-		prog := strings.Join(points, ",") + " { @ = count(); }"
-		for _, m := range mechs {
-			b.Run(fmt.Sprintf("%s/%d", m, n), func(b *testing.B) {
-				var att, det time.Duration
-				for i := 0; i < b.N; i++ {
-					out, err := exec.Command(testenv.Kinst(b), "-v", "-q", "--attach", m, "-e", prog, "-c", testenv.Workload(b)+" getppid 0").CombinedOutput()
-					if err != nil {
-						b.Fatalf("kinst: %v\n%s", err, out)
-					}
-					a, d := attachRe.FindSubmatch(out), detachRe.FindSubmatch(out)
-					if a == nil || d == nil {
-						b.Fatalf("no times in\n%s", out)
-					}
-					ad, _ := time.ParseDuration(string(a[1]))
-					dd, _ := time.ParseDuration(string(d[1]))
-					att += ad
-					det += dd
-				}
-				b.ReportMetric(float64(att.Milliseconds())/float64(b.N), "attach-ms")
-				b.ReportMetric(float64(det.Milliseconds())/float64(b.N), "detach-ms")
-			})
-		}
+	picked := make([]string, n)
+	for i := range picked {
+		picked[i] = names[i*len(names)/n]
 	}
+	return picked
+}
+
+var (
+	attachedIn = regexp.MustCompile(`(?m)^kinst: attached \S+ in (\S+)$`)
+	detachedIn = regexp.MustCompile(`(?m)^kinst: detached (\d+) links in (\S+)$`)
+)
+
+// attachTimes runs kinst -v with args and a -c command that ends at
+// once, and returns what it reports: the time spent attaching, summed
+// over its programs, the time to detach and the links detached.
+func attachTimes(b *testing.B, args ...string) (attach, detach time.Duration, links int) {
+	b.Helper()
+	args = append([]string{"-v", "-q", "-c", testenv.Workload(b) + " getppid 0"}, args...)
+	out, err := exec.Command(testenv.Kinst(b), args...).CombinedOutput()
+	if err != nil {
+		b.Fatalf("kinst: %v\n%s", err, out)
+	}
+	for _, m := range attachedIn.FindAllSubmatch(out, -1) {
+		d, err := time.ParseDuration(string(m[1]))
+		if err != nil {
+			b.Fatal(err)
+		}
+		attach += d
+	}
+	m := detachedIn.FindSubmatch(out)
+	if attach == 0 || m == nil {
+		b.Fatalf("no attach or detach times in\n%s", out)
+	}
+	links, _ = strconv.Atoi(string(m[1]))
+	if detach, err = time.ParseDuration(string(m[2])); err != nil {
+		b.Fatal(err)
+	}
+	return attach, detach, links
 }
 
 // BenchmarkUSDTHitCost measures what one hit of a USDT probe costs next

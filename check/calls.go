@@ -105,6 +105,11 @@ func (c *checker) call(x *syntax.CallExpr, stmt bool) *Type {
 	}
 	call := &Call{Func: name}
 	t := f.check(c, x, call)
+	if t == nil {
+		// The check stopped at the first mistake; the arguments it did
+		// not reach may hold others.
+		c.use(x.Args)
+	}
 	if t == nil || !allowed {
 		return nil
 	}
@@ -112,11 +117,15 @@ func (c *checker) call(x *syntax.CallExpr, stmt bool) *Type {
 	return t
 }
 
-// use checks the arguments of a call that cannot be checked as a whole,
-// so that their own mistakes are reported. Maps are left unread, only
-// their keys checked: what the call would do with a map is unknown.
+// use checks the arguments of a call that was rejected, those not
+// checked yet, so that their own mistakes are reported. Maps are left
+// unread, only their keys checked: what the call would do with a map is
+// unknown.
 func (c *checker) use(args []syntax.Expr) {
 	for _, a := range args {
+		if c.seen[a] {
+			continue
+		}
 		if m, ok := a.(*syntax.MapExpr); ok {
 			c.use(m.Keys)
 			continue

@@ -32,6 +32,8 @@ struct empty {};
 struct spellings { short unsigned int a; long unsigned int b; signed char c; long long int d; };
 struct holds_empty { struct empty e; int y; };
 struct floats { char c; float f; double d; int i; long double ld; short s; float v[3]; int last; };
+typedef void handler_fn(int sig);
+struct hooks { handler_fn *h; char n; };
 `
 
 func TestDeclLayout(t *testing.T) {
@@ -77,6 +79,8 @@ func TestDeclLayout(t *testing.T) {
 		{"offsetof(struct floats, last)", 64},
 		{"sizeof(struct floats)", 80},
 		{"sizeof(((struct floats *)0)->v)", 12},
+		{"offsetof(struct hooks, n)", 8},
+		{"sizeof(struct hooks)", 16},
 	}
 	for _, tt := range tests {
 		prog, err := checkSrc(t, declSrc+"BEGIN { @x = "+tt.expr+" }", &Config{Kernel: fakeKernel{}})

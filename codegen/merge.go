@@ -15,7 +15,9 @@ import (
 // the targets apart by attach cookie, as for a wildcard. A block naming
 // a function another block of the same body already probes stays on
 // its own, so that both still fire for it. The merged probe keeps the
-// place of its first block.
+// place of its first block, so a block joins it only if no probe placed
+// after it probes one of the block's functions: the programs on one
+// function run in the order of the source's blocks.
 func (c *compiler) mergeProbes(probes []*check.Probe) []*check.Probe {
 	groups := map[string][]*probeGroup{}
 	var out []*check.Probe
@@ -27,7 +29,7 @@ func (c *compiler) mergeProbes(probes []*check.Probe) []*check.Probe {
 		}
 		var into *probeGroup
 		for _, g := range groups[key] {
-			if !g.hasAny(p.Targets) {
+			if !g.hasAny(p.Targets) && !probesAny(out[g.at+1:], p.Targets) {
 				into = g
 				break
 			}
@@ -35,7 +37,7 @@ func (c *compiler) mergeProbes(probes []*check.Probe) []*check.Probe {
 		if into == nil {
 			merged := *p
 			merged.Targets = append([]*check.Target(nil), p.Targets...)
-			into = &probeGroup{probe: &merged, names: map[string]bool{}}
+			into = &probeGroup{probe: &merged, at: len(out), names: map[string]bool{}}
 			groups[key] = append(groups[key], into)
 			out = append(out, into.probe)
 		} else {
@@ -88,7 +90,23 @@ func (c *compiler) mergeKey(p *check.Probe) (string, bool) {
 // A probeGroup is the blocks merged into one probe.
 type probeGroup struct {
 	probe *check.Probe    // a copy of the first block's, collecting targets
+	at    int             // the probe's place among mergeProbes's results
 	names map[string]bool // the targets' names
+}
+
+// probesAny reports whether one of probes has a target of the same name
+// as one of targets.
+func probesAny(probes []*check.Probe, targets []*check.Target) bool {
+	for _, p := range probes {
+		for _, t := range p.Targets {
+			for _, u := range targets {
+				if t.Name == u.Name {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func (g *probeGroup) hasAny(targets []*check.Target) bool {

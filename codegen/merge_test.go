@@ -46,6 +46,10 @@ func TestMergeUprobes(t *testing.T) {
 			[]string{"uprobe.multi getpid getppid", "uprobe getpid"}},
 		{"wildcard joins", u("getpp*", count) + u("getuid", count), true,
 			[]string{"uprobe.multi getppid getuid"}},
+		// getppid's blocks run in the source's order: count's second
+		// block cannot move ahead of @x's.
+		{"order on a function", u("getpid", count) + u("getppid", "{ @x = count(); }") + u("getppid", count) + u("getuid", count), true,
+			[]string{"uprobe.multi getpid getuid", "uprobe getppid", "uprobe getppid"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,6 +152,8 @@ func TestMergeKprobes(t *testing.T) {
 			[]string{"kprobe.multi a b", "fentry a"}},
 		{"wildcard joins", k("vfs_*", count) + k("c", count), all, "",
 			[]string{"kprobe.multi vfs_read vfs_write c"}},
+		{"order on a function", k("a", count) + k("b", "{ @x = count(); }") + k("b", count) + k("c", count) + k("d", count), all, "",
+			[]string{"kprobe.multi a c d", "fentry b", "fentry b"}},
 		{"registers", k("a", `{ @[reg("ip")] = count(); }`) + k("b", `{ @[reg("ip")] = count(); }`), all, "",
 			[]string{"kprobe a", "kprobe b"}},
 		{"typed args", k("a", "{ @ = sum(args->x); }") + k("b", "{ @ = sum(args->x); }"), all, "",

@@ -28,8 +28,8 @@ import (
 //
 // An entry's name is a digest of everything the include's effect
 // depends on besides files: the directive and its header name, the
-// search directories, the including file's directory and where it was
-// found, the nesting depth, the #pragma once files, every macro defined
+// search directories, the including file's directory (for "...") and
+// where it was found, the nesting depth, the #pragma once files, every macro defined
 // at that point (the predefined ones and BPFTRACE_HAVE_BTF among them)
 // and the kinst executable itself, whose preprocessor made the entry.
 // The entry lists every path the include looked at, with the identity
@@ -163,7 +163,9 @@ func (p *pp) cacheKey(src *source, name token, rest []token) string {
 		w.bool(t.space)
 		w.str(t.text)
 	}
-	w.str(src.dir)
+	if len(rest) == 0 || !rest[0].is(tPunct, "<") {
+		w.str(src.dir) // where "..." looks first
+	}
 	w.int(src.found)
 	w.int(p.depth)
 	w.strs(p.dirs)

@@ -97,6 +97,15 @@ func TestCacheKey(t *testing.T) {
 	if r := cacheRun(t, dir, more); r.hits != 1 {
 		t.Errorf("%d hits, want 1", r.hits)
 	}
+	// A program elsewhere shares the entry of its <...> include.
+	other, err := Preprocess(filepath.Join(dir, "sys", "prog.bt"), []byte(more), &Config{
+		SystemDirs: []string{filepath.Join(dir, "first"), filepath.Join(dir, "sys")},
+		BTF:        func() bool { return true },
+		CacheDir:   filepath.Join(dir, "cache"),
+	})
+	if err != nil || other.hits != 1 {
+		t.Errorf("a program in another folder: %d hits, %v", other.hits, err)
+	}
 	res, err := Preprocess(filepath.Join(dir, "prog.bt"), []byte(cacheProg), &Config{
 		SystemDirs: []string{filepath.Join(dir, "sys")},
 		BTF:        func() bool { return true },

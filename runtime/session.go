@@ -48,9 +48,10 @@ type Options struct {
 	// FileActivation raises USDT semaphores in every process mapping
 	// the probe's file, where kinst raises them itself.
 	FileActivation bool
-	// Signals stop the run; nil means SIGINT and SIGTERM, an empty list
-	// none.
-	Signals []os.Signal
+	// Signals carries the signals the caller caught for the run, which
+	// catches none itself; nil means none reach it. SIGUSR1 prints the
+	// maps; any other stops the run, as Run says.
+	Signals <-chan os.Signal
 	// Buffering says when output reaches Out (bpftrace's -B).
 	Buffering Buffering
 	// CatMax bounds the bytes cat() prints of a file; 0 means the
@@ -162,8 +163,9 @@ func (e *InterruptError) Error() string { return "interrupted by " + e.Signal.St
 // signal arrives or ctx is done. Whatever happens, probes are detached
 // and maps printed before it returns.
 //
-// The signals are caught from the start. One arriving before BEGIN runs
-// unloads what was loaded and makes Run return an *InterruptError. Once
+// The signals on opts.Signals count from the start. One arriving before
+// BEGIN runs unloads what was loaded and makes Run return an
+// *InterruptError. Once
 // BEGIN has run, the first stops the run where it is: an attach in
 // progress is rolled back, and END runs and the maps are printed as at
 // any other end. One arriving while the run is already ending, or the
@@ -178,16 +180,6 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
 	}
-	stopSignals := opts.Signals
-	if stopSignals == nil {
-		stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM}
-	}
-	sigs := make(chan os.Signal, 4)
-	// An empty list catches no signal: a library's caller owns them.
-	if len(stopSignals) > 0 {
-		signal.Notify(sigs, append(stopSignals, syscall.SIGUSR1)...)
-		defer signal.Stop(sigs)
-	}
 	var cancel context.CancelFunc
 	s.ctx, cancel = context.WithCancel(ctx)
 	defer cancel()
@@ -196,7 +188,7 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	s.outw = &outputWriter{w: opts.Out}
 	ended := make(chan struct{})
 	defer close(ended)
-	go s.watch(sigs, cancel, ended)
+	go s.watch(opts.Signals, cancel, ended)
 
 	s.buf = bufio.NewWriterSize(s.outw, 64<<10)
 	if opts.Format == JSON {
@@ -791,4 +783,13 @@ func (s *Session) printMaps(exit bool) error {
 	}
 	errs = append(errs, s.w.Maps(maps), s.buf.Flush())
 	return errors.Join(errs...)
+}
+
+// CatchSignals makes the signals the kinst command handles, SIGINT,
+// SIGTERM and SIGUSR1, arrive on ch, given to Options.Signals, until
+// stop is called. The command catches them only once it is about to
+// run: until then they end it as they end any process.
+func CatchSignals(ch chan<- os.Signal) (stop func()) {
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1)
+	return func() { signal.Stop(ch) }
 }

@@ -607,6 +607,15 @@ func (p *parser) parseDeclarator(field bool) *Declarator {
 		p.errorExpected("name")
 		return d
 	}
+	if !field && p.tok == LPAREN {
+		// A typedef of a function type, name(...): what kinst keeps of
+		// it is what a pointer to it is, an untyped pointer.
+		if p.skipGroup() {
+			d.Func, d.EndPos = true, p.end
+			p.next()
+		}
+		return d
+	}
 	for p.tok == LBRACK {
 		p.next()
 		d.Dims = append(d.Dims, p.parseExpr())

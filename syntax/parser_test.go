@@ -304,6 +304,8 @@ point_t lib_origin = { .x = 0, .y = 0 };
 struct color_pair { int fg, bg; } lib_colors[2];
 enum level { LOW, HIGH = 5 } lib_level;
 __extension__ typedef unsigned long long lib_u64;
+typedef void lib_handler(int sig, const char *why);
+struct lib_hooks { lib_handler *on_signal; int n; };
 _Static_assert(sizeof(int) == 4, "int");
 BEGIN { }
 unsigned long lib_mask(unsigned long m)
@@ -324,7 +326,8 @@ kprobe:f { }
 		}
 		decls = append(decls, name)
 	}
-	want := []string{"struct point", "struct point point_t", "struct color_pair", "enum level", "identifier unsigned long long lib_u64"}
+	want := []string{"struct point", "struct point point_t", "struct color_pair", "enum level", "identifier unsigned long long lib_u64",
+		"identifier void lib_handler", "struct lib_hooks"}
 	if !reflect.DeepEqual(decls, want) {
 		t.Errorf("declarations kept:\n%q\nwant\n%q", decls, want)
 	}

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,4 +59,45 @@ func ExampleWriter() {
 	}
 	fmt.Println(buf.Len(), "bytes")
 	// Output: 60 bytes
+}
+
+// tcpdump, the format's reference reader, reads a file of one UDP
+// datagram over the loopback as such, at its time, where it is
+// installed.
+func TestTcpdumpReads(t *testing.T) {
+	tcpdump, err := exec.LookPath("tcpdump")
+	if err != nil {
+		t.Skip("no tcpdump on PATH")
+	}
+	path := filepath.Join(t.TempDir(), "udp.pcap")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pcap.NewWriter(f, pcap.LinkTypeRaw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := []byte("kinst")
+	ip := []byte{0x45, 0, 0, byte(28 + len(payload)), 0, 1, 0, 0, 64, 17, 0, 0, 127, 0, 0, 1, 127, 0, 0, 1}
+	udp := []byte{0x04, 0xd2, 0x16, 0x2e, 0, byte(8 + len(payload)), 0, 0}
+	if err := w.WritePacket(time.Unix(1700000000, 123456000), append(append(ip, udp...), payload...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd := exec.Command(tcpdump, "-n", "-tt", "-r", path)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tcpdump -r: %v\n%s", err, stderr.String())
+	}
+	if want := "1700000000.123456 IP 127.0.0.1.1234 > 127.0.0.1.5678: UDP, length 5\n"; string(out) != want {
+		t.Errorf("tcpdump read %q, want %q", out, want)
+	}
+	if want := "reading from file " + path + ", link-type RAW (Raw IP), snapshot length 65535\n"; stderr.String() != want {
+		t.Errorf("tcpdump said %q, want %q", stderr.String(), want)
+	}
 }

@@ -31,6 +31,9 @@
 //	workload udp N BYTES        N UDP datagrams of BYTES bytes over the
 //	                            loopback to a socket of its own, which reads
 //	                            each; byte j of each is 'a' + j%26
+//	workload fsopen N FSTYPE    N fsopen calls of the file system type
+//	                            FSTYPE, each descriptor closed: each calls
+//	                            the type's init_fs_context once
 //
 // The calls are raw system calls from one locked thread, so the pid and
 // tid the probes see are the process's own. The Go runtime opens a few
@@ -137,6 +140,17 @@ func run(args []string) error {
 		}
 		if failed != 0 {
 			os.Exit(failed)
+		}
+	case "fsopen":
+		if len(args) < 3 {
+			return fmt.Errorf("fsopen needs a file system type")
+		}
+		for i := 0; i < n; i++ {
+			fd, err := unix.Fsopen(args[2], unix.FSOPEN_CLOEXEC)
+			if err != nil {
+				return fmt.Errorf("fsopen %s: %w", args[2], err)
+			}
+			unix.Close(fd)
 		}
 	case "clocksleep":
 		if len(args) < 3 {

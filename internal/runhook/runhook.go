@@ -1,0 +1,24 @@
+package runhook
+
+import (
+	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/runtime"
+)
+
+// A Func adjusts the runtime's options for the compiled program out
+// before the run starts. The Maps and Attached hooks it sets are called
+// along with those package kinst needs.
+type Func func(out *codegen.Output, opts *runtime.Options)
+
+var set func(ro any, f Func)
+
+// Register installs package kinst's setter; kinst calls it at init.
+func Register(setter func(ro any, f Func)) {
+	set = setter
+}
+
+// Set makes a run started with ro, which must be a *kinst.RunOptions,
+// call f before it starts; nil f calls nothing.
+func Set(ro any, f Func) {
+	set(ro, f)
+}
