@@ -17,13 +17,14 @@ export CGO_ENABLED := 0
 # cpio to cross-check the initramfs writer, gcc and a static libc for the C
 # program uprobe tests probe, <sys/sdt.h> for the USDT test program, the
 # kernel's user-space headers for #include tests, and the real readers of
-# what kinst writes: gdb (core files), protoc (Perfetto traces) and
-# Prometheus (metrics). Each is a file that must exist, or a command on
-# PATH, and the package that brings it.
+# what kinst writes: gdb (core files), protoc (Perfetto traces),
+# Prometheus (metrics), bpftool (libbpf loading --emit-elf objects) and
+# tcpdump (skboutput's pcap files). Each is a file that must exist, or a
+# command on PATH, and the package that brings it.
 DEPS := qemu-system-x86_64:qemu-system-x86 busybox:busybox-static bpftrace:bpftrace cpio:cpio \
 	gcc:gcc /usr/lib/x86_64-linux-gnu/libc.a:libc6-dev \
 	/usr/include/x86_64-linux-gnu/sys/sdt.h:systemtap-sdt-dev /usr/include/linux/socket.h:linux-libc-dev \
-	gdb:gdb protoc:protobuf-compiler prometheus:prometheus
+	gdb:gdb protoc:protobuf-compiler prometheus:prometheus bpftool:bpftool tcpdump:tcpdump
 FUZZTIME ?= 20s
 
 help:

@@ -36,6 +36,15 @@
 //
 // Values keep the program's types: see [Map] for the Go type of each.
 //
+// The kinst command and its instruments are built on this package, and
+// what they offer is here too. [Program.StartWith] takes [RunOptions]:
+// with Output set, the run prints what the program sends byte for byte
+// as bpftrace prints it, as text or JSON lines, in place of handing
+// records over. Options.Command runs a command under tracing as -c does,
+// Options.Environment reads bpftrace's BPFTRACE_* settings, Options.Debug
+// prints compilation stages as -d does, and [Program.Load] asks the
+// verifier about every probe without attaching any (--dry-run).
+//
 // Loading and attaching need root, or CAP_BPF with CAP_PERFMON. Errors
 // wrap their cause: a program the kernel's verifier refuses is a
 // [runtime.VerifierError] pointing at the source; another refusal wraps
@@ -43,6 +52,9 @@
 // privilege. A probe type the kernel forbids, or kinst cannot attach, is
 // an error of Compile's list that matches [ErrNotSupported].
 //
-// Unlike the kinst command, the package catches no signal and prints
-// nothing; a Printf record's Text is what bpftrace would have printed.
+// The package catches no signal and, without RunOptions.Output, prints
+// nothing; a Printf record's Text is what bpftrace would have printed. A
+// caller that catches signals may hand them to a run on
+// RunOptions.Signals to have them handled as the kinst command handles
+// them.
 package kinst

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"strconv"
@@ -187,4 +188,63 @@ func ExampleCompile_errors() {
 	// Output:
 	// bad.bt:1:14: invalid operation: int64 + string[2] (strings support only == and !=)
 	// bad.bt:1:23: printf(): not enough arguments for format string (0 supplied, 1 expected)
+}
+
+// With RunOptions.Output a run prints as bpftrace prints: the records as
+// they come, then the maps, here as JSON lines. Stdout takes the blank
+// lines bpftrace prints before the maps.
+func ExampleProgram_StartWith() {
+	prog, err := kinst.Compile("hello.bt", []byte(`
+		BEGIN { printf("hello\n"); @n[1] = 2; exit() }
+	`), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	run, err := prog.StartWith(context.Background(), nil, &kinst.RunOptions{Output: os.Stdout, JSON: true, Stdout: io.Discard})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := run.Wait(); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// {"type": "attached_probes", "data": {"probes": 1}}
+	// {"type": "printf", "data": "hello\n"}
+	// {"type": "map", "data": {"@n": {"1": 2}}}
+}
+
+// Options.Command runs a command under tracing, as kinst -c does: the
+// program sees its pid as cpid, and the run ends when it exits.
+func ExampleOptions_command() {
+	prog, err := kinst.Compile("cmd.bt", []byte(`
+		tracepoint:syscalls:sys_enter_exit_group /pid == cpid/ { printf("%s exits\n", comm) }
+		tracepoint:sched:sched_process_exit /pid == cpid/ { @exits = count() }
+	`), &kinst.Options{Command: []string{"/bin/true"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	run, err := prog.StartWith(context.Background(), nil, &kinst.RunOptions{Output: os.Stdout, Stdout: io.Discard, Quiet: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := run.Wait(); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// true exits
+	// @exits: 1
+}
+
+// Load asks the kernel's verifier about every probe without attaching
+// any, as kinst --dry-run does.
+func ExampleProgram_Load() {
+	prog, err := kinst.Compile("ok.bt", []byte(`
+		tracepoint:syscalls:sys_enter_openat { @[comm] = count() }
+	`), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(prog.Load())
+	// Output:
+	// <nil>
 }

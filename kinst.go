@@ -1,14 +1,19 @@
 package kinst
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/pipeline"
+	"kinst.dev/kinst/runtime"
 )
 
 // ErrNotSupported matches the errors of probe types that the running
@@ -42,12 +47,63 @@ type Options struct {
 	// Warnings receives compile-time, attach-time and run-time
 	// warnings; nil discards them.
 	Warnings io.Writer
+
+	// Command is run under tracing, as -c runs it: started before the
+	// probes attach, released once they are, and waited for; the run
+	// ends when it exits. The program reads its pid as cpid.
+	Command []string
+	// Environment reads the settings bpftrace and kinst take from the
+	// environment, as the kinst command does: BPFTRACE_STRLEN,
+	// BPFTRACE_MAP_KEYS_MAX, BPFTRACE_MAX_PROBES, BPFTRACE_PERF_RB_PAGES,
+	// BPFTRACE_BTF, BPFTRACE_CAT_BYTES_MAX, BPFTRACE_NO_USER_SYMBOLS,
+	// BPFTRACE_CACHE_USER_SYMBOLS, BPFTRACE_LOG_SIZE,
+	// __BPFTRACE_NOTIFY_PROBES_ATTACHED, KINST_BUFFER_KB, KINST_CACHE_DIR
+	// and the KINST_ forms of bpftrace's names. Without it the
+	// preprocessor keeps no cache of headers. Fields
+	// set here win over the environment. A malformed setting is an error
+	// of Compile matching [ErrEnvironment].
+	Environment bool
+	// IncludeDirs (-I) and Includes (--include) are the preprocessor's
+	// search path and the files it includes before the program.
+	IncludeDirs []string
+	Includes    []string
+	// Debug receives the compilation stages DebugStages names, as
+	// --dump prints them: a comma-separated list of "ast", "types",
+	// "bpf" and "maps", or "all".
+	Debug       io.Writer
+	DebugStages string
+
+	// FileActivation raises the semaphores of USDT probes in every
+	// process mapping the probe's file, as --usdt-file-activation does,
+	// on kernels too old to raise them (before Linux 4.20).
+	FileActivation bool
+	// Verbose says which mechanism each probe uses and why, how long
+	// attaching and detaching took, and adds the verifier's log to load
+	// errors.
+	Verbose bool
+	// Stderr receives what Verbose adds and, when Environment finds
+	// __BPFTRACE_NOTIFY_PROBES_ATTACHED set, that line once every probe
+	// is attached; the run's warnings go there too unless Warnings is
+	// nil. nil means Warnings.
+	Stderr io.Writer
 }
+
+// ErrEnvironment matches the error of a malformed environment setting
+// read for Options.Environment.
+var ErrEnvironment = errors.New("bad environment setting")
+
+// envError is a malformed environment setting; its text names the
+// setting and says what is wrong.
+type envError struct{ err error }
+
+func (e envError) Error() string   { return e.err.Error() }
+func (e envError) Unwrap() []error { return []error{ErrEnvironment, e.err} }
 
 // A Program is a compiled program, ready to start any number of times.
 type Program struct {
 	out  *codegen.Output
 	opts Options
+	run  runtime.Options // what Options and the environment say of runs
 }
 
 // Compile compiles a program in bpftrace's language for the running
@@ -60,18 +116,43 @@ func Compile(name string, src []byte, opts *Options) (*Program, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	popts := &pipeline.Options{
-		Params:       opts.Params,
-		Pid:          opts.Pid,
-		Unsafe:       opts.Unsafe,
-		StrLen:       opts.StrLen,
-		MapEntries:   opts.MapEntries,
-		EventsSize:   opts.BufferSize,
-		Warnings:     opts.Warnings,
-		HelperChecks: opts.HelperChecks,
+	popts := &pipeline.Options{}
+	p := &Program{opts: *opts, run: runtime.Options{Pid: opts.Pid}}
+	if opts.Environment {
+		if err := popts.FromEnv(); err != nil {
+			return nil, envError{err}
+		}
+		if err := p.run.FromEnv(); err != nil {
+			return nil, envError{err}
+		}
+		// bpftrace prints the line when the variable is set, even empty.
+		_, p.run.NotifyAttached = os.LookupEnv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")
+	}
+	popts.Params = opts.Params
+	popts.Pid = opts.Pid
+	popts.Unsafe = opts.Unsafe
+	if len(opts.Command) > 0 {
+		popts.Cpid, popts.Command = true, opts.Command[0]
+	}
+	popts.Warnings = opts.Warnings
+	popts.HelperChecks = opts.HelperChecks
+	popts.IncludeDirs, popts.Includes = opts.IncludeDirs, opts.Includes
+	popts.Dump, popts.Stages = opts.Debug, opts.DebugStages
+	for _, o := range []struct {
+		to   *int
+		from int
+	}{
+		{&popts.StrLen, opts.StrLen}, {&popts.MapEntries, opts.MapEntries}, {&popts.EventsSize, opts.BufferSize},
+	} {
+		if o.from != 0 {
+			*o.to = o.from
+		}
 	}
 	if b := opts.BufferSize; b != 0 && (b < 4096 || b&(b-1) != 0) {
 		return nil, fmt.Errorf("kinst: buffer size %d is not a power of two of at least 4096", b)
+	}
+	if !pipeline.ValidStage(opts.DebugStages) {
+		return nil, fmt.Errorf("kinst: unknown stage in %q: use ast, types, bpf, maps or all, or several separated by commas", opts.DebugStages)
 	}
 	if opts.Mechanism != "" {
 		m, err := codegen.ParseMechanism(opts.Mechanism)
@@ -80,11 +161,28 @@ func Compile(name string, src []byte, opts *Options) (*Program, error) {
 		}
 		popts.Force = m
 	}
+	// A test may hold kinst here to signal it before anything is loaded.
+	inject.Delay(context.Background(), inject.Compile)
 	out, err := pipeline.Compile(name, src, popts)
 	if err != nil {
 		return nil, err
 	}
-	return &Program{out: out, opts: *opts}, nil
+	p.out = out
+	return p, nil
+}
+
+// WriteELF writes the compiled programs and their maps as a BPF ELF
+// object file, as --emit-elf does.
+func (p *Program) WriteELF(w io.Writer) error {
+	return pipeline.WriteELF(w, p.out)
+}
+
+// Load loads the program into the kernel and unloads it again, attaching
+// nothing: the verifier's check, as --dry-run makes it. Its errors are
+// those of Start.
+func (p *Program) Load() error {
+	opts := p.runOptions()
+	return runtime.Load(p.out, &opts)
 }
 
 // A Probe is one probe of a program, with what it attaches to.

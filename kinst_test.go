@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst"
+	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/internal/testenv"
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/runtime"
@@ -213,5 +217,135 @@ func TestErrors(t *testing.T) {
 	var ve *runtime.VerifierError
 	if !errors.As(err, &ve) || !errors.Is(err, unix.EINVAL) {
 		t.Errorf("verifier rejection: got %v, want a VerifierError wrapping EINVAL", err)
+	}
+}
+
+// syncBuffer is an Output a test reads while the run writes to it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Signals handed over on RunOptions.Signals act as on the kinst command:
+// SIGUSR1 prints the maps and the run goes on, SIGINT stops it with END
+// run and the maps printed; none reaches the process itself.
+func TestSignals(t *testing.T) {
+	testenv.Root(t)
+	prog, err := kinst.Compile("sig.bt", []byte(`BEGIN { @a = 1; } interval:s:100 { } END { printf("end\n"); }`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	sigs := make(chan os.Signal, 1)
+	run, err := prog.StartWith(context.Background(), nil, &kinst.RunOptions{Output: &out, Signals: sigs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const attached, maps = "Attaching 3 probes...\n", "@a: 1\n"
+	sigs <- syscall.SIGUSR1
+	for deadline := time.Now().Add(10 * time.Second); out.String() != attached+maps; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("SIGUSR1 printed %q, want %q", out.String(), attached+maps)
+		}
+	}
+	sigs <- syscall.SIGINT
+	if err := run.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), attached+maps+"end\n\n\n"+maps; got != want {
+		t.Errorf("output %q, want %q", got, want)
+	}
+}
+
+// A handler and RunOptions.Output exclude each other: records go to one.
+func TestOutputAndHandler(t *testing.T) {
+	prog, err := kinst.Compile("x.bt", []byte(`BEGIN { exit() }`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = prog.StartWith(context.Background(), func(kinst.Record) {}, &kinst.RunOptions{Output: os.Stdout})
+	if want := "kinst: records go to RunOptions.Output: no Handler is called then"; err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
+// Options.Environment reads bpftrace's settings; a malformed one is an
+// error matching ErrEnvironment with the setting's own words, and fields
+// set in Options win over the environment.
+func TestEnvironment(t *testing.T) {
+	testenv.Root(t)
+	t.Setenv("BPFTRACE_STRLEN", "x")
+	_, err := kinst.Compile("x.bt", []byte(`BEGIN { exit() }`), &kinst.Options{Environment: true})
+	if want := `BPFTRACE_STRLEN="x" is not a positive integer`; !errors.Is(err, kinst.ErrEnvironment) || err.Error() != want {
+		t.Errorf("got %v, want %s matching ErrEnvironment", err, want)
+	}
+	t.Setenv("BPFTRACE_STRLEN", "8")
+	t.Setenv("BPFTRACE_MAP_KEYS_MAX", "2")
+	prog, err := kinst.Compile("x.bt", []byte(`BEGIN { @s = str("abcdefghijkl"); @m[1] = 1; @m[2] = 2; @m[3] = 3; exit() }`),
+		&kinst.Options{Environment: true, MapEntries: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := prog.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int{"@s": 1, "@m": 3} {
+		m, err := run.Map(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Entries) != want {
+			t.Errorf("%s has %d entries, want %d", name, len(m.Entries), want)
+		}
+	}
+	s, _ := run.Map("@s")
+	if got := s.Entries[0].Value; got != "abcdefg" {
+		t.Errorf("@s = %q, want the 7 bytes BPFTRACE_STRLEN=8 leaves", got)
+	}
+}
+
+// A RunOptions.Runtime function that sets the runtime's Maps and
+// Attached hooks, as the Prometheus exporter does, takes nothing from
+// Run.Map or from Start's wait for the probes.
+func TestRuntimeHooksChain(t *testing.T) {
+	testenv.Root(t)
+	prog, err := kinst.Compile("x.bt", []byte(`BEGIN { @a = 7; } interval:s:100 { }`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var readers, attached int
+	run, err := prog.StartWith(context.Background(), nil, &kinst.RunOptions{
+		Output: io.Discard,
+		Runtime: func(_ *codegen.Output, o *runtime.Options) {
+			o.Maps = func(*runtime.MapReader) { readers++ }
+			o.Attached = func() { attached++ }
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Stop()
+	m, err := run.Map("@a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Entries) != 1 || m.Entries[0].Value != int64(7) || readers != 1 || attached != 1 {
+		t.Errorf("@a = %+v, hooks called %d and %d times, want 7 and once each", m.Entries, readers, attached)
 	}
 }

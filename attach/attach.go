@@ -242,25 +242,10 @@ func multiByHand(path string, refCtrs []uint64, attach func() (link.Link, error)
 		return nil, err
 	}
 	offs := slices.DeleteFunc(slices.Clone(refCtrs), func(off uint64) bool { return off == 0 })
-	var links []io.Closer
-	for _, pid := range pids {
-		sems, err := raiseAll(path, offs, pid)
-		if err != nil {
-			Detach(links)
-			return nil, err
-		}
+	return byProcess(path, offs, pids, opts, func(pid int) (link.Link, error) {
 		uopts.PID = uint32(pid)
-		l, err := attach()
-		if err != nil {
-			for _, s := range sems {
-				s.lower()
-			}
-			Detach(links)
-			return nil, err
-		}
-		links = append(links, &semaphoreLink{link: l, sems: sems})
-	}
-	return links, nil
+		return attach()
+	})
 }
 
 // perfLink is a perf event with a program attached; closing it detaches

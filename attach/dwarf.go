@@ -49,6 +49,8 @@ func (conv dwarfConverter) convert(t dwarf.Type) *check.Type {
 		return intOfSize(u.ByteSize, false)
 	case *dwarf.EnumType:
 		return intOfSize(u.ByteSize, false)
+	case *dwarf.FloatType:
+		return check.FloatType(int(u.ByteSize), u.Name)
 	case *dwarf.PtrType:
 		return &check.Type{Kind: check.Ptr, Size: 8, Elem: conv.convert(u.Type), Space: check.UserSpace}
 	case *dwarf.ArrayType:

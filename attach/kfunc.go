@@ -2,6 +2,7 @@ package attach
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -92,6 +93,9 @@ func (r *Resolver) kernelFuncs(ap *syntax.AttachPoint) ([]*check.Target, error) 
 	} else {
 		if !funcs.Contains(name) && !(isKprobe(ap.Provider) && inKallsyms(name)) {
 			return nil, fmt.Errorf("kernel function %s does not exist or cannot be traced; kinst -l '%s:%s*' lists similar ones", name, ap.Provider, name)
+		}
+		if module != "" && funcs.Contains(name) && !slices.ContainsFunc(funcs.Match(name), func(f kernel.Func) bool { return f.Module == module }) {
+			return nil, fmt.Errorf("kernel function %s is not in module %s; kinst -l '%s:%s:*' lists the module's functions", name, module, ap.Provider, module)
 		}
 		names = []kernel.Func{{Name: name, Module: module}}
 		if off != 0 {

@@ -44,13 +44,15 @@ var providerAliases = map[string]string{
 	"t": "tracepoint", "rt": "rawtracepoint", "k": "kprobe", "kr": "kretprobe",
 	"f": "fentry", "fr": "fexit", "kfunc": "fentry", "kretfunc": "fexit",
 	"u": "uprobe", "ur": "uretprobe", "U": "usdt", "s": "software", "h": "hardware", "it": "iter",
+	"i": "interval", "p": "profile", "w": "watchpoint", "aw": "asyncwatchpoint",
 }
 
 // List writes the probes matching pattern, one full name per line; with
 // verbose, each with its arguments. A pattern without a provider is
-// matched against tracepoints, raw tracepoints and kprobes, or, for a
-// process (pid not 0), against the functions of its executable and the
-// USDT probes of every file it maps, as bpftrace -lp does.
+// matched against every provider whose probes have names (hardware and
+// software events, iterators, kprobes, raw tracepoints, tracepoints), or,
+// for a process (pid not 0), against the functions of its executable and
+// the USDT probes of every file it maps, as bpftrace -lp does.
 func List(w io.Writer, pattern string, verbose bool, pid int) error {
 	bw := bufio.NewWriter(w)
 	defer bw.Flush()
@@ -65,8 +67,10 @@ func List(w io.Writer, pattern string, verbose bool, pid int) error {
 		if pid != 0 {
 			return listProcess(bw, pattern, verbose, pid)
 		}
-		for _, p := range []string{"tracepoint", "rawtracepoint", "kprobe"} {
-			if err := listMatching(bw, p, pattern, verbose); err != nil {
+		// Every provider that names its probes, in bpftrace's order
+		// (sorted by provider); iterators only where BTF describes them.
+		for _, p := range []string{"hardware", "iter", "kprobe", "rawtracepoint", "software", "tracepoint"} {
+			if err := listMatching(bw, p, pattern, verbose); err != nil && !(p == "iter" && errors.Is(err, kernel.ErrNoBTF)) {
 				return err
 			}
 		}
@@ -83,7 +87,10 @@ func List(w io.Writer, pattern string, verbose bool, pid int) error {
 	}
 	if kernel.HasGlob(provider) {
 		for _, p := range slices.Sorted(maps.Keys(listers)) {
-			if kernel.Match(provider, p) {
+			// Without -p, user-space providers need a file, which a
+			// pattern over providers does not name.
+			_, user := processListers[p]
+			if kernel.Match(provider, p) && (pid != 0 || !user) {
 				if err := lister(p)(bw, rest, verbose); err != nil {
 					return err
 				}
@@ -137,6 +144,7 @@ func listMatching(w *bufio.Writer, provider, pattern string, verbose bool) error
 			continue
 		}
 		_, name, _ := strings.Cut(line, ":")
+		name = strings.TrimSuffix(name, ":") // perf events end in one
 		if kernel.Match(pattern, name) || kernel.Match(pattern, line) {
 			fmt.Fprintln(w, line)
 		}

@@ -58,6 +58,13 @@ func semaphorePids(path string, opts Options) ([]int, error) {
 	return pids, nil
 }
 
+// gone reports whether err says a process ended: the processes file
+// activation found may end before their semaphores are raised, and are
+// then passed over.
+func gone(err error, opts Options) bool {
+	return opts.Pid == 0 && opts.Cpid == 0 && (errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH))
+}
+
 // fileID identifies a file as /proc/PID/maps does: device and inode.
 type fileID struct {
 	major, minor uint32
@@ -254,28 +261,47 @@ func attachUSDTByHand(prog *ebpf.Program, u Uprobe, refCtr, cookie uint64, opts 
 	if err != nil {
 		return nil, err
 	}
+	return byProcess(u.Path, []uint64{refCtr}, pids, opts, func(pid int) (link.Link, error) {
+		uopts := &link.UprobeOptions{Address: u.Offset, PID: pid, Cookie: cookie}
+		if u.Return {
+			return ex.Uretprobe(u.Symbol, prog, uopts)
+		}
+		return ex.Uprobe(u.Symbol, prog, uopts)
+	})
+}
+
+// byProcess raises the semaphores at file offsets offs of path in each
+// process and attaches a link restricted to it; processes that ended
+// meanwhile are passed over, as long as one is left.
+func byProcess(path string, offs []uint64, pids []int, opts Options, attach func(pid int) (link.Link, error)) ([]io.Closer, error) {
 	var links []io.Closer
+	var lastGone error
 	for _, pid := range pids {
-		sems, err := raiseAll(u.Path, []uint64{refCtr}, pid)
+		sems, err := raiseAll(path, offs, pid)
+		if gone(err, opts) {
+			lastGone = err
+			continue
+		}
 		if err != nil {
 			Detach(links)
 			return nil, err
 		}
-		uopts := &link.UprobeOptions{Address: u.Offset, PID: pid, Cookie: cookie}
-		var l link.Link
-		if u.Return {
-			l, err = ex.Uretprobe(u.Symbol, prog, uopts)
-		} else {
-			l, err = ex.Uprobe(u.Symbol, prog, uopts)
-		}
+		l, err := attach(pid)
 		if err != nil {
 			for _, s := range sems {
 				s.lower()
+			}
+			if gone(err, opts) {
+				lastGone = err
+				continue
 			}
 			Detach(links)
 			return nil, err
 		}
 		links = append(links, &semaphoreLink{link: l, sems: sems})
+	}
+	if len(links) == 0 && lastGone != nil {
+		return nil, lastGone
 	}
 	return links, nil
 }

@@ -238,26 +238,27 @@ const unixMmapable = 1 << 10
 // rBPF6464 is the relocation of a 64-bit immediate load.
 const rBPF6464 = 1
 
-// mapFields is a BTF-defined map's members, in order, and the struct's
-// size: each member is a pointer.
-func mapFields(m *ebpf.MapSpec) []struct {
+// A mapField is a member of a BTF-defined map: a pointer to an array
+// whose length is the value.
+type mapField struct {
 	name  string
 	value uint32
-} {
-	type field = struct {
-		name  string
-		value uint32
-	}
-	fields := []field{{"type", uint32(m.Type)}}
+}
+
+// mapFields lists a BTF-defined map's members, in order; sizes and
+// flags that are zero are left out, as libbpf's loaders expect of ring
+// buffers.
+func mapFields(m *ebpf.MapSpec) []mapField {
+	fields := []mapField{{"type", uint32(m.Type)}}
 	if m.KeySize != 0 {
-		fields = append(fields, field{"key_size", m.KeySize})
+		fields = append(fields, mapField{"key_size", m.KeySize})
 	}
 	if m.ValueSize != 0 {
-		fields = append(fields, field{"value_size", m.ValueSize})
+		fields = append(fields, mapField{"value_size", m.ValueSize})
 	}
-	fields = append(fields, field{"max_entries", m.MaxEntries})
+	fields = append(fields, mapField{"max_entries", m.MaxEntries})
 	if m.Flags != 0 {
-		fields = append(fields, field{"map_flags", m.Flags})
+		fields = append(fields, mapField{"map_flags", m.Flags})
 	}
 	return fields
 }

@@ -1,6 +1,7 @@
 // Package bpfelf writes a compiled collection of BPF programs and maps
-// as a relocatable BPF ELF object, the kind clang emits and that libbpf
-// and cilium/ebpf's LoadCollectionSpec read.
+// as a relocatable BPF ELF object, the kind clang emits, in libbpf's
+// conventions: libbpf loads it, and cilium/ebpf's LoadCollectionSpec
+// reads it.
 //
 // Each program is a section of its own named for its attach type, in
 // libbpf's convention ("tracepoint/syscalls/sys_enter_read",

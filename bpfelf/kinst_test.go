@@ -2,7 +2,10 @@ package bpfelf_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"syscall"
@@ -19,20 +22,24 @@ import (
 // programs, their instructions and the maps are what kinst loads.
 func TestKinstPrograms(t *testing.T) {
 	testenv.Root(t)
-	testenv.Require(t, testenv.Tracepoint, testenv.RawTracepoint, testenv.PerfEvent)
 	tests := []struct {
 		src      string
 		sections []string // of each program in order
+		needs    testenv.Feature
 	}{
 		{`tracepoint:syscalls:sys_enter_getppid /pid == 1/ { @n = count(); @h[kstack] = hist(pid); printf("%d\n", tid); }`,
-			[]string{"tracepoint/syscalls/sys_enter_getppid"}},
-		{`tracepoint:syscalls:sys_enter_getp* { @[probe] = count(); }`, []string{"tracepoint"}},
-		{`BEGIN { printf("hi\n"); exit(); } END { @x = 1; }`, []string{"raw_tracepoint", "raw_tracepoint"}},
-		{`profile:hz:99 { @[cpu] = count(); } interval:s:1 { print(@); }`, []string{"perf_event", "perf_event"}},
-		{`rawtracepoint:sched_switch { @s = sum(arg0); }`, []string{"raw_tracepoint/sched_switch"}},
+			[]string{"tracepoint/syscalls/sys_enter_getppid"}, testenv.Tracepoint},
+		{`tracepoint:syscalls:sys_enter_getp* { @[probe] = count(); }`, []string{"tracepoint"}, testenv.Tracepoint},
+		{`BEGIN { printf("hi\n"); exit(); } END { @x = 1; }`, []string{"raw_tracepoint", "raw_tracepoint"}, testenv.RawTracepoint},
+		{`profile:hz:99 { @[cpu] = count(); } interval:s:1 { print(@); }`, []string{"perf_event", "perf_event"}, testenv.PerfEvent},
+		{`rawtracepoint:sched_switch { @s = sum(arg0); }`, []string{"raw_tracepoint/sched_switch"}, testenv.RawTracepoint},
+		// A trampoline names its function; skboutput() adds a perf
+		// event array.
+		{`fexit:ip_output { @r[retval] = count(); skboutput("/dev/null", args->skb, 20, 0); }`, []string{"fexit/ip_output"}, testenv.Fexit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
+			testenv.Require(t, tt.needs)
 			out, err := pipeline.Compile("-e", []byte(tt.src), &pipeline.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -114,5 +121,41 @@ func TestLoadTracepoint(t *testing.T) {
 	}
 	if n != calls || tid != int64(syscall.Gettid()) {
 		t.Errorf("@calls = %d, @last = %d; want %d and %d", n, tid, calls, syscall.Gettid())
+	}
+}
+
+// libbpf, through bpftool where it is installed, loads the object too:
+// it creates the maps, applies the relocations and gets the program past
+// the verifier.
+func TestLibbpfLoads(t *testing.T) {
+	testenv.Root(t)
+	testenv.Require(t, testenv.Tracepoint, testenv.Ringbuf)
+	bpftool, err := exec.LookPath("bpftool")
+	if err != nil {
+		t.Skip("no bpftool on PATH")
+	}
+	src := `tracepoint:syscalls:sys_enter_getppid /pid == 1/ { @n = count(); @h = hist(tid); printf("%d\n", tid); }`
+	out, err := pipeline.Compile("-e", []byte(src), &pipeline.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := filepath.Join(t.TempDir(), "prog.o")
+	f, err := os.Create(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pipeline.WriteELF(f, out); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pins := fmt.Sprintf("/sys/fs/bpf/kinst-bpfelf-%d", os.Getpid())
+	defer os.RemoveAll(pins)
+	if msg, err := exec.Command(bpftool, "prog", "loadall", obj, pins).CombinedOutput(); err != nil {
+		t.Fatalf("bpftool prog loadall: %v\n%s", err, msg)
+	}
+	if _, err := os.Stat(filepath.Join(pins, out.Programs[0].Name)); err != nil {
+		t.Errorf("bpftool loaded the object but pinned no %s: %v", out.Programs[0].Name, err)
 	}
 }

@@ -20,6 +20,8 @@ func fromBTF(t btf.Type, space AddrSpace) (*Type, error) {
 		return IntType(int(u.Size), signed), nil
 	case *btf.Enum:
 		return IntType(int(u.Size), u.Signed), nil
+	case *btf.Float:
+		return FloatType(int(u.Size), u.Name), nil
 	case *btf.Pointer:
 		elem, err := pointee(u.Target, space)
 		if err != nil {
@@ -125,18 +127,20 @@ func btfField(members []btf.Member, name string, base int, space AddrSpace) *Fie
 
 // Members lists a record's fields in layout order, for printing whole
 // records: the program's declared fields, or the kernel's with anonymous
-// members flattened. Fields whose type kinst cannot represent are left
-// out.
+// members flattened. Fields whose type kinst cannot represent, and
+// floating-point ones, which it cannot print, are left out.
 func (t *Type) Members() []*Field {
+	var out []*Field
 	if t.BTF == nil {
 		for _, f := range t.Fields {
-			f.resolve()
+			if f.resolve().Type != nil && !f.Type.hasFloat() {
+				out = append(out, f)
+			}
 		}
-		return t.Fields
+		return out
 	}
-	var out []*Field
 	for _, n := range t.FieldNames() {
-		if f := t.Field(n); f != nil {
+		if f := t.Field(n); f != nil && !f.Type.hasFloat() {
 			out = append(out, f)
 		}
 	}
@@ -187,6 +191,8 @@ func btfAlign(t btf.Type) int {
 	case *btf.Int:
 		return max(1, min(int(u.Size), 16))
 	case *btf.Enum:
+		return max(1, int(u.Size))
+	case *btf.Float:
 		return max(1, int(u.Size))
 	case *btf.Pointer:
 		return 8

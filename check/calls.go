@@ -56,6 +56,7 @@ func init() {
 		"bswap":       {check: (*checker).checkBswap},
 		"path":        {check: (*checker).checkPath},
 		"uaddr":       {check: (*checker).checkUaddr},
+		"skboutput":   {check: (*checker).checkSkbOutput},
 	}
 }
 
@@ -104,6 +105,11 @@ func (c *checker) call(x *syntax.CallExpr, stmt bool) *Type {
 	}
 	call := &Call{Func: name}
 	t := f.check(c, x, call)
+	if t == nil {
+		// The check stopped at the first mistake; the arguments it did
+		// not reach may hold others.
+		c.use(x.Args)
+	}
 	if t == nil || !allowed {
 		return nil
 	}
@@ -111,11 +117,15 @@ func (c *checker) call(x *syntax.CallExpr, stmt bool) *Type {
 	return t
 }
 
-// use checks the arguments of a call that cannot be checked as a whole,
-// so that their own mistakes are reported. Maps are left unread, only
-// their keys checked: what the call would do with a map is unknown.
+// use checks the arguments of a call that was rejected, those not
+// checked yet, so that their own mistakes are reported. Maps are left
+// unread, only their keys checked: what the call would do with a map is
+// unknown.
 func (c *checker) use(args []syntax.Expr) {
 	for _, a := range args {
+		if c.seen[a] {
+			continue
+		}
 		if m, ok := a.(*syntax.MapExpr); ok {
 			c.use(m.Keys)
 			continue
@@ -630,8 +640,8 @@ func (c *checker) checkBuf(x *syntax.CallExpr, call *Call) *Type {
 		c.errorf(x, "buf() needs a length for %s", t)
 		return nil
 	}
-	if n < 1 || n > MaxStrLen {
-		c.errorf(x, "buf() length must be between 1 and %d, not %d", MaxStrLen, n)
+	if n < 0 || n > MaxStrLen {
+		c.errorf(x, "buf() length must be between 0 and %d, not %d", MaxStrLen, n)
 		return nil
 	}
 	if !t.IsInt() && t.Kind != Array && t.Kind != Str {

@@ -26,6 +26,13 @@ var switchArgs = &Type{Kind: Record, Name: "struct sched_switch", Size: 64, Fiel
 	{Name: "prev_pid", Type: TInt32, Offset: 24},
 }}
 
+// skbArgs are the arguments of a function given a packet.
+var skbArgs = &Type{Kind: Record, Name: "ip_output args", Size: 8, Fields: []*Field{
+	{Name: "skb", Type: &Type{Kind: Ptr, Size: 8, Elem: &Type{Kind: Record, Name: "struct sk_buff", Size: 8, Fields: []*Field{
+		{Name: "len", Type: TUint32, Offset: 0},
+	}}}, Offset: 0},
+}}
+
 func (fakeResolver) Resolve(ap *syntax.AttachPoint) ([]*Target, error) {
 	name := strings.Join(ap.Parts, ":")
 	switch ap.Provider {
@@ -42,6 +49,8 @@ func (fakeResolver) Resolve(ap *syntax.AttachPoint) ([]*Target, error) {
 			}, nil
 		}
 		return nil, fmt.Errorf("tracepoint %s does not exist", name)
+	case "fentry", "fexit":
+		return []*Target{{Provider: ap.Provider, Name: name, Func: name, Typed: true, Args: skbArgs}}, nil
 	case "interval", "profile", "uprobe", "uretprobe", "kprobe", "kretprobe", "rawtracepoint":
 		if len(ap.Parts) == 0 {
 			return nil, fmt.Errorf("%s needs a target", ap.Provider)

@@ -132,6 +132,9 @@ type checker struct {
 	// failedVars names the variables whose first assignment had an
 	// error, so that their uses do not report it again.
 	failedVars map[string]bool
+	// seen holds the expressions checked so far, so that a call that
+	// fails can check the arguments it did not get to.
+	seen map[syntax.Expr]bool
 }
 
 func (c *checker) errorf(n syntax.Node, format string, args ...any) {
@@ -311,6 +314,7 @@ func (c *checker) checkProbe(u unit) {
 	}
 	c.probe = p
 	c.failedVars = map[string]bool{}
+	c.seen = map[syntax.Expr]bool{}
 	if u.probe.Pred != nil {
 		t := c.expr(u.probe.Pred)
 		if t != nil && !t.IsInt() {

@@ -107,9 +107,12 @@ func (c *checker) ctype(ct *syntax.CType) *Type {
 		switch ct.Name {
 		case "void":
 			return TVoid
-		case "float", "double", "long double":
-			c.errorf(ct, "floating-point type %s is not supported", ct.Name)
-			return nil
+		case "float":
+			return FloatType(4, ct.Name)
+		case "double":
+			return FloatType(8, ct.Name)
+		case "long double":
+			return FloatType(16, ct.Name) // x86-64's and arm64's
 		}
 		if !isBaseWords(ct.Name) {
 			return c.namedType(syntax.IDENT, ct.Name, ct)
@@ -379,7 +382,7 @@ func (c *checker) declarator(base *Type, d *syntax.Declarator) *Type {
 // cAlign is the alignment C gives a value of type t.
 func cAlign(t *Type) int {
 	switch t.Kind {
-	case Int:
+	case Int, Float:
 		return t.Size
 	case Str:
 		return 1

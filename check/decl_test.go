@@ -31,6 +31,9 @@ struct later { int v; };
 struct empty {};
 struct spellings { short unsigned int a; long unsigned int b; signed char c; long long int d; };
 struct holds_empty { struct empty e; int y; };
+struct floats { char c; float f; double d; int i; long double ld; short s; float v[3]; int last; };
+typedef void handler_fn(int sig);
+struct hooks { handler_fn *h; char n; };
 `
 
 func TestDeclLayout(t *testing.T) {
@@ -67,6 +70,17 @@ func TestDeclLayout(t *testing.T) {
 		{"sizeof(((struct out *)0)->small)", 12},
 		{"sizeof(((struct out *)0)->small[1])", 6},
 		{"((struct out *)0)->fwd->v", 0},
+		{"offsetof(struct floats, f)", 4},
+		{"offsetof(struct floats, d)", 8},
+		{"offsetof(struct floats, i)", 16},
+		{"offsetof(struct floats, ld)", 32},
+		{"offsetof(struct floats, s)", 48},
+		{"offsetof(struct floats, v)", 52},
+		{"offsetof(struct floats, last)", 64},
+		{"sizeof(struct floats)", 80},
+		{"sizeof(((struct floats *)0)->v)", 12},
+		{"offsetof(struct hooks, n)", 8},
+		{"sizeof(struct hooks)", 16},
 	}
 	for _, tt := range tests {
 		prog, err := checkSrc(t, declSrc+"BEGIN { @x = "+tt.expr+" }", &Config{Kernel: fakeKernel{}})

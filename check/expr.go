@@ -9,7 +9,12 @@ import (
 
 // expr checks x and returns its type, or nil after reporting an error.
 func (c *checker) expr(x syntax.Expr) *Type {
+	c.seen[x] = true
 	t := c.expr1(x)
+	if t != nil && t.Kind == Float {
+		c.errorf(x, "cannot read a %s: floating-point values are not supported", t)
+		return nil
+	}
 	if t != nil {
 		c.probe.Types[x] = t
 	}

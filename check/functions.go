@@ -234,3 +234,52 @@ func (c *checker) checkUaddr(x *syntax.CallExpr, call *Call) *Type {
 	}
 	return &Type{Kind: Ptr, Size: 8, Elem: elem, Space: UserSpace}
 }
+
+// skbOutputProviders are the probes whose programs may call
+// bpf_skb_output: the kernel offers it to tracing programs only.
+var skbOutputProviders = []string{"fentry", "fexit"}
+
+// checkSkbOutput checks skboutput(path, skb, len, offset): the file and
+// the offset are constants, which user space applies; the kernel copies
+// len bytes of the packet.
+func (c *checker) checkSkbOutput(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 4, 4) {
+		return nil
+	}
+	if !has(skbOutputProviders, c.probe.Provider) {
+		c.errorf(x, "skboutput() is only available in fentry and fexit probes (kfunc, kretfunc): the kernel lets only those call bpf_skb_output")
+		return nil
+	}
+	path, ok := c.constString(x.Args[0], "skboutput() file")
+	if !ok {
+		return nil
+	}
+	if path == "" {
+		c.errorf(x.Args[0], "skboutput() needs a file name")
+		return nil
+	}
+	skb := c.expr(x.Args[1])
+	if skb == nil {
+		return nil
+	}
+	if skb.Kind != Ptr || skb.Elem == nil || skb.Elem.Name != "struct sk_buff" {
+		c.errorf(x.Args[1], "skboutput() takes a struct sk_buff * the probe was given, not %s", skb)
+		return nil
+	}
+	if t := c.expr(x.Args[2]); t == nil {
+		return nil
+	} else if t.Kind != Int {
+		c.errorf(x.Args[2], "skboutput() takes the bytes to capture as an integer, not %s", t)
+		return nil
+	}
+	off, ok := c.constInt(x.Args[3], "skboutput() offset")
+	if !ok {
+		return nil
+	}
+	if off < 0 {
+		c.errorf(x.Args[3], "skboutput() offset must not be negative")
+		return nil
+	}
+	call.Text, call.Offset = path, uint64(off)
+	return TUint32
+}

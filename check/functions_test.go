@@ -25,6 +25,8 @@ func TestFunctionTypes(t *testing.T) {
 		{`uprobe:/bin/sh:main { @x = sarg12 }`, "int64"},
 		{`BEGIN { @x = str($1) }`, "string[3]"},
 		{`BEGIN { @x = str(($1), 1) }`, "string[2]"},
+		{`fentry:ip_output { @x = skboutput("a.pcap", args->skb, args->skb->len, 14) }`, "uint32"},
+		{`kretfunc:ip_output { $s = args->skb; @x = skboutput("a.pcap", $s, 100, 0) }`, "uint32"},
 	}
 	for _, tt := range tests {
 		wantValueOfX(t, tt.src, &Config{Params: []string{"42"}, StrLen: 64}, tt.want)

@@ -15,6 +15,7 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 		m, ok := s.Lhs.(*syntax.MapExpr)
 		if !ok || s.Op != syntax.ASSIGN {
 			c.errorf(s, "%s() can only be assigned to a map with =", call.Fun.Name)
+			c.use(call.Args)
 			return
 		}
 		c.aggregate(m, call)
@@ -246,10 +247,16 @@ func (c *checker) mapRead(x *syntax.MapExpr) *Type {
 
 // aggregate checks @m[k] = count() and friends.
 func (c *checker) aggregate(x *syntax.MapExpr, call *syntax.CallExpr) {
+	// A mistake stops the checks below; the arguments and keys they did
+	// not reach are checked all the same, for mistakes of their own.
+	defer func() {
+		c.use(call.Args)
+		c.use(x.Keys)
+	}()
 	name := call.Fun.Name
 	want := map[string]int{"count": 0, "sum": 1, "avg": 1, "min": 1, "max": 1, "stats": 1, "hist": 1, "lhist": 4}[name]
 	if len(call.Args) != want {
-		c.errorf(call, "%s() takes %d arguments, not %d", name, want, len(call.Args))
+		c.errorf(call, "%s() takes %d argument%s, not %d", name, want, plural(want), len(call.Args))
 		return
 	}
 	var value *Type

@@ -146,8 +146,11 @@ type Call struct {
 	// Format is the parsed format of printf, system and cat.
 	Format *output.Format
 	// Text is the constant text argument of time, join's separator,
-	// kaddr's symbol and reg's register name.
+	// kaddr's symbol, reg's register name and skboutput's file.
 	Text string
+	// Offset is skboutput's: the bytes at the start of each packet the
+	// file leaves out.
+	Offset uint64
 	// Space is where str, buf and join read from.
 	Space AddrSpace
 	// Top and Div are print's optional limits for a whole map.

@@ -31,6 +31,10 @@ const (
 	Strerror               // strerror(): an errno printed as its message
 	MacAddr                // macaddr(): 6 bytes printed as a MAC address
 	CgroupPath             // cgroup_path(): a cgroup id printed as its paths, filtered by Name
+	// Float is a C float, double or long double (Name) in a struct: it
+	// takes its place in the layout, but no expression reads it, since
+	// kinst, like bpftrace, computes with integers only.
+	Float
 	// Aggregations: values only maps hold; each CPU keeps its own part.
 	Count
 	Sum
@@ -127,6 +131,20 @@ var (
 )
 
 // IntType returns the integer type of the given size and sign.
+// FloatType returns the type of a C floating-point member of size
+// bytes, called name (float, double, long double).
+func FloatType(size int, name string) *Type {
+	return &Type{Kind: Float, Size: size, Name: name}
+}
+
+// hasFloat reports whether t is a float or an array of them.
+func (t *Type) hasFloat() bool {
+	for t != nil && t.Kind == Array {
+		t = t.Elem
+	}
+	return t != nil && t.Kind == Float
+}
+
 func IntType(size int, signed bool) *Type {
 	switch {
 	case size == 8 && signed:
@@ -277,7 +295,7 @@ func (t *Type) String() string {
 			return "void *"
 		}
 		return t.Elem.String() + " *"
-	case Record:
+	case Record, Float:
 		return t.Name
 	case Array:
 		return fmt.Sprintf("%s[%d]", t.Elem, t.Len)

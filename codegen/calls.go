@@ -217,6 +217,8 @@ func (g *gen) callScalar(x *syntax.CallExpr) operand {
 		return g.bswap(x)
 	case "strcontains":
 		return g.strcontains(x)
+	case "skboutput":
+		return g.skboutput(x, c)
 	}
 	g.c.errorf(x, "%s() has no integer value", x.Fun.Name)
 	return immOp(0)

@@ -182,3 +182,40 @@ func helperName(fn asm.BuiltinFunc) string {
 	}
 	return b.String()
 }
+
+// skboutput sends a packet with bpf_skb_output: a header naming the
+// call, the time and the length, to which the kernel appends the first
+// len bytes of the struct sk_buff's data. It yields what the helper
+// returns, 0 or a negative error, as a uint32 as in bpftrace.
+func (g *gen) skboutput(x *syntax.CallExpr, c *check.Call) operand {
+	id := len(g.c.out.SkbOutputs)
+	g.c.out.SkbOutputs = append(g.c.out.SkbOutputs, &SkbOutput{Path: c.Text, Offset: c.Offset})
+	mark := g.mark()
+	defer g.release(mark)
+	hdr := g.alloc(PacketHeaderSize, 8)
+	g.emit(asm.Mov.Imm(asm.R0, int32(id)), asm.StoreMem(hdr.base, hdr.off, asm.R0, asm.DWord))
+	g.call(asm.FnKtimeGetBootNs)
+	g.emit(asm.StoreMem(hdr.base, hdr.off+8, asm.R0, asm.DWord))
+	skb := g.scalar(x.Args[1])
+	n := g.scalar(x.Args[2])
+	// The kernel takes the length from the upper half of the flags, and
+	// BPF_F_CURRENT_CPU, all ones, from the lower.
+	g.load(asm.R3, n)
+	g.free(n)
+	g.emit(
+		asm.LSh.Imm(asm.R3, 32),
+		asm.RSh.Imm(asm.R3, 32),
+		asm.StoreMem(hdr.base, hdr.off+16, asm.R3, asm.DWord),
+		asm.LSh.Imm(asm.R3, 32),
+		asm.LoadImm(asm.R4, 0xffffffff, asm.DWord),
+		asm.Or.Reg(asm.R3, asm.R4),
+	)
+	g.load(asm.R1, skb)
+	g.free(skb)
+	g.mapPtr(asm.R2, PacketsMap)
+	g.addr(asm.R4, hdr)
+	g.emit(asm.Mov.Imm(asm.R5, PacketHeaderSize))
+	g.call(asm.FnSkbOutput)
+	g.emit(asm.Mov.Reg32(asm.R0, asm.R0))
+	return g.fromReg(asm.R0)
+}

@@ -13,6 +13,7 @@ import (
 func FuzzGenerate(f *testing.F) {
 	seeds := []string{
 		"struct s { int a[2][3]; union { char c; long l; }; unsigned b : 3, : 5; struct s *n; } typedef int i_t; BEGIN { $p = (struct s *)0; @a = $p->a; @k[$p->a[1]] = 1; @e = $p->a == $p->a; @r = *$p; print(($p->a[0], sizeof(i_t))); }",
+		"extern int n; int f(int, ...); static inline int g(void) { return '}'; } struct fl { float f; double d[2]; int b; } v; typedef void h_t(int); BEGIN { $p = (struct fl *)0; @b = $p->b; @r = *$p; @k[*$p] = sizeof(h_t *); @x = $p->d[1]; }",
 		"BEGIN { printf(\"%d %s\\n\", 1 + 2, \"x\"); @[1, \"a\"] = count(); exit(); }",
 		"BEGIN { $t = (1, \"a\"); @t = $t; @u = $t.1; @v = $t.0 ? -1 : ~2; @w[$t] = hist(5); }",
 		"BEGIN { $i = 0; while ($i < 5) { $i++; if ($i == 3) { continue; } } unroll(3) { @c++ } }",

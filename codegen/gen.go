@@ -182,6 +182,10 @@ func (c *compiler) declareInternalMaps() {
 	if c.kstackDepth > 0 {
 		specs[KstackMap] = &ebpf.MapSpec{Name: KstackMap, Type: ebpf.StackTrace, KeySize: 4, ValueSize: uint32(8 * c.kstackDepth), MaxEntries: uint32(c.opts.StackEntries)}
 	}
+	if len(c.out.SkbOutputs) > 0 {
+		// The kernel sizes it to the CPUs when it is created.
+		specs[PacketsMap] = &ebpf.MapSpec{Name: PacketsMap, Type: ebpf.PerfEventArray}
+	}
 	if c.ustackDepth > 0 {
 		specs[UstackMap] = &ebpf.MapSpec{Name: UstackMap, Type: ebpf.StackTrace, KeySize: 4, ValueSize: uint32(8 * c.ustackDepth), MaxEntries: uint32(c.opts.StackEntries)}
 	}

@@ -20,6 +20,7 @@ const (
 	ConstsMap  = "consts"  // values user space fills in before attaching
 	KstackMap  = "kstacks" // stack traces for kstack
 	UstackMap  = "ustacks" // stack traces for ustack
+	PacketsMap = "packets" // perf event array skboutput() writes packets to
 )
 
 // The lost map holds 64-bit counters: at LostRecords the records the
@@ -50,7 +51,22 @@ type Output struct {
 	Targets []*check.Target
 	// EventsSize is the ring buffer's size in bytes.
 	EventsSize int
+	// SkbOutputs are the skboutput() calls, indexed by the id their
+	// packets carry.
+	SkbOutputs []*SkbOutput
 }
+
+// An SkbOutput is one skboutput() call: its packets go to a pcap file.
+// Each comes through PacketsMap as a PacketHeaderSize header (the id,
+// the boot time in nanoseconds and the bytes captured, three uint64s)
+// followed by the captured bytes, which the kernel appends.
+type SkbOutput struct {
+	Path   string // the pcap file
+	Offset uint64 // bytes of each packet left out of the file
+}
+
+// PacketHeaderSize is the size of the header of a packet's record.
+const PacketHeaderSize = 24
 
 // A Program is the BPF program of one checked probe, with the targets it
 // attaches to.

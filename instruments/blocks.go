@@ -23,12 +23,12 @@ func init() {
 }
 
 func blocks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c Common
-	fs := c.Flags("blocks", stderr,
+	var c common
+	fs := c.flags("blocks", stderr,
 		"usage: kinst blocks FUNC [--layout] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-o FILE] [-f text|json] [-q] [--show]",
 	)
 	layout := fs.Bool("layout", false, "propose the block order that makes the measured transitions fall through most")
-	pos, err := c.Parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func blocks(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return fmt.Errorf("cannot count the blocks of %s: %w", fn, err)
 		}
 	}
-	hooks := Hooks{ExitMaps: func(w io.Writer, maps []*output.Map) error {
+	hooks := runHooks{ExitMaps: func(w io.Writer, maps []*output.Map) error {
 		r := newBlockReport(g, refused, maps)
 		if *layout {
 			if err := r.propose(); err != nil {
@@ -64,12 +64,12 @@ func blocks(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return r.writeText(w, c.Quiet)
 	}}
-	return c.Run(ctx, "blocks", blocksProgram(&c, g, refused), hooks, stdout, stderr)
+	return c.run(ctx, "blocks", blocksProgram(&c, g, refused), hooks, stdout, stderr)
 }
 
 // blocksFunction reads the kernel function a target names.
 func blocksFunction(spec string) (string, error) {
-	t, err := ParseTarget(spec)
+	t, err := parseTarget(spec)
 	if err != nil {
 		return "", err
 	}
@@ -155,7 +155,7 @@ func checkBlocks(g *cfg.CFG) ([]error, error) {
 
 // blocksProgram is the kinst program that counts each block: one kprobe
 // at the start of every block the kernel accepts.
-func blocksProgram(c *Common, g *cfg.CFG, refused []error) string {
+func blocksProgram(c *common, g *cfg.CFG, refused []error) string {
 	var points []string
 	for _, b := range g.Blocks {
 		if refused[b.Index] == nil {
@@ -164,11 +164,11 @@ func blocksProgram(c *Common, g *cfg.CFG, refused []error) string {
 	}
 	var sb strings.Builder
 	sb.WriteString(strings.Join(points, ",\n"))
-	if cond := c.Predicate(); cond != "" {
+	if cond := c.predicate(); cond != "" {
 		sb.WriteString("\n/" + cond + "/")
 	}
 	sb.WriteString("\n{\n\t@[probe] = count();\n}\n")
-	sb.WriteString(c.Stop())
+	sb.WriteString(c.stop())
 	return sb.String()
 }
 
@@ -184,13 +184,10 @@ type blockReport struct {
 	layout  *cfg.Layout // with --layout
 }
 
-// ErrNotRun marks a function that did not run while it was measured.
-var ErrNotRun = errors.New("did not run")
-
 // propose computes the layout, which needs the function to have run.
 func (r *blockReport) propose() error {
 	if c := r.calls(); c.Known && c.N == 0 {
-		return fmt.Errorf("%s %w while its blocks were counted: no layout to propose", r.g.Regions[0].Name, ErrNotRun)
+		return fmt.Errorf("%s did not run while its blocks were counted: no layout to propose", r.g.Regions[0].Name)
 	}
 	r.layout = cfg.ProposeLayout(r.g, r.f)
 	return nil

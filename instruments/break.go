@@ -31,8 +31,8 @@ func init() {
 const breakHits = "@kinst_stops"
 
 func breakpoint(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c Common
-	fs := c.Flags("break", stderr,
+	var c common
+	fs := c.flags("break", stderr,
 		"usage: kinst break TARGET (--core FILE | --gdb | --stop) --unsafe [--if EXPR] [--count N] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [--show]",
 		"       kinst break --pid PID --core FILE --unsafe [--thread TID]",
 		"TARGET is a kernel function, uprobe:PATH:FUNC, syscall:NAME or tracepoint:CAT:NAME; the process whose thread hits it is stopped",
@@ -44,7 +44,7 @@ func breakpoint(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cond := fs.String("if", "", "only hits where this kinst `EXPRESSION` holds, e.g. 'arg0 == 3'")
 	n := fs.Int("count", 1, "act on the first `N` hits")
 	thread := fs.Int("thread", 0, "with no TARGET: the thread `TID` gdb shows first")
-	pos, err := c.Parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func breakpoint(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return dumpNow(stdout, *core, c.Pid, *thread)
 	}
 
-	t, err := ParseTarget(pos[0])
+	t, err := parseTarget(pos[0])
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -89,18 +89,18 @@ func breakpoint(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	src := breakProgram(&c, t, *cond, *n)
 	if c.Show {
-		return c.Run(ctx, "break", src, Hooks{}, stdout, stderr)
+		return c.run(ctx, "break", src, runHooks{}, stdout, stderr)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	b := &breaker{core: *core, count: *n, gdb: *gdb, stop: *stop, cancel: cancel, stderr: stderr, fn: t.Spec, waitsCommand: c.Command != ""}
-	hooks := Hooks{
+	hooks := runHooks{
 		Printf: func(w io.Writer, _ *codegen.Action, args []output.Value) error {
 			return b.hit(w, args[0].Uint(), int(args[1].Int()), int(args[2].Int()), args[3].Text())
 		},
 		ExitMaps: func(io.Writer, []*output.Map) error { return nil },
 	}
-	if err := c.Run(ctx, "break", src, hooks, stdout, stderr); err != nil {
+	if err := c.run(ctx, "break", src, hooks, stdout, stderr); err != nil {
 		return err
 	}
 	if b.err != nil {
@@ -114,7 +114,7 @@ func breakpoint(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 // breakProgram stops the process at the first n hits where the
 // condition holds, and tells kinst which.
-func breakProgram(c *Common, t Target, cond string, n int) string {
+func breakProgram(c *common, t probeTarget, cond string, n int) string {
 	var b strings.Builder
 	user := ""
 	if !strings.HasPrefix(t.Entry, "uprobe:") {
@@ -122,7 +122,7 @@ func breakProgram(c *Common, t Target, cond string, n int) string {
 		// refuses it the signal) nor to dump (PF_KTHREAD).
 		user = "(curtask->flags & 0x200000) == 0"
 	}
-	pred := And(c.Predicate(), user, cond)
+	pred := and(c.predicate(), user, cond)
 	if pred != "" {
 		pred = "(" + pred + ") && "
 	}
@@ -131,7 +131,7 @@ func breakProgram(c *Common, t Target, cond string, n int) string {
 	b.WriteString("\tsignal(\"SIGSTOP\");\n")
 	b.WriteString("\tprintf(\"%lu %d %d %s\\n\", nsecs, pid, tid, comm);\n")
 	b.WriteString("}\n")
-	b.WriteString(c.Stop())
+	b.WriteString(c.stop())
 	return b.String()
 }
 
@@ -231,11 +231,11 @@ func dumpNow(w io.Writer, file string, pid, first int) error {
 		return fmt.Errorf("no process %d", pid)
 	}
 	start := time.Now()
-	size, err := DumpCore(file, pid, first)
+	size, err := dumpCore(file, pid, first)
 	if st != 'T' {
 		unix.Kill(pid, unix.SIGCONT)
 	}
-	if errors.Is(err, ErrExited) {
+	if errors.Is(err, errExited) {
 		return fmt.Errorf("process %d exited before its core was written", pid)
 	}
 	if err != nil {

@@ -14,17 +14,17 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kinst.dev/kinst"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/output"
-	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/runtime"
 	"kinst.dev/kinst/syntax"
 )
 
-// Common holds the options every instrument takes.
-type Common struct {
+// common holds the options every instrument takes.
+type common struct {
 	Pid      int
 	Comm     string
 	Command  string
@@ -38,12 +38,12 @@ type Common struct {
 	// Prometheus is the address to serve the maps on as metrics, or "".
 	Prometheus string
 	// Formats are the output formats -f takes, the first the default;
-	// nil means text and json. Set it before AddFlags.
+	// nil means text and json. Set it before addFlags.
 	Formats []string
 }
 
 // formats lists the output formats -f takes.
-func (c *Common) formats() []string {
+func (c *common) formats() []string {
 	if c.Formats == nil {
 		return []string{"text", "json"}
 	}
@@ -58,8 +58,8 @@ func orList(words []string) string {
 	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
-// AddFlags registers the common options on fs.
-func (c *Common) AddFlags(fs *flag.FlagSet) {
+// addFlags registers the common options on fs.
+func (c *common) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Pid, "pid", 0, "only this process")
 	fs.StringVar(&c.Comm, "comm", "", "only processes with this name")
 	fs.StringVar(&c.Command, "c", "", "run `CMD`, trace only it, and stop when it exits")
@@ -73,12 +73,12 @@ func (c *Common) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Prometheus, "prometheus", "", "serve the maps as Prometheus metrics on http://`ADDR`/metrics while running")
 }
 
-// Flags makes an instrument's option set, with the common options and a
+// flags makes an instrument's option set, with the common options and a
 // usage message of the given lines followed by the options.
-func (c *Common) Flags(name string, stderr io.Writer, usage ...string) *flag.FlagSet {
+func (c *common) flags(name string, stderr io.Writer, usage ...string) *flag.FlagSet {
 	fs := flag.NewFlagSet("kinst "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	c.AddFlags(fs)
+	c.addFlags(fs)
 	fs.Usage = func() {
 		for _, l := range usage {
 			fmt.Fprintln(stderr, l)
@@ -88,21 +88,21 @@ func (c *Common) Flags(name string, stderr io.Writer, usage ...string) *flag.Fla
 	return fs
 }
 
-// Parse parses an instrument's command line, wherever the options are,
+// parse parses an instrument's command line, wherever the options are,
 // checks the common options, and returns the positional arguments.
-func (c *Common) Parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	pos, err := ParseFlags(fs, args)
+func (c *common) parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return nil, usageError("%v", err)
 	}
-	if err := c.Check(); err != nil {
+	if err := c.check(); err != nil {
 		return nil, usageError("%v", err)
 	}
 	return pos, nil
 }
 
-// Check validates the common options.
-func (c *Common) Check() error {
+// check validates the common options.
+func (c *common) check() error {
 	if !slices.Contains(c.formats(), c.Format) {
 		return fmt.Errorf("unknown output format %q: use %s", c.Format, orList(c.formats()))
 	}
@@ -115,10 +115,10 @@ func (c *Common) Check() error {
 	return nil
 }
 
-// Predicate is the condition the options put on events, as kinst
+// predicate is the condition the options put on events, as kinst
 // source without the slashes, or "" for none. With -c only the command
 // is traced.
-func (c *Common) Predicate() string {
+func (c *common) predicate() string {
 	var conds []string
 	if c.Pid != 0 {
 		conds = append(conds, fmt.Sprintf("pid == %d", c.Pid))
@@ -132,8 +132,8 @@ func (c *Common) Predicate() string {
 	return strings.Join(conds, " && ")
 }
 
-// And joins conditions with &&, leaving out empty ones.
-func And(conds ...string) string {
+// and joins conditions with &&, leaving out empty ones.
+func and(conds ...string) string {
 	var out []string
 	for _, c := range conds {
 		if c != "" {
@@ -143,25 +143,25 @@ func And(conds ...string) string {
 	return strings.Join(out, " && ")
 }
 
-// Pred formats a predicate for a probe header: " /cond/" or "".
-func Pred(cond string) string {
+// predClause formats a predicate for a probe header: " /cond/" or "".
+func predClause(cond string) string {
 	if cond == "" {
 		return ""
 	}
 	return " /" + cond + "/"
 }
 
-// Stop is the probe that ends the run after --duration, or "".
-func (c *Common) Stop() string {
+// stop is the probe that ends the run after --duration, or "".
+func (c *common) stop() string {
 	if c.Duration == 0 {
 		return ""
 	}
 	return fmt.Sprintf("interval:ms:%d { exit(); }\n", c.Duration.Milliseconds())
 }
 
-// Hooks let an instrument render the run's output itself; nil fields
+// runHooks let an instrument render the run's output itself; nil fields
 // leave the output as kinst -e prints it.
-type Hooks struct {
+type runHooks struct {
 	Printf   func(w io.Writer, a *codegen.Action, args []output.Value) error
 	PrintMap func(w io.Writer, m *output.Map, top, div uint32) error
 	ExitMaps func(w io.Writer, maps []*output.Map) error
@@ -171,9 +171,9 @@ type Hooks struct {
 	Symbolizer *elfsym.Symbolizer
 }
 
-// Run prints the program with --show; otherwise it compiles and runs it,
-// sending its output to -o or stdout.
-func (c *Common) Run(ctx context.Context, name, src string, hooks Hooks, stdout, stderr io.Writer) error {
+// run prints the program with --show; otherwise it compiles and runs it
+// as kinst -e runs a program, sending its output to -o or stdout.
+func (c *common) run(ctx context.Context, name, src string, hooks runHooks, stdout, stderr io.Writer) error {
 	if c.Show {
 		_, err := io.WriteString(stdout, src)
 		return err
@@ -182,65 +182,68 @@ func (c *Common) Run(ctx context.Context, name, src string, hooks Hooks, stdout,
 	if c.Command != "" {
 		var err error
 		if argv, err = runtime.SplitCommand(c.Command); err != nil {
-			return fmt.Errorf("-c: %w", err)
+			return usageError("-c: %v", err)
 		}
 	}
-	popts := &pipeline.Options{
-		Pid:    c.Pid,
-		Unsafe: c.Unsafe,
-		Cpid:   c.Command != "",
+	opts := &kinst.Options{
+		Pid:         c.Pid,
+		Unsafe:      c.Unsafe,
+		Command:     argv,
+		Environment: true,
+		Warnings:    stderr,
+		Verbose:     c.Verbose,
 	}
-	if err := popts.FromEnv(); err != nil {
-		return err
-	}
-	out, err := pipeline.Compile(name, []byte(src), popts)
+	p, err := kinst.Compile(name, []byte(src), opts)
 	if err != nil {
 		return err
 	}
 	w := stdout
 	if c.Output != "" {
-		// O_WRONLY without O_TRUNC semantics matter for a named pipe:
-		// opening blocks until a reader comes, and writes stream to it.
-		f, err := os.OpenFile(c.Output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		f, err := output.Create(c.Output)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
 		w = f
 	}
-	opts := &runtime.Options{
-		Out:     w,
-		Stdout:  w,
-		Stderr:  stderr,
-		Quiet:   true,
-		Verbose: c.Verbose,
-		Command: argv,
-		Pid:     c.Pid,
-	}
-	if c.Format == "json" {
-		opts.Format = runtime.JSON
-	}
-	opts.Printf, opts.PrintMap, opts.Symbolizer = hooks.Printf, hooks.PrintMap, hooks.Symbolizer
-	if hooks.ExitMaps != nil {
-		opts.ExitMaps = func(maps []*output.Map) error { return hooks.ExitMaps(w, maps) }
-	}
-	if hooks.Lost != nil {
-		opts.Lost = func(n uint64) error { return hooks.Lost(stderr, n) }
-	}
+	var srv *prom.Server
 	if c.Prometheus != "" {
-		srv, err := prom.Listen(c.Prometheus)
-		if err != nil {
+		if srv, err = prom.Listen(c.Prometheus); err != nil {
 			return fmt.Errorf("--prometheus: %w", err)
 		}
 		defer srv.Close()
-		srv.Feed(out, opts)
 	}
-	return runtime.Run(ctx, out, opts)
+	sigs := make(chan os.Signal, 4)
+	ro := &kinst.RunOptions{
+		Output:  w,
+		JSON:    c.Format == "json",
+		Quiet:   true,
+		Signals: sigs,
+		Runtime: func(out *codegen.Output, opts *runtime.Options) {
+			opts.Printf, opts.PrintMap, opts.Symbolizer = hooks.Printf, hooks.PrintMap, hooks.Symbolizer
+			if hooks.ExitMaps != nil {
+				opts.ExitMaps = func(maps []*output.Map) error { return hooks.ExitMaps(w, maps) }
+			}
+			if hooks.Lost != nil {
+				opts.Lost = func(n uint64) error { return hooks.Lost(stderr, n) }
+			}
+			if srv != nil {
+				srv.Feed(out, opts)
+			}
+		},
+	}
+	// The signals end kinst as any process until it is about to run.
+	defer runtime.CatchSignals(sigs)()
+	r, err := p.StartWith(ctx, nil, ro)
+	if err != nil {
+		return err
+	}
+	return r.Wait()
 }
 
-// A Target is what an instrument probes: the attach point that fires on
+// A probeTarget is what an instrument probes: the attach point that fires on
 // entry and the one that fires on return, either of which may be "".
-type Target struct {
+type probeTarget struct {
 	Spec  string // as the user wrote it
 	Entry string
 	Exit  string
@@ -249,22 +252,19 @@ type Target struct {
 	Kernel bool
 }
 
-// ErrTarget marks a target an instrument cannot use.
-var ErrTarget = errors.New("bad target")
-
-// ParseTarget reads a target as users write it: a kernel function
+// parseTarget reads a target as users write it: a kernel function
 // (vfs_read, or kprobe:, fentry: forms), a user function
 // (uprobe:PATH:FUNC), a system call (syscall:openat), or a tracepoint
 // (tracepoint:CAT:NAME, whose sys_enter_ and sys_exit_ pairs are paired).
-func ParseTarget(spec string) (Target, error) {
+func parseTarget(spec string) (probeTarget, error) {
 	provider, rest, ok := strings.Cut(spec, ":")
 	if !ok {
 		provider, rest = "kprobe", spec
 	}
 	if rest == "" {
-		return Target{}, fmt.Errorf("%w: %q names nothing", ErrTarget, spec)
+		return probeTarget{}, fmt.Errorf("bad target: %q names nothing", spec)
 	}
-	t := Target{Spec: spec}
+	t := probeTarget{Spec: spec}
 	switch provider {
 	case "kprobe", "k", "kretprobe", "kr":
 		t.Entry, t.Exit, t.Kernel = "kprobe:"+rest, "kretprobe:"+rest, true
@@ -283,7 +283,7 @@ func ParseTarget(spec string) (Target, error) {
 			t.Exit = "tracepoint:syscalls:sys_exit_" + strings.TrimPrefix(name, "sys_enter_")
 		}
 	default:
-		return Target{}, fmt.Errorf("%w: %q: use a kernel function, kprobe:, fentry:, uprobe:PATH:FUNC, syscall:NAME or tracepoint:CAT:NAME", ErrTarget, spec)
+		return probeTarget{}, fmt.Errorf("bad target: %q: use a kernel function, kprobe:, fentry:, uprobe:PATH:FUNC, syscall:NAME or tracepoint:CAT:NAME", spec)
 	}
 	return t, nil
 }
@@ -330,12 +330,12 @@ func usageError(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
 }
 
-// Clock turns the monotonic nanoseconds probes read (nsecs) into wall
+// wallClock turns the monotonic nanoseconds probes read (nsecs) into wall
 // time, with the offset between the two clocks taken once.
-type Clock struct{ offset int64 }
+type wallClock struct{ offset int64 }
 
-// NewClock reads both clocks.
-func NewClock() (*Clock, error) {
+// newWallClock reads both clocks.
+func newWallClock() (*wallClock, error) {
 	var mono, real unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono); err != nil {
 		return nil, err
@@ -343,18 +343,18 @@ func NewClock() (*Clock, error) {
 	if err := unix.ClockGettime(unix.CLOCK_REALTIME, &real); err != nil {
 		return nil, err
 	}
-	return &Clock{offset: real.Nano() - mono.Nano()}, nil
+	return &wallClock{offset: real.Nano() - mono.Nano()}, nil
 }
 
 // Wall returns the wall time of a monotonic timestamp.
-func (c *Clock) Wall(nsecs uint64) time.Time {
+func (c *wallClock) Wall(nsecs uint64) time.Time {
 	return time.Unix(0, int64(nsecs)+c.offset)
 }
 
-// ParseFlags parses options given before, between or after the
+// parseFlags parses options given before, between or after the
 // positional arguments, which it returns: instruments read as
 // "kinst trace vfs_read --args".
-func ParseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {

@@ -23,7 +23,7 @@ func TestParseFlags(t *testing.T) {
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		v := fs.Bool("v", false, "")
-		pos, err := ParseFlags(fs, tt.args)
+		pos, err := parseFlags(fs, tt.args)
 		if err != nil {
 			t.Errorf("%q: %v", tt.args, err)
 			continue
@@ -48,12 +48,12 @@ func TestParseTarget(t *testing.T) {
 		{"tracepoint:sched:sched_switch", "tracepoint:sched:sched_switch", ""},
 	}
 	for _, tt := range tests {
-		got, err := ParseTarget(tt.spec)
+		got, err := parseTarget(tt.spec)
 		if err != nil || got.Entry != tt.entry || got.Exit != tt.exit {
 			t.Errorf("%s: got %+v, %v", tt.spec, got, err)
 		}
 	}
-	if _, err := ParseTarget("bogus:x"); err == nil {
+	if _, err := parseTarget("bogus:x"); err == nil {
 		t.Error("bogus:x accepted")
 	}
 }

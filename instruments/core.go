@@ -21,11 +21,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrExited marks a process that ended before it could be dumped.
-var ErrExited = errors.New("process exited")
-
-// ErrTraced marks a process another tracer (a debugger) holds.
-var ErrTraced = errors.New("already traced")
+// errExited marks a process that ended before it could be dumped.
+var errExited = errors.New("process exited")
 
 // The notes of a Linux core file that elf does not name.
 const (
@@ -79,7 +76,7 @@ func readMaps(pid int) ([]mapping, error) {
 func threadState(pid, tid int) (byte, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
 	if err != nil {
-		return 0, fmt.Errorf("%w: pid %d", ErrExited, pid)
+		return 0, fmt.Errorf("%w: pid %d", errExited, pid)
 	}
 	// The command name, in parentheses, may hold anything.
 	i := bytes.LastIndexByte(b, ')')
@@ -94,7 +91,7 @@ func threadState(pid, tid int) (byte, error) {
 func threads(pid, first int) ([]int, error) {
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
-		return nil, fmt.Errorf("%w: pid %d", ErrExited, pid)
+		return nil, fmt.Errorf("%w: pid %d", errExited, pid)
 	}
 	var tids []int
 	for _, e := range ents {
@@ -119,11 +116,11 @@ func threads(pid, first int) ([]int, error) {
 func untraced(pid int) error {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return fmt.Errorf("%w: pid %d", ErrExited, pid)
+		return fmt.Errorf("%w: pid %d", errExited, pid)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, "TracerPid:"); ok && strings.TrimSpace(v) != "0" {
-			return fmt.Errorf("%w, by process %s: detach that debugger first", ErrTraced, strings.TrimSpace(v))
+			return fmt.Errorf("already traced, by process %s: detach that debugger first", strings.TrimSpace(v))
 		}
 	}
 	return nil
@@ -144,7 +141,7 @@ func waitStopped(pid int, timeout time.Duration) error {
 				return err
 			}
 			if st == 'Z' || st == 'X' {
-				return fmt.Errorf("%w: pid %d", ErrExited, pid)
+				return fmt.Errorf("%w: pid %d", errExited, pid)
 			}
 			stopped = stopped && (st == 'T' || st == 't')
 		}
@@ -215,7 +212,7 @@ func seize(pid, first int) (regs []threadRegs, release func(), err error) {
 	}
 	if len(regs) == 0 {
 		release()
-		return nil, nil, fmt.Errorf("%w: pid %d", ErrExited, pid)
+		return nil, nil, fmt.Errorf("%w: pid %d", errExited, pid)
 	}
 	return regs, release, nil
 }
@@ -350,7 +347,7 @@ func (m mapping) dumped() bool {
 func writeCore(w io.Writer, pid int, regs []threadRegs, sig int) (int64, error) {
 	maps, err := readMaps(pid)
 	if err != nil {
-		return 0, fmt.Errorf("%w: pid %d", ErrExited, pid)
+		return 0, fmt.Errorf("%w: pid %d", errExited, pid)
 	}
 	ids := readProcIDs(pid)
 	var notes []byte
@@ -439,7 +436,7 @@ func writeCore(w io.Writer, pid int, regs []threadRegs, sig int) (int64, error) 
 	}
 	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
 	if err != nil {
-		return n, fmt.Errorf("%w: pid %d", ErrExited, pid)
+		return n, fmt.Errorf("%w: pid %d", errExited, pid)
 	}
 	defer mem.Close()
 	buf := make([]byte, 1<<20)
@@ -473,12 +470,12 @@ func writeCore(w io.Writer, pid int, regs []threadRegs, sig int) (int64, error) 
 	return n, bw.Flush()
 }
 
-// DumpCore writes an ELF core file of process pid to path, with the
+// dumpCore writes an ELF core file of process pid to path, with the
 // thread first at the top (gdb's current thread): it stops the process
 // with SIGSTOP, unless a probe already did, reads every thread's
 // registers under ptrace and the memory from /proc/PID/mem, and lets it
 // go back to its stop. It returns the size written.
-func DumpCore(path string, pid, first int) (int64, error) {
+func dumpCore(path string, pid, first int) (int64, error) {
 	if err := untraced(pid); err != nil {
 		return 0, err
 	}
@@ -489,7 +486,7 @@ func DumpCore(path string, pid, first int) (int64, error) {
 	if err := unix.Kill(pid, unix.SIGSTOP); err != nil {
 		f.Close()
 		os.Remove(path)
-		return 0, fmt.Errorf("%w: pid %d", ErrExited, pid)
+		return 0, fmt.Errorf("%w: pid %d", errExited, pid)
 	}
 	n, err := dumpStopped(f, pid, first)
 	if cerr := f.Close(); err == nil {

@@ -27,15 +27,15 @@ func init() {
 const countMap = "@calls"
 
 func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c Common
-	fs := c.Flags("count", stderr,
+	var c common
+	fs := c.flags("count", stderr,
 		"usage: kinst count PATTERN... [--interval D] [--top N] [--order-file FILE] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-f text|json] [-o FILE] [--show]",
 		"PATTERN is a kernel function or wildcard (vfs_*, kprobe:tcp_*), uprobe:PATH:FUNC, syscall:NAME or tracepoint:CAT:NAME, with * wildcards",
 	)
 	interval := fs.Duration("interval", 0, "print the calls of each interval, for example 1s, instead of the total at the end")
 	top := fs.Int("top", 0, "print only the `N` most called")
 	orderFile := fs.String("order-file", "", "write the functions of the uprobe:PATH:FUNC targets that ran to `FILE`, most called first, one symbol a line, for lld --symbol-ordering-file")
-	pos, err := c.Parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *top < 0 {
 		return usageError("--top %d: give a positive number of rows", *top)
 	}
-	var targets []Target
+	var targets []probeTarget
 	// What the probes resolve to, by the name the probe builtin gives
 	// them: the keys of the count map.
 	resolved := map[string]*check.Target{}
@@ -56,7 +56,7 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	seen := map[string]bool{}
 	program := ""
 	for _, p := range pos {
-		t, err := ParseTarget(p)
+		t, err := parseTarget(p)
 		if err != nil {
 			return usageError("%v", err)
 		}
@@ -82,7 +82,7 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	src := countProgram(&c, targets, *interval)
 	if c.Show {
-		return c.Run(ctx, "count", src, Hooks{}, stdout, stderr)
+		return c.run(ctx, "count", src, runHooks{}, stdout, stderr)
 	}
 	var order *os.File
 	if *orderFile != "" {
@@ -98,9 +98,9 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	out := stdout
 	if c.Output != "" {
-		// As Common.Run opens it: a named pipe blocks here until its
+		// As common.run opens it: a named pipe blocks here until its
 		// reader comes.
-		f, err := os.OpenFile(c.Output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		f, err := output.Create(c.Output)
 		if err != nil {
 			return err
 		}
@@ -112,14 +112,14 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// which holds nothing else, is thrown away.
 	run := c
 	run.Output = ""
-	hooks := Hooks{
+	hooks := runHooks{
 		PrintMap: func(_ io.Writer, m *output.Map, _, _ uint32) error {
 			return table.print(out, callsOf([]*output.Map{m}))
 		},
 		ExitMaps: func(_ io.Writer, maps []*output.Map) error {
 			calls := callsOf(maps)
 			if order != nil {
-				if err := writeOrder(order, calls); err != nil {
+				if err := writeOrder(order, calls, resolved); err != nil {
 					return fmt.Errorf("--order-file: %w", err)
 				}
 			}
@@ -132,7 +132,7 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		},
 	}
-	return run.Run(ctx, "count", src, hooks, io.Discard, stderr)
+	return run.run(ctx, "count", src, hooks, io.Discard, stderr)
 }
 
 // callsOf reads the running counts per probe from the count map.
@@ -154,7 +154,7 @@ func callsOf(maps []*output.Map) map[string]uint64 {
 // orderable checks that a target is a function of the program the
 // targets before it are in, "" for none, since a link orders one
 // program; it returns that program.
-func orderable(program string, t Target) (string, error) {
+func orderable(program string, t probeTarget) (string, error) {
 	provider, rest, _ := strings.Cut(t.Entry, ":")
 	i := strings.LastIndexByte(rest, ':')
 	if provider != "uprobe" || i < 0 {
@@ -169,18 +169,23 @@ func orderable(program string, t Target) (string, error) {
 // writeOrder writes a symbol ordering file: the functions that ran, one
 // name a line, most called first, equals by name. lld reads it with
 // --symbol-ordering-file; gold's --section-ordering-file takes section
-// names, which -ffunction-sections makes .text.NAME.
-func writeOrder(w io.Writer, calls map[string]uint64) error {
+// names, which -ffunction-sections makes .text.NAME. The functions are
+// those of the probes' targets, so that a probe inside a function
+// (FUNC+OFFSET) counts for the function.
+func writeOrder(w io.Writer, calls map[string]uint64, targets map[string]*check.Target) error {
 	type fn struct {
 		name  string
 		calls uint64
 	}
-	var fns []fn
+	byName := map[string]uint64{}
 	for probe, n := range calls {
-		name := probe[strings.LastIndexByte(probe, ':')+1:]
-		if n > 0 && name != "" {
-			fns = append(fns, fn{name, n})
+		if t := targets[probe]; t != nil && n > 0 {
+			byName[t.Func] += n
 		}
+	}
+	var fns []fn
+	for name, n := range byName {
+		fns = append(fns, fn{name, n})
 	}
 	slices.SortFunc(fns, func(a, b fn) int {
 		if c := cmp.Compare(b.calls, a.calls); c != 0 {
@@ -199,17 +204,17 @@ func writeOrder(w io.Writer, calls map[string]uint64) error {
 
 // countProgram counts the calls of every target per probe; with an
 // interval it prints the running counts every interval.
-func countProgram(c *Common, targets []Target, interval time.Duration) string {
+func countProgram(c *common, targets []probeTarget, interval time.Duration) string {
 	var b strings.Builder
 	points := make([]string, len(targets))
 	for i, t := range targets {
 		points[i] = t.Entry
 	}
-	fmt.Fprintf(&b, "%s%s {\n\t%s[probe] = count();\n}\n", strings.Join(points, ",\n"), Pred(c.Predicate()), countMap)
+	fmt.Fprintf(&b, "%s%s {\n\t%s[probe] = count();\n}\n", strings.Join(points, ",\n"), predClause(c.predicate()), countMap)
 	if interval > 0 {
 		fmt.Fprintf(&b, "\ninterval:ms:%d {\n\tprint(%s);\n}\n", interval.Milliseconds(), countMap)
 	}
-	if stop := c.Stop(); stop != "" {
+	if stop := c.stop(); stop != "" {
 		b.WriteString("\n" + stop)
 	}
 	return b.String()

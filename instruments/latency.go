@@ -20,22 +20,22 @@ func init() {
 }
 
 func latency(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c Common
-	fs := c.Flags("latency", stderr,
+	var c common
+	fs := c.flags("latency", stderr,
 		"usage: kinst latency FUNC... [--per-process] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-f text|json] [-o FILE] [--show]",
 		"FUNC is a kernel function (vfs_read, kprobe:vfs_*), uprobe:PATH:FUNC, syscall:NAME or a tracepoint:syscalls:sys_enter_NAME",
 	)
 	perProcess := fs.Bool("per-process", false, "keep the times per process as well as per function")
-	pos, err := c.Parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
 		return usageError("name at least one function to time")
 	}
-	var targets []Target
+	var targets []probeTarget
 	for _, spec := range pos {
-		t, err := ParseTarget(spec)
+		t, err := parseTarget(spec)
 		if err != nil {
 			return usageError("%v", err)
 		}
@@ -45,14 +45,14 @@ func latency(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		targets = append(targets, t)
 	}
 	src := latencyProgram(&c, targets, *perProcess)
-	hooks := Hooks{ExitMaps: func(w io.Writer, maps []*output.Map) error {
+	hooks := runHooks{ExitMaps: func(w io.Writer, maps []*output.Map) error {
 		ow := output.NewText(w)
 		if c.Format == "json" {
 			ow = output.NewJSON(w)
 		}
 		return ow.Maps(mergeLatency(maps, targets))
 	}}
-	return c.Run(ctx, "latency", src, hooks, stdout, stderr)
+	return c.run(ctx, "latency", src, hooks, stdout, stderr)
 }
 
 // latencyProgram times every call of the targets. Each thread keeps a
@@ -60,13 +60,13 @@ func latency(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // timed apart; sched_switch adds up the time each such thread spends
 // switched out, and a call's on-CPU time is its wall time less what
 // was added while it ran.
-func latencyProgram(c *Common, targets []Target, perProcess bool) string {
+func latencyProgram(c *common, targets []probeTarget, perProcess bool) string {
 	var b strings.Builder
 	entries := make([]string, len(targets))
 	for i, t := range targets {
 		entries[i] = t.Entry
 	}
-	fmt.Fprintf(&b, "%s%s {\n", strings.Join(entries, ",\n"), Pred(c.Predicate()))
+	fmt.Fprintf(&b, "%s%s {\n", strings.Join(entries, ",\n"), predClause(c.predicate()))
 	b.WriteString("\t@__depth[tid]++;\n")
 	b.WriteString("\t@__start[tid, @__depth[tid]] = nsecs;\n")
 	b.WriteString("\t@__off0[tid, @__depth[tid]] = @__off[tid];\n")
@@ -112,7 +112,7 @@ func latencyProgram(c *Common, targets []Target, perProcess bool) string {
 	b.WriteString("\t\t@__off[args->next_pid] += nsecs - @__out[args->next_pid];\n")
 	b.WriteString("\t\tdelete(@__out[args->next_pid]);\n\t}\n")
 	b.WriteString("}\n")
-	if stop := c.Stop(); stop != "" {
+	if stop := c.stop(); stop != "" {
 		b.WriteString("\n" + stop)
 	}
 	return b.String()
@@ -123,7 +123,7 @@ var latencyMap = regexp.MustCompile(`^@(wall|wall_ns|oncpu|oncpu_ns)_(\d+)$`)
 
 // mergeLatency gathers the per-target maps into @wall, @wall_ns, @oncpu
 // and @oncpu_ns keyed by function, leaving out the bookkeeping maps.
-func mergeLatency(maps []*output.Map, targets []Target) []*output.Map {
+func mergeLatency(maps []*output.Map, targets []probeTarget) []*output.Map {
 	merged := map[string]*output.Map{}
 	var out []*output.Map
 	for _, m := range maps {

@@ -30,13 +30,13 @@ func init() {
 const errorInjectionList = "/sys/kernel/debug/error_injection/list"
 
 func nullify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c Common
-	fs := c.Flags("nullify", stderr,
+	var c common
+	fs := c.flags("nullify", stderr,
 		"usage: kinst nullify FUNC --return VALUE --unsafe [--pid PID] [--comm NAME] [-c CMD] [--if EXPR] [--duration D] [-q] [--show]",
 	)
 	ret := fs.String("return", "", "the `VALUE` the function returns instead")
 	cond := fs.String("if", "", "only calls where this kinst `EXPRESSION` holds, e.g. 'str(args.file->f_path.dentry->d_name.name) == \"secret\"'")
-	pos, err := c.Parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -63,11 +63,11 @@ func nullify(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	src := nullifyProgram(&c, fn, value, *cond)
-	clock, err := NewClock()
+	clock, err := newWallClock()
 	if err != nil {
 		return err
 	}
-	hooks := Hooks{}
+	hooks := runHooks{}
 	if !c.Quiet {
 		hooks.Printf = func(w io.Writer, a *codegen.Action, args []output.Value) error {
 			if c.Format == "json" {
@@ -102,21 +102,21 @@ func nullify(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return nil
 	}
-	return c.Run(ctx, "nullify", src, hooks, stdout, stderr)
+	return c.run(ctx, "nullify", src, hooks, stdout, stderr)
 }
 
 // nullifyProgram is the kinst program nullify runs: an fmod_ret
 // program whose nonzero return value replaces the function's body.
-func nullifyProgram(c *Common, fn string, value int64, cond string) string {
+func nullifyProgram(c *common, fn string, value int64, cond string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "fmod_ret:%s%s {\n\toverride(%d);\n", fn, Pred(And(c.Predicate(), cond)), value)
+	fmt.Fprintf(&b, "fmod_ret:%s%s {\n\toverride(%d);\n", fn, predClause(and(c.predicate(), cond)), value)
 	if c.Quiet {
 		b.WriteString("\t@nullified = count();\n")
 	} else {
 		b.WriteString("\tprintf(\"%lu %d %d %s\\n\", nsecs, pid, tid, comm);\n")
 	}
 	b.WriteString("}\n")
-	b.WriteString(c.Stop())
+	b.WriteString(c.stop())
 	return b.String()
 }
 

@@ -28,14 +28,14 @@ const profileMap = "@samples"
 var profileLabels = []string{"pid", "comm", "thread"}
 
 func profile(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := Common{Formats: []string{"pprof", "folded"}}
-	fs := c.Flags("profile", stderr,
+	c := common{Formats: []string{"pprof", "folded"}}
+	fs := c.flags("profile", stderr,
 		"usage: kinst profile [--hz N] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-f pprof|folded] [-o FILE] [--show]",
 		"Samples the stacks of the processes on CPU, the whole machine's by default, until --duration, the end of -c CMD or Ctrl-C.",
 		"-f pprof (the default) writes a gzipped profile.proto to -o FILE for go tool pprof; -f folded writes folded stacks for flamegraph.pl.",
 	)
 	hz := fs.Int("hz", 99, "samples a second on each CPU")
-	pos, err := c.Parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func profile(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// then: its mappings are read at once, so that its stacks resolve
 	// even once it has exited, before the profile is written.
 	syms := elfsym.NewSymbolizer()
-	hooks := Hooks{Symbolizer: syms, Printf: func(_ io.Writer, _ *codegen.Action, args []output.Value) error {
+	hooks := runHooks{Symbolizer: syms, Printf: func(_ io.Writer, _ *codegen.Action, args []output.Value) error {
 		syms.Remember(int(args[0].Int())) // a process gone already stays unresolved
 		return nil
 	}}
@@ -74,21 +74,21 @@ func profile(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			Duration: time.Since(start),
 		})
 	}
-	return c.Run(ctx, "profile", profileProgram(&c, *hz), hooks, stdout, stderr)
+	return c.run(ctx, "profile", profileProgram(&c, *hz), hooks, stdout, stderr)
 }
 
 // profileProgram counts the stacks on CPU at each sample, and sends the
 // pid of each process the first time it samples it; the idle task (pid
 // 0) is left out.
-func profileProgram(c *Common, hz int) string {
+func profileProgram(c *common, hz int) string {
 	var b strings.Builder
-	cond := c.Predicate()
+	cond := c.predicate()
 	if cond == "" {
 		cond = "pid != 0"
 	}
-	fmt.Fprintf(&b, "profile:hz:%d%s {\n\t%s[pid, comm, tid, kstack, ustack] = count();\n", hz, Pred(cond), profileMap)
+	fmt.Fprintf(&b, "profile:hz:%d%s {\n\t%s[pid, comm, tid, kstack, ustack] = count();\n", hz, predClause(cond), profileMap)
 	b.WriteString("\tif (@__seen[pid] == 0) {\n\t\t@__seen[pid] = 1;\n\t\tprintf(\"%d\\n\", pid);\n\t}\n}\n")
-	if stop := c.Stop(); stop != "" {
+	if stop := c.stop(); stop != "" {
 		b.WriteString("\n" + stop)
 	}
 	return b.String()

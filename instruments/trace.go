@@ -24,15 +24,15 @@ func init() {
 }
 
 func trace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := Common{Formats: []string{"text", "json", "perfetto"}}
-	fs := c.Flags("trace", stderr,
+	c := common{Formats: []string{"text", "json", "perfetto"}}
+	fs := c.flags("trace", stderr,
 		"usage: kinst trace FUNC... [--args] [--stack] [--pid PID] [--comm NAME] [-c CMD] [--duration D] [-f text|json|perfetto] [-o FILE] [-q] [--show]",
 		"FUNC is a kernel function (vfs_read, kprobe:vfs_*, fentry:vfs_read), uprobe:PATH:FUNC, syscall:NAME or tracepoint:CAT:NAME",
 		"-f perfetto writes a Perfetto trace to -o FILE, for ui.perfetto.dev: a track per thread, a slice per call",
 	)
 	withArgs := fs.Bool("args", false, "log each call's arguments, typed where the kernel describes them")
 	withStack := fs.Bool("stack", false, "log the stack of each call (the user stack for uprobes)")
-	pos, err := c.Parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func trace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	src, records := traceProgram(&c, specs)
-	clock, err := NewClock()
+	clock, err := newWallClock()
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func trace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// function fills the ring buffer: it is done before attaching.
 		log.describeAll()
 	}
-	hooks := Hooks{
+	hooks := runHooks{
 		Printf: log.printf,
 		Lost: func(w io.Writer, n uint64) error {
 			log.lost += n
@@ -83,12 +83,12 @@ func trace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		},
 	}
-	return c.Run(ctx, "trace", src, hooks, stdout, stderr)
+	return c.run(ctx, "trace", src, hooks, stdout, stderr)
 }
 
 // A traceSpec is one target of trace with what its log records carry.
 type traceSpec struct {
-	Target
+	probeTarget
 	args  []traceArg // logged at entry, with --args
 	stack string     // "kstack" or "ustack" with --stack, else ""
 	// retval is the expression for the return value, "" where there is
@@ -114,7 +114,7 @@ type traceArg struct {
 // Kernel functions and tracepoints are resolved as the compiler will
 // resolve them, so that a bad name fails here in one sentence and the
 // argument list and return type come from the kernel's own description.
-func traceSpecs(pos []string, c *Common, withArgs, withStack bool) ([]*traceSpec, error) {
+func traceSpecs(pos []string, c *common, withArgs, withStack bool) ([]*traceSpec, error) {
 	r := &attach.Resolver{Pid: c.Pid}
 	// The probe a point is written as tells its records apart: a point
 	// is probed once.
@@ -122,7 +122,7 @@ func traceSpecs(pos []string, c *Common, withArgs, withStack bool) ([]*traceSpec
 	taken := map[string]string{} // the target probing each point
 	var specs []*traceSpec
 	for _, p := range pos {
-		t, err := ParseTarget(p)
+		t, err := parseTarget(p)
 		if err != nil {
 			return nil, usageError("%v", err)
 		}
@@ -141,7 +141,7 @@ func traceSpecs(pos []string, c *Common, withArgs, withStack bool) ([]*traceSpec
 				taken[point] = p
 			}
 		}
-		s := &traceSpec{Target: t}
+		s := &traceSpec{probeTarget: t}
 		entry, err := resolvePoint(r, t.Entry)
 		if err != nil {
 			return nil, fmt.Errorf("trace %s: %w", p, err)
@@ -189,7 +189,7 @@ func resolvePoint(r *attach.Resolver, point string) ([]*check.Target, error) {
 
 // entryArgs lists the arguments a target's entry logs: the fields of
 // args (kernel functions with BTF, tracepoints) or arg0..argN.
-func entryArgs(t Target, target *check.Target) []traceArg {
+func entryArgs(t probeTarget, target *check.Target) []traceArg {
 	if target.Args == nil {
 		if strings.HasPrefix(t.Entry, "tracepoint:") {
 			return nil
@@ -239,7 +239,7 @@ func entryArgs(t Target, target *check.Target) []traceArg {
 // returnValue is the expression and format of a target's return value.
 // A wildcard's probes share the type of the first function it matches,
 // as the compiler gives them.
-func returnValue(t Target, exit *check.Target, wildcard bool) (string, valueFormat) {
+func returnValue(t probeTarget, exit *check.Target, wildcard bool) (string, valueFormat) {
 	if strings.HasPrefix(t.Exit, "tracepoint:") {
 		if exit.Args != nil && exit.Args.Field("ret") != nil {
 			return "args.ret", signedValue

@@ -49,7 +49,7 @@ func testLog(t testing.TB, json bool) (*traceLog, map[string]*codegen.Action) {
 	}
 	specs := []*traceSpec{
 		{
-			Target: Target{Spec: "syscall:openat", Entry: "tracepoint:syscalls:sys_enter_openat", Exit: "tracepoint:syscalls:sys_exit_openat"},
+			probeTarget: probeTarget{Spec: "syscall:openat", Entry: "tracepoint:syscalls:sys_enter_openat", Exit: "tracepoint:syscalls:sys_exit_openat"},
 			args: []traceArg{
 				{"dfd", "args.dfd", signedValue}, {"filename", "str(args.filename)", stringValue},
 				{"flags", "args.flags", unsignedValue}, {"buf", "args.buf", hexValue},
@@ -59,14 +59,14 @@ func testLog(t testing.TB, json bool) (*traceLog, map[string]*codegen.Action) {
 			entry:  tracepoint("syscalls", "sys_enter_openat"),
 			exit:   tracepoint("syscalls", "sys_exit_openat"),
 		},
-		{Target: Target{Spec: "tracepoint:sched:*", Entry: "tracepoint:sched:*"}},
+		{probeTarget: probeTarget{Spec: "tracepoint:sched:*", Entry: "tracepoint:sched:*"}},
 	}
 	format := "text"
 	if json {
 		format = "json"
 	}
-	_, records := traceProgram(&Common{Format: format}, specs)
-	clock := &Clock{offset: 1_700_000_000_000_000_000 - 5_000_000_000}
+	_, records := traceProgram(&common{Format: format}, specs)
+	clock := &wallClock{offset: 1_700_000_000_000_000_000 - 5_000_000_000}
 	l := newTraceLog(clock, records, json)
 	actions := map[string]*codegen.Action{}
 	for point, rec := range records {

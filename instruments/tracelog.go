@@ -14,7 +14,7 @@ import (
 
 // traceLog renders the records of the trace program as log lines.
 type traceLog struct {
-	clock *Clock
+	clock *wallClock
 	json  bool
 	// perfetto, when set, makes the log a Perfetto trace.
 	perfetto *perfetto.Trace
@@ -34,7 +34,7 @@ type traceLog struct {
 	prefix, suffix []byte
 }
 
-func newTraceLog(clock *Clock, records map[string]*traceRecord, json bool) *traceLog {
+func newTraceLog(clock *wallClock, records map[string]*traceRecord, json bool) *traceLog {
 	return &traceLog{clock: clock, json: json, records: records, funcs: map[string]*probeFunc{}, sec: -1}
 }
 

@@ -21,14 +21,14 @@ const traceHeader = "TIME               CPU     PID     TID COMM             CAL
 //
 // A single function's records are its probe's; a wildcard's records
 // carry the probe that fired.
-func traceProgram(c *Common, specs []*traceSpec) (string, map[string]*traceRecord) {
+func traceProgram(c *common, specs []*traceSpec) (string, map[string]*traceRecord) {
 	records := map[string]*traceRecord{}
 	var b strings.Builder
 	if c.Format == "text" {
 		fmt.Fprintf(&b, "BEGIN {\n\tprintf(%s);\n}\n\n", syntax.Quote(traceHeader))
 		records["BEGIN"] = &traceRecord{kind: headerRecord}
 	}
-	pred := c.Predicate()
+	pred := c.predicate()
 	for k, s := range specs {
 		arrow := "->"
 		if s.Exit == "" {
@@ -51,7 +51,7 @@ func traceProgram(c *Common, specs []*traceSpec) (string, map[string]*traceRecor
 		records[s.Entry] = &traceRecord{kind: kind, target: s.entry, args: s.args, stack: s.stack != ""}
 
 		fmt.Fprintf(&b, "// %s\n", s.Spec)
-		fmt.Fprintf(&b, "%s%s {\n", s.Entry, Pred(pred))
+		fmt.Fprintf(&b, "%s%s {\n", s.Entry, predClause(pred))
 		if s.Exit == "" {
 			// Nothing returns, so there is no call to keep track of.
 			b.WriteString("\t$t = nsecs;\n\t$d = 0;\n")
@@ -74,7 +74,7 @@ func traceProgram(c *Common, specs []*traceSpec) (string, map[string]*traceRecor
 
 		// One lookup of the depth, and each element deleted when its
 		// call returns, so that the maps hold only the calls in progress.
-		fmt.Fprintf(&b, "%s%s {\n", s.Exit, Pred(pred))
+		fmt.Fprintf(&b, "%s%s {\n", s.Exit, predClause(pred))
 		fmt.Fprintf(&b, "\t$t = nsecs;\n\t$d = @__depth[tid, %d] - 1;\n\tif ($d >= 0) {\n", k)
 		fmt.Fprintf(&b, "\t\t$s = @__start[tid, %d, $d];\n\t\tdelete(@__start[tid, %d, $d]);\n", k, k)
 		fmt.Fprintf(&b, "\t\tif ($d == 0) {\n\t\t\tdelete(@__depth[tid, %d]);\n\t\t} else {\n\t\t\t@__depth[tid, %d] = $d;\n\t\t}\n", k, k)
@@ -82,7 +82,7 @@ func traceProgram(c *Common, specs []*traceSpec) (string, map[string]*traceRecor
 	}
 	b.WriteString(traceCleanup(specs))
 	src := b.String()
-	if stop := c.Stop(); stop != "" {
+	if stop := c.stop(); stop != "" {
 		src += stop
 	} else {
 		src = strings.TrimSuffix(src, "\n")

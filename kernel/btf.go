@@ -3,6 +3,7 @@ package kernel
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +26,7 @@ var kernelBTF struct {
 	once sync.Once
 	spec *btf.Spec
 	err  error
+	file bool // UseBTFFile gave the types
 }
 
 // KernelBTF returns the kernel's (vmlinux) BTF, loading it on first use.
@@ -52,7 +54,7 @@ func UseBTFFile(path string) error {
 	}
 	used := false
 	kernelBTF.once.Do(func() {
-		kernelBTF.spec, used = spec, true
+		kernelBTF.spec, kernelBTF.file, used = spec, true, true
 	})
 	if !used {
 		return fmt.Errorf("load BTF from %s: %w", path, ErrBTFInUse)
@@ -166,7 +168,9 @@ func orVoid(t btf.Type) btf.Type {
 	return t
 }
 
-// TypeByName looks up a type in vmlinux BTF. name may carry a kind,
+// TypeByName looks up a type in vmlinux BTF and, when vmlinux has no
+// definition of it (none at all, or a forward declaration), in the BTF of
+// the loaded modules, as bpftrace does. name may carry a kind,
 // "struct file", "union thread_union", "enum pid_type", or be bare, "pid_t",
 // in which case a typedef is preferred over a struct, union, enum or base
 // type of the same name. The error wraps [ErrNoType] when there is none.
@@ -175,14 +179,76 @@ func TypeByName(name string) (btf.Type, error) {
 	if err != nil {
 		return nil, err
 	}
+	return typeIn(spec, loadedModules, name)
+}
+
+// loadedModules returns the BTF of every module loaded when it is first
+// called, split against vmlinux's. With UseBTFFile there are none: the
+// file's types are all there are, as with bpftrace's BPFTRACE_BTF.
+var loadedModules = sync.OnceValue(func() []*btf.Spec {
+	if kernelBTF.file {
+		return nil
+	}
+	return moduleSpecs(moduleBTFDir, btfCache.Module)
+})
+
+// moduleBTFDir holds the kernel's BTF: vmlinux and one file per loaded
+// module that has BTF.
+const moduleBTFDir = "/sys/kernel/btf"
+
+// moduleSpecs loads the BTF of the modules in dir with load, skipping
+// those that cannot be read (unloaded meanwhile, or malformed).
+func moduleSpecs(dir string, load func(module string) (*btf.Spec, error)) []*btf.Spec {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var specs []*btf.Spec
+	for _, e := range entries {
+		if e.Name() == "vmlinux" {
+			continue
+		}
+		if spec, err := load(e.Name()); err == nil {
+			specs = append(specs, spec)
+		}
+	}
+	return specs
+}
+
+// typeIn finds name in vmlinux and, when that has no definition of it,
+// in the modules' BTF, which modules loads only then.
+func typeIn(vmlinux *btf.Spec, modules func() []*btf.Spec, name string) (btf.Type, error) {
 	name = strings.Join(strings.Fields(name), " ")
+	best, bestRank, err := rankedType(vmlinux, name)
+	if err != nil {
+		return nil, err
+	}
+	if bestRank <= 1 { // nothing, or a forward declaration
+		for _, spec := range modules() {
+			t, rank, err := rankedType(spec, name)
+			if err != nil {
+				return nil, err
+			}
+			if rank > bestRank {
+				best, bestRank = t, rank
+			}
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("type %s: %w", name, ErrNoType)
+	}
+	return best, nil
+}
+
+// rankedType returns spec's best answer for name and its rank.
+func rankedType(spec *btf.Spec, name string) (btf.Type, int, error) {
 	kind, bare, hasKind := strings.Cut(name, " ")
 	if !hasKind || (kind != "struct" && kind != "union" && kind != "enum") {
 		kind, bare = "", name
 	}
 	types, err := spec.AnyTypesByName(bare)
 	if err != nil && !errors.Is(err, btf.ErrNotFound) {
-		return nil, fmt.Errorf("type %s: %w", name, err)
+		return nil, 0, fmt.Errorf("type %s: %w", name, err)
 	}
 	var best btf.Type
 	bestRank := 0
@@ -191,10 +257,7 @@ func TypeByName(name string) (btf.Type, error) {
 			best, bestRank = t, r
 		}
 	}
-	if best == nil {
-		return nil, fmt.Errorf("type %s: %w", name, ErrNoType)
-	}
-	return best, nil
+	return best, bestRank, nil
 }
 
 // typeRank scores how well t answers a lookup for kind ("" for a bare

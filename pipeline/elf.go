@@ -8,8 +8,8 @@ import (
 	"kinst.dev/kinst/codegen"
 )
 
-// WriteELF writes out's programs and maps to w as a BPF ELF object that
-// libbpf and cilium/ebpf read (see package bpfelf). A program's section
+// WriteELF writes out's programs and maps to w as a BPF ELF object in
+// libbpf's conventions (see package bpfelf). A program's section
 // names its target in libbpf's terms where it has exactly one that
 // libbpf could attach to ("tracepoint/syscalls/sys_enter_read",
 // "kretprobe/vfs_read", "uprobe//bin/bash:readline"), and otherwise

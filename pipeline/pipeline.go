@@ -335,8 +335,11 @@ func DumpMaps(w io.Writer, out *codegen.Output) {
 	for _, name := range names {
 		m := out.Collection.Maps[name]
 		size := fmt.Sprintf("key %d, value %d, %d entries", m.KeySize, m.ValueSize, m.MaxEntries)
-		if m.Type == ebpf.RingBuf {
+		switch m.Type {
+		case ebpf.RingBuf:
 			size = fmt.Sprintf("%d bytes", m.MaxEntries)
+		case ebpf.PerfEventArray:
+			size = "a buffer per CPU"
 		}
 		if m.Flags != 0 {
 			size += fmt.Sprintf(", flags %#x", m.Flags)

@@ -11,8 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"kinst.dev/kinst/syntax"
 )
@@ -26,8 +28,8 @@ import (
 //
 // An entry's name is a digest of everything the include's effect
 // depends on besides files: the directive and its header name, the
-// search directories, the including file's directory and where it was
-// found, the nesting depth, the #pragma once files, every macro defined
+// search directories, the including file's directory (for "...") and
+// where it was found, the nesting depth, the #pragma once files, every macro defined
 // at that point (the predefined ones and BPFTRACE_HAVE_BTF among them)
 // and the kinst executable itself, whose preprocessor made the entry.
 // The entry lists every path the include looked at, with the identity
@@ -161,7 +163,9 @@ func (p *pp) cacheKey(src *source, name token, rest []token) string {
 		w.bool(t.space)
 		w.str(t.text)
 	}
-	w.str(src.dir)
+	if len(rest) == 0 || !rest[0].is(tPunct, "<") {
+		w.str(src.dir) // where "..." looks first
+	}
 	w.int(src.found)
 	w.int(p.depth)
 	w.strs(p.dirs)
@@ -323,6 +327,36 @@ func storeEntry(dir, path string, data []byte) {
 	}
 	if err != nil {
 		os.Remove(f.Name())
+		return
+	}
+	prune(dir)
+}
+
+// maxEntries bounds the cache: every set of macros a program defines
+// before an #include makes an entry of its own, of some tens of KB for
+// glibc's headers.
+const maxEntries = 64
+
+// prune removes the oldest entries beyond maxEntries. Entries are
+// written only on misses, so the newest are the ones in use.
+func prune(dir string) {
+	des, err := os.ReadDir(dir)
+	if err != nil || len(des) <= maxEntries {
+		return
+	}
+	type aged struct {
+		name string
+		mod  time.Time
+	}
+	var all []aged
+	for _, de := range des {
+		if info, err := de.Info(); err == nil && info.Mode().IsRegular() && !strings.HasPrefix(de.Name(), ".") {
+			all = append(all, aged{de.Name(), info.ModTime()})
+		}
+	}
+	slices.SortFunc(all, func(a, b aged) int { return b.mod.Compare(a.mod) })
+	for _, a := range all[min(len(all), maxEntries):] {
+		os.Remove(filepath.Join(dir, a.name))
 	}
 }
 

@@ -1,8 +1,10 @@
 package preprocess
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -94,6 +96,15 @@ func TestCacheKey(t *testing.T) {
 	}
 	if r := cacheRun(t, dir, more); r.hits != 1 {
 		t.Errorf("%d hits, want 1", r.hits)
+	}
+	// A program elsewhere shares the entry of its <...> include.
+	other, err := Preprocess(filepath.Join(dir, "sys", "prog.bt"), []byte(more), &Config{
+		SystemDirs: []string{filepath.Join(dir, "first"), filepath.Join(dir, "sys")},
+		BTF:        func() bool { return true },
+		CacheDir:   filepath.Join(dir, "cache"),
+	})
+	if err != nil || other.hits != 1 {
+		t.Errorf("a program in another folder: %d hits, %v", other.hits, err)
 	}
 	res, err := Preprocess(filepath.Join(dir, "prog.bt"), []byte(cacheProg), &Config{
 		SystemDirs: []string{filepath.Join(dir, "sys")},
@@ -269,5 +280,31 @@ func TestCacheNotKept(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Join(dir, "cache")); len(entries) != 0 {
 		t.Errorf("cache holds %v", entries)
+	}
+}
+
+// TestCachePrune: the cache keeps the newest maxEntries entries.
+func TestCachePrune(t *testing.T) {
+	dir, _ := setup(t, cacheHeaders)
+	cache := filepath.Join(dir, "cache")
+	old := time.Now().Add(-time.Hour)
+	for i := range maxEntries + 5 {
+		path := filepath.Join(cache, fmt.Sprintf("old%02d", i))
+		write(t, path, "x")
+		if err := os.Chtimes(path, old, old.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cacheRun(t, dir, cacheProg)
+	entries, _ := os.ReadDir(cache)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != maxEntries || slices.Contains(names, "old05") || !slices.Contains(names, "old06") {
+		t.Errorf("after a store the cache holds %d entries: %v; want the %d newest", len(names), names, maxEntries)
+	}
+	if r := cacheRun(t, dir, cacheProg); r.hits != 1 {
+		t.Errorf("the new entry was pruned: %d hits", r.hits)
 	}
 }

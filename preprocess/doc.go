@@ -16,4 +16,10 @@
 // preprocessing point into the program, its headers or the #define a
 // token came from. A program without directives is returned as it is,
 // at the cost of one scan for a '#' at the start of a line.
+//
+// With Config.CacheDir set, what an #include of the program's does when
+// it makes no text (glibc's <sys/socket.h> reads some twenty files to
+// define a thousand macros) is kept on disk and reused by later runs
+// whose macros, search path and files are the same: see cache.go for the
+// key and how stale, damaged and concurrent entries are handled.
 package preprocess

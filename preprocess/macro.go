@@ -53,6 +53,10 @@ func (p *pp) define(src *source, name token, rest []token) {
 				m.params = append(m.params, "__VA_ARGS__")
 				m.variadic = true
 			case t.kind == tIdent:
+				if slices.Contains(m.params, t.text) {
+					p.errorf(t, "macro %s: parameter %s is given twice", m.name, t.text)
+					return
+				}
 				m.params = append(m.params, t.text)
 				if i+1 < len(body) && body[i+1].is(tPunct, "...") {
 					m.variadic = true // GNU: args...

@@ -41,8 +41,17 @@ const DefaultCatMax = 10240
 // run time: BPFTRACE_CAT_BYTES_MAX (bytes cat() prints of a file, 0 for
 // none), BPFTRACE_NO_USER_SYMBOLS (1 to print user addresses in hex),
 // BPFTRACE_CACHE_USER_SYMBOLS (0 to read a process's symbols afresh for
-// every address) and BPFTRACE_LOG_SIZE (the verifier log's first size).
+// every address), BPFTRACE_LOG_SIZE (the verifier log's first size)
+// and BPFTRACE_PERF_RB_PAGES (the pages of packets skboutput() may queue
+// on each CPU).
 func (o *Options) FromEnv() error {
+	if v := os.Getenv("BPFTRACE_PERF_RB_PAGES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n&(n-1) != 0 {
+			return fmt.Errorf("BPFTRACE_PERF_RB_PAGES=%q is not a power of two", v)
+		}
+		o.PacketPages = n
+	}
 	if v := os.Getenv("BPFTRACE_LOG_SIZE"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 32)
 		if err != nil || n == 0 {

@@ -48,9 +48,10 @@ type Options struct {
 	// FileActivation raises USDT semaphores in every process mapping
 	// the probe's file, where kinst raises them itself.
 	FileActivation bool
-	// Signals stop the run; nil means SIGINT and SIGTERM, an empty list
-	// none.
-	Signals []os.Signal
+	// Signals carries the signals the caller caught for the run, which
+	// catches none itself; nil means none reach it. SIGUSR1 prints the
+	// maps; any other stops the run, as Run says.
+	Signals <-chan os.Signal
 	// Buffering says when output reaches Out (bpftrace's -B).
 	Buffering Buffering
 	// CatMax bounds the bytes cat() prints of a file; 0 means the
@@ -68,6 +69,9 @@ type Options struct {
 	// LogSize is the verifier log's first size in bytes; 0 for the
 	// default. The log grows as the verifier needs.
 	LogSize uint32
+	// PacketPages is how many pages of packets skboutput() may queue on
+	// each CPU; 0 for DefaultPacketPages.
+	PacketPages int
 	// NotifyAttached prints bpftrace's __BPFTRACE_NOTIFY_PROBES_ATTACHED
 	// line on Stderr once every probe is attached.
 	NotifyAttached bool
@@ -139,6 +143,7 @@ type Session struct {
 	printNow atomic.Bool                    // SIGUSR1 asks for the maps
 	reader   atomic.Pointer[ringbuf.Reader] // rd, for other goroutines to wake
 	exited   bool                           // exit() was called
+	packets  *packets                       // skboutput()'s, while they are written
 	lost     uint64                         // lost records already reported
 	args     [][]output.Value               // per action, the decoded arguments, reused
 	watchMu  sync.Mutex                     // watches: END's unwatch() runs while the run detaches
@@ -158,8 +163,9 @@ func (e *InterruptError) Error() string { return "interrupted by " + e.Signal.St
 // signal arrives or ctx is done. Whatever happens, probes are detached
 // and maps printed before it returns.
 //
-// The signals are caught from the start. One arriving before BEGIN runs
-// unloads what was loaded and makes Run return an *InterruptError. Once
+// The signals on opts.Signals count from the start. One arriving before
+// BEGIN runs unloads what was loaded and makes Run return an
+// *InterruptError. Once
 // BEGIN has run, the first stops the run where it is: an attach in
 // progress is rolled back, and END runs and the maps are printed as at
 // any other end. One arriving while the run is already ending, or the
@@ -174,16 +180,6 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
 	}
-	stopSignals := opts.Signals
-	if stopSignals == nil {
-		stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM}
-	}
-	sigs := make(chan os.Signal, 4)
-	// An empty list catches no signal: a library's caller owns them.
-	if len(stopSignals) > 0 {
-		signal.Notify(sigs, append(stopSignals, syscall.SIGUSR1)...)
-		defer signal.Stop(sigs)
-	}
 	var cancel context.CancelFunc
 	s.ctx, cancel = context.WithCancel(ctx)
 	defer cancel()
@@ -192,7 +188,7 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	s.outw = &outputWriter{w: opts.Out}
 	ended := make(chan struct{})
 	defer close(ended)
-	go s.watch(sigs, cancel, ended)
+	go s.watch(opts.Signals, cancel, ended)
 
 	s.buf = bufio.NewWriterSize(s.outw, 64<<10)
 	if opts.Format == JSON {
@@ -216,6 +212,10 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	if s.lostMem, err = s.coll.Maps[codegen.LostMap].Memory(); err != nil {
 		return fmt.Errorf("map the lost-records counter: %w", err)
 	}
+	if err := s.startPackets(); err != nil {
+		return err
+	}
+	defer s.stopPackets()
 	if opts.Maps != nil {
 		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks, usyms: usyms,
 			noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}}
@@ -309,11 +309,27 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	s.reportFull()
 	printErr := s.printMaps(true)
 	detachErr := <-detached
+	// Once the probes are detached, the packets queued are all there is.
+	detachErr = errors.Join(detachErr, s.stopPackets())
 	if s.outw.err != nil {
 		// One sentence for the failed output, not one per record.
 		return errors.Join(fmt.Errorf("write output: %w", s.outw.err), detachErr)
 	}
 	return errors.Join(s.readErr, s.runErr, printErr, detachErr)
+}
+
+// stopPackets writes the packets skboutput() queued and closes its
+// files; it does nothing once done.
+func (s *Session) stopPackets() error {
+	if s.packets == nil {
+		return nil
+	}
+	lost, err := s.packets.stop()
+	s.packets = nil
+	if lost > 0 {
+		s.warnf("kinst: skboutput: %d packets lost: their buffers were full (raise BPFTRACE_PERF_RB_PAGES)\n", lost)
+	}
+	return err
 }
 
 // watch handles the signals: SIGUSR1 asks for the maps, the first stop
@@ -767,4 +783,13 @@ func (s *Session) printMaps(exit bool) error {
 	}
 	errs = append(errs, s.w.Maps(maps), s.buf.Flush())
 	return errors.Join(errs...)
+}
+
+// CatchSignals makes the signals the kinst command handles, SIGINT,
+// SIGTERM and SIGUSR1, arrive on ch, given to Options.Signals, until
+// stop is called. The command catches them only once it is about to
+// run: until then they end it as they end any process.
+func CatchSignals(ch chan<- os.Signal) (stop func()) {
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1)
+	return func() { signal.Stop(ch) }
 }

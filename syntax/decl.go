@@ -78,60 +78,126 @@ var cQualifiers = map[string]bool{
 	"__const": true, "__volatile__": true,
 }
 
+// cSpecifiers are the storage classes and function specifiers that
+// open a declaration of variables or functions.
+var cSpecifiers = map[string]bool{
+	"extern": true, "static": true, "inline": true, "__inline": true, "__inline__": true,
+	"register": true, "_Noreturn": true, "__extension__": true, "_Thread_local": true, "__thread": true,
+}
+
 // isDeclStart reports whether a top-level token the scanner read as an
-// attach point is really the keyword that opens a declaration.
-func isDeclStart(lit string) bool {
-	switch lit {
-	case "struct", "union", "enum", "typedef":
-		return true
+// attach point is really the start of a C declaration: struct, union,
+// enum, typedef, a storage class, a qualifier, a base type word, an
+// attribute, a typedef name, or an unknown name followed by a name or a
+// '*' (a header's size_t or pid_t, which system headers do not declare
+// for kinst). An attach point's provider is never a type name.
+func (p *parser) isDeclStart() bool {
+	lit := p.lit
+	n := 0
+	for n < len(lit) && isLetter(lit[n]) || n > 0 && n < len(lit) && isDigit(lit[n]) {
+		n++
 	}
-	return false
+	word, rest := lit[:n], lit[n:]
+	if word == "" || rest != "" && !strings.ContainsRune("(*;", rune(rest[0])) {
+		return false
+	}
+	switch {
+	case word == "struct" || word == "union" || word == "enum" || word == "typedef",
+		word == "_Static_assert" || word == "__attribute__",
+		cSpecifiers[word] || cQualifiers[word] || cBaseWords[word] || p.typedefs[word]:
+		return true
+	case providers[word] != "":
+		return false
+	case rest != "":
+		return rest[0] == '*'
+	}
+	off, nerr := p.s.off, len(p.errs)
+	p.s.off = p.file.Offset(p.pos) + n
+	next, _, _, _ := p.s.scan()
+	p.s.off = off
+	p.errs = p.errs[:nerr]
+	return next == IDENT || next == MUL
 }
 
 // parseDecl parses a top-level declaration. It is entered with the
 // scanner in ordinary mode at the first keyword, and leaves it in
 // attach-point mode at whatever follows, consuming an optional ';'.
+//
+// Declarations of variables and functions (prototypes, extern and
+// static variables, inline function definitions: what a program's own
+// header holds besides types) declare nothing a probe can use; they are
+// read and dropped, as bpftrace's clang reads them. A struct, union or
+// enum defined on the way is kept.
 func (p *parser) parseDecl() *Decl {
 	d := &Decl{Start: p.pos}
-	if p.tok == IDENT && p.lit == "typedef" {
-		d.Typedef = true
+	if p.tok == IDENT && p.lit == "_Static_assert" {
+		p.next()
+		if p.tok != LPAREN {
+			p.errorExpected("'('")
+			p.syncDecl()
+		} else if p.skipGroup() {
+			p.next()
+			p.endObjects()
+		}
+		return nil
+	}
+specifiers:
+	for p.tok == IDENT {
+		switch {
+		case p.lit == "typedef":
+			d.Typedef = true
+		case cSpecifiers[p.lit]:
+		case p.isAttribute():
+			if !p.skipAttribute() {
+				return nil
+			}
+			continue
+		default:
+			break specifiers
+		}
 		p.next()
 	}
 	d.Type = p.parseCType(!d.Typedef)
 	if !d.Typedef {
+		t := d.Type
 		switch {
-		case d.Type.Kind == IDENT:
-			p.error(d.Type.Pos(), d.Type.End(), "only struct, union, enum and typedef declarations may appear outside probes")
-			p.syncDecl()
+		case t.Kind == IDENT && t.Name == "":
+			p.syncDecl() // parseCType said what it expected
 			return nil
-		case d.Type.Name == "":
-			p.error(d.Type.Pos(), d.Type.Pos()+Pos(len(d.Type.Kind.String())), "a %s declared outside a typedef needs a name", d.Type.Kind)
-			p.endDecl()
-			return nil
-		case d.Type.Body && p.tok == RBRACE:
-			// The closing brace is the current token; a ';' may follow.
+		case t.Body && p.tok == RBRACE:
+			// The closing brace is the current token; a ';' or the
+			// declarators of variables of the type may follow.
 			d.EndPos = p.end
-			p.endDecl()
-			return d
-		case d.Type.Body:
+			if !p.declaratorAt(p.s.off) {
+				p.endDecl()
+				return p.named(d)
+			}
+			p.next()
+		case t.Body && !p.declaratorAt(p.file.Offset(p.pos)):
 			// An attribute followed the body: what follows it was read
 			// as an ordinary token.
-			d.EndPos = d.Type.EndPos
+			d.EndPos = t.EndPos
 			if p.tok != SEMICOLON {
 				p.s.off = p.file.Offset(p.pos)
 			}
 			p.specs = true
 			p.next()
+			return p.named(d)
+		case t.Kind != IDENT && !t.Body && p.tok == SEMICOLON:
+			// A forward declaration.
+			d.EndPos = p.end
+			p.specs = true
+			p.next()
 			return d
-		case p.tok != SEMICOLON:
-			p.errorExpected("'{' or ';' after " + d.Type.Kind.String() + " " + d.Type.Name)
-			p.syncDecl()
-			return nil
 		}
-		d.EndPos = p.end
-		p.specs = true
-		p.next()
-		return d
+		p.skipObjects()
+		if t.Body && t.Name != "" {
+			if d.EndPos == 0 {
+				d.EndPos = t.EndPos
+			}
+			return d
+		}
+		return nil
 	}
 	for {
 		n := p.parseDeclarator(false)
@@ -158,6 +224,184 @@ func (p *parser) parseDecl() *Decl {
 	p.specs = true
 	p.next()
 	return d
+}
+
+// named reports a struct, union or enum defined with no name and no
+// variables, which nothing can refer to.
+func (p *parser) named(d *Decl) *Decl {
+	if d.Type.Name != "" {
+		return d
+	}
+	p.error(d.Type.Pos(), d.Type.Pos()+Pos(len(d.Type.Kind.String())), "a %s declared outside a typedef needs a name", d.Type.Kind)
+	return nil
+}
+
+// declaratorAt reports whether the text at off, after the body of a
+// top-level struct, union or enum, is the declarator of a variable or
+// function rather than a ';' or the next probe, which a missing ';'
+// lets follow at once.
+func (p *parser) declaratorAt(off int) bool {
+	saved, nerr := p.s.off, len(p.errs)
+	defer func() { p.s.off, p.errs = saved, p.errs[:nerr] }()
+	p.s.off = off
+	tok, _, _, _ := p.s.scan()
+	if tok != IDENT {
+		return tok == MUL || tok == LPAREN
+	}
+	p.s.off = off
+	_, _, _, spec := p.s.scanProbeSpec()
+	word, _, _ := strings.Cut(spec, ",")
+	return !strings.Contains(word, ":") && providers[word] == ""
+}
+
+// skipObjects reads the declarators of variables or functions up to the
+// declaration's ';', or a function definition's body: nothing of them is
+// kept.
+func (p *parser) skipObjects() {
+	for {
+		if !p.skipDeclarator() {
+			p.syncDecl()
+			return
+		}
+		switch p.tok {
+		case LBRACE: // a function definition
+			if p.skipGroup() {
+				p.specs = true
+				p.next()
+			}
+			return
+		case ASSIGN:
+			nerr := len(p.errs)
+			p.next()
+			for p.tok != COMMA && p.tok != SEMICOLON && p.tok != EOF && p.tok != RBRACE {
+				if (p.tok == LPAREN || p.tok == LBRACK || p.tok == LBRACE) && !p.skipGroup() {
+					return
+				}
+				p.skipCharConst()
+				p.next()
+			}
+			p.errs = p.errs[:nerr] // C's constants are not kinst's
+		}
+		if p.tok != COMMA {
+			break
+		}
+		p.next()
+	}
+	p.endObjects()
+}
+
+// endObjects expects the ';' that ends a declaration and reads on in
+// attach-point mode.
+func (p *parser) endObjects() {
+	if p.tok != SEMICOLON {
+		p.errorExpected("';' after declaration")
+		p.syncDecl()
+		return
+	}
+	p.specs = true
+	p.next()
+}
+
+// skipDeclarator reads one declarator of a variable or function:
+// pointers and qualifiers, a name or a declarator in parentheses, then
+// parameter lists, array sizes, attributes and asm labels.
+func (p *parser) skipDeclarator() bool {
+	for p.tok == MUL || p.tok == IDENT && cQualifiers[p.lit] {
+		p.next()
+	}
+	switch {
+	case p.tok == IDENT && !p.isAttribute():
+		p.next()
+	case p.tok == LPAREN:
+		p.next()
+		if !p.skipDeclarator() {
+			return false
+		}
+		if p.tok != RPAREN {
+			p.errorExpected("')'")
+			return false
+		}
+		p.next()
+	default:
+		p.errorExpected("name")
+		return false
+	}
+	for {
+		switch {
+		case p.tok == LPAREN || p.tok == LBRACK:
+			if !p.skipGroup() {
+				return false
+			}
+			p.next()
+		case p.isAttribute() || p.tok == IDENT && (p.lit == "asm" || p.lit == "__asm" || p.lit == "__asm__"):
+			if !p.skipAttribute() {
+				return false
+			}
+		case p.tok == IDENT && cQualifiers[p.lit]:
+			p.next()
+		default:
+			return true
+		}
+	}
+}
+
+// skipAttribute skips __attribute__((...)) or asm("..."), the current
+// token and its parenthesized arguments.
+func (p *parser) skipAttribute() bool {
+	p.next()
+	if p.tok != LPAREN {
+		p.errorExpected("'('")
+		return false
+	}
+	if !p.skipGroup() {
+		return false
+	}
+	p.next()
+	return true
+}
+
+// skipGroup skips from the current opening bracket to the one that
+// closes it, which it leaves current. It steps over C's character
+// constants, which kinst's language has not, and reports a bracket
+// never closed.
+func (p *parser) skipGroup() bool {
+	open, start, end := p.tok, p.pos, p.end
+	nerr := len(p.errs)
+	depth := 0
+	for ; p.tok != EOF; p.next() {
+		switch p.tok {
+		case LPAREN, LBRACK, LBRACE:
+			depth++
+		case RPAREN, RBRACK, RBRACE:
+			if depth--; depth == 0 {
+				p.errs = p.errs[:nerr]
+				return true
+			}
+		default:
+			p.skipCharConst()
+		}
+	}
+	p.errs = p.errs[:nerr]
+	p.error(start, end, "'%s' is not closed", open)
+	return false
+}
+
+// skipCharConst steps over the rest of a C character constant when the
+// current token is the quote that opens it.
+func (p *parser) skipCharConst() {
+	if p.tok != ILLEGAL || p.lit != "'" {
+		return
+	}
+	s := &p.s
+	for s.off < len(s.src) && s.src[s.off] != '\n' {
+		c := s.src[s.off]
+		s.off++
+		if c == '\\' {
+			s.off++
+		} else if c == '\'' {
+			return
+		}
+	}
 }
 
 // endDecl finishes a declaration whose last token is current: it skips
@@ -361,6 +605,15 @@ func (p *parser) parseDeclarator(field bool) *Declarator {
 	case field && p.tok == COLON:
 	default:
 		p.errorExpected("name")
+		return d
+	}
+	if !field && p.tok == LPAREN {
+		// A typedef of a function type, name(...): what kinst keeps of
+		// it is what a pointer to it is, an untyped pointer.
+		if p.skipGroup() {
+			d.Func, d.EndPos = true, p.end
+			p.next()
+		}
 		return d
 	}
 	for p.tok == LBRACK {

@@ -171,7 +171,7 @@ func (p *parser) parseProgram() (prog *Program) {
 	}()
 	for p.tok != EOF {
 		start := p.pos
-		if p.tok == PROBESPEC && isDeclStart(p.lit) {
+		if p.tok == PROBESPEC && p.isDeclStart() {
 			// Read the keyword again as an ordinary token.
 			p.s.off = p.file.Offset(p.pos)
 			p.next()

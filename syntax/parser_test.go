@@ -279,3 +279,58 @@ func TestErrorLimit(t *testing.T) {
 		t.Errorf("got %d errors, want %d", n, maxErrors)
 	}
 }
+
+// TestIgnoredDeclarations: what a program's own header declares besides
+// types (prototypes, extern and static variables, inline functions,
+// attributes, asm labels, initializers with C's character constants) is
+// read and dropped; the types defined on the way are kept, and the
+// probes around them parse.
+func TestIgnoredDeclarations(t *testing.T) {
+	src := `struct point { int x; int y; };
+typedef struct point point_t;
+extern int lib_count;
+extern const char *lib_names[];
+int lib_init(void);
+struct point *lib_make(int x, int y) __attribute__((warn_unused_result)) __asm__("lib_make_v2");
+size_t lib_len(const char *s, ...);
+pid_t *lib_pids, lib_pid = 3;
+static const char lib_colon = ':';
+static inline int lib_sum(const struct point *p) { char c = '}'; return p->x + p->y + (c == '{'); }
+__attribute__((noreturn)) void lib_die(const char *fmt, ...);
+void (*lib_hook)(int), *(*lib_table[4])(void);
+static const char lib_sep[] = { '\'', ',', 0 }, *lib_end = "}";
+point_t lib_origin = { .x = 0, .y = 0 };
+struct color_pair { int fg, bg; } lib_colors[2];
+enum level { LOW, HIGH = 5 } lib_level;
+__extension__ typedef unsigned long long lib_u64;
+typedef void lib_handler(int sig, const char *why);
+struct lib_hooks { lib_handler *on_signal; int n; };
+_Static_assert(sizeof(int) == 4, "int");
+BEGIN { }
+unsigned long lib_mask(unsigned long m)
+{
+	return m & ~0UL;
+}
+kprobe:f { }
+`
+	prog, err := Parse("t", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decls []string
+	for _, d := range prog.Decls {
+		name := d.Type.Kind.String() + " " + d.Type.Name
+		for _, n := range d.Names {
+			name += " " + n.Name
+		}
+		decls = append(decls, name)
+	}
+	want := []string{"struct point", "struct point point_t", "struct color_pair", "enum level", "identifier unsigned long long lib_u64",
+		"identifier void lib_handler", "struct lib_hooks"}
+	if !reflect.DeepEqual(decls, want) {
+		t.Errorf("declarations kept:\n%q\nwant\n%q", decls, want)
+	}
+	if len(prog.Probes) != 2 || prog.Probes[1].Points[0].Raw != "kprobe:f" {
+		t.Errorf("got %d probes, want BEGIN and kprobe:f", len(prog.Probes))
+	}
+}

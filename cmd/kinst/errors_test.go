@@ -64,6 +64,10 @@ func TestCompileErrors(t *testing.T) {
 			"-e:1:37: the index 2 is out of bounds for array of size 2\n" +
 				"struct s { int a[2]; }; BEGIN { @ = ((struct s *)0)->a[2]; }\n" +
 				"                                    ^~~~~~~~~~~~~~~~~~~~~\n"},
+		{"float member read", []string{"-e", "struct s { int a; float f; }; BEGIN { @ = ((struct s *)0)->f; }"}, false,
+			"-e:1:43: cannot read a float: floating-point values are not supported\n" +
+				"struct s { int a; float f; }; BEGIN { @ = ((struct s *)0)->f; }\n" +
+				"                                          ^~~~~~~~~~~~~~~~~~\n"},
 		{"map kind changes", []string{"-e", "BEGIN { @x = count(); @x = 1; }"}, false,
 			"-e:1:23: @x holds count values; cannot assign int64\n" +
 				"BEGIN { @x = count(); @x = 1; }\n" +

@@ -225,6 +225,12 @@ func TestListPerfEvents(t *testing.T) {
 		{"s:*faults", []string{"software:alignment-faults:", "software:emulation-faults:", "software:major-faults:", "software:minor-faults:", "software:page-faults:"}},
 		{"software:cs", []string{"software:context-switches:"}},
 		{"*ware:*cycles", []string{"hardware:bus-cycles:", "hardware:cpu-cycles:", "hardware:ref-cycles:"}},
+		// Without a provider, events are among everything listed (no
+		// kernel function or tracepoint has a '-' in its name).
+		{"*-faults", []string{"software:alignment-faults:", "software:emulation-faults:", "software:major-faults:", "software:minor-faults:", "software:page-faults:"}},
+		{"*-stalls", []string{"hardware:backend-stalls:", "hardware:frontend-stalls:"}},
+		// A pattern over every provider leaves out those that need a file.
+		{"*:*-stalls", []string{"hardware:backend-stalls:", "hardware:frontend-stalls:"}},
 	}
 	for _, tt := range tests {
 		r := kinst(t, "-l", tt.pattern)
@@ -255,5 +261,28 @@ func TestListTypes(t *testing.T) {
 	r = kinst(t, "-l", "struct *")
 	if got, want := lines(t, r.stdout), lines(t, string(out)); r.code != 0 || !slices.Equal(got, want) {
 		t.Errorf("kinst -l 'struct *': exit status %d, %d structs; bpftrace lists %d", r.code, len(got), len(want))
+	}
+}
+
+// Iterators are listed from the kernel's BTF, by pattern, with the short
+// provider name, and among everything a pattern without a provider
+// matches; -lv shows the target's arguments.
+func TestListIterators(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.BTF)
+	tests := []struct {
+		flag, pattern string
+		want          []string
+	}{
+		{"-l", "iter:task*", []string{"iter:task", "iter:task_file", "iter:task_vma"}},
+		{"-l", "it:task_f*", []string{"iter:task_file"}},
+		{"-l", "*:task_vma", []string{"iter:task_vma"}},
+		{"-lv", "iter:task", []string{"iter:task", "    struct bpf_iter_meta * meta", "    struct task_struct * task"}},
+	}
+	for _, tt := range tests {
+		r := kinst(t, tt.flag, tt.pattern)
+		if got := lines(t, r.stdout); r.code != 0 || r.stderr != "" || !slices.Equal(got, tt.want) {
+			t.Errorf("kinst %s %s: exit status %d, stderr %q\n got %q\nwant %q", tt.flag, tt.pattern, r.code, r.stderr, got, tt.want)
+		}
 	}
 }

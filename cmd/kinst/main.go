@@ -36,7 +36,7 @@ import (
 	"strings"
 	"time"
 
-	"kinst.dev/kinst/check"
+	api "kinst.dev/kinst"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/export/pprof"
 	"kinst.dev/kinst/export/prom"
@@ -150,11 +150,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return listProbes(pattern, *verbose, int(pid), stdout, stderr)
 	}
-	var rf runtime.Format
 	switch *format {
-	case "text":
-	case "json":
-		rf = runtime.JSON
+	case "text", "json":
 	case "pprof":
 		if *outFile == "" {
 			fmt.Fprintf(stderr, "kinst: -f pprof writes a binary profile: give -o FILE\n")
@@ -180,9 +177,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			stages += "," + *dump
 		}
 	}
-	var force codegen.Mechanism
 	if *mech != "" {
-		if force, err = codegen.ParseMechanism(*mech); err != nil {
+		if _, err := codegen.ParseMechanism(*mech); err != nil {
 			fmt.Fprintf(stderr, "kinst: --attach: %v\n", err)
 			return 2
 		}
@@ -207,62 +203,37 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	var warnings io.Writer = stderr
-	if *noWarn {
-		warnings = nil
-	}
-	var program string
-	if len(argv) > 0 {
-		program = argv[0]
-	}
-	popts := &pipeline.Options{
-		Command: program,
-		Params:  params,
-		Pid:     int(pid),
-		Unsafe:  *unsafe,
-		Cpid:    len(argv) > 0,
-		Force:   force,
-		Dump:    dumpTo,
-		Stages:  stages,
-
-		IncludeDirs:  incDirs,
-		Includes:     incs,
-		Warnings:     warnings,
-		HelperChecks: checks.n,
-	}
-	ropts := &runtime.Options{
-		Format:     rf,
-		Stdout:     stdout,
-		Stderr:     stderr,
-		Quiet:      *quiet,
-		Verbose:    *verbose,
-		Command:    argv,
-		Pid:        int(pid),
-		Buffering:  buffering,
-		NoWarnings: *noWarn,
-
-		FileActivation: *fileActivation,
-	}
-	for _, fromEnv := range []func() error{popts.FromEnv, ropts.FromEnv} {
-		if err := fromEnv(); err != nil {
-			fmt.Fprintf(stderr, "kinst: %v\n", err)
-			return 2
-		}
-	}
 	if err := inject.Check(); err != nil {
 		fmt.Fprintf(stderr, "kinst: %v\n", err)
 		return 2
 	}
-	// Until the run catches signals, SIGINT and SIGTERM end kinst as
-	// they end any process: nothing is in the kernel yet.
-	inject.Delay(context.Background(), inject.Compile)
-	out, err := pipeline.Compile(name, src, popts)
+	opts := &api.Options{
+		Params:       params,
+		Pid:          int(pid),
+		Unsafe:       *unsafe,
+		Mechanism:    *mech,
+		HelperChecks: checks.n,
+		Warnings:     stderr,
+		Command:      argv,
+		Environment:  true,
+		IncludeDirs:  incDirs,
+		Includes:     incs,
+		Debug:        dumpTo,
+		DebugStages:  stages,
+		Verbose:      *verbose,
+		Stderr:       stderr,
+
+		FileActivation: *fileActivation,
+	}
+	if *noWarn {
+		opts.Warnings = nil
+	}
+	p, err := api.Compile(name, src, opts)
 	if err != nil {
 		return report(err, *verbose, stderr)
 	}
-
 	if *emitELF != "" {
-		if code := writeELF(*emitELF, out, stderr); code != 0 || debug.n == 0 {
+		if code := writeELF(*emitELF, p, stderr); code != 0 || debug.n == 0 {
 			return code
 		}
 	}
@@ -271,14 +242,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var stackMaps []string
 	if *format == "pprof" {
-		if stackMaps = stackKeyed(out); len(stackMaps) == 0 {
+		if stackMaps = stackKeyed(p); len(stackMaps) == 0 {
 			fmt.Fprintf(stderr, "kinst: -f pprof: %v\n", pprof.ErrNoStacks)
 			return 1
 		}
 	}
 	w := stdout
 	if *outFile != "" {
-		f, err := os.Create(*outFile)
+		f, err := output.Create(*outFile)
 		if err != nil {
 			fmt.Fprintf(stderr, "kinst: %v\n", err)
 			return 1
@@ -287,31 +258,48 @@ func run(args []string, stdout, stderr io.Writer) int {
 		w = f
 	}
 	if *dryRun {
-		return report(runtime.Load(out, &runtime.Options{Stderr: stderr, Verbose: *verbose}), *verbose, stderr)
+		return report(p.Load(), *verbose, stderr)
 	}
-	ropts.Out = w
-	// bpftrace prints the line when the variable is set, even empty.
-	_, ropts.NotifyAttached = os.LookupEnv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")
-	if *format == "pprof" {
-		writeProfile(ropts, w, stdout, stackMaps)
-	}
+	var srv *prom.Server
 	if *promAt != "" {
-		srv, err := prom.Listen(*promAt)
-		if err != nil {
+		if srv, err = prom.Listen(*promAt); err != nil {
 			fmt.Fprintf(stderr, "kinst: --prometheus: %v\n", err)
 			return 1
 		}
 		defer srv.Close()
-		srv.Feed(out, ropts)
 	}
-	return report(runtime.Run(context.Background(), out, ropts), *verbose, stderr)
+	sigs := make(chan os.Signal, 4)
+	ro := &api.RunOptions{
+		Output:    w,
+		JSON:      *format == "json",
+		Buffering: buffering,
+		Quiet:     *quiet,
+		Stdout:    stdout,
+		Signals:   sigs,
+		Runtime: func(out *codegen.Output, ro *runtime.Options) {
+			if stackMaps != nil {
+				writeProfile(ro, w, stdout, stackMaps)
+			}
+			if srv != nil {
+				srv.Feed(out, ro)
+			}
+		},
+	}
+	// Until now SIGINT and SIGTERM end kinst as they end any process:
+	// nothing is in the kernel yet.
+	defer runtime.CatchSignals(sigs)()
+	r, err := p.StartWith(context.Background(), nil, ro)
+	if err == nil {
+		err = r.Wait()
+	}
+	return report(err, *verbose, stderr)
 }
 
 // writeELF writes --emit-elf's object file, which is all a run with it
 // does, as in bpftrace.
-func writeELF(path string, out *codegen.Output, stderr io.Writer) int {
+func writeELF(path string, p *api.Program, stderr io.Writer) int {
 	var buf bytes.Buffer
-	if err := pipeline.WriteELF(&buf, out); err != nil {
+	if err := p.WriteELF(&buf); err != nil {
 		fmt.Fprintf(stderr, "kinst: --emit-elf: %v\n", err)
 		return 1
 	}
@@ -323,11 +311,11 @@ func writeELF(path string, out *codegen.Output, stderr io.Writer) int {
 }
 
 // stackKeyed names the maps with a kstack or ustack in their keys.
-func stackKeyed(out *codegen.Output) []string {
+func stackKeyed(p *api.Program) []string {
 	var names []string
-	for _, m := range out.Maps {
-		if slices.ContainsFunc(m.Keys, func(t *check.Type) bool { return t.Kind == check.Stack }) {
-			names = append(names, m.Display())
+	for _, m := range p.Maps() {
+		if slices.ContainsFunc(m.Keys, func(k string) bool { return k == "kstack" || k == "ustack" }) {
+			names = append(names, m.Name)
 		}
 	}
 	return names
@@ -383,7 +371,8 @@ func source(prog string, rest []string) (name string, src []byte, params []strin
 	return rest[0], src, rest[1:], err
 }
 
-// report prints err as users should see it and returns the exit status.
+// report prints err as users should see it and returns the exit status,
+// for kinst -e, kinst FILE and the instruments alike.
 func report(err error, verbose bool, stderr io.Writer) int {
 	if err == nil {
 		return 0
@@ -398,6 +387,10 @@ func report(err error, verbose bool, stderr io.Writer) int {
 		fmt.Fprintln(stderr, list.Detail())
 	case errors.As(err, &ve):
 		fmt.Fprintln(stderr, ve.Detail(verbose))
+	case errors.Is(err, api.ErrEnvironment):
+		// A setting is as much the user's to fix as an option.
+		fmt.Fprintf(stderr, "kinst: %v\n", err)
+		return 2
 	default:
 		fmt.Fprintf(stderr, "kinst: %v\n", strings.TrimSpace(err.Error()))
 	}

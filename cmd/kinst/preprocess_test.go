@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -118,4 +119,42 @@ func TestConstantsWithoutHeaders(t *testing.T) {
 	tracing(t)
 	kinst(t, "-q", "-e", `BEGIN { printf("%d %d %d %d\n", TCP_CLOSE, AF_INET6, TASK_INTERRUPTIBLE, SIGKILL); exit(); }`).want(t, 0, "7 10 1 9\n\n\n", "")
 	kinst(t, "-q", "-e", "#define AF_INET6 99\n#define TCP_CLOSE 98\n"+`BEGIN { printf("%d %d\n", AF_INET6, TCP_CLOSE); exit(); }`).want(t, 0, "99 98\n\n\n", "")
+}
+
+// TestHeaderCache runs kinst processes at once on an empty cache
+// (KINST_CACHE_DIR): each prints what the header defines, and the cache
+// ends with one whole entry, private to its owner. An edited header is
+// seen by the next run.
+func TestHeaderCache(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	dir := t.TempDir()
+	header := filepath.Join(dir, "defs.h")
+	if err := os.WriteFile(header, []byte("#define GREETING \"hi\"\n#define TIMES(x) ((x) * 2)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(dir, "cache")
+	env := []string{"KINST_CACHE_DIR=" + cache}
+	prog := "#include <defs.h>\nBEGIN { printf(\"%s %d\\n\", GREETING, TIMES(21)); exit(); }\n"
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Go(func() { kinstEnv(t, env, "-q", "-I", dir, "-e", prog).want(t, 0, "hi 42\n\n\n", "") })
+	}
+	wg.Wait()
+	entries, err := os.ReadDir(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || strings.HasPrefix(entries[0].Name(), ".") {
+		t.Fatalf("cache holds %v, want one entry", entries)
+	}
+	for path, want := range map[string]os.FileMode{cache: os.ModeDir | 0o700, filepath.Join(cache, entries[0].Name()): 0o600} {
+		if st, err := os.Stat(path); err != nil || st.Mode() != want {
+			t.Errorf("%s: mode %v (%v), want %v", path, st.Mode(), err, want)
+		}
+	}
+	if err := os.WriteFile(header, []byte("#define GREETING \"ho\"\n#define TIMES(x) ((x) * 3)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kinstEnv(t, env, "-q", "-I", dir, "-e", prog).want(t, 0, "ho 63\n\n\n", "")
 }

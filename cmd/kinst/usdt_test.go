@@ -415,11 +415,13 @@ func TestPidDeletedExecutable(t *testing.T) {
 // too. A running target, named by -p and then found by
 // --usdt-file-activation, sees its semaphore at 1 while kinst is
 // attached (the probe reads it) and at 0 again once kinst has ended.
-// Without a process to raise it in, kinst says so.
+// Without a process to raise it in, kinst says so. The test probes a
+// copy of the target of its own: the kernel refuses a uprobe without a
+// reference counter where the other tests' uprobes have one (EINVAL).
 func TestUSDTSemaphoreByHand(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
-	bin := target(t)
+	bin := copyFile(t, target(t), "own")
 	noRefCtr := []string{"KINST_INJECT=uprobe_ref_ctr.fail=1"}
 	prog := strings.ReplaceAll(`usdt:BIN:kinst:gated /pid == cpid/ { @ = count(); } usdt:BIN:kinst:t* /pid == cpid/ { @t[probe] = count(); }`, "BIN", bin)
 	kinstEnv(t, noRefCtr, "-q", "-e", prog, "-c", bin+" usdt 500").want(t, 0,
@@ -468,10 +470,22 @@ func TestUSDTSemaphoreByHand(t *testing.T) {
 	prog = "usdt:" + bin + ":kinst:gated { }"
 	kinstEnv(t, noRefCtr, "-q", "-e", prog).want(t, 1, "",
 		"kinst: attach usdt:"+bin+":kinst:gated: cannot raise the probe's USDT semaphore: this kernel has no uprobe reference counter, which raises it in every process: give -p PID or --usdt-file-activation\n")
-	idle := filepath.Join(t.TempDir(), "idle")
-	if out, err := exec.Command("cp", bin, idle).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v\n%s", err, out)
-	}
+	idle := copyFile(t, bin, "idle")
 	kinstEnv(t, noRefCtr, "-q", "--usdt-file-activation", "-e", "usdt:"+idle+":kinst:gated { }").want(t, 1, "",
 		"kinst: attach usdt:"+idle+":kinst:gated: cannot raise the probe's USDT semaphore: no process runs "+idle+" for --usdt-file-activation to raise it in\n")
+}
+
+// copyFile copies an executable into a file called name in a folder of
+// the test's: another inode, which no other test probes.
+func copyFile(t *testing.T, path, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(dst, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }

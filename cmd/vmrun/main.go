@@ -107,6 +107,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vmrun: %v\n", err)
 		return exitFailure
 	}
+	if k, err = vm.FetchModules(ctx, *cacheDir, k); err != nil {
+		// The guest runs without them; tests that need one skip.
+		fmt.Fprintf(stderr, "vmrun: warning: %v\n", err)
+	}
 	dir, err := os.Getwd()
 	if err != nil {
 		fmt.Fprintf(stderr, "vmrun: %v\n", err)

@@ -6,13 +6,14 @@
 // produce is written as a comment on the line the error points at:
 //
 //	BEGIN { @x = ; } // ERROR "expected expression, found ';'"
-//	BEGIN { @x = 1 / 0; @y = $z } // ERROR:14 "division by zero" ERROR "variable \$z .*"
+//	BEGIN { @x = 1 / 0; @y = $z } // ERROR:14 "division by zero" ERROR `variable \$z .*`
 //
 // Each expectation is the word ERROR, optionally a colon and the column
 // the error must start at, and a regular expression in Go's quoted or
-// back-quoted string syntax that must match the whole message. One line
-// may hold several. The marker is "// ERROR" so that it cannot be taken
-// for an ordinary comment; a line where it is malformed stops the test.
+// back-quoted string syntax that must match the whole message; back
+// quotes spare the backslashes. One line may hold several. The marker
+// is "// ERROR" so that it cannot be taken for an ordinary comment; a
+// line where it is malformed stops the test.
 //
 // A test reads the file with Read, gives each chunk's Source to the stage
 // under the name Name, and passes whatever error came back to Check.

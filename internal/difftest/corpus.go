@@ -88,13 +88,15 @@ func directive(text string) string {
 func checkOptions(words []string) error {
 	for i := 0; i < len(words); i++ {
 		switch words[i] {
-		case "-c":
+		case "--unsafe":
+			continue
+		case "-c", "-I":
 		case "-f":
 			if i+1 < len(words) && words[i+1] != "text" && words[i+1] != "json" {
 				return fmt.Errorf("-f %s: want text or json", words[i+1])
 			}
 		default:
-			return fmt.Errorf("option %q: only -c CMD and -f text|json are allowed", words[i])
+			return fmt.Errorf("option %q: only -c CMD, -f text|json, -I DIR and --unsafe are allowed", words[i])
 		}
 		if i+1 == len(words) {
 			return fmt.Errorf("option %s needs a value", words[i])

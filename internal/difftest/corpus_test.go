@@ -35,6 +35,11 @@ func TestParse(t *testing.T) {
 			},
 		},
 		{
+			name: "unsafe takes no value",
+			src:  "// system()\n// run: --unsafe -f json\nBEGIN { system(\"true\"); exit(); }\n",
+			want: Program{Covers: "system()", Options: []string{"--unsafe", "-f", "json"}},
+		},
+		{
 			name: "prose and repeated directives",
 			src: "//covers: more than one line\n" +
 				"// of description\n" +
@@ -65,7 +70,7 @@ func TestParseErrors(t *testing.T) {
 		{"BEGIN { exit(); }\n", "x:1: bad corpus header: no leading comment saying what the program covers"},
 		{"//\nBEGIN {}\n", "x:1: bad corpus header: the first line must say what the program covers"},
 		{"// run: -f json\n", "x:1: bad corpus header: the first line must say what the program covers"},
-		{"// d\n// run: -v\n", `x:2: bad corpus header: run: option "-v": only -c CMD and -f text|json are allowed`},
+		{"// d\n// run: -v\n", `x:2: bad corpus header: run: option "-v": only -c CMD, -f text|json, -I DIR and --unsafe are allowed`},
 		{"// d\n// run: -f yaml\n", "x:2: bad corpus header: run: -f yaml: want text or json"},
 		{"// d\n// run: -c\n", "x:2: bad corpus header: run: option -c needs a value"},
 		{"// d\n// args: 'open\n", "x:2: bad corpus header: args: unterminated ' quote"},

@@ -14,8 +14,8 @@
 //	// args: 5 abc
 //	// env: BPFTRACE_STRLEN=16
 //
-// The first line is the description. "run:" takes the options -c CMD and
-// -f text|json, "args:" the positional parameters ($1, $2, ...) and "env:"
+// The first line is the description. "run:" takes the options -c CMD,
+// -f text|json and -I DIR, "args:" the positional parameters ($1, $2, ...) and "env:"
 // BPFTRACE_* settings for both tools. Words split as a shell splits them,
 // with single and double quotes. In option and parameter values, {workload}
 // stands for the path of the internal/workload command and {testdata} for

@@ -27,6 +27,9 @@ type Kernel struct {
 	Release string // what uname -r prints, e.g. "6.12.117+deb12-cloud-amd64"
 	Image   string // path of the bzImage (vmlinuz)
 	Config  string // path of its build configuration, or "" when unknown
+	// Modules is a folder of the kernel's modules laid out as under
+	// /lib/modules/RELEASE, holding GuestModules; "" when none are kept.
+	Modules string
 }
 
 func (k Kernel) String() string {
@@ -36,9 +39,28 @@ func (k Kernel) String() string {
 // The cache holds one folder per release with the files below, so a cached
 // kernel is found without asking apt.
 const (
-	cachedImage  = "vmlinuz"
-	cachedConfig = "config"
+	cachedImage   = "vmlinuz"
+	cachedConfig  = "config"
+	cachedModules = "modules"
 )
+
+// GuestModules are the modules, as paths under /lib/modules/RELEASE, that
+// the cache keeps of each kernel and the guests get at the same place:
+// tests of probes on module functions load them. binfmt_misc needs no
+// other module, and each fsopen("binfmt_misc") calls its
+// bm_init_fs_context once. 6.1 ships it plain, 6.12 compressed.
+// sch_plug defines a struct no other BTF has, for casts to module types.
+var GuestModules = []string{
+	"kernel/fs/binfmt_misc.ko", "kernel/fs/binfmt_misc.ko.xz",
+	"kernel/net/sched/sch_plug.ko", "kernel/net/sched/sch_plug.ko.xz",
+}
+
+// keptModules names the file in a cache's modules folder that lists the
+// GuestModules it was made for: a cache made for another list is fetched
+// again.
+const keptModules = ".kept"
+
+func keptList() string { return strings.Join(GuestModules, "\n") + "\n" }
 
 // CacheDir returns the folder where kernels are cached: $KINST_KERNEL_CACHE if
 // set, else .cache/kernels under the root of the kinst module containing the
@@ -188,7 +210,70 @@ func cachedKernel(cacheDir, series, release string) Kernel {
 	if _, err := os.Stat(filepath.Join(dir, cachedConfig)); err == nil {
 		k.Config = filepath.Join(dir, cachedConfig)
 	}
+	if b, err := os.ReadFile(filepath.Join(dir, cachedModules, keptModules)); err == nil && string(b) == keptList() {
+		k.Modules = filepath.Join(dir, cachedModules)
+	}
 	return k
+}
+
+// FetchModules adds GuestModules to a kernel cached before the cache kept
+// them, downloading its package again.
+func FetchModules(ctx context.Context, cacheDir string, k Kernel) (Kernel, error) {
+	if k.Series == "" || k.Modules != "" {
+		return k, nil
+	}
+	unlock, err := lockFile(filepath.Join(cacheDir, ".lock"))
+	if err != nil {
+		return k, fmt.Errorf("kernel cache: %w", err)
+	}
+	defer unlock()
+	k = cachedKernel(cacheDir, k.Series, k.Release)
+	if k.Modules != "" {
+		return k, nil // another process fetched them meanwhile
+	}
+	work, err := os.MkdirTemp(cacheDir, ".fetch-")
+	if err != nil {
+		return k, err
+	}
+	defer os.RemoveAll(work)
+	tree, err := unpack(ctx, work, k.Release)
+	if err != nil {
+		return k, fmt.Errorf("fetch the modules of %s: %w", k.Release, err)
+	}
+	mods := filepath.Join(work, cachedModules)
+	if err := keepModules(tree, k.Release, mods); err != nil {
+		return k, err
+	}
+	// What an older list kept goes.
+	if err := os.RemoveAll(filepath.Join(cacheDir, k.Release, cachedModules)); err != nil {
+		return k, err
+	}
+	if err := os.Rename(mods, filepath.Join(cacheDir, k.Release, cachedModules)); err != nil {
+		return k, err
+	}
+	return cachedKernel(cacheDir, k.Series, k.Release), nil
+}
+
+// keepModules moves those of GuestModules the package has from its
+// unpacked tree into dir.
+func keepModules(tree, release, dir string) error {
+	for _, m := range GuestModules {
+		src := filepath.Join(tree, "lib", "modules", release, m)
+		if _, err := os.Stat(src); err != nil {
+			continue
+		}
+		dst := filepath.Join(dir, m)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if err := os.Rename(src, dst); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, keptModules), []byte(keptList()), 0o644)
 }
 
 // inSeries reports whether release belongs to series: "6.1.0-56-cloud-amd64"
@@ -301,29 +386,18 @@ func Fetch(ctx context.Context, cacheDir, series string) (Kernel, error) {
 	return cachedKernel(cacheDir, series, release), nil
 }
 
-// download fetches linux-image-RELEASE and moves its vmlinuz and config into
-// cacheDir/RELEASE, renaming the finished folder into place last so that a
-// cached folder is always complete.
+// download fetches linux-image-RELEASE and moves its vmlinuz, config and
+// GuestModules into cacheDir/RELEASE, renaming the finished folder into
+// place last so that a cached folder is always complete.
 func download(ctx context.Context, cacheDir, release string) error {
 	work, err := os.MkdirTemp(cacheDir, ".fetch-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	// Root's downloads into a folder that apt's sandbox user cannot write
-	// would otherwise print a warning for every package.
-	get := exec.CommandContext(ctx, "apt-get", "download", "-o", "APT::Sandbox::User=root", "linux-image-"+release)
-	get.Dir = work
-	if out, err := get.CombinedOutput(); err != nil {
-		return fmt.Errorf("apt-get download: %w\n%s", err, tail(out, 10))
-	}
-	debs, _ := filepath.Glob(filepath.Join(work, "*.deb"))
-	if len(debs) != 1 {
-		return fmt.Errorf("apt-get download left %d packages, want 1", len(debs))
-	}
-	tree := filepath.Join(work, "tree")
-	if out, err := exec.CommandContext(ctx, "dpkg-deb", "-x", debs[0], tree).CombinedOutput(); err != nil {
-		return fmt.Errorf("dpkg-deb -x: %w\n%s", err, tail(out, 10))
+	tree, err := unpack(ctx, work, release)
+	if err != nil {
+		return err
 	}
 	done := filepath.Join(work, release)
 	if err := os.Mkdir(done, 0o755); err != nil {
@@ -336,7 +410,31 @@ func download(ctx context.Context, cacheDir, release string) error {
 	if err := os.Rename(filepath.Join(boot, "config-"+release), filepath.Join(done, cachedConfig)); err != nil {
 		return fmt.Errorf("package has no kernel config: %w", err)
 	}
+	if err := keepModules(tree, release, filepath.Join(done, cachedModules)); err != nil {
+		return err
+	}
 	return os.Rename(done, filepath.Join(cacheDir, release))
+}
+
+// unpack downloads linux-image-RELEASE into work and unpacks it there,
+// returning the unpacked tree.
+func unpack(ctx context.Context, work, release string) (string, error) {
+	// Root's downloads into a folder that apt's sandbox user cannot write
+	// would otherwise print a warning for every package.
+	get := exec.CommandContext(ctx, "apt-get", "download", "-o", "APT::Sandbox::User=root", "linux-image-"+release)
+	get.Dir = work
+	if out, err := get.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("apt-get download: %w\n%s", err, tail(out, 10))
+	}
+	debs, _ := filepath.Glob(filepath.Join(work, "*.deb"))
+	if len(debs) != 1 {
+		return "", fmt.Errorf("apt-get download left %d packages, want 1", len(debs))
+	}
+	tree := filepath.Join(work, "tree")
+	if out, err := exec.CommandContext(ctx, "dpkg-deb", "-x", debs[0], tree).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("dpkg-deb -x: %w\n%s", err, tail(out, 10))
+	}
+	return tree, nil
 }
 
 // lockFile takes an exclusive flock on path, creating it if needed.

@@ -2,9 +2,11 @@ package vm
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -132,13 +134,27 @@ func TestCached(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedConfig), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Mkdir(filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedModules), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedModules, keptModules), []byte(keptList()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Modules kept for another list are not the ones the guests need.
+	if err := os.MkdirAll(filepath.Join(dir, "6.12.117+deb12-cloud-amd64", cachedModules), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "6.12.117+deb12-cloud-amd64", cachedModules, keptModules), []byte("kernel/fs/binfmt_misc.ko\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		series string
 		want   Kernel
 	}{
 		{"6.1", Kernel{Series: "6.1", Release: "6.1.0-56-cloud-amd64",
-			Image:  filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedImage),
-			Config: filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedConfig)}},
+			Image:   filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedImage),
+			Config:  filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedConfig),
+			Modules: filepath.Join(dir, "6.1.0-56-cloud-amd64", cachedModules)}},
 		{"6.12", Kernel{Series: "6.12", Release: "6.12.117+deb12-cloud-amd64",
 			Image: filepath.Join(dir, "6.12.117+deb12-cloud-amd64", cachedImage)}},
 	} {
@@ -154,6 +170,65 @@ func TestCached(t *testing.T) {
 	_, err = Cached(filepath.Join(dir, "absent"), "6.1")
 	if !errors.Is(err, ErrNoKernel) {
 		t.Errorf("Cached in a missing folder: %v, want ErrNoKernel", err)
+	}
+}
+
+// keepModules keeps those of GuestModules a package has, at the same
+// place under the cache's modules folder, and nothing else.
+func TestKeepModules(t *testing.T) {
+	tree, dir := t.TempDir(), filepath.Join(t.TempDir(), "modules")
+	rel := "6.12.117+deb12-cloud-amd64"
+	for _, m := range []string{"kernel/fs/binfmt_misc.ko.xz", "kernel/fs/isofs/isofs.ko.xz"} {
+		p := filepath.Join(tree, "lib", "modules", rel, m)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(m), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := keepModules(tree, rel, dir); err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			kept = append(kept, rel)
+		}
+		return nil
+	})
+	if want := []string{".kept", "kernel/fs/binfmt_misc.ko.xz"}; !slices.Equal(kept, want) {
+		t.Errorf("kept %v, want %v", kept, want)
+	}
+}
+
+// A kernel cached before the cache kept modules gets them with one more
+// download, and only one.
+func TestFetchModules(t *testing.T) {
+	const release = "6.1.0-56-cloud-amd64"
+	log := fakeApt(t, indexPackages, kernelDeb(t, release))
+	cache := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(cache, release), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(cache, release, cachedImage), "", 0o644)
+	k, err := Cached(cache, "6.1")
+	if err != nil || k.Modules != "" {
+		t.Fatalf("Cached = %+v, %v; want no modules", k, err)
+	}
+	for range 2 {
+		if k, err = FetchModules(t.Context(), cache, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(k.Modules, "kernel", "fs", "binfmt_misc.ko"))
+	if err != nil || string(data) != "module" {
+		t.Errorf("module kept: %q, %v", data, err)
+	}
+	calls, _ := os.ReadFile(log)
+	if want := "download -o APT::Sandbox::User=root linux-image-" + release + "\n"; string(calls) != want {
+		t.Errorf("apt-get calls:\n%s\nwant one download:\n%s", calls, want)
 	}
 }
 
@@ -234,7 +309,8 @@ func writeFile(t *testing.T, path, data string, perm os.FileMode) {
 }
 
 // kernelDeb builds a package holding what a linux-image package holds of
-// interest: boot/vmlinuz-RELEASE and boot/config-RELEASE.
+// interest: boot/vmlinuz-RELEASE, boot/config-RELEASE and binfmt_misc's
+// module.
 func kernelDeb(t *testing.T, release string) string {
 	t.Helper()
 	// Busybox's dpkg-deb, all a guest has, cannot build packages.
@@ -251,6 +327,11 @@ func kernelDeb(t *testing.T, release string) string {
 		"\nVersion: 1\nArchitecture: amd64\nMaintainer: kinst tests <tests@kinst.dev>\nDescription: fake kernel\n", 0o644)
 	fakeImage(t, filepath.Join(root, "boot", "vmlinuz-"+release), release+" (builder) #1 SMP")
 	writeFile(t, filepath.Join(root, "boot", "config-"+release), "CONFIG_KPROBES=y\n", 0o644)
+	mod := filepath.Join(root, "lib", "modules", release, "kernel", "fs", "binfmt_misc.ko")
+	if err := os.MkdirAll(filepath.Dir(mod), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, mod, "module", 0o644)
 	deb := filepath.Join(t.TempDir(), "linux-image-"+release+"_1_amd64.deb")
 	if out, err := exec.Command("dpkg-deb", "--root-owner-group", "-Znone", "--build", root, deb).CombinedOutput(); err != nil {
 		t.Fatalf("dpkg-deb --build: %v\n%s", err, out)
@@ -272,8 +353,9 @@ func TestFetch(t *testing.T) {
 	log := fakeApt(t, indexPackages, kernelDeb(t, release))
 	cache := t.TempDir()
 	want := Kernel{Series: "6.1", Release: release,
-		Image:  filepath.Join(cache, release, cachedImage),
-		Config: filepath.Join(cache, release, cachedConfig)}
+		Image:   filepath.Join(cache, release, cachedImage),
+		Config:  filepath.Join(cache, release, cachedConfig),
+		Modules: filepath.Join(cache, release, cachedModules)}
 	for range 2 {
 		k, err := Fetch(t.Context(), cache, "6.1")
 		if err != nil || k != want {

@@ -277,6 +277,10 @@ func writeInitramfs(path string, cfg Config) error {
 		// Tests read the configuration for evidence of what the kernel has.
 		c.File("/boot/config-"+cfg.Kernel.Release, cfg.Kernel.Config)
 	}
+	if cfg.Kernel.Modules != "" {
+		// Tests of module functions load them from the usual place.
+		c.Tree("/lib/modules/"+cfg.Kernel.Release, cfg.Kernel.Modules)
+	}
 
 	seen := map[string]string{}
 	for _, file := range cfg.Files {

@@ -28,6 +28,12 @@
 //	                            not the duration
 //	workload threads N          N threads one after another, each of which
 //	                            ends with the exit system call at once
+//	workload udp N BYTES        N UDP datagrams of BYTES bytes over the
+//	                            loopback to a socket of its own, which reads
+//	                            each; byte j of each is 'a' + j%26
+//	workload fsopen N FSTYPE    N fsopen calls of the file system type
+//	                            FSTYPE, each descriptor closed: each calls
+//	                            the type's init_fs_context once
 //
 // The calls are raw system calls from one locked thread, so the pid and
 // tid the probes see are the process's own. The Go runtime opens a few
@@ -110,6 +116,15 @@ func run(args []string) error {
 		for i := 0; i < n; i++ {
 			unix.Syscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(size))
 		}
+	case "udp":
+		if len(args) < 3 {
+			return fmt.Errorf("udp needs a size")
+		}
+		size, err := strconv.Atoi(args[2])
+		if err != nil {
+			return err
+		}
+		return udp(n, size)
 	case "open":
 		if len(args) < 3 {
 			return fmt.Errorf("open needs a path")
@@ -125,6 +140,17 @@ func run(args []string) error {
 		}
 		if failed != 0 {
 			os.Exit(failed)
+		}
+	case "fsopen":
+		if len(args) < 3 {
+			return fmt.Errorf("fsopen needs a file system type")
+		}
+		for i := 0; i < n; i++ {
+			fd, err := unix.Fsopen(args[2], unix.FSOPEN_CLOEXEC)
+			if err != nil {
+				return fmt.Errorf("fsopen %s: %w", args[2], err)
+			}
+			unix.Close(fd)
 		}
 	case "clocksleep":
 		if len(args) < 3 {
@@ -234,3 +260,39 @@ func burn(x uint64) uint64 {
 //
 //go:noinline
 func callee(i int) int { return 2*i + 1 }
+
+// udp sends n datagrams of size bytes from one loopback socket to
+// another, receiving each before the next is sent: no datagram is
+// dropped, and none is answered with an ICMP error.
+func udp(n, size int) error {
+	loopback := [4]byte{127, 0, 0, 1}
+	rx, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		return err
+	}
+	if err := unix.Bind(rx, &unix.SockaddrInet4{Addr: loopback}); err != nil {
+		return err
+	}
+	sa, err := unix.Getsockname(rx)
+	if err != nil {
+		return err
+	}
+	tx, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		return err
+	}
+	payload := make([]byte, size)
+	for j := range payload {
+		payload[j] = byte('a' + j%26)
+	}
+	buf := make([]byte, size+1)
+	for i := 0; i < n; i++ {
+		if err := unix.Sendto(tx, payload, 0, sa); err != nil {
+			return err
+		}
+		if _, _, err := unix.Recvfrom(rx, buf, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}

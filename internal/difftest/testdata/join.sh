@@ -1,0 +1,1 @@
+/bin/echo one two three >/dev/null
