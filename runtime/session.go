@@ -148,6 +148,7 @@ type Session struct {
 	args     [][]output.Value               // per action, the decoded arguments, reused
 	watchMu  sync.Mutex                     // watches: END's unwatch() runs while the run detaches
 	watches  map[watchKey][]io.Closer       // watchpoints set at run time
+	noWatch  bool                           // detach took the watchpoints: no more are set
 	stopped  bool                           // a watchpoint setup stopped the traced process
 }
 
@@ -586,7 +587,7 @@ func (s *Session) detach() error {
 	for _, links := range s.watches {
 		s.links = append(s.links, links...)
 	}
-	s.watches = nil
+	s.watches, s.noWatch = nil, true
 	s.watchMu.Unlock()
 	start, n := time.Now(), len(s.links)
 	err := attach.Detach(s.links)
