@@ -8,7 +8,6 @@ import (
 	"os"
 	"reflect"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -220,24 +219,6 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-// syncBuffer is an Output a test reads while the run writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // Signals handed over on RunOptions.Signals act as on the kinst command:
 // SIGUSR1 prints the maps and the run goes on, SIGINT stops it with END
 // run and the maps printed; none reaches the process itself.
@@ -247,7 +228,7 @@ func TestSignals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out testenv.Buffer
 	sigs := make(chan os.Signal, 1)
 	run, err := prog.StartWith(context.Background(), nil, &kinst.RunOptions{Output: &out, Signals: sigs})
 	if err != nil {
