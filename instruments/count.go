@@ -119,7 +119,7 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ExitMaps: func(_ io.Writer, maps []*output.Map) error {
 			calls := callsOf(maps)
 			if order != nil {
-				if err := writeOrder(order, calls); err != nil {
+				if err := writeOrder(order, calls, resolved); err != nil {
 					return fmt.Errorf("--order-file: %w", err)
 				}
 			}
@@ -169,18 +169,23 @@ func orderable(program string, t probeTarget) (string, error) {
 // writeOrder writes a symbol ordering file: the functions that ran, one
 // name a line, most called first, equals by name. lld reads it with
 // --symbol-ordering-file; gold's --section-ordering-file takes section
-// names, which -ffunction-sections makes .text.NAME.
-func writeOrder(w io.Writer, calls map[string]uint64) error {
+// names, which -ffunction-sections makes .text.NAME. The functions are
+// those of the probes' targets, so that a probe inside a function
+// (FUNC+OFFSET) counts for the function.
+func writeOrder(w io.Writer, calls map[string]uint64, targets map[string]*check.Target) error {
 	type fn struct {
 		name  string
 		calls uint64
 	}
-	var fns []fn
+	byName := map[string]uint64{}
 	for probe, n := range calls {
-		name := probe[strings.LastIndexByte(probe, ':')+1:]
-		if n > 0 && name != "" {
-			fns = append(fns, fn{name, n})
+		if t := targets[probe]; t != nil && n > 0 {
+			byName[t.Func] += n
 		}
+	}
+	var fns []fn
+	for name, n := range byName {
+		fns = append(fns, fn{name, n})
 	}
 	slices.SortFunc(fns, func(a, b fn) int {
 		if c := cmp.Compare(b.calls, a.calls); c != 0 {
