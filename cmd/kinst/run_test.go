@@ -252,16 +252,17 @@ func TestWatchpointOnArgument(t *testing.T) {
 	}
 	emulated := emulatedCPU()
 	for _, tt := range tests {
-		if tt.written && emulated != "" {
-			t.Logf("%s: skipped: %s", tt.cmd, emulated)
-			continue
-		}
-		prog := strings.ReplaceAll(tt.prog, "BIN", bin)
-		stdout := "\n\n" + tt.want
-		if strings.HasPrefix(tt.cmd, "watchmany") {
-			stdout = strings.Repeat("Failed to attach watchpoint probe. You are out of watchpoint registers.\n", 2) + stdout
-		}
-		kinst(t, "-q", "-e", prog, "-c", bin+" "+tt.cmd).want(t, 0, stdout, "")
+		t.Run(tt.cmd, func(t *testing.T) {
+			if tt.written && emulated != "" {
+				t.Skip(emulated)
+			}
+			prog := strings.ReplaceAll(tt.prog, "BIN", bin)
+			stdout := "\n\n" + tt.want
+			if strings.HasPrefix(tt.cmd, "watchmany") {
+				stdout = strings.Repeat("Failed to attach watchpoint probe. You are out of watchpoint registers.\n", 2) + stdout
+			}
+			kinst(t, "-q", "-e", prog, "-c", bin+" "+tt.cmd).want(t, 0, stdout, "")
+		})
 	}
 }
 
