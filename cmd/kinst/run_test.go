@@ -286,11 +286,17 @@ func TestWatchpointOnArgumentAsBpftrace(t *testing.T) {
 		  END { clear(@addr); }`, "unwatch 20"},
 	} {
 		args := []string{"-e", strings.ReplaceAll(tt.prog, "BIN", bin), "-c", bin + " " + tt.cmd}
-		out, err := exec.Command(bpftrace, args...).Output()
-		if err != nil {
-			t.Fatalf("bpftrace %s: %v", tt.cmd, err)
-		}
 		r := kinst(t, args...)
+		// bpftrace itself miscounts now and then on a loaded machine
+		// (seen: 28 hits of the 20 writes of watcharg, where kinst
+		// counted 20): it gets three tries to print what kinst printed.
+		var out []byte
+		for try := 0; try < 3 && (try == 0 || string(out) != r.stdout); try++ {
+			var err error
+			if out, err = exec.Command(bpftrace, args...).Output(); err != nil {
+				t.Fatalf("bpftrace %s: %v", tt.cmd, err)
+			}
+		}
 		if r.code != 0 || r.stdout != string(out) {
 			t.Errorf("%s: kinst exit status %d, stdout:\n%s\nbpftrace's:\n%s\nkinst's stderr:\n%s", tt.cmd, r.code, r.stdout, out, r.stderr)
 		}
