@@ -19,7 +19,8 @@
 // Exit status: 0 when the run ends normally or by a first signal once
 // attached; 1 when compiling, loading, attaching, the -c command or
 // writing the output fails (one sentence says which); 2 for a usage
-// error; death by the signal (status 128+N in a shell) when a signal
+// error or a malformed setting in the environment (BPFTRACE_STRLEN=x);
+// death by the signal (status 128+N in a shell) when a signal
 // ends kinst at once, and by SIGPIPE when standard output is a pipe
 // closed early.
 package main
