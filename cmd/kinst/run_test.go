@@ -282,14 +282,7 @@ func TestWatchpointOnArgumentAsBpftrace(t *testing.T) {
 	// it would stop the targets of the other tests and count their
 	// writes (seen: 28 hits of 20 writes, a kinst run left stopped, and
 	// bpftrace aborting). A copy of its own is another file to uprobes.
-	bin := filepath.Join(t.TempDir(), targetName)
-	data, err := os.ReadFile(target(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := targetCopy(t)
 	for _, tt := range []struct{ prog, cmd string }{
 		{`watchpoint:kinst_watch+arg0:8:w { @[probe] = count(); }`, "watcharg 20"},
 		{`asyncwatchpoint:kinst_watch+arg0:8:w { @[probe] = count(); } watchpoint:kinst_fence+arg0:8:w { }`, "watcharg 20"},

@@ -363,14 +363,7 @@ func TestUSDTFileActivation(t *testing.T) {
 func TestPidDeletedExecutable(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe)
-	data, err := os.ReadFile(target(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "kinst-target")
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := targetCopy(t)
 	proc := exec.Command(bin, "sleep", "20000")
 	if err := proc.Start(); err != nil {
 		t.Fatal(err)
