@@ -374,9 +374,7 @@ func (c *checker) stmt(s syntax.Stmt) {
 // once, and $i a variable of their common type.
 func (c *checker) forStmt(s *syntax.ForStmt) {
 	if s.Map != nil {
-		// bpftrace walks the map with bpf_for_each_map_elem, whose
-		// callback kinst does not generate.
-		c.errorf(s.Map, "kinst cannot loop over the elements of a map: for ($%s : @%s) is not supported", s.Var.Name, s.Map.Name)
+		c.forMap(s)
 		return
 	}
 	from, to := c.expr(s.From), c.expr(s.To)
@@ -401,6 +399,57 @@ func (c *checker) forStmt(s *syntax.ForStmt) {
 			c.probe.Types[s.Var] = v.Type
 		}
 	}
+	c.inLoop++
+	c.block(s.Body)
+	c.inLoop--
+}
+
+// forMap checks for ($kv : @m): $kv is the tuple (key, value) of each
+// element, the key itself a tuple for a map of several keys. Of the
+// aggregations, count() and sum() give the total over the CPUs; the
+// others, whose values are several numbers, are refused, as bpftrace
+// 0.21 refuses avg(), stats(), hist() and lhist().
+func (c *checker) forMap(s *syntax.ForStmt) {
+	// The body is checked once $kv has a type, so that a mistake in the
+	// loop's head is not reported again at each use of $kv.
+	m := c.prog.mapIndex[s.Map.Name]
+	switch {
+	case m == nil && c.assigned[s.Map.Name]:
+		c.pending = true
+		c.pendingAt = append(c.pendingAt, s.Map)
+		return
+	case m == nil:
+		c.errorf(s.Map, "map @%s is read but never assigned", s.Map.Name)
+		return
+	case m.Value.IsAggregation() && m.Value.Kind != Count && m.Value.Kind != Sum:
+		c.errorf(s.Map, "@%s holds %s() values; a loop over a map reads count() and sum() values, not these", s.Map.Name, m.Value)
+		return
+	}
+	value := m.Value
+	switch value.Kind {
+	case Count:
+		value = TUint64 // the sum of the CPUs' counts
+	case Sum:
+		value = &Type{Kind: Int, Size: 8, Signed: value.Signed}
+	default:
+		m.Read = true
+	}
+	key := TUint64 // a map without keys stores its one element at key 0
+	switch {
+	case len(m.Keys) == 1:
+		key = m.Keys[0]
+	case len(m.Keys) > 1:
+		key = m.Key
+	}
+	t := TupleType([]*Type{key, value})
+	switch v := c.probe.Vars[s.Var.Name]; {
+	case v == nil:
+		c.defineVar(s.Var, t)
+	case !v.Type.Equal(t):
+		c.errorf(s.Var, "$%s holds %s values; a loop over @%s makes it %s", s.Var.Name, v.Type, s.Map.Name, t)
+		return
+	}
+	c.probe.Types[s.Var] = c.probe.Vars[s.Var.Name].Type
 	c.inLoop++
 	c.block(s.Body)
 	c.inLoop--

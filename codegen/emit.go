@@ -35,6 +35,11 @@ type gen struct {
 
 	exitLabel string
 	retSlot   int16 // fmod_ret: stack slot holding the return value; 0 if none
+
+	// Callbacks of for ($kv : @map) loops, put after the program's exit.
+	subprogs   asm.Instructions
+	subpos     []syntax.Pos
+	calleeDeep int // stack the deepest chain of callbacks takes, frames rounded as the verifier does
 }
 
 // A frame allocates memory for values in a stack discipline: mark
@@ -147,6 +152,11 @@ func (g *gen) alloc(size, align int) mem {
 		}
 		return mem{base: asm.R10, off: int16(-g.stack.used), size: size}
 	}
+	return g.allocScratch(size, align)
+}
+
+// allocScratch reserves size bytes in the scratch map.
+func (g *gen) allocScratch(size, align int) mem {
 	g.usesScratch = true
 	g.scratch.used = alignUp(g.scratch.used, align)
 	m := mem{base: regScratch, off: int16(g.scratch.used), size: size}

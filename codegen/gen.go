@@ -31,6 +31,10 @@ type Options struct {
 	// HelperChecks makes programs report failing helpers, as bpftrace's
 	// -k (1: all but memory reads) and -kk (2: all).
 	HelperChecks int
+	// CPUs is how many CPUs the kernel may run: a loop over a count() or
+	// sum() map adds up that many copies of each element. 0 means ask
+	// the kernel.
+	CPUs int
 }
 
 // Defaults. bpftrace caps maps at 4096 keys too.
@@ -66,6 +70,13 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 	}
 	if o.StackEntries == 0 {
 		o.StackEntries = DefaultMapEntries
+	}
+	if o.CPUs == 0 {
+		n, err := ebpf.PossibleCPU()
+		if err != nil {
+			return nil, fmt.Errorf("count the possible CPUs: %w", err)
+		}
+		o.CPUs = n
 	}
 	c := &compiler{
 		prog: prog,

@@ -1,9 +1,11 @@
 package codegen
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/syntax"
@@ -43,9 +45,16 @@ func (g *gen) body() {
 	}
 	g.emit(asm.Return())
 	g.prologue()
+	if len(g.subprogs) > 0 {
+		// The kernel takes function pointers only in programs whose
+		// functions BTF describes.
+		g.insns[0] = btf.WithFuncMetadata(g.insns[0], btfFunc("probe", 1))
+		g.insns = append(g.insns, g.subprogs...)
+		g.pos = append(g.pos, g.subpos...)
+	}
 	g.resolveAliases()
-	if g.stack.max > stackLimit {
-		g.c.errorf(probe, "probe needs %d bytes of stack; BPF allows %d", g.stack.max, stackLimit)
+	if need := alignUp(g.stack.max, 32) + g.calleeDeep; g.stack.max > stackLimit || g.calleeDeep > 0 && need > stackLimit {
+		g.c.errorf(probe, "probe needs %d bytes of stack; BPF allows %d", max(g.stack.max, need), stackLimit)
 	}
 	if g.scratch.max > scratchLimit {
 		g.c.errorf(probe, "probe needs %d bytes of scratch memory; kinst allows %d", g.scratch.max, scratchLimit)
@@ -59,13 +68,26 @@ func (g *gen) allocVars() {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	// The callback of a loop over a map runs on a stack of its own: the
+	// variables it shares with the probe live in the scratch map.
+	inScratch := false
+	syntax.Inspect(g.p.Syntax, func(n syntax.Node) bool {
+		if f, ok := n.(*syntax.ForStmt); ok && f.Map != nil {
+			inScratch = true
+		}
+		return !inScratch
+	})
 	for _, n := range names {
 		t := g.p.Vars[n].Type
 		size := t.Size
 		if t.InRegister() {
 			size = 8
 		}
-		g.vars[n] = g.alloc(size, 8)
+		if inScratch {
+			g.vars[n] = g.allocScratch(size, 8)
+		} else {
+			g.vars[n] = g.alloc(size, 8)
+		}
 	}
 }
 
@@ -181,7 +203,11 @@ func (g *gen) stmt(s syntax.Stmt, lp *loop) {
 		g.emit(asm.Ja.Label(l.cont))
 		g.place(l.brk)
 	case *syntax.ForStmt:
-		g.forRange(s)
+		if s.Map != nil {
+			g.forMap(s)
+		} else {
+			g.forRange(s)
+		}
 	case *syntax.JumpStmt:
 		switch s.Tok {
 		case syntax.RETURN:
@@ -225,6 +251,132 @@ func (g *gen) forRange(s *syntax.ForStmt) {
 	g.emit(asm.LoadMem(asm.R1, v.base, v.off, asm.DWord), asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(v.base, v.off, asm.R1, asm.DWord), asm.Ja.Label(top))
 	g.place(l.brk)
+}
+
+// Words of the struct a loop over a map hands its callback.
+const (
+	forCtx   = 0  // the program's context
+	forScr   = 8  // the program's scratch memory
+	forLeave = 16 // set by the callback when the body left the probe
+	forSize  = 24
+)
+
+// forMap generates for ($kv : @m) as bpftrace does: bpf_for_each_map_elem
+// calls a subprogram for each element, which returns 0 to go on (the end
+// of the body, continue) and 1 to stop (break). The subprogram reaches
+// the probe's variables, kept in the scratch map, through a struct on
+// this frame, which also carries the context; exit() and return in the
+// body stop the walk and mark the struct, and the probe leaves then.
+func (g *gen) forMap(s *syntax.ForStmt) {
+	m := g.mapOf(s.Map)
+	cs := g.allocStack(forSize)
+	g.emit(asm.StoreMem(cs.base, cs.off+forCtx, regCtx, asm.DWord),
+		asm.StoreMem(cs.base, cs.off+forScr, regScratch, asm.DWord))
+	g.storeImm(cs.base, cs.off+forLeave, 0, asm.DWord)
+	cb := g.newLabel("formap")
+	g.mapPtr(asm.R1, m.Spec)
+	g.emit(asm.Instruction{OpCode: asm.LoadImmOp(asm.DWord), Dst: asm.R2, Src: asm.PseudoFunc, Constant: -1}.WithReference(cb))
+	g.addr(asm.R3, cs)
+	g.emit(asm.Mov.Imm(asm.R4, 0))
+	g.call(asm.FnForEachMapElem)
+	g.emit(asm.LoadMem(asm.R0, cs.base, cs.off+forLeave, asm.DWord), asm.JNE.Imm(asm.R0, 0, g.exitLabel))
+	g.forMapCallback(s, m, cb)
+}
+
+// forMapCallback generates the subprogram of a loop over map m, called
+// with the map in R1, the element's key and value in R2 and R3, and the
+// struct of forMap in R4.
+func (g *gen) forMapCallback(s *syntax.ForStmt, m *Map, label string) {
+	insns, pos, pending := g.insns, g.pos, g.pending
+	stack, spills, temps, exit, deep := g.stack, g.spills, g.temps, g.exitLabel, g.calleeDeep
+	g.insns, g.pos, g.pending = nil, nil, ""
+	g.stack, g.spills, g.temps, g.calleeDeep = frame{}, nil, [2]bool{}, 0
+	g.exitLabel = g.newLabel("formapexit")
+	l := &loop{cont: g.newLabel("formapnext"), brk: g.newLabel("formapbreak")}
+
+	g.place(label)
+	arg := g.allocStack(8)
+	g.emit(asm.StoreMem(arg.base, arg.off, asm.R4, asm.DWord),
+		asm.LoadMem(regCtx, asm.R4, forCtx, asm.DWord),
+		asm.LoadMem(regScratch, asm.R4, forScr, asm.DWord),
+		asm.Mov.Reg(asm.R7, asm.R2), asm.Mov.Reg(asm.R8, asm.R3))
+	v, t := g.vars[s.Var.Name], g.p.Vars[s.Var.Name].Type
+	g.copyMem(v.at(t.Offsets[0], t.Elems[0].Size), mem{base: asm.R7, size: m.Key.Size})
+	if m.PerCPU {
+		g.sumCPUs(m, v.at(t.Offsets[1], 8))
+	} else {
+		g.copyMem(v.at(t.Offsets[1], t.Elems[1].Size), mem{base: asm.R8, size: m.ValueSize})
+	}
+	g.block(s.Body, l)
+	// The verifier refuses code no path reaches: each way out is
+	// generated only when something goes there.
+	last := g.insns[len(g.insns)-1].OpCode
+	if g.pending != "" || last.JumpOp() != asm.Ja && last.JumpOp() != asm.Exit || g.jumpsTo(l.cont) {
+		g.place(l.cont)
+		g.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	}
+	leaves := g.jumpsTo(g.exitLabel)
+	if leaves {
+		g.place(g.exitLabel)
+		g.emit(asm.LoadMem(asm.R1, arg.base, arg.off, asm.DWord))
+		g.storeImm(asm.R1, forLeave, 1, asm.DWord)
+	}
+	if leaves || g.jumpsTo(l.brk) {
+		g.place(l.brk)
+		g.emit(asm.Mov.Imm(asm.R0, 1), asm.Return())
+	}
+
+	g.insns[0] = btf.WithFuncMetadata(g.insns[0], btfFunc(label, 4))
+	g.subprogs = append(g.subprogs, g.insns...)
+	g.subpos = append(g.subpos, g.pos...)
+	own := alignUp(g.stack.max, 32) + g.calleeDeep
+	g.insns, g.pos, g.pending = insns, pos, pending
+	g.stack, g.spills, g.temps, g.exitLabel = stack, spills, temps, exit
+	g.calleeDeep = max(deep, own)
+}
+
+// sumCPUs stores in dst the total over the CPUs of the count() or sum()
+// element whose key R7 points at. The walk sees only this CPU's copy;
+// bpf_map_lookup_percpu_elem reads the others, one call per possible
+// CPU so that the verifier sees no loop.
+func (g *gen) sumCPUs(m *Map, dst mem) {
+	g.storeImm(dst.base, dst.off, 0, asm.DWord)
+	for cpu := range g.c.opts.CPUs {
+		next := g.newLabel("cpu")
+		g.mapPtr(asm.R1, m.Spec)
+		g.emit(asm.Mov.Reg(asm.R2, asm.R7), asm.Mov.Imm(asm.R3, int32(cpu)))
+		g.call(asm.FnMapLookupPercpuElem)
+		g.emit(asm.JEq.Imm(asm.R0, 0, next),
+			asm.LoadMem(asm.R0, asm.R0, 0, asm.DWord),
+			asm.LoadMem(asm.R1, dst.base, dst.off, asm.DWord),
+			asm.Add.Reg(asm.R1, asm.R0),
+			asm.StoreMem(dst.base, dst.off, asm.R1, asm.DWord))
+		g.place(next)
+	}
+}
+
+// jumpsTo reports whether an instruction generated so far jumps to label.
+func (g *gen) jumpsTo(label string) bool {
+	for _, ins := range g.insns {
+		if ins.Reference() == label && ins.OpCode.JumpOp() != asm.InvalidJumpOp {
+			return true
+		}
+	}
+	return false
+}
+
+// btfFunc describes a function of n pointer arguments returning int,
+// all the verifier needs to know of a program's functions.
+func btfFunc(name string, n int) *btf.Func {
+	params := make([]btf.FuncParam, n)
+	for i := range params {
+		params[i] = btf.FuncParam{Name: fmt.Sprintf("a%d", i), Type: &btf.Pointer{Target: &btf.Void{}}}
+	}
+	return &btf.Func{
+		Name:    name,
+		Type:    &btf.FuncProto{Return: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}, Params: params},
+		Linkage: btf.StaticFunc,
+	}
 }
 
 func (g *gen) assign(s *syntax.AssignStmt) {

@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // for ($i : A..B) counts from A up to B, excluded, with bounds evaluated
 // once, break and continue, nesting and outer variables, printing what
@@ -29,6 +32,44 @@ func TestForRange(t *testing.T) {
 			t.Parallel()
 			// exit() prints two newlines, then the maps.
 			kinst(t, "-q", "-e", "BEGIN { "+tt.body+" exit(); }").want(t, 0, tt.want+"\n\n"+tt.maps, "")
+		})
+	}
+}
+
+// for ($kv : @map) walks a map's elements in the kernel, $kv being the
+// tuple (key, value). A hash map's order is the kernel's, so the bodies
+// compute what does not depend on it, or copy elements into maps that
+// are printed sorted.
+func TestForMap(t *testing.T) {
+	t.Parallel()
+	const three = `@m[1] = 10; @m[2] = 20; @m[3] = 30; `
+	tests := []struct {
+		name, body, want string
+		maps             string // printed at the end, after @m when set
+	}{
+		{"sum", three + `$s = 0; for ($kv : @m) { $s += $kv.1; } print($s);`, "60\n", ""},
+		{"keys", three + `for ($kv : @m) { @n[$kv.0] = $kv.0 * 100 + $kv.1; }`, "", "@n[1]: 110\n@n[2]: 220\n@n[3]: 330\n"},
+		{"break", three + `$n = 0; for ($kv : @m) { $n++; if ($n == 2) { break; } } print($n);`, "2\n", ""},
+		{"continue", three + `$s = 0; for ($kv : @m) { if ($kv.0 == 2) { continue; } $s += $kv.1; } print($s);`, "40\n", ""},
+		{"outer variables", three + `$min = 100; $str = "none"; for ($kv : @m) { if ($kv.1 < $min) { $min = $kv.1; $str = "set"; } } printf("%d %s\n", $min, $str);`, "10 set\n", ""},
+		{"tuple keys", `@t["a", 1] = 5; @t["b", 2] = 6; for ($kv : @t) { @k[$kv.0.1] = $kv.0; @v[$kv.0.0] = $kv.1; }`, "",
+			"@k[1]: (a, 1)\n@k[2]: (b, 2)\n@t[a, 1]: 5\n@t[b, 2]: 6\n@v[a]: 5\n@v[b]: 6\n"},
+		{"whole tuple", `@one[7] = -3; for ($kv : @one) { print($kv); }`, "(7, -3)\n", "@one[7]: -3\n"},
+		{"nested", `@a[1] = 1; @a[2] = 2; @b[10] = 10; @b[20] = 20; for ($x : @a) { for ($y : @b) { @p[$x.0, $y.0] = $x.1 * $y.1 + $x.0; } }`, "",
+			"@a[1]: 1\n@a[2]: 2\n@b[10]: 10\n@b[20]: 20\n@p[1, 10]: 11\n@p[1, 20]: 21\n@p[2, 10]: 22\n@p[2, 20]: 42\n"},
+		{"exit inside", three + `$n = 0; for ($kv : @m) { $n++; exit(); } print("not reached");`, "", ""},
+		{"count and sum", `@c[1] = count(); @c[1] = count(); @c[1] = count(); @s = sum(-5); @s = sum(2); for ($kv : @c) { print($kv); } for ($e : @s) { print($e.1); }`,
+			"(1, 3)\n-3\n", "@c[1]: 3\n@s: -3\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			maps := tt.maps
+			if strings.HasPrefix(tt.body, three) {
+				maps = "@m[1]: 10\n@m[2]: 20\n@m[3]: 30\n" + maps
+			}
+			// exit() prints two newlines, then the maps.
+			kinst(t, "-q", "-e", "BEGIN { "+tt.body+" exit(); }").want(t, 0, tt.want+"\n\n"+maps, "")
 		})
 	}
 }
