@@ -1,6 +1,11 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -72,4 +77,31 @@ func TestForMap(t *testing.T) {
 			kinst(t, "-q", "-e", "BEGIN { "+tt.body+" exit(); }").want(t, 0, tt.want+"\n\n"+maps, "")
 		})
 	}
+}
+
+// A count() map keeps a copy of each element per CPU: a loop over it
+// totals them, whichever CPU the loop runs on. Execs pinned to two CPUs
+// count 4 and 3; END sees 7.
+func TestForMapPerCPU(t *testing.T) {
+	t.Parallel()
+	if runtime.NumCPU() < 2 {
+		t.Skipf("needs 2 CPUs, has %d", runtime.NumCPU())
+	}
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		t.Skipf("needs taskset: %v", err)
+	}
+	// A name no other process on the machine execs.
+	bin := filepath.Join(t.TempDir(), "kfm_cpu")
+	data, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := fmt.Sprintf("for i in 1 2 3 4; do %[1]s -c 0 %[2]s; done; for i in 1 2 3; do %[1]s -c 1 %[2]s; done", taskset, bin)
+	prog := `tracepoint:sched:sched_process_exec /comm == "kfm_cpu"/ { @n = count(); @c[cpu] = count(); }
+END { for ($kv : @n) { printf("total %d\n", $kv.1); } for ($kv : @c) { @p[$kv.0] = $kv.1; } }`
+	kinst(t, "-q", "-c", "/bin/sh -c '"+cmd+"'", "-e", prog).want(t, 0, "total 7\n\n\n@c[1]: 3\n@c[0]: 4\n@n: 7\n@p[1]: 3\n@p[0]: 4\n", "")
 }
