@@ -406,9 +406,9 @@ func (c *checker) forStmt(s *syntax.ForStmt) {
 
 // forMap checks for ($kv : @m): $kv is the tuple (key, value) of each
 // element, the key itself a tuple for a map of several keys. Of the
-// aggregations, count() and sum() give the total over the CPUs; the
-// others, whose values are several numbers, are refused, as bpftrace
-// 0.21 refuses avg(), stats(), hist() and lhist().
+// aggregations, count(), sum(), min() and max() give their value over
+// all the CPUs; avg(), stats(), hist() and lhist(), whose values are
+// several numbers, are refused, as bpftrace 0.21 refuses them.
 func (c *checker) forMap(s *syntax.ForStmt) {
 	// The body is checked once $kv has a type, so that a mistake in the
 	// loop's head is not reported again at each use of $kv.
@@ -421,15 +421,15 @@ func (c *checker) forMap(s *syntax.ForStmt) {
 	case m == nil:
 		c.errorf(s.Map, "map @%s is read but never assigned", s.Map.Name)
 		return
-	case m.Value.IsAggregation() && m.Value.Kind != Count && m.Value.Kind != Sum:
-		c.errorf(s.Map, "@%s holds %s() values; a loop over a map reads count() and sum() values, not these", s.Map.Name, m.Value)
+	case m.Value.IsAggregation() && m.Value.Kind != Count && m.Value.Kind != Sum && m.Value.Kind != Min && m.Value.Kind != Max:
+		c.errorf(s.Map, "@%s holds %s() values; a loop over a map reads count(), sum(), min() and max() values, not these", s.Map.Name, m.Value)
 		return
 	}
 	value := m.Value
 	switch value.Kind {
 	case Count:
-		value = TUint64 // the sum of the CPUs' counts
-	case Sum:
+		value = TUint64 // the total over the CPUs
+	case Sum, Min, Max:
 		value = &Type{Kind: Int, Size: 8, Signed: value.Signed}
 	default:
 		m.Read = true

@@ -303,7 +303,7 @@ func (g *gen) forMapCallback(s *syntax.ForStmt, m *Map, label string) {
 	v, t := g.vars[s.Var.Name], g.p.Vars[s.Var.Name].Type
 	g.copyMem(v.at(t.Offsets[0], t.Elems[0].Size), mem{base: asm.R7, size: m.Key.Size})
 	if m.PerCPU {
-		g.sumCPUs(m, v.at(t.Offsets[1], 8))
+		g.totalCPUs(m, v.at(t.Offsets[1], 8))
 	} else {
 		g.copyMem(v.at(t.Offsets[1], t.Elems[1].Size), mem{base: asm.R8, size: m.ValueSize})
 	}
@@ -335,22 +335,44 @@ func (g *gen) forMapCallback(s *syntax.ForStmt, m *Map, label string) {
 	g.calleeDeep = max(deep, own)
 }
 
-// sumCPUs stores in dst the total over the CPUs of the count() or sum()
-// element whose key R7 points at. The walk sees only this CPU's copy;
-// bpf_map_lookup_percpu_elem reads the others, one call per possible
-// CPU so that the verifier sees no loop.
-func (g *gen) sumCPUs(m *Map, dst mem) {
+// totalCPUs stores in dst the total over the CPUs of the count(),
+// sum(), min() or max() element whose key R7 points at: the walk sees
+// only this CPU's copy, and bpf_map_lookup_percpu_elem reads the others,
+// one call per possible CPU so that the verifier sees no loop. A copy of
+// min() or max() counts only once its CPU has set it (its second word).
+func (g *gen) totalCPUs(m *Map, dst mem) {
+	vt := m.Value
+	seen := g.allocStack(8)
 	g.storeImm(dst.base, dst.off, 0, asm.DWord)
+	g.storeImm(seen.base, seen.off, 0, asm.DWord)
+	// Keep dst when it is at least as good as the copy in R1.
+	keep := asm.JLE
+	switch {
+	case vt.Kind == check.Min && vt.Signed:
+		keep = asm.JSLE
+	case vt.Kind == check.Max && vt.Signed:
+		keep = asm.JSGE
+	case vt.Kind == check.Max:
+		keep = asm.JGE
+	}
 	for cpu := range g.c.opts.CPUs {
 		next := g.newLabel("cpu")
 		g.mapPtr(asm.R1, m.Spec)
 		g.emit(asm.Mov.Reg(asm.R2, asm.R7), asm.Mov.Imm(asm.R3, int32(cpu)))
 		g.call(asm.FnMapLookupPercpuElem)
-		g.emit(asm.JEq.Imm(asm.R0, 0, next),
-			asm.LoadMem(asm.R0, asm.R0, 0, asm.DWord),
-			asm.LoadMem(asm.R1, dst.base, dst.off, asm.DWord),
-			asm.Add.Reg(asm.R1, asm.R0),
-			asm.StoreMem(dst.base, dst.off, asm.R1, asm.DWord))
+		g.emit(asm.JEq.Imm(asm.R0, 0, next), asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord))
+		switch vt.Kind {
+		case check.Count, check.Sum:
+			g.emit(asm.LoadMem(asm.R2, dst.base, dst.off, asm.DWord), asm.Add.Reg(asm.R1, asm.R2))
+		case check.Min, check.Max:
+			store := g.newLabel("best")
+			g.emit(asm.LoadMem(asm.R2, asm.R0, 8, asm.DWord), asm.JEq.Imm(asm.R2, 0, next),
+				asm.LoadMem(asm.R2, seen.base, seen.off, asm.DWord), asm.JEq.Imm(asm.R2, 0, store),
+				asm.LoadMem(asm.R2, dst.base, dst.off, asm.DWord), keep.Reg(asm.R2, asm.R1, next))
+			g.place(store)
+			g.storeImm(seen.base, seen.off, 1, asm.DWord)
+		}
+		g.emit(asm.StoreMem(dst.base, dst.off, asm.R1, asm.DWord))
 		g.place(next)
 	}
 }

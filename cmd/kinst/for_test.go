@@ -65,6 +65,8 @@ func TestForMap(t *testing.T) {
 		{"exit inside", three + `$n = 0; for ($kv : @m) { $n++; exit(); } print("not reached");`, "", ""},
 		{"count and sum", `@c[1] = count(); @c[1] = count(); @c[1] = count(); @s = sum(-5); @s = sum(2); for ($kv : @c) { print($kv); } for ($e : @s) { print($e.1); }`,
 			"(1, 3)\n-3\n", "@c[1]: 3\n@s: -3\n"},
+		{"min and max", `@a = min(5); @a = min(-2); @a = min(3); @b[1] = max(5); @b[1] = max(9); @u = min((uint64)7); @u = min((uint64)8); for ($kv : @a) { print($kv.1); } for ($x : @b) { print($x); } for ($y : @u) { print($y.1); }`,
+			"-2\n(1, 9)\n7\n", "@a: -2\n@b[1]: 9\n@u: 7\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,9 +81,9 @@ func TestForMap(t *testing.T) {
 	}
 }
 
-// A count() map keeps a copy of each element per CPU: a loop over it
-// totals them, whichever CPU the loop runs on. Execs pinned to two CPUs
-// count 4 and 3; END sees 7.
+// Aggregation maps keep a copy of each element per CPU: a loop over one
+// combines them, whichever CPU the loop runs on. Execs pinned to two
+// CPUs count 4 and 3; END sees 7, and the min, max and sum of both.
 func TestForMapPerCPU(t *testing.T) {
 	t.Parallel()
 	if runtime.NumCPU() < 2 {
@@ -101,7 +103,9 @@ func TestForMapPerCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := fmt.Sprintf("for i in 1 2 3 4; do %[1]s -c 0 %[2]s; done; for i in 1 2 3; do %[1]s -c 1 %[2]s; done", taskset, bin)
-	prog := `tracepoint:sched:sched_process_exec /comm == "kfm_cpu"/ { @n = count(); @c[cpu] = count(); }
-END { for ($kv : @n) { printf("total %d\n", $kv.1); } for ($kv : @c) { @p[$kv.0] = $kv.1; } }`
-	kinst(t, "-q", "-c", "/bin/sh -c '"+cmd+"'", "-e", prog).want(t, 0, "total 7\n\n\n@c[1]: 3\n@c[0]: 4\n@n: 7\n@p[1]: 3\n@p[0]: 4\n", "")
+	prog := `tracepoint:sched:sched_process_exec /comm == "kfm_cpu"/ { @n = count(); @c[cpu] = count(); @lo = min(cpu); @hi = max(cpu); @s = sum(cpu + 1); }
+END { for ($kv : @n) { printf("total %d\n", $kv.1); } for ($kv : @c) { @p[$kv.0] = $kv.1; }
+	for ($l : @lo) { for ($h : @hi) { for ($s : @s) { printf("min %d max %d sum %d\n", $l.1, $h.1, $s.1); } } } }`
+	kinst(t, "-q", "-c", "/bin/sh -c '"+cmd+"'", "-e", prog).want(t, 0,
+		"total 7\nmin 0 max 1 sum 10\n\n\n@c[1]: 3\n@c[0]: 4\n@hi: 1\n@lo: 0\n@n: 7\n@p[1]: 3\n@p[0]: 4\n@s: 10\n", "")
 }
