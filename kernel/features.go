@@ -57,7 +57,9 @@ const (
 	FeatRingbufOutput
 	FeatOverrideReturn
 	FeatSendSignal
-	FeatLoop         // the bpf_loop helper
+	FeatLoop // the bpf_loop helper
+	FeatForEachMapElem
+	FeatMapLookupPercpuElem
 	FeatBoundedLoops // verifier support for bounded loops
 	numFeatures
 )
@@ -104,6 +106,8 @@ var featureInfos = [numFeatures]featureInfo{
 	FeatOverrideReturn:        {"override_return", "the bpf_override_return helper", false},
 	FeatSendSignal:            {"send_signal", "the bpf_send_signal helper", false},
 	FeatLoop:                  {"loop", "the bpf_loop helper", false},
+	FeatForEachMapElem:        {"for_each_map_elem", "the bpf_for_each_map_elem helper", false},
+	FeatMapLookupPercpuElem:   {"map_lookup_percpu_elem", "the bpf_map_lookup_percpu_elem helper", false},
 	FeatBoundedLoops:          {"bounded_loops", "bounded loops", true},
 }
 
@@ -284,6 +288,9 @@ var helperFuncs = map[Feature]asm.BuiltinFunc{
 	FeatOverrideReturn:     asm.FnOverrideReturn,
 	FeatSendSignal:         asm.FnSendSignal,
 	FeatLoop:               asm.FnLoop,
+	// for ($kv : @map) and, over an aggregation, its totals.
+	FeatForEachMapElem:      asm.FnForEachMapElem,
+	FeatMapLookupPercpuElem: asm.FnMapLookupPercpuElem,
 }
 
 var mapTypes = map[Feature]ebpf.MapType{

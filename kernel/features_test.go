@@ -165,7 +165,7 @@ func TestProbeProjectHost(t *testing.T) {
 	for _, f := range []Feature{FeatBTF, FeatTracepoint, FeatRawTracepoint, FeatRawTracepointWritable, FeatPerfEvent,
 		FeatUprobe, FeatUretprobe, FeatUprobeMulti, FeatRingBuf, FeatPerCPUHash, FeatPerCPUArray, FeatStackTrace,
 		FeatGetCurrentTaskBTF, FeatProbeReadKernel, FeatProbeReadUser, FeatProbeReadKernelStr, FeatProbeReadUserStr,
-		FeatGetStackID, FeatRingbufOutput, FeatSendSignal, FeatLoop, FeatBoundedLoops, FeatIter} {
+		FeatGetStackID, FeatRingbufOutput, FeatSendSignal, FeatLoop, FeatForEachMapElem, FeatMapLookupPercpuElem, FeatBoundedLoops, FeatIter} {
 		if st := Probe(f); !st.Available {
 			t.Errorf("%v: %s; the host allows it", f, st.Reason)
 		}

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"kinst.dev/kinst/internal/testenv"
 )
 
 // for ($i : A..B) counts from A up to B, excluded, with bounds evaluated
@@ -47,6 +49,7 @@ func TestForRange(t *testing.T) {
 // are printed sorted.
 func TestForMap(t *testing.T) {
 	t.Parallel()
+	testenv.Require(t, testenv.ForEachMapElem, testenv.MapLookupPercpuElem)
 	const three = `@m[1] = 10; @m[2] = 20; @m[3] = 30; `
 	tests := []struct {
 		name, body, want string
@@ -86,6 +89,7 @@ func TestForMap(t *testing.T) {
 // CPUs count 4 and 3; END sees 7, and the min, max and sum of both.
 func TestForMapPerCPU(t *testing.T) {
 	t.Parallel()
+	testenv.Require(t, testenv.ForEachMapElem, testenv.MapLookupPercpuElem)
 	if runtime.NumCPU() < 2 {
 		t.Skipf("needs 2 CPUs, has %d", runtime.NumCPU())
 	}

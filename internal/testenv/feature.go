@@ -16,20 +16,22 @@ type Feature int
 
 // The features Require knows.
 const (
-	Kprobe        Feature = iota // kprobe attached through perf_event or tracefs
-	Kretprobe                    // kretprobe
-	KprobeMulti                  // kprobe.multi link (fprobe)
-	Fentry                       // fentry tracing program
-	Fexit                        // fexit tracing program
-	FmodRet                      // fmod_ret on a security_* function
-	Uprobe                       // uprobe
-	UprobeMulti                  // uprobe.multi link
-	Ringbuf                      // BPF ring buffer map
-	BTF                          // kernel BTF in /sys/kernel/btf/vmlinux
-	Tracepoint                   // tracepoint program on a syscall tracepoint
-	RawTracepoint                // raw tracepoint program
-	PerfEvent                    // perf_event program on a software event
-	Iter                         // task iterator program
+	Kprobe              Feature = iota // kprobe attached through perf_event or tracefs
+	Kretprobe                          // kretprobe
+	KprobeMulti                        // kprobe.multi link (fprobe)
+	Fentry                             // fentry tracing program
+	Fexit                              // fexit tracing program
+	FmodRet                            // fmod_ret on a security_* function
+	Uprobe                             // uprobe
+	UprobeMulti                        // uprobe.multi link
+	Ringbuf                            // BPF ring buffer map
+	BTF                                // kernel BTF in /sys/kernel/btf/vmlinux
+	Tracepoint                         // tracepoint program on a syscall tracepoint
+	RawTracepoint                      // raw tracepoint program
+	PerfEvent                          // perf_event program on a software event
+	Iter                               // task iterator program
+	ForEachMapElem                     // bpf_for_each_map_elem helper
+	MapLookupPercpuElem                // bpf_map_lookup_percpu_elem helper
 	numFeatures
 )
 
@@ -44,20 +46,22 @@ type featureInfo struct {
 }
 
 var features = [numFeatures]featureInfo{
-	Kprobe:        {"kprobe", version{4, 1}, []string{"CONFIG_BPF_EVENTS", "CONFIG_KPROBES", "CONFIG_KPROBE_EVENTS"}, probeKprobe},
-	Kretprobe:     {"kretprobe", version{4, 1}, []string{"CONFIG_BPF_EVENTS", "CONFIG_KRETPROBES", "CONFIG_KPROBE_EVENTS"}, probeKretprobe},
-	KprobeMulti:   {"kprobe.multi", version{5, 18}, []string{"CONFIG_BPF_EVENTS", "CONFIG_FPROBE"}, probeKprobeMulti},
-	Fentry:        {"fentry", version{5, 5}, tracingConfigs, probeFentry},
-	Fexit:         {"fexit", version{5, 5}, tracingConfigs, probeFexit},
-	FmodRet:       {"fmod_ret", version{5, 7}, tracingConfigs, probeFmodRet},
-	Uprobe:        {"uprobe", version{4, 3}, []string{"CONFIG_BPF_EVENTS", "CONFIG_UPROBES", "CONFIG_UPROBE_EVENTS"}, probeUprobe},
-	UprobeMulti:   {"uprobe.multi", version{6, 6}, []string{"CONFIG_BPF_EVENTS", "CONFIG_UPROBES"}, probeUprobeMulti},
-	Ringbuf:       {"ringbuf", version{5, 8}, []string{"CONFIG_BPF_SYSCALL"}, probeRingbuf},
-	BTF:           {"BTF", version{5, 4}, []string{"CONFIG_DEBUG_INFO_BTF"}, probeBTF},
-	Tracepoint:    {"tracepoint", version{4, 7}, []string{"CONFIG_BPF_EVENTS", "CONFIG_FTRACE_SYSCALLS"}, probeTracepoint},
-	RawTracepoint: {"raw tracepoint", version{4, 17}, []string{"CONFIG_BPF_EVENTS"}, probeRawTracepoint},
-	PerfEvent:     {"perf_event", version{4, 9}, []string{"CONFIG_BPF_EVENTS", "CONFIG_PERF_EVENTS"}, probePerfEvent},
-	Iter:          {"iter", version{5, 8}, []string{"CONFIG_BPF_SYSCALL", "CONFIG_DEBUG_INFO_BTF"}, probeIter},
+	Kprobe:              {"kprobe", version{4, 1}, []string{"CONFIG_BPF_EVENTS", "CONFIG_KPROBES", "CONFIG_KPROBE_EVENTS"}, probeKprobe},
+	Kretprobe:           {"kretprobe", version{4, 1}, []string{"CONFIG_BPF_EVENTS", "CONFIG_KRETPROBES", "CONFIG_KPROBE_EVENTS"}, probeKretprobe},
+	KprobeMulti:         {"kprobe.multi", version{5, 18}, []string{"CONFIG_BPF_EVENTS", "CONFIG_FPROBE"}, probeKprobeMulti},
+	Fentry:              {"fentry", version{5, 5}, tracingConfigs, probeFentry},
+	Fexit:               {"fexit", version{5, 5}, tracingConfigs, probeFexit},
+	FmodRet:             {"fmod_ret", version{5, 7}, tracingConfigs, probeFmodRet},
+	Uprobe:              {"uprobe", version{4, 3}, []string{"CONFIG_BPF_EVENTS", "CONFIG_UPROBES", "CONFIG_UPROBE_EVENTS"}, probeUprobe},
+	UprobeMulti:         {"uprobe.multi", version{6, 6}, []string{"CONFIG_BPF_EVENTS", "CONFIG_UPROBES"}, probeUprobeMulti},
+	Ringbuf:             {"ringbuf", version{5, 8}, []string{"CONFIG_BPF_SYSCALL"}, probeRingbuf},
+	BTF:                 {"BTF", version{5, 4}, []string{"CONFIG_DEBUG_INFO_BTF"}, probeBTF},
+	Tracepoint:          {"tracepoint", version{4, 7}, []string{"CONFIG_BPF_EVENTS", "CONFIG_FTRACE_SYSCALLS"}, probeTracepoint},
+	RawTracepoint:       {"raw tracepoint", version{4, 17}, []string{"CONFIG_BPF_EVENTS"}, probeRawTracepoint},
+	PerfEvent:           {"perf_event", version{4, 9}, []string{"CONFIG_BPF_EVENTS", "CONFIG_PERF_EVENTS"}, probePerfEvent},
+	Iter:                {"iter", version{5, 8}, []string{"CONFIG_BPF_SYSCALL", "CONFIG_DEBUG_INFO_BTF"}, probeIter},
+	ForEachMapElem:      {"bpf_for_each_map_elem", version{5, 13}, []string{"CONFIG_BPF_SYSCALL"}, probeForEachMapElem},
+	MapLookupPercpuElem: {"bpf_map_lookup_percpu_elem", version{5, 19}, []string{"CONFIG_BPF_SYSCALL"}, probeMapLookupPercpuElem},
 }
 
 // tracingConfigs are what fentry, fexit and fmod_ret programs need: BTF to

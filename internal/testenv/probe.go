@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
+	ebpffeatures "github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 )
@@ -142,6 +143,15 @@ func probeBTF() error {
 		return fmt.Errorf("load kernel BTF: %w", err)
 	}
 	return nil
+}
+
+// Helpers, asked of tracepoint programs.
+func probeForEachMapElem() error {
+	return ebpffeatures.HaveProgramHelper(ebpf.TracePoint, asm.FnForEachMapElem)
+}
+
+func probeMapLookupPercpuElem() error {
+	return ebpffeatures.HaveProgramHelper(ebpf.TracePoint, asm.FnMapLookupPercpuElem)
 }
 
 func probeTracepoint() error {
