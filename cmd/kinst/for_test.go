@@ -82,6 +82,11 @@ func TestForMap(t *testing.T) {
 			kinst(t, "-q", "-e", "BEGIN { "+tt.body+" exit(); }").want(t, 0, tt.want+"\n\n"+maps, "")
 		})
 	}
+	t.Run("return inside", func(t *testing.T) {
+		t.Parallel()
+		prog := `BEGIN { @m[1] = 1; for ($kv : @m) { if ($kv.1 == 1) { return; } } print("not reached"); } BEGIN { print("second"); exit(); }`
+		kinst(t, "-q", "-e", prog).want(t, 0, "second\n\n\n@m[1]: 1\n", "")
+	})
 }
 
 // Aggregation maps keep a copy of each element per CPU: a loop over one
