@@ -33,7 +33,7 @@ type Options struct {
 	HelperChecks int
 	// CPUs is how many CPUs the kernel may run: a loop over a count() or
 	// sum() map adds up that many copies of each element. 0 means ask
-	// the kernel.
+	// the kernel, when such a loop needs it.
 	CPUs int
 }
 
@@ -70,13 +70,6 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 	}
 	if o.StackEntries == 0 {
 		o.StackEntries = DefaultMapEntries
-	}
-	if o.CPUs == 0 {
-		n, err := ebpf.PossibleCPU()
-		if err != nil {
-			return nil, fmt.Errorf("count the possible CPUs: %w", err)
-		}
-		o.CPUs = n
 	}
 	c := &compiler{
 		prog: prog,

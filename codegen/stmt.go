@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 
@@ -303,7 +304,7 @@ func (g *gen) forMapCallback(s *syntax.ForStmt, m *Map, label string) {
 	v, t := g.vars[s.Var.Name], g.p.Vars[s.Var.Name].Type
 	g.copyMem(v.at(t.Offsets[0], t.Elems[0].Size), mem{base: asm.R7, size: m.Key.Size})
 	if m.PerCPU {
-		g.totalCPUs(m, v.at(t.Offsets[1], 8))
+		g.totalCPUs(s.Map, m, v.at(t.Offsets[1], 8))
 	} else {
 		g.copyMem(v.at(t.Offsets[1], t.Elems[1].Size), mem{base: asm.R8, size: m.ValueSize})
 	}
@@ -340,7 +341,15 @@ func (g *gen) forMapCallback(s *syntax.ForStmt, m *Map, label string) {
 // only this CPU's copy, and bpf_map_lookup_percpu_elem reads the others,
 // one call per possible CPU so that the verifier sees no loop. A copy of
 // min() or max() counts only once its CPU has set it (its second word).
-func (g *gen) totalCPUs(m *Map, dst mem) {
+func (g *gen) totalCPUs(x *syntax.MapExpr, m *Map, dst mem) {
+	if g.c.opts.CPUs == 0 {
+		n, err := ebpf.PossibleCPU()
+		if err != nil {
+			g.c.errorf(x, "cannot total @%s over the CPUs: %v", x.Name, err)
+			return
+		}
+		g.c.opts.CPUs = n
+	}
 	vt := m.Value
 	seen := g.allocStack(8)
 	g.storeImm(dst.base, dst.off, 0, asm.DWord)
