@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -186,12 +187,27 @@ END { clear(@on); }`)
 	kinst(t, "-q", "-e", prog, "-c", bin+" touch 300").want(t, 0, "\n\n@faults: 300\n\n", "")
 }
 
+// debugRegisters is held by each test that sets hardware breakpoints,
+// kinst's or bpftrace's, so that they run one at a time: a thread has
+// four debug registers, breakpoints on every CPU take them from every
+// thread, and bpftrace's setup probe sets its watchpoints for calls in
+// any process (see TestWatchpointOnArgumentAsBpftrace). Run together,
+// the counts and the refusal lines would depend on the other tests.
+var debugRegisters sync.Mutex
+
+// lockDebugRegisters holds debugRegisters until t ends.
+func lockDebugRegisters(t *testing.T) {
+	debugRegisters.Lock()
+	t.Cleanup(debugRegisters.Unlock)
+}
+
 // A watchpoint in the -c command's memory fires on every access of the
 // kind asked for: the target writes its variable 20 times, then reads it
 // 20 times, and calls kinst_add 3 times.
 func TestWatchpoints(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.PerfEvent, testenv.Ringbuf)
+	lockDebugRegisters(t)
 	bin := target(t)
 	f, err := elf.Open(bin)
 	if err != nil {
@@ -232,6 +248,7 @@ func TestWatchpoints(t *testing.T) {
 func TestWatchpointOnArgument(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	lockDebugRegisters(t)
 	bin := target(t)
 	tests := []struct {
 		prog, cmd, want string
@@ -265,17 +282,49 @@ func TestWatchpointOnArgument(t *testing.T) {
 	}
 }
 
+// A watchpoint on a function's argument watches the -c command only:
+// another process running the same file calls kinst_watch every 10
+// milliseconds meanwhile and is neither stopped by the setup probe nor
+// watched (bpftrace 0.17 leaves such a process stopped).
+func TestWatchpointOnArgumentOtherProcess(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	lockDebugRegisters(t)
+	bin := copyFile(t, target(t), "kinst-target")
+	other := exec.Command(bin, "watchloop", "5")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	kinst(t, "-q", "-e", "watchpoint:kinst_watch+arg0:8:w { @a = count(); }", "-c", bin+" watcharg 20").
+		want(t, 0, "\n\n@a: 20\n", "")
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", other.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The state follows the command name, in parentheses.
+	if state := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))[0]; state == "T" {
+		t.Errorf("the other process running %s is stopped", bin)
+	}
+}
+
 // Watchpoints on arguments print what bpftrace 0.17 prints, byte for
 // byte: probe names, counts, the refusal lines once the debug registers
-// are taken, and unwatch().
+// are taken, and unwatch(). bpftrace 0.17 runs on its own copy of the
+// target: its setup probe is not restricted to its -c command, so it
+// stops every process that calls the function in the same file and
+// never lets it go on (measured: a kinst run of the shared target, so
+// stopped, waited for its command for ever), and it watches in its own
+// command the addresses other processes called the function with.
 func TestWatchpointOnArgumentAsBpftrace(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	lockDebugRegisters(t)
 	bpftrace, err := exec.LookPath("bpftrace")
 	if err != nil {
 		t.Skip("bpftrace is not installed")
 	}
-	bin := target(t)
+	bin := copyFile(t, target(t), "kinst-target")
 	for _, tt := range []struct{ prog, cmd string }{
 		{`watchpoint:kinst_watch+arg0:8:w { @[probe] = count(); }`, "watcharg 20"},
 		{`asyncwatchpoint:kinst_watch+arg0:8:w { @[probe] = count(); } watchpoint:kinst_fence+arg0:8:w { }`, "watcharg 20"},
@@ -317,6 +366,7 @@ func emulatedCPU() string {
 func TestWatchpointOnArgumentPid(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	lockDebugRegisters(t)
 	proc := exec.Command(target(t), "watchloop", "5")
 	if err := proc.Start(); err != nil {
 		t.Fatal(err)
@@ -333,6 +383,7 @@ func TestWatchpointOnArgumentPid(t *testing.T) {
 func TestWatchpointOnArgumentRefused(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	lockDebugRegisters(t)
 	bin := target(t)
 	r := kinst(t, "-q", "-e", "watchpoint:kinst_add+arg0:8:w { @ = count(); }", "-c", bin+" add 3")
 	r.want(t, 1, "\n\n@: 0\n", "kinst: watchpoint:"+bin+":kinst_add:8:w: watch 0x1: the address is not aligned to the length 8, as the debug registers need\n")
