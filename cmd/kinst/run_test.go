@@ -308,6 +308,43 @@ func TestWatchpointOnArgumentOtherProcess(t *testing.T) {
 	}
 }
 
+// A synchronous watchpoint's setup record that the full ring buffer
+// refuses does not leave the -c command stopped: the target calls
+// kinst_watch(&a, &b), writes a once, calls kinst_watch(&b, &b) and
+// writes a 19 times more. The first write holds the reader in system()
+// while its probe fills the 4 KiB buffer with printf records, so the
+// second call's record is refused; the run ends, and the 20 writes of a
+// are counted. Only the number of records printed depends on the reader.
+func TestWatchpointOnArgumentSetupLost(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	lockDebugRegisters(t)
+	const flood = 1000
+	prog := fmt.Sprintf(`watchpoint:kinst_watch+arg0:8:w { @a = count(); system("sleep 0.5");
+		$i = 0; while ($i < %d) { printf("x %%d\n", $i); $i++; } }`, flood)
+	r := kinstEnv(t, []string{"KINST_BUFFER_KB=4"}, "--unsafe", "-q", "-e", prog, "-c", target(t)+" unwatch 20")
+	out, ok := strings.CutSuffix(r.stdout, "\n\n@a: 20\n")
+	if r.code != 0 || r.stderr != "" || !ok {
+		t.Fatalf("exit status %d, stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	got := lines(t, out)
+	printed := len(got) - 1
+	for i, line := range got[:printed] {
+		if want := fmt.Sprintf("x %d", i); line != want {
+			t.Fatalf("line %d is %q, want %q", i+1, line, want)
+		}
+	}
+	// The 20 hits of a send a system() and the printf records each, the
+	// two calls a setup record each. Besides the printf records printed,
+	// the reader handled the first setup and system() records, and at
+	// most two more (it may free space before the buffer is full).
+	var lost int
+	total := 20*(flood+1) + 2
+	if _, err := fmt.Sscanf(got[printed], "Lost %d events", &lost); err != nil || lost > total-printed-2 || lost < total-printed-4 {
+		t.Errorf("%d lines printed, then %q", printed, got[printed])
+	}
+}
+
 // Watchpoints on arguments print what bpftrace 0.17 prints, byte for
 // byte: probe names, counts, the refusal lines once the debug registers
 // are taken, and unwatch(). bpftrace 0.17 runs on its own copy of the
