@@ -195,8 +195,8 @@ func (r *Run) Wait() error {
 
 // Map reads a map by the name the program gives it, such as "@bytes":
 // its current contents while the run goes on, its contents after END
-// once it has ended (unless they went to RunOptions.Output). A name the program does not use is an error
-// matching [ErrNoMap].
+// once it has ended (unless they went to RunOptions.Output). A name the
+// program does not use is an error matching [ErrNoMap].
 func (r *Run) Map(name string) (*Map, error) {
 	r.mu.Lock()
 	final, reader, finished := r.final, r.reader, r.finished

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -192,16 +193,30 @@ func BenchmarkManyKprobeBlocks(b *testing.B) {
 // kernelFunctions picks n functions of the kernel proper spread over
 // ftrace's list, or returns nil when it lists fewer. Functions whose
 // names say they belong to boot or to tracing itself are left out: the
-// kernel refuses to probe many of them.
+// kernel refuses to probe many of them; so are those on the kprobe
+// blacklist, where debugfs shows it, and names kallsyms gives several
+// symbols, which a kprobe refuses from 6.5 on (EADDRNOTAVAIL).
 func kernelFunctions(b *testing.B, n int) []string {
 	funcs, err := kernel.FilterFunctions()
 	if err != nil {
 		b.Skipf("ftrace's function list is unreadable: %v", err)
 	}
+	syms, err := kernel.LoadKallsyms()
+	if err != nil {
+		b.Skipf("kallsyms is unreadable: %v", err)
+	}
 	skip := regexp.MustCompile(`^(_|.*(init|exit|trace|ftrace|kprobe|rcu|lock|irq|nmi|entry|idle))`)
+	// Lines such as "0xffffffff81000000-0xffffffff81000010\tname".
+	blacklist := map[string]bool{}
+	list, _ := os.ReadFile("/sys/kernel/debug/kprobes/blacklist")
+	for _, line := range strings.Split(string(list), "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			blacklist[f[1]] = true
+		}
+	}
 	var names []string
 	for _, f := range funcs.Funcs {
-		if f.Module == "" && !skip.MatchString(f.Name) {
+		if f.Module == "" && len(syms.ByName(f.Name)) == 1 && !blacklist[f.Name] && !skip.MatchString(f.Name) {
 			names = append(names, f.Name)
 		}
 	}

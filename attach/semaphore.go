@@ -1,7 +1,6 @@
 package attach
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
+	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/kernel"
 )
 
@@ -79,47 +79,23 @@ func statID(path string) (fileID, error) {
 	return fileID{unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino}, nil
 }
 
-// mapping is one line of /proc/PID/maps.
-type mapping struct {
-	start, end, off uint64
-	perms           string
-	id              fileID
+// mappingID is the file a mapping maps; ok is false for anonymous
+// memory and pseudo files.
+func mappingID(m elfsym.Mapping) (id fileID, ok bool) {
+	major, minor, _ := strings.Cut(m.Dev, ":")
+	maj, err1 := strconv.ParseUint(major, 16, 32)
+	min, err2 := strconv.ParseUint(minor, 16, 32)
+	if err1 != nil || err2 != nil || m.Inode == 0 {
+		return fileID{}, false
+	}
+	return fileID{uint32(maj), uint32(min), m.Inode}, true
 }
 
-// readMaps reads a process's mappings of files.
-func readMaps(pid int) ([]mapping, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var maps []mapping
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// start-end perms offset major:minor inode path
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 {
-			continue
-		}
-		start, end, _ := strings.Cut(fields[0], "-")
-		major, minor, _ := strings.Cut(fields[3], ":")
-		var m mapping
-		var errs [6]error
-		m.start, errs[0] = strconv.ParseUint(start, 16, 64)
-		m.end, errs[1] = strconv.ParseUint(end, 16, 64)
-		m.off, errs[2] = strconv.ParseUint(fields[2], 16, 64)
-		maj, err3 := strconv.ParseUint(major, 16, 32)
-		min, err4 := strconv.ParseUint(minor, 16, 32)
-		errs[3], errs[4] = err3, err4
-		m.id.ino, errs[5] = strconv.ParseUint(fields[4], 10, 64)
-		if err := errors.Join(errs[:]...); err != nil || m.id.ino == 0 {
-			continue
-		}
-		m.id.major, m.id.minor = uint32(maj), uint32(min)
-		m.perms = fields[1]
-		maps = append(maps, m)
-	}
-	return maps, sc.Err()
+// mapsFile reports whether a mapping maps the file id with the
+// permission perm ('x' or 'w').
+func mapsFile(m elfsym.Mapping, id fileID, perm string) bool {
+	mid, ok := mappingID(m)
+	return ok && mid == id && strings.Contains(m.Perms, perm)
 }
 
 // mappingPids lists the processes that map path executable, as
@@ -139,11 +115,11 @@ func mappingPids(path string) ([]int, error) {
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		maps, err := readMaps(pid)
+		maps, err := elfsym.ReadMaps(pid)
 		if err != nil {
 			continue // it ended meanwhile, or is not ours to read
 		}
-		if slices.ContainsFunc(maps, func(m mapping) bool { return m.id == id && strings.Contains(m.perms, "x") }) {
+		if slices.ContainsFunc(maps, func(m elfsym.Mapping) bool { return mapsFile(m, id, "x") }) {
 			pids = append(pids, pid)
 		}
 	}
@@ -159,13 +135,13 @@ func semaphoreAddr(path string, off uint64, pid int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	maps, err := readMaps(pid)
+	maps, err := elfsym.ReadMaps(pid)
 	if err != nil {
-		return 0, fmt.Errorf("%w: read the mappings of process %d: %w", ErrSemaphore, pid, err)
+		return 0, fmt.Errorf("%w: %w", ErrSemaphore, err)
 	}
 	for _, m := range maps {
-		if m.id == id && strings.Contains(m.perms, "w") && off >= m.off && off-m.off+2 <= m.end-m.start {
-			return m.start + off - m.off, nil
+		if mapsFile(m, id, "w") && off >= m.Offset && off-m.Offset+2 <= m.End-m.Start {
+			return m.Start + off - m.Offset, nil
 		}
 	}
 	return 0, fmt.Errorf("%w: process %d does not map the data of %s (yet)", ErrSemaphore, pid, path)

@@ -39,7 +39,7 @@ type kind struct {
 }
 
 // prefixes lists, for each kind of program, the section names that give
-// it, the first being the one Section picks.
+// it, the first being the one defaultSection picks.
 var prefixes = map[kind][]string{
 	{ebpf.Kprobe, ebpf.AttachNone}:             {"kprobe", "kretprobe", "uprobe", "uretprobe"},
 	{ebpf.Kprobe, ebpf.AttachTraceKprobeMulti}: {"kprobe.multi", "kretprobe.multi"},
@@ -53,11 +53,12 @@ var prefixes = map[kind][]string{
 	{ebpf.Tracing, ebpf.AttachTraceIter}:       {"iter"},
 }
 
-// Section returns the section name a program is written in when its
-// SectionName is empty: the first name libbpf gives its kind of program,
-// followed for programs bound to a kernel object when loaded (fentry,
-// iter, …) by that object, which is how the section carries AttachTo.
-func Section(p *ebpf.ProgramSpec) (string, error) {
+// defaultSection returns the section name a program is written in when
+// its SectionName is empty: the first name libbpf gives its kind of
+// program, followed for programs bound to a kernel object when loaded
+// (fentry, iter, …) by that object, which is how the section carries
+// AttachTo.
+func defaultSection(p *ebpf.ProgramSpec) (string, error) {
 	names, ok := prefixes[kind{p.Type, p.AttachType}]
 	if !ok {
 		return "", fmt.Errorf("%s program with attach type %s: %w", p.Type, p.AttachType, ErrUnsupported)
@@ -74,7 +75,7 @@ func Section(p *ebpf.ProgramSpec) (string, error) {
 // checkSection reports whether name gives p's kind of program, and for
 // a program bound when loaded, the object it is bound to.
 func checkSection(p *ebpf.ProgramSpec, name string) error {
-	want, err := Section(p)
+	want, err := defaultSection(p)
 	if err != nil {
 		return err
 	}
@@ -146,7 +147,7 @@ func (o *object) programs(specs map[string]*ebpf.ProgramSpec) error {
 		}
 		section := p.SectionName
 		if section == "" {
-			s, err := Section(p)
+			s, err := defaultSection(p)
 			if err != nil {
 				return fmt.Errorf("program %s: %w", key, err)
 			}

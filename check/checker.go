@@ -359,13 +359,51 @@ func (c *checker) stmt(s syntax.Stmt) {
 		c.inLoop++
 		c.block(s.Body)
 		c.inLoop--
+	case *syntax.ForStmt:
+		c.forStmt(s)
 	case *syntax.JumpStmt:
 		if s.Tok != syntax.RETURN && c.inLoop == 0 {
-			c.errorf(s, "%s is only allowed inside a while loop", s.Tok)
+			c.errorf(s, "%s is only allowed inside a loop", s.Tok)
 		}
 	case *syntax.Block:
 		c.block(s)
 	}
+}
+
+// forStmt checks for ($i : From..To): both bounds integers, evaluated
+// once, and $i a variable of their common type.
+func (c *checker) forStmt(s *syntax.ForStmt) {
+	if s.Map != nil {
+		// bpftrace walks the map with bpf_for_each_map_elem, whose
+		// callback kinst does not generate.
+		c.errorf(s.Map, "kinst cannot loop over the elements of a map: for ($%s : @%s) is not supported", s.Var.Name, s.Map.Name)
+		return
+	}
+	from, to := c.expr(s.From), c.expr(s.To)
+	var t *Type
+	switch {
+	case from == nil || to == nil:
+	case !from.IsInt():
+		c.errorf(s.From, "a range starts at an integer, not %s", from)
+	case !to.IsInt():
+		c.errorf(s.To, "a range ends at an integer, not %s", to)
+	default:
+		t, _ = unify(from, to)
+	}
+	if t != nil {
+		switch v := c.probe.Vars[s.Var.Name]; {
+		case v == nil:
+			c.defineVar(s.Var, t)
+		case !v.Type.IsInt():
+			c.errorf(s.Var, "$%s holds %s values; a loop over a range makes it an integer", s.Var.Name, v.Type)
+		}
+		if v := c.probe.Vars[s.Var.Name]; v != nil {
+			c.probe.Types[s.Var] = v.Type
+		}
+	}
+	c.inLoop++
+	c.block(s.Body)
+	c.inLoop--
 }
 
 func (c *checker) cond(x syntax.Expr, what string) {

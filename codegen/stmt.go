@@ -180,6 +180,8 @@ func (g *gen) stmt(s syntax.Stmt, lp *loop) {
 		g.block(s.Body, l)
 		g.emit(asm.Ja.Label(l.cont))
 		g.place(l.brk)
+	case *syntax.ForStmt:
+		g.forRange(s)
 	case *syntax.JumpStmt:
 		switch s.Tok {
 		case syntax.RETURN:
@@ -192,6 +194,37 @@ func (g *gen) stmt(s syntax.Stmt, lp *loop) {
 	case *syntax.Block:
 		g.block(s, lp)
 	}
+}
+
+// forRange generates for ($i : From..To): the bounds are evaluated once,
+// $i counts from From while below To, and continue goes to the
+// increment. The verifier bounds the loop as it bounds a while loop.
+func (g *gen) forRange(s *syntax.ForStmt) {
+	v, t := g.vars[s.Var.Name], g.p.Vars[s.Var.Name].Type
+	store := func(x syntax.Expr, m mem) {
+		op := g.scalar(x)
+		r := g.reg(op, asm.R0)
+		g.normalize(r, t)
+		g.emit(asm.StoreMem(m.base, m.off, r, asm.DWord))
+		g.free(op)
+	}
+	store(s.From, v)
+	end := g.alloc(8, 8)
+	store(s.To, end)
+	l := &loop{cont: g.newLabel("fornext"), brk: g.newLabel("forend")}
+	top := g.newLabel("for")
+	jge := asm.JGE
+	if t.Signed {
+		jge = asm.JSGE
+	}
+	g.place(top)
+	g.emit(asm.LoadMem(asm.R1, v.base, v.off, asm.DWord), asm.LoadMem(asm.R2, end.base, end.off, asm.DWord),
+		jge.Reg(asm.R1, asm.R2, l.brk))
+	g.block(s.Body, l)
+	g.place(l.cont)
+	g.emit(asm.LoadMem(asm.R1, v.base, v.off, asm.DWord), asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(v.base, v.off, asm.R1, asm.DWord), asm.Ja.Label(top))
+	g.place(l.brk)
 }
 
 func (g *gen) assign(s *syntax.AssignStmt) {

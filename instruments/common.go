@@ -199,13 +199,13 @@ func (c *common) run(ctx context.Context, name, src string, hooks runHooks, stdo
 		return err
 	}
 	w := stdout
+	var outF *os.File
 	if c.Output != "" {
-		f, err := output.Create(c.Output)
-		if err != nil {
+		if outF, err = output.Create(c.Output); err != nil {
 			return err
 		}
-		defer f.Close()
-		w = f
+		defer outF.Close()
+		w = outF
 	}
 	var srv *prom.Server
 	if c.Prometheus != "" {
@@ -239,7 +239,15 @@ func (c *common) run(ctx context.Context, name, src string, hooks runHooks, stdo
 	if err != nil {
 		return err
 	}
-	return r.Wait()
+	err = r.Wait()
+	// A file system may report a failed write only when the file is
+	// closed.
+	if outF != nil {
+		if cerr := outF.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("-o: %w", cerr)
+		}
+	}
+	return err
 }
 
 // A probeTarget is what an instrument probes: the attach point that fires on

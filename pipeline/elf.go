@@ -39,6 +39,8 @@ func sectionName(p *codegen.Program) string {
 			// A USDT site is an address, which libbpf's uprobe sections
 			// cannot name.
 			return "uprobe"
+		default:
+			return ""
 		}
 	case codegen.MechKprobeMulti:
 		if ret {

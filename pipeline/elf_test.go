@@ -25,6 +25,8 @@ func TestSectionName(t *testing.T) {
 		{codegen.MechUprobe, []*check.Target{target("uprobe", "/bin/bash:readline", "readline")}, "uprobe//bin/bash:readline"},
 		{codegen.MechUprobe, []*check.Target{target("uretprobe", "/bin/bash:readline", "readline")}, "uretprobe//bin/bash:readline"},
 		{codegen.MechUprobe, []*check.Target{target("usdt", "/bin/x:prov:probe", "probe")}, "uprobe"},
+		// A kind libbpf has no section for is named by the program type.
+		{codegen.MechUprobe, []*check.Target{target("watchpoint", "/bin/x:f+arg0:8:w", "f")}, ""},
 		{codegen.MechKprobeMulti, []*check.Target{target("kprobe", "vfs_read", "vfs_read")}, "kprobe.multi"},
 		{codegen.MechKprobeMulti, []*check.Target{target("kretprobe", "vfs_read", "vfs_read")}, "kretprobe.multi"},
 		{codegen.MechUprobeMulti, []*check.Target{target("uprobe", "/bin/bash:readline", "readline")}, "uprobe.multi"},

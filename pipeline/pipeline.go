@@ -218,7 +218,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		DumpBPF(opts.Dump, out)
 	}
 	if opts.dumps("maps") {
-		DumpMaps(opts.Dump, out)
+		dumpMaps(opts.Dump, out)
 	}
 	if n := len(out.Targets); opts.MaxProbes > 0 && n > opts.MaxProbes {
 		return nil, fmt.Errorf("%w: can't attach to %d probes because it exceeds the current limit of %d probes; "+
@@ -318,10 +318,10 @@ func dumpProgram(w io.Writer, out *codegen.Output, p *codegen.Program) {
 	}
 }
 
-// DumpMaps prints the maps as the kernel creates them, with the @map
+// dumpMaps prints the maps as the kernel creates them, with the @map
 // each holds, and the records the programs send through the ring
 // buffer: what user space decodes.
-func DumpMaps(w io.Writer, out *codegen.Output) {
+func dumpMaps(w io.Writer, out *codegen.Output) {
 	holds := map[string]string{}
 	for _, m := range out.Maps {
 		holds[m.Spec] = ", holding " + m.Display()

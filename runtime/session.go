@@ -148,6 +148,7 @@ type Session struct {
 	args     [][]output.Value               // per action, the decoded arguments, reused
 	watchMu  sync.Mutex                     // watches: END's unwatch() runs while the run detaches
 	watches  map[watchKey][]io.Closer       // watchpoints set at run time
+	noWatch  bool                           // detach took the watchpoints: no more are set
 	stopped  bool                           // a watchpoint setup stopped the traced process
 }
 
@@ -165,10 +166,9 @@ func (e *InterruptError) Error() string { return "interrupted by " + e.Signal.St
 //
 // The signals on opts.Signals count from the start. One arriving before
 // BEGIN runs unloads what was loaded and makes Run return an
-// *InterruptError. Once
-// BEGIN has run, the first stops the run where it is: an attach in
-// progress is rolled back, and END runs and the maps are printed as at
-// any other end. One arriving while the run is already ending, or the
+// *InterruptError. Once BEGIN has run, the first stops the run where it
+// is: an attach in progress is rolled back, and END runs and the maps
+// are printed as at any other end. One arriving while the run is already ending, or the
 // second, ends the process at once with ExitBySignal: descriptors own
 // everything kinst put into the kernel, and the -c command dies with it.
 // SIGUSR1 prints the maps and the run goes on, as in bpftrace.
@@ -586,7 +586,7 @@ func (s *Session) detach() error {
 	for _, links := range s.watches {
 		s.links = append(s.links, links...)
 	}
-	s.watches = nil
+	s.watches, s.noWatch = nil, true
 	s.watchMu.Unlock()
 	start, n := time.Now(), len(s.links)
 	err := attach.Detach(s.links)

@@ -39,11 +39,13 @@ func (s *Session) setWatch(a *codegen.Action, body []byte) error {
 	if !a.Target.Watch.Async {
 		s.stopped = true
 	}
-	if s.stopping.Load() {
-		return nil // the run ends: what is attached now is detached
-	}
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
+	if s.stopping.Load() || s.noWatch {
+		// The run ends: a watchpoint set now might be set after detach
+		// took the others, and would be left behind.
+		return nil
+	}
 	if s.watches == nil {
 		s.watches = map[watchKey][]io.Closer{}
 	}

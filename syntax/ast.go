@@ -96,6 +96,17 @@ type (
 		Body  *Block
 	}
 
+	// ForStmt is for ($v : From..To), a loop over the integers from
+	// From up to To, excluded, as bpftrace 0.24 has it; or, with Map
+	// set instead, for ($v : @map) over a map's elements (bpftrace 0.21).
+	ForStmt struct {
+		For      Pos
+		Var      *VarExpr
+		From, To Expr
+		Map      *MapExpr
+		Body     *Block
+	}
+
 	// JumpStmt is return, break or continue.
 	JumpStmt struct {
 		TokPos Pos
@@ -118,6 +129,8 @@ func (s *UnrollStmt) Pos() Pos { return s.Unroll }
 func (s *UnrollStmt) End() Pos { return s.Body.End() }
 func (s *WhileStmt) Pos() Pos  { return s.While }
 func (s *WhileStmt) End() Pos  { return s.Body.End() }
+func (s *ForStmt) Pos() Pos    { return s.For }
+func (s *ForStmt) End() Pos    { return s.Body.End() }
 func (s *JumpStmt) Pos() Pos   { return s.TokPos }
 func (s *JumpStmt) End() Pos   { return s.TokPos + Pos(len(s.Tok.String())) }
 func (b *Block) stmtNode()     {}
@@ -126,6 +139,7 @@ func (*AssignStmt) stmtNode()  {}
 func (*IfStmt) stmtNode()      {}
 func (*UnrollStmt) stmtNode()  {}
 func (*WhileStmt) stmtNode()   {}
+func (*ForStmt) stmtNode()     {}
 func (*JumpStmt) stmtNode()    {}
 
 // Expressions.

@@ -366,7 +366,7 @@ func (p *parser) parseBlock() *Block {
 
 func isBlockStmt(s Stmt) bool {
 	switch s.(type) {
-	case *IfStmt, *UnrollStmt, *WhileStmt, *Block:
+	case *IfStmt, *UnrollStmt, *WhileStmt, *ForStmt, *Block:
 		return true
 	}
 	return false
@@ -412,6 +412,8 @@ func (p *parser) parseStmt() Stmt {
 		s.Body = p.parseBlock()
 		p.next()
 		return s
+	case FOR:
+		return p.parseFor()
 	case RETURN, BREAK, CONTINUE:
 		s := &JumpStmt{TokPos: p.pos, Tok: p.tok}
 		p.next()
@@ -449,6 +451,32 @@ func (p *parser) parseCond() Expr {
 		p.expect(RPAREN)
 	}
 	return x
+}
+
+// parseFor parses for ($v : A..B) and for ($v : @map).
+func (p *parser) parseFor() Stmt {
+	s := &ForStmt{For: p.pos}
+	p.next()
+	p.expect(LPAREN)
+	if p.tok != VAR {
+		p.errorExpected("a variable such as $i")
+	}
+	s.Var = &VarExpr{NamePos: p.pos, Name: p.lit}
+	p.next()
+	p.expect(COLON)
+	x := p.parseExpr()
+	if p.tok == DOTDOT {
+		p.next()
+		s.From, s.To = x, p.parseExpr()
+	} else if m, ok := x.(*MapExpr); ok && m.Keys == nil {
+		s.Map = m
+	} else {
+		p.error(x.Pos(), x.End(), "for iterates over a range A..B or a map @name")
+	}
+	p.expect(RPAREN)
+	s.Body = p.parseBlock()
+	p.next()
+	return s
 }
 
 func (p *parser) parseIf() Stmt {

@@ -159,6 +159,7 @@ tracepoint:syscalls:sys_enter_openat /comm == "cat"/ {
 }
 END { print(@opens); clear(@opens); }`,
 		"BEGIN{@=hist(1);@s=lhist(5,0,10,1);exit()}",
+		"BEGIN { for ($i : 0..5) { if ($i == 2) { continue; } for ($j : ($i - 1)..@n[$i]) { break } } for ($kv : @m) { print($kv.1) } }",
 		"i:s:1 { time(\"%H\\n\"); }",
 		"profile:hz:99 /cpu == 0/ { @[kstack] = count(); }",
 		"struct a { int x; } BEGIN { } union u { long l; char c[2][3]; }; END { }",

@@ -122,6 +122,17 @@ func (p *printer) stmt(s Stmt) {
 		p.expr(s.Cond, 0)
 		p.b.WriteString(") ")
 		p.block(s.Body)
+	case *ForStmt:
+		p.printf("for ($%s : ", s.Var.Name)
+		if s.Map != nil {
+			p.expr(s.Map, 0)
+		} else {
+			p.expr(s.From, 0)
+			p.b.WriteString("..")
+			p.expr(s.To, 0)
+		}
+		p.b.WriteString(") ")
+		p.block(s.Body)
 	case *JumpStmt:
 		p.b.WriteString(s.Tok.String())
 	case *Block:
@@ -351,6 +362,8 @@ func describeNode(n Node) string {
 		return "unroll"
 	case *WhileStmt:
 		return "while"
+	case *ForStmt:
+		return "for $" + n.Var.Name
 	case *JumpStmt:
 		return n.Tok.String()
 	case *IntLit:

@@ -174,7 +174,7 @@ func (s *scanner) scan() (tok Token, start, end int, lit string) {
 	case '?':
 		tok = QUESTION
 	case '.':
-		tok = DOT
+		tok = two('.', DOTDOT, DOT)
 	case '~':
 		tok = TILDE
 	case '=':

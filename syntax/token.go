@@ -28,6 +28,7 @@ const (
 	COLON     // :
 	QUESTION  // ?
 	DOT       // .
+	DOTDOT    // ..
 	ARROW     // ->
 
 	ASSIGN     // =
@@ -71,6 +72,7 @@ const (
 	ELSE
 	UNROLL
 	WHILE
+	FOR
 	RETURN
 	BREAK
 	CONTINUE
@@ -104,6 +106,7 @@ var tokenText = [...]string{
 	COLON:     ":",
 	QUESTION:  "?",
 	DOT:       ".",
+	DOTDOT:    "..",
 	ARROW:     "->",
 
 	ASSIGN:     "=",
@@ -145,6 +148,7 @@ var tokenText = [...]string{
 	ELSE:     "else",
 	UNROLL:   "unroll",
 	WHILE:    "while",
+	FOR:      "for",
 	RETURN:   "return",
 	BREAK:    "break",
 	CONTINUE: "continue",

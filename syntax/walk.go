@@ -61,6 +61,14 @@ func children(n Node) []Node {
 		add(n.Count, n.Body)
 	case *WhileStmt:
 		add(n.Cond, n.Body)
+	case *ForStmt:
+		add(n.Var)
+		if n.Map != nil {
+			add(n.Map)
+		} else {
+			add(n.From, n.To)
+		}
+		add(n.Body)
 	case *MapExpr:
 		exprs(n.Keys)
 	case *CallExpr:

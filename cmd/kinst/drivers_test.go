@@ -179,7 +179,7 @@ func TestDriversStopOnSignal(t *testing.T) {
 				cmd := exec.Command(testenv.Kinst(t), f.args...)
 				cmd.Env = append(os.Environ(), "__BPFTRACE_NOTIFY_PROBES_ATTACHED=1")
 				cmd.WaitDelay = waitDelay
-				var stdout, stderr syncBuffer
+				var stdout, stderr testenv.Buffer
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
 				done, waitErr := background(t, cmd)
 				for deadline := time.Now().Add(runTimeout); stderr.String() != "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n"; {

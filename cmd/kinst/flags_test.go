@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cilium/ebpf/btf"
 
@@ -225,32 +224,11 @@ func TestUprobeInProcessMountNamespace(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
 	bin := target(t)
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		t.Skip("no unshare command to make a mount namespace")
-	}
 	testenv.Kinst(t) // built before the target's clock starts
 	dir := t.TempDir()
 	inner := dir + "/kinst-target"
-	cmd := exec.Command(unshare, "-m", "sh", "-c",
-		"mount -t tmpfs none "+dir+" && cp "+bin+" "+inner+" && exec "+inner+" later 5000 hello")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer cmd.Process.Kill()
-	pid := strconv.Itoa(cmd.Process.Pid)
-	// Wait for the exec, which unshare and sh make in the same process.
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		if exe, _ := os.Readlink("/proc/" + pid + "/exe"); exe == inner {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Skip("could not start the target in a mount namespace of its own (no CAP_SYS_ADMIN?)")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	pid := strconv.Itoa(inMountNamespace(t, inner,
+		"mount -t tmpfs none "+dir+" && cp "+bin+" "+inner+" && exec "+inner+" later 5000 hello"))
 	if _, err := os.Stat(inner); err == nil {
 		t.Fatalf("%s is visible outside the namespace", inner)
 	}

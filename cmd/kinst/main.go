@@ -19,7 +19,8 @@
 // Exit status: 0 when the run ends normally or by a first signal once
 // attached; 1 when compiling, loading, attaching, the -c command or
 // writing the output fails (one sentence says which); 2 for a usage
-// error; death by the signal (status 128+N in a shell) when a signal
+// error or a malformed setting in the environment (BPFTRACE_STRLEN=x);
+// death by the signal (status 128+N in a shell) when a signal
 // ends kinst at once, and by SIGPIPE when standard output is a pipe
 // closed early.
 package main
@@ -249,14 +250,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	w := stdout
+	var outF *os.File
 	if *outFile != "" {
-		f, err := output.Create(*outFile)
-		if err != nil {
+		if outF, err = output.Create(*outFile); err != nil {
 			fmt.Fprintf(stderr, "kinst: %v\n", err)
 			return 1
 		}
-		defer f.Close()
-		w = f
+		defer outF.Close()
+		w = outF
 	}
 	if *dryRun {
 		return report(p.Load(), *verbose, stderr)
@@ -292,6 +293,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	r, err := p.StartWith(context.Background(), nil, ro)
 	if err == nil {
 		err = r.Wait()
+	}
+	// A file system may report a failed write only when the file is
+	// closed.
+	if outF != nil {
+		if cerr := outF.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("-o: %w", cerr)
+		}
 	}
 	return report(err, *verbose, stderr)
 }

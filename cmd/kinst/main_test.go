@@ -71,6 +71,22 @@ func target(t testing.TB) string {
 	return targetBuild.path
 }
 
+// targetCopy returns a copy of the target of the test's own: another
+// file to uprobes, which the other tests' probes do not reach, and one
+// the test may delete.
+func targetCopy(t testing.TB) string {
+	t.Helper()
+	data, err := os.ReadFile(target(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), targetName)
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
 // workload returns the path of internal/workload: built where the go
 // command is installed, or else found on PATH by that name.
 func workload(t testing.TB) string {

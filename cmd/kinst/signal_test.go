@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,24 +34,6 @@ func background(t *testing.T, cmd *exec.Cmd) (done <-chan struct{}, waitErr *err
 		<-ch
 	})
 	return ch, waitErr
-}
-
-// syncBuffer is a buffer a test may read while kinst writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // stopBound is how long kinst may take to end once signalled, measured
@@ -117,7 +97,7 @@ END { @end = 1; }
 				cmd := exec.Command(testenv.Kinst(t), "-v", "-e", prog, "-c", bin+" sleep "+ms)
 				cmd.Env = append(os.Environ(), "KINST_INJECT="+step.inject, "__BPFTRACE_NOTIFY_PROBES_ATTACHED=1")
 				cmd.WaitDelay = waitDelay
-				var stdout, stderr syncBuffer
+				var stdout, stderr testenv.Buffer
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
 				done, waitErr := background(t, cmd)
 				line := "kinst: inject: 1m0s at " + step.at + "\n"
@@ -260,10 +240,10 @@ func TestSignalPrintsMaps(t *testing.T) {
 	testenv.Require(t, testenv.Ringbuf, testenv.PerfEvent)
 	cmd := exec.Command(testenv.Kinst(t), "-e", `BEGIN { @a = 1; @b[1, "x"] = 2; } interval:s:100 { @c = count(); }`)
 	cmd.Env = append(os.Environ(), "__BPFTRACE_NOTIFY_PROBES_ATTACHED=")
-	var stdout, stderr syncBuffer
+	var stdout, stderr testenv.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	done, waitErr := background(t, cmd)
-	waitFor := func(b *syncBuffer, s string, n int) {
+	waitFor := func(b *testenv.Buffer, s string, n int) {
 		t.Helper()
 		for deadline := time.Now().Add(runTimeout); strings.Count(b.String(), s) < n; {
 			select {
@@ -299,7 +279,7 @@ func TestSignalWithStalledOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuffer
+	var stderr testenv.Buffer
 	cmd.Stderr = &stderr
 	done, waitErr := background(t, cmd)
 	defer out.Close()

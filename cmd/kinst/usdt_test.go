@@ -273,30 +273,11 @@ func TestUSDTErrors(t *testing.T) {
 func TestPidMountNamespace(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		t.Skip("unshare is not installed")
-	}
 	bin := target(t)
 	dir := t.TempDir()
 	inner := filepath.Join(dir, "kinst-target")
-	proc := exec.Command(unshare, "-m", "--propagation", "private", "sh", "-c",
-		fmt.Sprintf("mount -t tmpfs none %s && cp %s %s && exec %[3]s sleep 20000", dir, bin, inner))
-	var stderr bytes.Buffer
-	proc.Stderr = &stderr
-	if err := proc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
-	pid := strconv.Itoa(proc.Process.Pid)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if exe, _ := os.Readlink("/proc/" + pid + "/exe"); exe == inner {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Skipf("unshare did not run the target in a mount namespace of its own: %s", &stderr)
-		}
-	}
+	pid := strconv.Itoa(inMountNamespace(t, inner,
+		fmt.Sprintf("mount -t tmpfs none %s && cp %s %s && exec %[3]s sleep 20000", dir, bin, inner)))
 	if _, err := os.Stat(inner); err == nil {
 		t.Fatalf("%s is visible outside the process's mount namespace", inner)
 	}
@@ -382,14 +363,7 @@ func TestUSDTFileActivation(t *testing.T) {
 func TestPidDeletedExecutable(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe)
-	data, err := os.ReadFile(target(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "kinst-target")
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := targetCopy(t)
 	proc := exec.Command(bin, "sleep", "20000")
 	if err := proc.Start(); err != nil {
 		t.Fatal(err)
@@ -488,4 +462,46 @@ func copyFile(t *testing.T, path, name string) string {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+// inMountNamespace runs script under unshare, in a mount namespace of its
+// own, and returns its pid once it has exec'd exe there. Where the kernel
+// or the test's privileges refuse the namespace or the mount, which
+// unshare and mount say, the test is skipped; any other end of the
+// script, or no exec within runTimeout, fails it.
+func inMountNamespace(t *testing.T, exe, script string) int {
+	t.Helper()
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("unshare is not installed")
+	}
+	cmd := exec.Command(unshare, "-m", "--propagation", "private", "sh", "-c", script)
+	var stderr bytes.Buffer // read once the command has ended
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	for deadline := time.Now().Add(runTimeout); ; {
+		if got, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", cmd.Process.Pid)); got == exe {
+			return cmd.Process.Pid
+		}
+		select {
+		case err := <-exited:
+			exited <- err // for the cleanup
+			if msg := stderr.String(); strings.Contains(msg, "Operation not permitted") || strings.Contains(msg, "ermission denied") {
+				t.Skipf("no mount namespace of its own for the target: %s", msg)
+			}
+			t.Fatalf("%s ended (%v) before it ran %s: %s", script, err, exe, &stderr)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not run %s within %v", script, exe, runTimeout)
+		}
+	}
 }

@@ -11,8 +11,8 @@ import (
 // which is what skboutput() captures.
 const LinkTypeRaw = 101
 
-// SnapLen is the snapshot length the file header declares.
-const SnapLen = 65535
+// snapLen is the snapshot length the file header declares.
+const snapLen = 65535
 
 const magic = 0xa1b2c3d4
 
@@ -31,7 +31,7 @@ func NewWriter(w io.Writer, linkType uint32) (*Writer, error) {
 	binary.NativeEndian.PutUint16(hdr[6:], 4)
 	// Bytes 8 to 16 are the time zone and the timestamps' accuracy,
 	// both 0 as every writer leaves them.
-	binary.NativeEndian.PutUint32(hdr[16:], SnapLen)
+	binary.NativeEndian.PutUint32(hdr[16:], snapLen)
 	binary.NativeEndian.PutUint32(hdr[20:], linkType)
 	if _, err := w.Write(hdr); err != nil {
 		return nil, fmt.Errorf("write pcap header: %w", err)

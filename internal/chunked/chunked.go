@@ -65,7 +65,7 @@ func parse(filename, data string) ([]*Chunk, error) {
 		for i, l := range lines {
 			ws, err := parseWants(l)
 			if err != nil {
-				return fmt.Errorf("%s:%d: %v", filename, start+i, err)
+				return fmt.Errorf("%s:%d: %w", filename, start+i, err)
 			}
 			for _, w := range ws {
 				w.line = i + 1
