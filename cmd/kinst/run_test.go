@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -343,6 +344,54 @@ func TestWatchpointOnArgumentSetupLost(t *testing.T) {
 	total := 20*(flood+1) + 2
 	if _, err := fmt.Sscanf(got[printed], "Lost %d events", &lost); err != nil || lost > total-printed-2 || lost < total-printed-4 {
 		t.Errorf("%d lines printed, then %q", printed, got[printed])
+	}
+}
+
+// SIGINT ends kinst promptly even when its -c command was stopped by
+// someone else, as another tool's setup probe stopped it (see
+// TestWatchpointOnArgumentAsBpftrace): kinst does not wait for a
+// command that cannot end, it prints the maps and the command ends.
+func TestWatchpointSignalStoppedCommand(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	lockDebugRegisters(t)
+	cmd := exec.Command(testenv.Kinst(t), "-e", "watchpoint:kinst_watch+arg0:8:w { @a = count(); }", "-c", target(t)+" watchloop 5")
+	cmd.Env = append(os.Environ(), "__BPFTRACE_NOTIFY_PROBES_ATTACHED=")
+	var stdout, stderr testenv.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	done, waitErr := background(t, cmd)
+	var child int
+	for deadline := time.Now().Add(runTimeout); child == 0 || !strings.Contains(stderr.String(), "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no attached command within %v\nstderr:\n%s", runTimeout, stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", cmd.Process.Pid))
+		for _, f := range tasks {
+			if data, err := os.ReadFile(f); err == nil && len(strings.Fields(string(data))) > 0 {
+				child, _ = strconv.Atoi(strings.Fields(string(data))[0])
+			}
+		}
+	}
+	if err := syscall.Kill(child, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-done:
+	case <-time.After(runTimeout):
+		t.Fatalf("kinst did not end within %v of SIGINT", runTimeout)
+	}
+	if took := time.Since(start); took > 2*stopBound {
+		t.Errorf("kinst took %v to end after SIGINT", took)
+	}
+	if code := exitCode(t, *waitErr); code != 0 || !regexp.MustCompile(`^Attaching 1 probe\.\.\.\n\n\n@a: \d+\n$`).MatchString(stdout.String()) {
+		t.Errorf("exit status %d, stdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	if err := syscall.Kill(child, 0); err == nil {
+		t.Errorf("the command %d is still there", child)
 	}
 }
 
