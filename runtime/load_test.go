@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"errors"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,21 +49,23 @@ func TestVerifierComplexity(t *testing.T) {
 	testenv.Root(t)
 	for _, tc := range []struct {
 		name, src string
-		errno     unix.Errno
-		want      string // the error and its source line with the caret
-		log       string // the log's line that says why
+		// The kernel's errno: a path of too many branches is an EFAULT
+		// on 6.1 and 6.18, an E2BIG on Debian's 6.12.
+		errnos []unix.Errno
+		want   string // the error and its source line with the caret
+		log    string // the log's line that says why
 	}{
-		{"while bounded by a map value", "BEGIN { @a = 100000; $i = 0; while ($i < @a) { $i++; } }", unix.EFAULT,
+		{"while bounded by a map value", "BEGIN { @a = 100000; $i = 0; while ($i < @a) { $i++; } }", []unix.Errno{unix.EFAULT, unix.E2BIG},
 			"-e:1:30: the kernel verifier rejected probe BEGIN: the verifier cannot prove this loop ends: bound it by a constant, or unroll it (The sequence of 8193 jumps is too complex.)\n" +
 				"BEGIN { @a = 100000; $i = 0; while ($i < @a) { $i++; } }\n" +
 				"                             ^~~~~",
 			"The sequence of 8193 jumps is too complex."},
-		{"range bounded by a map value", "BEGIN { @a[1] = 100000; for ($i : 0..@a[1]) { } }", unix.EFAULT,
+		{"range bounded by a map value", "BEGIN { @a[1] = 100000; for ($i : 0..@a[1]) { } }", []unix.Errno{unix.EFAULT, unix.E2BIG},
 			"-e:1:25: the kernel verifier rejected probe BEGIN: the verifier cannot prove this loop ends: bound it by a constant, or unroll it (The sequence of 8193 jumps is too complex.)\n" +
 				"BEGIN { @a[1] = 100000; for ($i : 0..@a[1]) { } }\n" +
 				"                        ^~~",
 			"The sequence of 8193 jumps is too complex."},
-		{"while of a million rounds", "BEGIN { $i = 0; while ($i < 1000000) { $i++; } }", unix.E2BIG,
+		{"while of a million rounds", "BEGIN { $i = 0; while ($i < 1000000) { $i++; } }", []unix.Errno{unix.E2BIG},
 			"-e:1:17: the kernel verifier rejected probe BEGIN: the program is too complex for the verifier: a loop runs too many rounds or branches on values it cannot follow; bound the loop by a smaller constant, or unroll it (BPF program is too large. Processed 1000001 insn)\n" +
 				"BEGIN { $i = 0; while ($i < 1000000) { $i++; } }\n" +
 				"                ^~~~~",
@@ -78,8 +81,8 @@ func TestVerifierComplexity(t *testing.T) {
 			if !errors.As(err, &ve) {
 				t.Fatalf("got %v, want a VerifierError", err)
 			}
-			if !errors.Is(err, tc.errno) {
-				t.Errorf("%v does not wrap %v", err, tc.errno)
+			if !slices.ContainsFunc(tc.errnos, func(e unix.Errno) bool { return errors.Is(err, e) }) {
+				t.Errorf("%v (%v) wraps none of %v", err, ve.Cause, tc.errnos)
 			}
 			if got := ve.Detail(false); got != tc.want {
 				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
