@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"errors"
+	goruntime "runtime"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -55,15 +56,23 @@ func withFaultLog(ps *ebpf.ProgramSpec, err error) error {
 		attachType: uint32(ps.AttachType),
 	}
 	fd, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_PROG_LOAD, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	// The attribute holds the buffers' addresses as numbers, which do not
+	// keep them alive.
+	goruntime.KeepAlive(insns)
+	goruntime.KeepAlive(license)
 	if errno == 0 {
 		// Accepted the second time: nothing to explain.
 		unix.Close(int(fd))
 		return err
 	}
-	lines := bytes.Split(bytes.TrimRight(log[:max(bytes.IndexByte(log, 0), 0)], "\n"), []byte("\n"))
-	if len(lines) == 1 && len(lines[0]) == 0 {
+	if i := bytes.IndexByte(log, 0); i >= 0 {
+		log = log[:i]
+	}
+	log = bytes.TrimRight(log, "\n")
+	if len(log) == 0 {
 		return err
 	}
+	lines := bytes.Split(log, []byte("\n"))
 	ve = &ebpf.VerifierError{Cause: err}
 	for _, l := range lines {
 		ve.Log = append(ve.Log, string(l))
