@@ -687,7 +687,8 @@ func (s *Session) discard() {
 }
 
 // reportLost prints how many records the ring buffer refused since the
-// last report.
+// last report. One of them may have been a watchpoint setup's, which
+// stopped the traced process: it goes on.
 func (s *Session) reportLost() {
 	// Reading through the mapping makes no system call: a map syscall
 	// would hold off tracing programs on its CPU for its duration, and
@@ -697,6 +698,7 @@ func (s *Session) reportLost() {
 		return
 	}
 	if total > s.lost {
+		s.resumeTraced()
 		if s.opts.Records != nil {
 			s.opts.Records(&Record{Kind: RecLost, Lost: total - s.lost})
 		} else if s.opts.Lost != nil {

@@ -96,9 +96,13 @@ func (s *Session) resume() {
 	}
 }
 
-// resumeTraced lets the traced process go on at the end of a run in
-// which a watchpoint setup may have stopped it and its record was never
-// read.
+// resumeTraced lets the traced process go on when a watchpoint setup
+// may have stopped it and its record was never read: at the end of a
+// run, and once records were lost. The setup program sends SIGCONT
+// itself when the ring buffer refuses its record, but that may fail:
+// from a probe, which runs with preemption disabled, the kernel (5.3+)
+// sends signals through one work item per CPU, and refuses another
+// while the SIGSTOP just sent is still queued there.
 func (s *Session) resumeTraced() {
 	if s.tracedPid() == 0 {
 		return

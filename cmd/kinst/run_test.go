@@ -8,10 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -186,12 +188,27 @@ END { clear(@on); }`)
 	kinst(t, "-q", "-e", prog, "-c", bin+" touch 300").want(t, 0, "\n\n@faults: 300\n\n", "")
 }
 
+// debugRegisters is held by each test that sets hardware breakpoints,
+// kinst's or bpftrace's, so that they run one at a time: a thread has
+// four debug registers, breakpoints on every CPU take them from every
+// thread, and bpftrace's setup probe sets its watchpoints for calls in
+// any process (see TestWatchpointOnArgumentAsBpftrace). Run together,
+// the counts and the refusal lines would depend on the other tests.
+var debugRegisters sync.Mutex
+
+// lockDebugRegisters holds debugRegisters until t ends.
+func lockDebugRegisters(t *testing.T) {
+	debugRegisters.Lock()
+	t.Cleanup(debugRegisters.Unlock)
+}
+
 // A watchpoint in the -c command's memory fires on every access of the
 // kind asked for: the target writes its variable 20 times, then reads it
 // 20 times, and calls kinst_add 3 times.
 func TestWatchpoints(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.PerfEvent, testenv.Ringbuf)
+	lockDebugRegisters(t)
 	bin := target(t)
 	f, err := elf.Open(bin)
 	if err != nil {
@@ -232,6 +249,7 @@ func TestWatchpoints(t *testing.T) {
 func TestWatchpointOnArgument(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	lockDebugRegisters(t)
 	bin := target(t)
 	tests := []struct {
 		prog, cmd, want string
@@ -266,12 +284,124 @@ func TestWatchpointOnArgument(t *testing.T) {
 	}
 }
 
+// A watchpoint on a function's argument watches the -c command only:
+// another process running the same file calls kinst_watch every 10
+// milliseconds meanwhile and is neither stopped by the setup probe nor
+// watched (bpftrace 0.17 leaves such a process stopped).
+func TestWatchpointOnArgumentOtherProcess(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	lockDebugRegisters(t)
+	bin := targetCopy(t)
+	other := exec.Command(bin, "watchloop", "5")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	kinst(t, "-q", "-e", "watchpoint:kinst_watch+arg0:8:w { @a = count(); }", "-c", bin+" watcharg 20").
+		want(t, 0, "\n\n@a: 20\n", "")
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", other.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The state follows the command name, in parentheses.
+	if state := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))[0]; state == "T" {
+		t.Errorf("the other process running %s is stopped", bin)
+	}
+}
+
+// A synchronous watchpoint's setup record that the full ring buffer
+// refuses does not leave the -c command stopped: the target calls
+// kinst_watch(&a, &b), writes a once, calls kinst_watch(&b, &b) and
+// writes a 19 times more. The first write holds the reader in system()
+// while its probe fills the 4 KiB buffer with printf records, so the
+// second call's record is refused; the run ends, and the 20 writes of a
+// are counted. Only the number of records printed depends on the reader.
+func TestWatchpointOnArgumentSetupLost(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	lockDebugRegisters(t)
+	const flood = 1000
+	prog := fmt.Sprintf(`watchpoint:kinst_watch+arg0:8:w { @a = count(); system("sleep 0.5");
+		$i = 0; while ($i < %d) { printf("x %%d\n", $i); $i++; } }`, flood)
+	r := kinstEnv(t, []string{"KINST_BUFFER_KB=4"}, "--unsafe", "-q", "-e", prog, "-c", target(t)+" unwatch 20")
+	out, ok := strings.CutSuffix(r.stdout, "\n\n@a: 20\n")
+	if r.code != 0 || r.stderr != "" || !ok {
+		t.Fatalf("exit status %d, stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	got := lines(t, out)
+	printed := len(got) - 1
+	for i, line := range got[:printed] {
+		if want := fmt.Sprintf("x %d", i); line != want {
+			t.Fatalf("line %d is %q, want %q", i+1, line, want)
+		}
+	}
+	// The 20 hits of a send a system() and the printf records each, the
+	// two calls a setup record each. Besides the printf records printed,
+	// the reader handled the first setup and system() records, and at
+	// most two more (it may free space before the buffer is full).
+	var lost int
+	total := 20*(flood+1) + 2
+	if _, err := fmt.Sscanf(got[printed], "Lost %d events", &lost); err != nil || lost > total-printed-2 || lost < total-printed-4 {
+		t.Errorf("%d lines printed, then %q", printed, got[printed])
+	}
+}
+
+// SIGINT ends kinst promptly even when its -c command was stopped by
+// someone else, as another tool's setup probe stopped it (see
+// TestWatchpointOnArgumentAsBpftrace): kinst does not wait for a
+// command that cannot end, it prints the maps and the command ends.
+func TestWatchpointSignalStoppedCommand(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	lockDebugRegisters(t)
+	cmd := exec.Command(testenv.Kinst(t), "-e", "watchpoint:kinst_watch+arg0:8:w { @a = count(); }", "-c", target(t)+" watchloop 5")
+	cmd.Env = append(os.Environ(), "__BPFTRACE_NOTIFY_PROBES_ATTACHED=")
+	var stdout, stderr testenv.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	done, waitErr := background(t, cmd)
+	var child int
+	for deadline := time.Now().Add(runTimeout); child == 0 || !strings.Contains(stderr.String(), "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no attached command within %v\nstderr:\n%s", runTimeout, stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", cmd.Process.Pid))
+		for _, f := range tasks {
+			if data, err := os.ReadFile(f); err == nil && len(strings.Fields(string(data))) > 0 {
+				child, _ = strconv.Atoi(strings.Fields(string(data))[0])
+			}
+		}
+	}
+	if err := syscall.Kill(child, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-done:
+	case <-time.After(runTimeout):
+		t.Fatalf("kinst did not end within %v of SIGINT", runTimeout)
+	}
+	if took := time.Since(start); took > 2*stopBound {
+		t.Errorf("kinst took %v to end after SIGINT", took)
+	}
+	if code := exitCode(t, *waitErr); code != 0 || !regexp.MustCompile(`^Attaching 1 probe\.\.\.\n\n\n@a: \d+\n$`).MatchString(stdout.String()) {
+		t.Errorf("exit status %d, stdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	if err := syscall.Kill(child, 0); err == nil {
+		t.Errorf("the command %d is still there", child)
+	}
+}
+
 // Watchpoints on arguments print what bpftrace 0.17 prints, byte for
 // byte: probe names, counts, the refusal lines once the debug registers
 // are taken, and unwatch().
 func TestWatchpointOnArgumentAsBpftrace(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	lockDebugRegisters(t)
 	bpftrace, err := exec.LookPath("bpftrace")
 	if err != nil {
 		t.Skip("bpftrace is not installed")
@@ -324,6 +454,7 @@ func emulatedCPU() string {
 func TestWatchpointOnArgumentPid(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	lockDebugRegisters(t)
 	proc := exec.Command(target(t), "watchloop", "5")
 	if err := proc.Start(); err != nil {
 		t.Fatal(err)
@@ -340,6 +471,7 @@ func TestWatchpointOnArgumentPid(t *testing.T) {
 func TestWatchpointOnArgumentRefused(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	lockDebugRegisters(t)
 	bin := target(t)
 	r := kinst(t, "-q", "-e", "watchpoint:kinst_add+arg0:8:w { @ = count(); }", "-c", bin+" add 3")
 	r.want(t, 1, "\n\n@: 0\n", "kinst: watchpoint:"+bin+":kinst_add:8:w: watch 0x1: the address is not aligned to the length 8, as the debug registers need\n")
