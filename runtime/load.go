@@ -77,7 +77,11 @@ func (s *Session) loadProgram(p *codegen.Program, kernelTypes *btf.Spec) (*ebpf.
 			return nil, fmt.Errorf("map %s: %w", ref, err)
 		}
 	}
-	return ebpf.NewProgramWithOptions(ps, ebpf.ProgramOptions{KernelTypes: kernelTypes, LogSizeStart: s.opts.LogSize})
+	prog, err := ebpf.NewProgramWithOptions(ps, ebpf.ProgramOptions{KernelTypes: kernelTypes, LogSizeStart: s.opts.LogSize})
+	if err != nil {
+		return nil, withFaultLog(ps, err)
+	}
+	return prog, nil
 }
 
 // needsBTF reports whether loading needs the kernel's types, which take
@@ -144,16 +148,40 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 	return false
 }
 
-// verifierHints say in the program's terms what common rejections mean.
-var verifierHints = []struct{ match, say string }{
-	{"infinite loop detected", "this loop may never end: the verifier cannot see its condition become false"},
-	{"BPF program is too large", "the verifier gave up: loops run many times or branch on values it cannot follow; bound the loop or simplify its body"},
-	{"back-edge", "this loop cannot be proven to end"},
-	{"invalid mem access", "memory is read through a value the verifier does not know to be a valid pointer"},
-	{"invalid indirect read from stack", "a buffer is read before all of it was written"},
-	{"unbounded memory access", "an index or size has no bound the verifier can see; compare it with a constant first"},
-	{"combined stack size", "the probe uses more than the 512 bytes of stack BPF allows"},
-	{"unknown func", "this kernel lacks a helper the program needs"},
+// verifierHints say in the program's terms what common rejections mean;
+// a loop's rejection points at the loop rather than at the instruction
+// the verifier stopped on.
+var verifierHints = []struct {
+	match, say string
+	loop       bool
+}{
+	{"infinite loop detected", "this loop may never end: the verifier cannot see its condition become false", true},
+	// The path of a loop whose bound the verifier cannot know grows by
+	// a branch a round until it stops at 8192 (an EFAULT).
+	{"jumps is too complex", "the verifier cannot prove this loop ends: bound it by a constant, or unroll it", true},
+	{"BPF program is too large", "the program is too complex for the verifier: a loop runs too many rounds or branches on values it cannot follow; bound the loop by a smaller constant, or unroll it", true},
+	{"back-edge", "this loop cannot be proven to end", true},
+	{"invalid mem access", "memory is read through a value the verifier does not know to be a valid pointer", false},
+	{"invalid indirect read from stack", "a buffer is read before all of it was written", false},
+	{"unbounded memory access", "an index or size has no bound the verifier can see; compare it with a constant first", false},
+	{"combined stack size", "the probe uses more than the 512 bytes of stack BPF allows", false},
+	{"unknown func", "this kernel lacks a helper the program needs", false},
+}
+
+// enclosingLoop is the innermost while or for loop of n around pos, or nil.
+func enclosingLoop(n syntax.Node, pos syntax.Pos) syntax.Node {
+	var loop syntax.Node
+	syntax.Inspect(n, func(c syntax.Node) bool {
+		if c == nil || pos < c.Pos() || pos >= c.End() {
+			return false
+		}
+		switch c.(type) {
+		case *syntax.WhileStmt, *syntax.ForStmt:
+			loop = c
+		}
+		return true
+	})
+	return loop
 }
 
 // explain turns a load failure into an error that names the probe and
@@ -183,16 +211,25 @@ func (s *Session) explain(prog *codegen.Program, err error) error {
 		reason = l
 		break
 	}
-	for _, h := range verifierHints {
-		if strings.Contains(reason, h.match) {
-			reason = h.say + " (" + reason + ")"
-			break
-		}
-	}
 	end := where + 1
 	if insn >= 0 && insn < len(prog.Pos) && prog.Pos[insn].IsValid() {
 		where = prog.Pos[insn]
 		end = where + 1
+	}
+	for _, h := range verifierHints {
+		if !strings.Contains(reason, h.match) {
+			continue
+		}
+		reason = h.say + " (" + reason + ")"
+		if loop := enclosingLoop(probe, where); h.loop && loop != nil {
+			// The caret goes under the loop's keyword.
+			where = loop.Pos()
+			end = where + syntax.Pos(len("while"))
+			if _, ok := loop.(*syntax.ForStmt); ok {
+				end = where + syntax.Pos(len("for"))
+			}
+		}
+		break
 	}
 	msg := fmt.Sprintf("the kernel verifier rejected probe %s: %s", prog.Targets[0].FullName(), reason)
 	return &VerifierError{Err: &syntax.Error{File: file, Pos: where, End: end, Msg: msg}, Log: ve.Log, Cause: err}

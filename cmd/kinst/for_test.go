@@ -116,3 +116,26 @@ END { for ($kv : @n) { printf("total %d\n", $kv.1); } for ($kv : @c) { @p[$kv.0]
 	kinst(t, "-q", "-c", "/bin/sh -c '"+cmd+"'", "-e", prog).want(t, 0,
 		"total 7\nmin 0 max 1 sum 10\n\n\n@c[1]: 3\n@c[0]: 4\n@hi: 1\n@lo: 0\n@n: 7\n@p[1]: 3\n@p[0]: 4\n@s: 10\n", "")
 }
+
+// A loop whose bound the verifier cannot know (one read from a map) is
+// refused, as by bpftrace 0.17: kinst points at the loop, says what to
+// do, exits 1, and with -v shows the verifier's log.
+func TestLoopWithoutBound(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ name, prog, pos, caret string }{
+		{"while", "BEGIN { @a = 100000; $i = 0; while ($i < @a) { $i++; } }", "-e:1:30:", "                             ^~~~~"},
+		{"range", "BEGIN { @a[1] = 100000; for ($i : 0..@a[1]) { } }", "-e:1:25:", "                        ^~~"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			stderr := tt.pos + " the kernel verifier rejected probe BEGIN: the verifier cannot prove this loop ends: bound it by a constant, or unroll it (The sequence of 8193 jumps is too complex.)\n" +
+				tt.prog + "\n" + tt.caret + "\n"
+			kinst(t, "-e", tt.prog).want(t, 1, "", stderr)
+			r := kinst(t, "-v", "-e", tt.prog)
+			if want := strings.TrimSuffix(stderr, "\n") + "\nverifier log (last lines):\n"; r.code != 1 || !strings.HasPrefix(r.stderr, want) ||
+				!strings.Contains(r.stderr, "\n  The sequence of 8193 jumps is too complex.\n") {
+				t.Errorf("-v: exit status %d, stderr:\n%s\nwant it to start with\n%s\nand show the log's reason", r.code, r.stderr, want)
+			}
+		})
+	}
+}
