@@ -35,6 +35,11 @@ type Options struct {
 	// sum() map adds up that many copies of each element. 0 means ask
 	// the kernel, when such a loop needs it.
 	CPUs int
+	// HasLoop says whether the kernel has the bpf_loop helper (5.17),
+	// which runs a range loop whose bounds are not constants; without
+	// it the verifier must bound such a loop itself. It is asked only
+	// when a probe has such a loop.
+	HasLoop func() bool
 }
 
 // Defaults. bpftrace caps maps at 4096 keys too.

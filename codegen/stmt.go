@@ -73,7 +73,7 @@ func (g *gen) allocVars() {
 	// variables it shares with the probe live in the scratch map.
 	inScratch := false
 	syntax.Inspect(g.p.Syntax, func(n syntax.Node) bool {
-		if f, ok := n.(*syntax.ForStmt); ok && f.Map != nil {
+		if f, ok := n.(*syntax.ForStmt); ok && (f.Map != nil || g.loopsByHelper(f)) {
 			inScratch = true
 		}
 		return !inScratch
@@ -225,9 +225,14 @@ func (g *gen) stmt(s syntax.Stmt, lp *loop) {
 
 // forRange generates for ($i : From..To): the bounds are evaluated once,
 // $i counts from From while below To, and continue goes to the
-// increment. The verifier bounds the loop as it bounds a while loop.
+// increment. The verifier bounds the loop as it bounds a while loop,
+// unless bpf_loop runs it.
 func (g *gen) forRange(s *syntax.ForStmt) {
 	v, t := g.vars[s.Var.Name], g.p.Vars[s.Var.Name].Type
+	if g.loopsByHelper(s) {
+		g.forLoopHelper(s, t)
+		return
+	}
 	store := func(x syntax.Expr, m mem) {
 		op := g.scalar(x)
 		r := g.reg(op, asm.R0)
@@ -254,12 +259,77 @@ func (g *gen) forRange(s *syntax.ForStmt) {
 	g.place(l.brk)
 }
 
-// Words of the struct a loop over a map hands its callback.
+// maxLoops is the most rounds bpf_loop runs (BPF_MAX_LOOPS); asked for
+// more, it runs none.
+const maxLoops = 1 << 23
+
+// loopsByHelper reports whether a range loop runs through bpf_loop: the
+// kernel has it and a bound is not a constant, so the verifier could not
+// bound the loop itself. Loops of constant bounds stay plain loops,
+// which every kernel with bounded loops takes.
+func (g *gen) loopsByHelper(s *syntax.ForStmt) bool {
+	if s.Map != nil {
+		return false
+	}
+	_, from := g.p.Consts[s.From]
+	_, to := g.p.Consts[s.To]
+	return !(from && to) && g.c.opts.HasLoop != nil && g.c.opts.HasLoop()
+}
+
+// forLoopHelper generates a range loop as bpftrace 0.24 does: bpf_loop
+// calls a subprogram To-From times (none when To <= From) with the
+// round's index, from which the subprogram makes $i. As for a loop over
+// a map, the subprogram reaches the probe through a struct on this
+// frame, which also carries From. More than 1<<23 rounds, bpf_loop's
+// limit, are cut to that many.
+func (g *gen) forLoopHelper(s *syntax.ForStmt, t *check.Type) {
+	cs := g.allocStack(forSize)
+	bound := func(x syntax.Expr, m mem) {
+		op := g.scalar(x)
+		r := g.reg(op, asm.R0)
+		g.normalize(r, t)
+		g.emit(asm.StoreMem(m.base, m.off, r, asm.DWord))
+		g.free(op)
+	}
+	bound(s.From, mem{base: cs.base, off: cs.off + forStart, size: 8})
+	end := g.alloc(8, 8)
+	bound(s.To, end)
+	skip, within := g.newLabel("forloopend"), g.newLabel("forloopnr")
+	jle := asm.JLE
+	if t.Signed {
+		jle = asm.JSLE
+	}
+	g.emit(asm.LoadMem(asm.R1, end.base, end.off, asm.DWord), asm.LoadMem(asm.R2, cs.base, cs.off+forStart, asm.DWord),
+		jle.Reg(asm.R1, asm.R2, skip), asm.Sub.Reg(asm.R1, asm.R2),
+		asm.JLE.Imm(asm.R1, maxLoops, within), asm.Mov.Imm(asm.R1, maxLoops))
+	g.place(within)
+	g.emit(asm.StoreMem(cs.base, cs.off+forCtx, regCtx, asm.DWord),
+		asm.StoreMem(cs.base, cs.off+forScr, regScratch, asm.DWord))
+	g.storeImm(cs.base, cs.off+forLeave, 0, asm.DWord)
+	cb := g.newLabel("forloop")
+	g.emit(asm.Instruction{OpCode: asm.LoadImmOp(asm.DWord), Dst: asm.R2, Src: asm.PseudoFunc, Constant: -1}.WithReference(cb))
+	g.addr(asm.R3, cs)
+	g.emit(asm.Mov.Imm(asm.R4, 0))
+	g.call(asm.FnLoop)
+	g.emit(asm.LoadMem(asm.R0, cs.base, cs.off+forLeave, asm.DWord), asm.JNE.Imm(asm.R0, 0, g.exitLabel))
+	g.place(skip)
+	v := g.vars[s.Var.Name]
+	// bpf_loop passes the index in R1 and the struct in R2.
+	g.callback(cb, "forloop", 2, asm.R2, func() {
+		g.emit(asm.LoadMem(asm.R0, asm.R2, forStart, asm.DWord), asm.Add.Reg(asm.R0, asm.R1))
+		g.normalize(asm.R0, t)
+		g.emit(asm.StoreMem(v.base, v.off, asm.R0, asm.DWord))
+	}, s.Body)
+}
+
+// Words of the struct a loop over a map or a range run by bpf_loop
+// hands its callback.
 const (
 	forCtx   = 0  // the program's context
 	forScr   = 8  // the program's scratch memory
 	forLeave = 16 // set by the callback when the body left the probe
-	forSize  = 24
+	forStart = 24 // a range's first value
+	forSize  = 32
 )
 
 // forMap generates for ($kv : @m) as bpftrace does: bpf_for_each_map_elem
@@ -288,27 +358,39 @@ func (g *gen) forMap(s *syntax.ForStmt) {
 // with the map in R1, the element's key and value in R2 and R3, and the
 // struct of forMap in R4.
 func (g *gen) forMapCallback(s *syntax.ForStmt, m *Map, label string) {
+	g.callback(label, "formap", 4, asm.R4, func() {
+		g.emit(asm.Mov.Reg(asm.R7, asm.R2), asm.Mov.Reg(asm.R8, asm.R3))
+		v, t := g.vars[s.Var.Name], g.p.Vars[s.Var.Name].Type
+		g.copyMem(v.at(t.Offsets[0], t.Elems[0].Size), mem{base: asm.R7, size: m.Key.Size})
+		if m.PerCPU {
+			g.totalCPUs(s.Map, m, v.at(t.Offsets[1], 8))
+		} else {
+			g.copyMem(v.at(t.Offsets[1], t.Elems[1].Size), mem{base: asm.R8, size: m.ValueSize})
+		}
+	}, s.Body)
+}
+
+// callback generates a loop's subprogram of nargs arguments, one of
+// them (in register arg) the struct its caller filled: it restores the
+// context and scratch registers from the struct, runs enter to set the
+// loop's variable, then the body. It returns 0 to go on (the end of the
+// body, continue) and 1 to stop (break; exit() and return also mark the
+// struct, so that the caller leaves the probe).
+func (g *gen) callback(label, kind string, nargs int, arg asm.Register, enter func(), body *syntax.Block) {
 	insns, pos, pending := g.insns, g.pos, g.pending
 	stack, spills, temps, exit, deep := g.stack, g.spills, g.temps, g.exitLabel, g.calleeDeep
 	g.insns, g.pos, g.pending = nil, nil, ""
 	g.stack, g.spills, g.temps, g.calleeDeep = frame{}, nil, [2]bool{}, 0
-	g.exitLabel = g.newLabel("formapexit")
-	l := &loop{cont: g.newLabel("formapnext"), brk: g.newLabel("formapbreak")}
+	g.exitLabel = g.newLabel(kind + "exit")
+	l := &loop{cont: g.newLabel(kind + "next"), brk: g.newLabel(kind + "break")}
 
 	g.place(label)
-	arg := g.allocStack(8)
-	g.emit(asm.StoreMem(arg.base, arg.off, asm.R4, asm.DWord),
-		asm.LoadMem(regCtx, asm.R4, forCtx, asm.DWord),
-		asm.LoadMem(regScratch, asm.R4, forScr, asm.DWord),
-		asm.Mov.Reg(asm.R7, asm.R2), asm.Mov.Reg(asm.R8, asm.R3))
-	v, t := g.vars[s.Var.Name], g.p.Vars[s.Var.Name].Type
-	g.copyMem(v.at(t.Offsets[0], t.Elems[0].Size), mem{base: asm.R7, size: m.Key.Size})
-	if m.PerCPU {
-		g.totalCPUs(s.Map, m, v.at(t.Offsets[1], 8))
-	} else {
-		g.copyMem(v.at(t.Offsets[1], t.Elems[1].Size), mem{base: asm.R8, size: m.ValueSize})
-	}
-	g.block(s.Body, l)
+	slot := g.allocStack(8)
+	g.emit(asm.StoreMem(slot.base, slot.off, arg, asm.DWord),
+		asm.LoadMem(regCtx, arg, forCtx, asm.DWord),
+		asm.LoadMem(regScratch, arg, forScr, asm.DWord))
+	enter()
+	g.block(body, l)
 	// The verifier refuses code no path reaches: each way out is
 	// generated only when something goes there.
 	last := g.insns[len(g.insns)-1].OpCode
@@ -319,7 +401,7 @@ func (g *gen) forMapCallback(s *syntax.ForStmt, m *Map, label string) {
 	leaves := g.jumpsTo(g.exitLabel)
 	if leaves {
 		g.place(g.exitLabel)
-		g.emit(asm.LoadMem(asm.R1, arg.base, arg.off, asm.DWord))
+		g.emit(asm.LoadMem(asm.R1, slot.base, slot.off, asm.DWord))
 		g.storeImm(asm.R1, forLeave, 1, asm.DWord)
 	}
 	if leaves || g.jumpsTo(l.brk) {
@@ -327,7 +409,7 @@ func (g *gen) forMapCallback(s *syntax.ForStmt, m *Map, label string) {
 		g.emit(asm.Mov.Imm(asm.R0, 1), asm.Return())
 	}
 
-	g.insns[0] = btf.WithFuncMetadata(g.insns[0], btfFunc(label, 4))
+	g.insns[0] = btf.WithFuncMetadata(g.insns[0], btfFunc(label, nargs))
 	g.subprogs = append(g.subprogs, g.insns...)
 	g.subpos = append(g.subpos, g.pos...)
 	own := alignUp(g.stack.max, 32) + g.calleeDeep

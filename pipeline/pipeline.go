@@ -210,6 +210,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		Supports:     Supports,
 		Force:        opts.Force,
 		HelperChecks: opts.HelperChecks,
+		HasLoop:      func() bool { return kernel.Available(kernel.FeatLoop) },
 	})
 	if err != nil {
 		return nil, err

@@ -32,6 +32,7 @@ const (
 	Iter                               // task iterator program
 	ForEachMapElem                     // bpf_for_each_map_elem helper
 	MapLookupPercpuElem                // bpf_map_lookup_percpu_elem helper
+	Loop                               // bpf_loop helper
 	numFeatures
 )
 
@@ -62,6 +63,7 @@ var features = [numFeatures]featureInfo{
 	Iter:                {"iter", version{5, 8}, []string{"CONFIG_BPF_SYSCALL", "CONFIG_DEBUG_INFO_BTF"}, probeIter},
 	ForEachMapElem:      {"bpf_for_each_map_elem", version{5, 13}, []string{"CONFIG_BPF_SYSCALL"}, probeForEachMapElem},
 	MapLookupPercpuElem: {"bpf_map_lookup_percpu_elem", version{5, 19}, []string{"CONFIG_BPF_SYSCALL"}, probeMapLookupPercpuElem},
+	Loop:                {"bpf_loop", version{5, 17}, []string{"CONFIG_BPF_SYSCALL"}, probeLoop},
 }
 
 // tracingConfigs are what fentry, fexit and fmod_ret programs need: BTF to

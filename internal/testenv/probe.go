@@ -154,6 +154,10 @@ func probeMapLookupPercpuElem() error {
 	return ebpffeatures.HaveProgramHelper(ebpf.TracePoint, asm.FnMapLookupPercpuElem)
 }
 
+func probeLoop() error {
+	return ebpffeatures.HaveProgramHelper(ebpf.TracePoint, asm.FnLoop)
+}
+
 func probeTracepoint() error {
 	return attach(ebpf.TracePoint, ebpf.AttachNone, "", func(p *ebpf.Program) (link.Link, error) {
 		return link.Tracepoint("syscalls", "sys_enter_getppid", p, nil)
