@@ -170,8 +170,11 @@ func TestRun(t *testing.T) {
 	if v, ok := res.out.mapValue("@[true]"); v != 2 || !ok {
 		t.Errorf("@[true] = %d, %v; want 2", v, ok)
 	}
-	if res.out.firstMap-res.out.lastEvent < 50e6 {
-		t.Errorf("map line %d ns after the event line, want at least the 50 ms sleep between them",
+	// The line times are taken when they are read, so a slow reader may
+	// shorten the gap it measures a little (47.8 ms seen in an emulated
+	// guest).
+	if res.out.firstMap-res.out.lastEvent < 40e6 {
+		t.Errorf("map line %d ns after the event line, want about the 50 ms sleep between them",
 			res.out.firstMap-res.out.lastEvent)
 	}
 	if res.maxRSS < 100<<10 {

@@ -331,18 +331,22 @@ func TestWatchpointOnArgumentSetupLost(t *testing.T) {
 	}
 	got := lines(t, out)
 	printed := len(got) - 1
+	// The first hit's records come first; on a slow machine (an emulated
+	// guest) later hits may come before the reader is done with the first
+	// system(), and get some of theirs in too.
 	for i, line := range got[:printed] {
-		if want := fmt.Sprintf("x %d", i); line != want {
-			t.Fatalf("line %d is %q, want %q", i+1, line, want)
+		var n int
+		if _, err := fmt.Sscanf(line, "x %d", &n); err != nil || n < 0 || n >= flood || i < 100 && n != i {
+			t.Fatalf("line %d is %q, want x 0 to x %d, counting from 0 for the first 100", i+1, line, flood-1)
 		}
 	}
 	// The 20 hits of a send a system() and the printf records each, the
-	// two calls a setup record each. Besides the printf records printed,
-	// the reader handled the first setup and system() records, and at
-	// most two more (it may free space before the buffer is full).
+	// two calls a setup record each: 22 records that are not printed.
+	// Besides the printf records printed, the reader handled the first
+	// setup and system() records, and at most all 22.
 	var lost int
 	total := 20*(flood+1) + 2
-	if _, err := fmt.Sscanf(got[printed], "Lost %d events", &lost); err != nil || lost > total-printed-2 || lost < total-printed-4 {
+	if _, err := fmt.Sscanf(got[printed], "Lost %d events", &lost); err != nil || lost > total-printed-2 || lost < total-printed-22 {
 		t.Errorf("%d lines printed, then %q", printed, got[printed])
 	}
 }
