@@ -70,8 +70,10 @@ func TestProfilePprof(t *testing.T) {
 			burning += s.Value[0]
 		}
 	}
-	if len(pids) != 1 || total == 0 || burning*10 < total*8 {
-		t.Errorf("%d samples of %d processes, %d in main.burn: want one process, 80%% in main.burn", total, len(pids), burning)
+	// The rest is the workload starting, which takes longer on an
+	// emulated CPU (70% in main.burn seen there, over 90% here).
+	if len(pids) != 1 || total == 0 || burning*10 < total*6 {
+		t.Errorf("%d samples of %d processes, %d in main.burn: want one process, 60%% in main.burn", total, len(pids), burning)
 	}
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
@@ -119,8 +121,8 @@ func TestProfileFolded(t *testing.T) {
 			burning += n
 		}
 	}
-	if total == 0 || burning*10 < total*8 {
-		t.Errorf("%d of %d samples in %s, want 80%%:\n%s", burning, total, burn, stdout)
+	if total == 0 || burning*10 < total*6 {
+		t.Errorf("%d of %d samples in %s, want 60%%:\n%s", burning, total, burn, stdout)
 	}
 }
 
