@@ -321,6 +321,9 @@ func TestWatchpointOnArgumentSetupLost(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
 	lockDebugRegisters(t)
+	if why := emulatedCPU(); why != "" {
+		t.Skip(why) // 21 hits of 20 writes seen in the 6.1 guest
+	}
 	const flood = 1000
 	prog := fmt.Sprintf(`watchpoint:kinst_watch+arg0:8:w { @a = count(); system("sleep 0.5");
 		$i = 0; while ($i < %d) { printf("x %%d\n", $i); $i++; } }`, flood)
