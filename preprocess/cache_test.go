@@ -128,6 +128,10 @@ func TestCacheStale(t *testing.T) {
 			write(t, filepath.Join(dir, "sys/bits.h"), "#pragma once\n#define PF_INET 10\n")
 		}, "@ = 10 + 6"},
 		{"same size", func(t *testing.T, dir string) {
+			// Timestamps advance by clock ticks (4 ms on the guests'
+			// 6.1): an edit of the same size within the tick of the
+			// caching run is not seen, which this case steps past.
+			time.Sleep(20 * time.Millisecond)
 			write(t, filepath.Join(dir, "sys/bits.h"), "#pragma once\n#define PF_INET 3\n")
 		}, "@ = 3 + 6"},
 		{"touched", func(t *testing.T, dir string) {

@@ -226,7 +226,14 @@ func TestProcessesMentioning(t *testing.T) {
 	if pids := ProcessesMentioning(marker); len(pids) != 0 {
 		t.Fatalf("before start: %v", pids)
 	}
-	cmd := exec.Command("/bin/sh", "-c", "sleep 60; : "+marker)
+	// The shell waits on its standard input in a builtin and forks
+	// nothing, so no copy of the command line outlives it.
+	cmd := exec.Command("/bin/sh", "-c", "read x", marker)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
