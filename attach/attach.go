@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/kernel"
 )
 
 // Options say how to attach one program.
@@ -144,12 +145,12 @@ func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options)
 		return one(l, err)
 	case Kprobe:
 		opts := &link.KprobeOptions{Offset: a.Offset, Cookie: cookie}
+		attach := link.Kprobe
 		if a.Return {
-			l, err := link.Kretprobe(a.Symbol, prog, opts)
-			return one(l, err)
+			attach = link.Kretprobe
 		}
-		l, err := link.Kprobe(a.Symbol, prog, opts)
-		return one(l, err)
+		l, err := attach(a.Symbol, prog, opts)
+		return one(l, ambiguous(a.Symbol, err))
 	case Tracing:
 		l, err := link.AttachTracing(link.TracingOptions{Program: prog, Cookie: cookie})
 		return one(l, err)
@@ -168,6 +169,31 @@ func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options)
 		return Watch(prog, a, pid)
 	}
 	return nil, fmt.Errorf("%s probes are %w", t.Provider, ErrUnsupported)
+}
+
+// ambiguous explains a kprobe's EADDRNOTAVAIL where kallsyms gives the
+// name to several functions: since Linux 6.5 a kprobe refuses a name
+// that does not say which one it means.
+func ambiguous(name string, err error) error {
+	if !errors.Is(err, unix.EADDRNOTAVAIL) {
+		return err
+	}
+	ks, kerr := kernel.LoadKallsyms()
+	if kerr != nil {
+		return err
+	}
+	var where []string
+	for _, s := range ks.ByName(name) {
+		if s.IsFunc() {
+			where = append(where, strconv.FormatUint(s.Addr, 16))
+		}
+	}
+	if len(where) < 2 {
+		return err
+	}
+	// The sentence replaces the errno, which says nothing of names.
+	return fmt.Errorf("%d kernel functions are named %s (at %s), and the kernel puts a kprobe only on a name that is unique",
+		len(where), name, strings.Join(where, ", "))
 }
 
 func one(l link.Link, err error) ([]io.Closer, error) {

@@ -349,6 +349,46 @@ func TestNothingLeftAttached(t *testing.T) {
 	})
 }
 
+// TestAmbiguousName puts a kprobe on a name kallsyms gives to two
+// functions of the kernel proper, which the kernel refuses (Linux 6.5,
+// and the stable kernels it was backported to): kinst must say why in
+// words, not with the bare errno.
+func TestAmbiguousName(t *testing.T) {
+	testenv.Require(t, testenv.Kprobe)
+	funcs, err := kernel.FilterFunctions()
+	if err != nil {
+		t.Fatalf("ftrace's function list: %v", err)
+	}
+	syms, err := kernel.LoadKallsyms()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, n := "", 0
+	for _, f := range funcs.Funcs {
+		var addrs int
+		for _, s := range syms.ByName(f.Name) {
+			if s.IsFunc() && s.Module == "" {
+				addrs++
+			}
+		}
+		if f.Module == "" && addrs > 1 {
+			name, n = f.Name, addrs
+			break
+		}
+	}
+	if name == "" {
+		t.Fatal("no function name of the kernel proper is listed twice by kallsyms and ftrace")
+	}
+	_, stderr := run(t, 1, "--attach", "kprobe", "-e", "kprobe:"+name+" { @ = count(); }", "-c", "true")
+	want := fmt.Sprintf("%d kernel functions are named %s (at ", n, name)
+	if !strings.Contains(stderr, want) || !strings.Contains(stderr, "the kernel puts a kprobe only on a name that is unique") {
+		t.Errorf("stderr does not say the name is ambiguous (%q):\n%s", want, stderr)
+	}
+	if strings.Contains(stderr, "cannot assign requested address") {
+		t.Errorf("stderr gives the raw errno:\n%s", stderr)
+	}
+}
+
 // TestRefused runs every kernel-function probe type this kernel forbids
 // and expects its one-line reason, the source line and caret, exit
 // status 1, and nothing attached. Where the kernel allows them all (the
