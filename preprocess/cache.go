@@ -56,7 +56,7 @@ func DefaultCacheDir() string {
 }
 
 // cacheMagic starts every entry; it changes with the entry's format.
-const cacheMagic = "kinst-pp-1\n"
+const cacheMagic = "kinst-pp-2\n"
 
 // A fileID is what identifies a file's contents without reading them;
 // the zero fileID says there is no regular file at the path.
@@ -172,19 +172,7 @@ func (p *pp) cacheKey(src *source, name token, rest []token) string {
 	w.int(p.nUser)
 	w.strs(slices.Sorted(maps.Keys(p.once)))
 	for _, n := range slices.Sorted(maps.Keys(p.macros)) {
-		m := p.macros[n]
-		w.str(n)
-		w.bool(m.fn)
-		w.bool(m.variadic)
-		w.bool(m.user)
-		w.str(m.special)
-		w.strs(m.params)
-		w.int(len(m.body))
-		for _, t := range m.body {
-			w.int(int(t.kind))
-			w.bool(t.space)
-			w.str(t.text)
-		}
+		w.macro(p.macros[n], nil)
 	}
 	sum := sha256.Sum256(w.b)
 	return hex.EncodeToString(sum[:16])
@@ -200,6 +188,7 @@ func (p *pp) cachedInclude(src *source, name token, rest []token) {
 		p.hits++
 		return
 	}
+	start := time.Now()
 	before := maps.Clone(p.macros)
 	onceBefore := maps.Clone(p.once)
 	nErrs, nWarnings, nMissing, nOut := len(p.errs), len(p.warnings), len(p.missing), len(p.out.buf)
@@ -208,6 +197,9 @@ func (p *pp) cachedInclude(src *source, name token, rest []token) {
 	rec := p.rec
 	p.rec = nil
 	if len(p.errs) != nErrs || len(p.warnings) != nWarnings || len(p.out.buf) != nOut {
+		return
+	}
+	if racy(rec.deps, start) {
 		return
 	}
 	e := &entry{missing: p.missing[nMissing:]}
@@ -230,6 +222,25 @@ func (p *pp) cachedInclude(src *source, name token, rest []token) {
 		}
 	}
 	storeEntry(p.cacheDir, path, e.encode(rec.deps))
+}
+
+// racyMargin is how recently a header may have changed for an entry to
+// depend on it. A file's times advance by clock ticks (up to 10 ms), and
+// on some filesystems by seconds (FAT's by two): a header changed that
+// close to being read can change again without its time or size saying
+// so. The entry is left for a later run to make.
+const racyMargin = 2 * time.Second
+
+// racy reports whether any file deps names changed within racyMargin of
+// start, when the include began reading them.
+func racy(deps map[string]fileID, start time.Time) bool {
+	since := uint64(start.Add(-racyMargin).UnixNano())
+	for _, id := range deps {
+		if id != (fileID{}) && id.mtime >= since {
+			return true
+		}
+	}
+	return false
 }
 
 // valid reports whether every path the entry depends on still holds
@@ -426,28 +437,37 @@ func (e *entry) encode(deps map[string]fileID) []byte {
 	}
 	w.int(total)
 	for _, m := range e.defined {
-		w.str(m.name)
-		w.bool(m.fn)
-		w.bool(m.variadic)
-		w.bool(m.user)
-		w.str(m.special)
-		w.strs(m.params)
-		w.int(len(m.body))
-		for _, t := range m.body {
-			w.int(int(t.kind))
-			w.bool(t.space)
+		w.macro(m, index)
+	}
+	w.strs(e.undef)
+	w.strs(e.once)
+	w.strs(e.missing)
+	return sealed(w.b)
+}
+
+// macro writes m's definition. With an index of the sources, an entry's
+// form, it also writes where each token of the body came from; a key
+// leaves positions out, which do not change what the macro means.
+func (w *encoder) macro(m *macro, index map[*source]int) {
+	w.str(m.name)
+	w.bool(m.fn)
+	w.bool(m.variadic)
+	w.bool(m.user)
+	w.str(m.special)
+	w.strs(m.params)
+	w.int(len(m.body))
+	for _, t := range m.body {
+		w.int(int(t.kind))
+		w.bool(t.space)
+		w.str(t.text)
+		if index != nil {
 			w.bool(t.bol)
-			w.str(t.text)
 			w.int(int(t.off))
 			w.int(int(t.end))
 			w.int(int(t.idx))
 			w.int(index[t.src])
 		}
 	}
-	w.strs(e.undef)
-	w.strs(e.once)
-	w.strs(e.missing)
-	return sealed(w.b)
 }
 
 // sealed appends b's checksum to b.
@@ -501,8 +521,8 @@ func decodeEntry(data []byte) (*entry, error) {
 			t := &m.body[j]
 			t.kind = kind(r.int())
 			t.space = r.bool()
-			t.bol = r.bool()
 			t.text = r.str()
+			t.bol = r.bool()
 			t.off = int32(r.int())
 			t.end = int32(r.int())
 			t.idx = int32(r.int())

@@ -25,6 +25,26 @@ var cacheHeaders = map[string]string{
 	"sys/bits.h": "#pragma once\n#define PF_INET 2\n",
 }
 
+// cacheSetup writes files as setup does, dated an hour ago: headers as
+// old as a system's, which the cache keeps entries for (see racyMargin).
+func cacheSetup(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir, _ := setup(t, files)
+	for name := range files {
+		age(t, filepath.Join(dir, name))
+	}
+	return dir
+}
+
+// age dates the file at path an hour ago.
+func age(t *testing.T, path string) {
+	t.Helper()
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // cacheRun preprocesses src as dir/prog.bt with the cache in dir/cache
 // and the system headers in dir/sys (after dir/first, which the tests
 // fill to move a header earlier in the search).
@@ -49,7 +69,7 @@ func summary(r *Result) string {
 }
 
 func TestCacheHit(t *testing.T) {
-	dir, _ := setup(t, cacheHeaders)
+	dir := cacheSetup(t, cacheHeaders)
 	first := cacheRun(t, dir, cacheProg)
 	if first.hits != 0 {
 		t.Fatalf("first run: %d hits in an empty cache", first.hits)
@@ -84,7 +104,7 @@ func TestCacheHit(t *testing.T) {
 // TestCacheKey: what the program defined before an #include is part of
 // the key, as are the other search directories.
 func TestCacheKey(t *testing.T) {
-	dir, _ := setup(t, cacheHeaders)
+	dir := cacheSetup(t, cacheHeaders)
 	more := "#define WANT_MORE\n" + cacheProg
 	for range 2 {
 		if got := string(cacheRun(t, dir, cacheProg).File.Src); !strings.Contains(got, "2 + 6 +") {
@@ -125,26 +145,19 @@ func TestCacheStale(t *testing.T) {
 		want   string
 	}{
 		{"edited", func(t *testing.T, dir string) {
-			write(t, filepath.Join(dir, "sys/bits.h"), "#pragma once\n#define PF_INET 10\n")
+			writeOld(t, filepath.Join(dir, "sys/bits.h"), "#pragma once\n#define PF_INET 10\n")
 		}, "@ = 10 + 6"},
 		{"same size", func(t *testing.T, dir string) {
-			// Timestamps advance by clock ticks (4 ms on the guests'
-			// 6.1): an edit of the same size within the tick of the
-			// caching run is not seen, which this case steps past.
-			time.Sleep(20 * time.Millisecond)
-			write(t, filepath.Join(dir, "sys/bits.h"), "#pragma once\n#define PF_INET 3\n")
+			writeOld(t, filepath.Join(dir, "sys/bits.h"), "#pragma once\n#define PF_INET 3\n")
 		}, "@ = 3 + 6"},
 		{"touched", func(t *testing.T, dir string) {
-			later := time.Now().Add(time.Hour)
-			if err := os.Chtimes(filepath.Join(dir, "sys/bits.h"), later, later); err != nil {
-				t.Fatal(err)
-			}
+			age(t, filepath.Join(dir, "sys/bits.h"))
 		}, "@ = 2 + 6"},
 		{"earlier in the search", func(t *testing.T, dir string) {
-			write(t, filepath.Join(dir, "first/bits.h"), "#define PF_INET 4\n")
+			writeOld(t, filepath.Join(dir, "first/bits.h"), "#define PF_INET 4\n")
 		}, "@ = 4 + 6"},
 		{"appeared", func(t *testing.T, dir string) {
-			write(t, filepath.Join(dir, "sys/absent.h"), "#define WANT_MORE\n")
+			writeOld(t, filepath.Join(dir, "sys/absent.h"), "#define WANT_MORE\n")
 		}, "@ = 2 + 7"},
 		{"removed", func(t *testing.T, dir string) {
 			if err := os.Remove(filepath.Join(dir, "sys/bits.h")); err != nil {
@@ -154,7 +167,7 @@ func TestCacheStale(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir, _ := setup(t, cacheHeaders)
+			dir := cacheSetup(t, cacheHeaders)
 			cacheRun(t, dir, cacheProg)
 			tt.change(t, dir)
 			res := cacheRun(t, dir, cacheProg)
@@ -167,6 +180,28 @@ func TestCacheStale(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCacheRacy edits a header as soon as a run has read it, keeping
+// its size: a file's time may not have moved, so the run must not have
+// kept an entry, and the next run must see the edit.
+func TestCacheRacy(t *testing.T) {
+	dir, _ := setup(t, cacheHeaders)
+	cacheRun(t, dir, cacheProg)
+	if entries, _ := os.ReadDir(filepath.Join(dir, "cache")); len(entries) != 0 {
+		t.Errorf("cache holds %v after reading headers written just now", entries)
+	}
+	write(t, filepath.Join(dir, "sys/bits.h"), "#pragma once\n#define PF_INET 3\n")
+	if res := cacheRun(t, dir, cacheProg); res.hits != 0 || !strings.Contains(string(res.File.Src), "@ = 3 + 6") {
+		t.Errorf("after the edit: %d hits, %q; want a miss with PF_INET 3", res.hits, res.File.Src)
+	}
+}
+
+// writeOld writes a file and dates it an hour ago.
+func writeOld(t *testing.T, path, text string) {
+	t.Helper()
+	write(t, path, text)
+	age(t, path)
 }
 
 func write(t *testing.T, path, text string) {
@@ -208,7 +243,7 @@ func TestCacheCorrupt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir, _ := setup(t, cacheHeaders)
+			dir := cacheSetup(t, cacheHeaders)
 			want := summary(cacheRun(t, dir, cacheProg))
 			entries, _ := filepath.Glob(filepath.Join(dir, "cache", "*"))
 			if len(entries) != 1 {
@@ -238,7 +273,7 @@ func TestCacheCorrupt(t *testing.T) {
 // TestCacheConcurrent runs many preprocessors on one empty cache at
 // once: each sees whole entries or none.
 func TestCacheConcurrent(t *testing.T) {
-	dir, _ := setup(t, cacheHeaders)
+	dir := cacheSetup(t, cacheHeaders)
 	want := "BEGIN { @ = 2 + 6 + 2147483647; @g = GONE; }"
 	var wg sync.WaitGroup
 	for range 8 {
@@ -265,7 +300,7 @@ func TestCacheConcurrent(t *testing.T) {
 // TestCacheNotKept: an #include that makes text or reports something is
 // run each time.
 func TestCacheNotKept(t *testing.T) {
-	dir, _ := setup(t, map[string]string{
+	dir := cacheSetup(t, map[string]string{
 		"decl.h": "struct pair { int a; };\n#define N 1\n",
 		"warn.h": "#warning careful\n",
 	})
@@ -289,7 +324,7 @@ func TestCacheNotKept(t *testing.T) {
 
 // TestCachePrune: the cache keeps the newest maxEntries entries.
 func TestCachePrune(t *testing.T) {
-	dir, _ := setup(t, cacheHeaders)
+	dir := cacheSetup(t, cacheHeaders)
 	cache := filepath.Join(dir, "cache")
 	old := time.Now().Add(-time.Hour)
 	for i := range maxEntries + 5 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The shipped tools that failed on constants from headers (TASK_RUNNING,
@@ -131,6 +132,11 @@ func TestHeaderCache(t *testing.T) {
 	dir := t.TempDir()
 	header := filepath.Join(dir, "defs.h")
 	if err := os.WriteFile(header, []byte("#define GREETING \"hi\"\n#define TIMES(x) ((x) * 2)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The cache keeps no entry for a header changed a moment ago.
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(header, old, old); err != nil {
 		t.Fatal(err)
 	}
 	cache := filepath.Join(dir, "cache")
