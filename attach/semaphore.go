@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/elfsym"
+	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/kernel"
 )
 
@@ -35,6 +36,20 @@ var ErrSemaphore = errors.New("cannot raise the probe's USDT semaphore")
 // manualSemaphores reports whether kinst must raise USDT semaphores
 // itself.
 func manualSemaphores() bool { return !kernel.Available(kernel.FeatUprobeRefCtr) }
+
+// NeedsExec reports whether attaching t to a -c command needs the
+// command's own memory, which it has only once it has exec'd: a USDT
+// site whose semaphore kinst raises itself, or a watchpoint on an
+// address, whose count would otherwise include the exec's own stores.
+func NeedsExec(t *check.Target) bool {
+	switch a := t.Attach.(type) {
+	case Uprobe:
+		return t.Provider == "usdt" && a.RefCtrOffset != 0 && manualSemaphores()
+	case Watchpoint:
+		return t.Watch == nil
+	}
+	return false
+}
 
 // semaphorePids lists the processes whose semaphores a USDT probe in
 // path needs raised: -p's, else the -c command's, else with file

@@ -11,23 +11,29 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"kinst.dev/kinst/internal/inject"
 )
 
-// command is a -c command held at its first instruction until the probes
-// are attached. It is started under ptrace, which stops it right after
-// exec, before the dynamic loader runs; detaching lets it go. Unlike a
-// helper process that execs later, nothing of kinst's own runs under
-// the command's pid, so probes see only the command.
+// command is a -c command held until the probes are attached. It is
+// started under ptrace through the stub (see execstub.go), which stops
+// itself before it execs the command, so that probes see that execve and
+// nothing of kinst's own; without a stub, the command is stopped right
+// after its exec, before the dynamic loader runs. Letting it go detaches
+// it.
 type command struct {
-	cmd     *exec.Cmd
-	started chan error
-	go_     chan bool // true: let it run; false: kill it
-	done    chan struct{}
-	once    sync.Once
+	cmd      *exec.Cmd
+	started  chan error
+	go_      chan bool  // true: let it run; false: kill it
+	released chan error // the exec's outcome, once let go
+	done     chan struct{}
+	once     sync.Once
 }
 
-func startCommand(argv []string) (*command, error) {
+// startCommand starts the command held before its exec, or after it
+// when afterExec asks.
+func startCommand(argv []string, afterExec bool) (*command, error) {
 	path, err := exec.LookPath(argv[0])
 	if err == nil {
 		err = inject.Fail(inject.Command)
@@ -35,8 +41,8 @@ func startCommand(argv []string) (*command, error) {
 	if err != nil {
 		return nil, fmt.Errorf("command %s: %w", argv[0], err)
 	}
-	c := &command{started: make(chan error), go_: make(chan bool, 1), done: make(chan struct{})}
-	go c.supervise(path, argv)
+	c := &command{started: make(chan error), go_: make(chan bool, 1), released: make(chan error, 1), done: make(chan struct{})}
+	go c.supervise(path, argv, afterExec)
 	if err := <-c.started; err != nil {
 		return nil, err
 	}
@@ -46,30 +52,137 @@ func startCommand(argv []string) (*command, error) {
 // supervise starts the command and releases it. ptrace requests must
 // come from the thread that started the tracee, so it runs on a locked
 // thread that dies with it.
-func (c *command) supervise(path string, argv []string) {
+func (c *command) supervise(path string, argv []string, afterExec bool) {
 	runtime.LockOSThread()
-	c.cmd = &exec.Cmd{Path: path, Args: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		// The parent-death signal comes when this locked thread ends:
-		// with kinst's process, however it ends, or after the command.
-		SysProcAttr: &syscall.SysProcAttr{Ptrace: true, Pdeathsig: syscall.SIGKILL}}
-	if err := c.cmd.Start(); err != nil {
+	defer close(c.done)
+	viaStub, err := c.start(path, argv, afterExec)
+	if err != nil {
 		c.started <- fmt.Errorf("start command %s: %w", argv[0], err)
 		return
 	}
+	c.started <- nil
 	pid := c.cmd.Process.Pid
-	var ws syscall.WaitStatus
-	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
-		c.started <- fmt.Errorf("start command %s: it did not stop at exec (%v)", argv[0], err)
+	if run := <-c.go_; !run {
+		syscall.Kill(pid, syscall.SIGKILL)
+		syscall.PtraceDetach(pid)
+		c.cmd.Wait()
 		return
 	}
-	c.started <- nil
-	run := <-c.go_
-	if !run {
-		syscall.Kill(pid, syscall.SIGKILL)
+	if !viaStub {
+		syscall.PtraceDetach(pid)
+		c.released <- nil
+		c.cmd.Wait()
+		return
 	}
-	syscall.PtraceDetach(pid)
+	// Traced to the exec, which says whether the command started.
+	if err := syscall.PtraceSetOptions(pid, syscall.PTRACE_O_TRACEEXEC); err != nil {
+		c.released <- fmt.Errorf("start command %s: %w", argv[0], err)
+		syscall.Kill(pid, syscall.SIGKILL)
+		c.cmd.Wait()
+		return
+	}
+	ws, err := continueUntil(pid, func(ws syscall.WaitStatus) bool { return ws.TrapCause() == syscall.PTRACE_EVENT_EXEC })
+	switch {
+	case err != nil:
+		c.released <- fmt.Errorf("start command %s: %w", argv[0], err)
+		syscall.Kill(pid, syscall.SIGKILL)
+	case ws.Exited():
+		// The stub exits with the errno of an exec that failed.
+		c.released <- fmt.Errorf("start command %s: %w", argv[0], syscall.Errno(ws.ExitStatus()))
+		return // reaped
+	case ws.Signaled():
+		c.released <- fmt.Errorf("start command %s: killed by %v before it ran", argv[0], ws.Signal())
+		return
+	default:
+		syscall.PtraceDetach(pid)
+		c.released <- nil
+	}
 	c.cmd.Wait()
-	close(c.done)
+}
+
+// start starts the command held: through the stub, stopped by itself
+// before its exec, or directly, stopped after it. It reports which.
+func (c *command) start(path string, argv []string, afterExec bool) (viaStub bool, err error) {
+	if !afterExec {
+		if ran, err := c.startStub(path, argv); ran {
+			return true, err
+		}
+	}
+	c.cmd = c.exec(path, argv)
+	if err := c.cmd.Start(); err != nil {
+		return false, err
+	}
+	_, err = stopped(c.cmd.Process.Pid)
+	return false, err
+}
+
+// startStub starts the command through the stub and waits for the stub
+// to stop itself. It reports whether the stub ran: the system may have
+// no stub to give or refuse to run it.
+func (c *command) startStub(path string, argv []string) (ran bool, err error) {
+	fd, stubPath := stubFile()
+	if fd < 0 {
+		return false, nil
+	}
+	c.cmd = c.exec(stubPath, append([]string{"kinst", path}, argv...))
+	err = c.cmd.Start()
+	unix.Close(fd)
+	if err != nil {
+		return false, nil
+	}
+	pid := c.cmd.Process.Pid
+	// Stopped at the stub's exec; then by its own SIGSTOP.
+	ws, err := stopped(pid)
+	if err == nil {
+		ws, err = continueUntil(pid, func(ws syscall.WaitStatus) bool { return ws.StopSignal() == syscall.SIGSTOP })
+	}
+	switch {
+	case err != nil:
+		syscall.Kill(pid, syscall.SIGKILL)
+		c.cmd.Wait()
+	case !ws.Stopped():
+		err = fmt.Errorf("it ended before it ran (%v)", ws) // and is reaped
+	}
+	return true, err
+}
+
+// exec makes the command line to start under ptrace.
+func (c *command) exec(path string, argv []string) *exec.Cmd {
+	return &exec.Cmd{Path: path, Args: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		// The parent-death signal comes when the locked thread ends:
+		// with kinst's process, however it ends, or after the command.
+		SysProcAttr: &syscall.SysProcAttr{Ptrace: true, Pdeathsig: syscall.SIGKILL}}
+}
+
+// stopped waits for the stop at a traced process's exec.
+func stopped(pid int) (syscall.WaitStatus, error) {
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
+		return ws, fmt.Errorf("it did not stop at exec (%v, %v)", ws, err)
+	}
+	return ws, nil
+}
+
+// continueUntil continues a traced process, handing it the signals it
+// gets on the way, until it stops as want says or ends.
+func continueUntil(pid int, want func(syscall.WaitStatus) bool) (syscall.WaitStatus, error) {
+	sig := 0
+	for {
+		if err := syscall.PtraceCont(pid, sig); err != nil {
+			return 0, err
+		}
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
+			return ws, err
+		}
+		if !ws.Stopped() || want(ws) {
+			return ws, nil
+		}
+		sig = 0
+		if ws.StopSignal() != syscall.SIGTRAP {
+			sig = int(ws.StopSignal())
+		}
+	}
 }
 
 // pid is the command's process id, or 0 when there is no command.
@@ -80,10 +193,10 @@ func (c *command) pid() int {
 	return c.cmd.Process.Pid
 }
 
-// release lets the command run.
+// release lets the command run, and returns when it has exec'd.
 func (c *command) release() error {
 	c.once.Do(func() { c.go_ <- true })
-	return nil
+	return <-c.released
 }
 
 // wait waits for the command to end.

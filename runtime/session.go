@@ -231,7 +231,7 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	s.reader.Store(rd)
 
 	if len(opts.Command) > 0 {
-		if s.cmd, err = startCommand(opts.Command); err != nil {
+		if s.cmd, err = startCommand(opts.Command, s.needsExec()); err != nil {
 			return err
 		}
 		defer s.cmd.kill()
@@ -469,6 +469,17 @@ func (s *Session) runSpecial(provider string) error {
 		}
 	}
 	return nil
+}
+
+// needsExec reports whether a target can be attached to the -c command
+// only once the command has exec'd.
+func (s *Session) needsExec() bool {
+	for _, p := range s.loaded {
+		if slices.ContainsFunc(p.Targets, attach.NeedsExec) {
+			return true
+		}
+	}
+	return false
 }
 
 // attachAll attaches every program but BEGIN and END, in an order that

@@ -546,6 +546,26 @@ func TestCommandOutput(t *testing.T) {
 		"begin\nfrom the command\n\n\n", "")
 }
 
+// Probes see the -c command's own execve, made by a process named
+// kinst (bpftrace's is named bpftrace), and nothing else of kinst's
+// under the command's pid: the first system call the probe sees is that
+// execve. A command that passes the path search but cannot be exec'd is
+// an error once the probes are attached.
+func TestCommandExecSeen(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	w := workload(t)
+	kinst(t, "-q", "-e", `tracepoint:raw_syscalls:sys_enter /pid == cpid && @n == 0/ { @n = 1; @first[comm, args.id] = count(); }
+		tracepoint:syscalls:sys_enter_execve /pid == cpid/ { printf("%s\n", str(args.filename)); join(args.argv); }`,
+		"-c", w+" getppid 1").want(t, 0, fmt.Sprintf("%s\n%[1]s getppid 1\n\n\n@first[kinst, %d]: 1\n@n: 1\n", w, unix.SYS_EXECVE), "")
+	bad := filepath.Join(t.TempDir(), "not-a-program")
+	if err := os.WriteFile(bad, []byte("neither ELF nor #!\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	kinst(t, "-q", "-e", "tracepoint:syscalls:sys_enter_getppid { @ = count(); }", "-c", bad).want(t, 1, "",
+		"kinst: start command "+bad+": exec format error\n")
+}
+
 // END runs however tracing stops: exit(), the -c command's end, SIGINT
 // and SIGTERM; its printf comes before the maps, which it can still set.
 func TestEndRuns(t *testing.T) {

@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package runtime
+
+// stub is nil where kinst has no -c stub: the command is started
+// directly (see execstub.go).
+var stub []byte
