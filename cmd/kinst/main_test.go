@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -85,6 +86,38 @@ func targetCopy(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return bin
+}
+
+// startSleeping starts bin's sleep command and returns its pid once the
+// process runs bin; the test kills it when it ends.
+func startSleeping(t *testing.T, bin string) string {
+	t.Helper()
+	proc := exec.Command(bin, "sleep", "20000")
+	err := proc.Start()
+	// A copy just written may be open for writing in a child another
+	// test forked and has not exec'd yet (Go issue 22315).
+	for try := 0; errors.Is(err, syscall.ETXTBSY) && try < 50; try++ {
+		time.Sleep(20 * time.Millisecond)
+		proc = exec.Command(bin, "sleep", "20000")
+		err = proc.Start()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
+	pid := strconv.Itoa(proc.Process.Pid)
+	want, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if exe, err := os.Stat("/proc/" + pid + "/exe"); err == nil && os.SameFile(exe, want) {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %s did not run %s in 5 s", pid, bin)
+		}
+	}
 }
 
 // workload returns the path of internal/workload: built where the go

@@ -199,18 +199,7 @@ func TestUSDTList(t *testing.T) {
 	kinst(t, "-l", "U:"+bin+":kinst:t*").want(t, 0, fmt.Sprintf("usdt:%s:kinst:tick\nusdt:%[1]s:kinst:twice\n", bin), "")
 	kinst(t, "-lv", "usdt:"+bin+":kinst:small").want(t, 0, fmt.Sprintf("usdt:%s:kinst:small\n    arg0: -1@%%sil\n    arg1: 2@%%di\n    arg2: -4@$-7\n", bin), "")
 
-	proc := exec.Command(bin, "sleep", "20000")
-	if err := proc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
-	pid := strconv.Itoa(proc.Process.Pid)
-	// The process has run once its memory maps the executable.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if maps, _ := os.ReadFile("/proc/" + pid + "/maps"); bytes.Contains(maps, []byte(filepath.Base(bin))) || time.Now().After(deadline) {
-			break
-		}
-	}
+	pid := startSleeping(t, bin)
 	seen := "/proc/" + pid + "/root" + bin
 	kinst(t, "-lp", pid, "usdt:*").want(t, 0, listing(seen), "")
 	// bpftrace 0.17 lists the same.
@@ -364,17 +353,7 @@ func TestPidDeletedExecutable(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe)
 	bin := targetCopy(t)
-	proc := exec.Command(bin, "sleep", "20000")
-	if err := proc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
-	pid := strconv.Itoa(proc.Process.Pid)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if exe, _ := os.Readlink("/proc/" + pid + "/exe"); exe == bin || time.Now().After(deadline) {
-			break
-		}
-	}
+	pid := startSleeping(t, bin)
 	if err := os.Remove(bin); err != nil {
 		t.Fatal(err)
 	}
