@@ -15,8 +15,8 @@ import (
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
-	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/kernel"
 )
 
