@@ -379,7 +379,7 @@ func TestAmbiguousName(t *testing.T) {
 	if name == "" {
 		t.Fatal("no function name of the kernel proper is listed twice by kallsyms and ftrace")
 	}
-	_, stderr := run(t, 1, "--attach", "kprobe", "-e", "kprobe:"+name+" { @ = count(); }", "-c", "true")
+	_, stderr := run(t, 1, "--attach", "kprobe", "-e", "kprobe:"+name+" { @ = count(); }", "-c", testenv.Workload(t)+" getppid 1")
 	want := fmt.Sprintf("%d kernel functions are named %s (at ", n, name)
 	if !strings.Contains(stderr, want) || !strings.Contains(stderr, "the kernel puts a kprobe only on a name that is unique") {
 		t.Errorf("stderr does not say the name is ambiguous (%q):\n%s", want, stderr)

@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -23,6 +25,7 @@ import (
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/output"
+	"kinst.dev/kinst/syntax"
 )
 
 // Options say how to run a program.
@@ -514,7 +517,7 @@ func (s *Session) attachAll() error {
 			return nil // the signal's doing: Attach rolled its own links back
 		}
 		if err != nil {
-			return err
+			return s.locate(p, err)
 		}
 		if n := len(a.Skipped); n > 0 {
 			s.warnf("kinst: warning: %d of the %d targets of %s could not be attached and are skipped; the first: %v\n",
@@ -523,6 +526,25 @@ func (s *Session) attachAll() error {
 		s.links = append(s.links, a.Links...)
 	}
 	return nil
+}
+
+// locate points an attach failure of p's at its probe's attach point:
+// the one naming the target the error names, or the first.
+func (s *Session) locate(p *codegen.Program, err error) error {
+	points := p.Probe.Syntax.Points
+	at := points[0]
+	for _, t := range p.Targets {
+		if !strings.Contains(err.Error(), "attach "+t.FullName()+":") {
+			continue
+		}
+		for _, q := range points {
+			if ok, _ := path.Match(q.Raw, t.FullName()); ok {
+				at = q
+			}
+		}
+		break
+	}
+	return syntax.ErrorList{&syntax.Error{File: s.out.File, Pos: at.Pos(), End: at.End(), Msg: err.Error(), Err: err}}
 }
 
 // runIterators reads every attached iterator to its end, which runs its

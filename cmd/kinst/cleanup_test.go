@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -268,14 +269,16 @@ func TestAttachFailureLeavesNothing(t *testing.T) {
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		code := exitCode(t, cmd.Run())
 		checkNoPanic(t, stderr.String())
-		const prefix = "kinst: attach tracepoint:syscalls:sys_enter_"
-		if code != 1 || stdout.String() != "" || !strings.HasPrefix(stderr.String(), prefix) ||
-			!strings.HasSuffix(stderr.String(), ": too many open files\n") || strings.Count(stderr.String(), "\n") != 1 {
-			t.Errorf("with %d files open at most: exit status %d\nstdout:\n%s\nstderr:\n%s\nwant status 1 and one line: %s...: too many open files",
-				limit, code, stdout.String(), stderr.String(), prefix)
+		// "-e:L:C: attach tracepoint:...: too many open files", the
+		// probe's line and a caret.
+		first, _, _ := strings.Cut(stderr.String(), "\n")
+		m := regexp.MustCompile(`^-e:\d+:\d+: attach tracepoint:syscalls:sys_enter_(\w+): .*: too many open files$`).FindStringSubmatch(first)
+		if code != 1 || stdout.String() != "" || m == nil || strings.Count(stderr.String(), "\n") != 3 {
+			t.Errorf("with %d files open at most: exit status %d\nstdout:\n%s\nstderr:\n%s\nwant status 1 and a located error: attach tracepoint:...: too many open files",
+				limit, code, stdout.String(), stderr.String())
+			return ""
 		}
-		failed, _, _ := strings.Cut(strings.TrimPrefix(stderr.String(), prefix), ":")
-		return failed
+		return m[1]
 	}
 
 	t.Run("probes", func(t *testing.T) {

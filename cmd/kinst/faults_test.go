@@ -29,7 +29,8 @@ func TestInjectedFaults(t *testing.T) {
 			stderr: "-e:1:NN: cannot load probe tracepoint:syscalls:sys_enter_getpid as tracepoint: load: injected fault\nPROG\n" +
 				"INDENT^" + strings.Repeat("~", 35) + "\n"},
 		{name: "second attach fails", inject: "attach.fail=2", stdout: "Attaching 2 probes...\n",
-			stderr: "kinst: attach tracepoint:syscalls:sys_enter_getpid: attach: injected fault\n"},
+			stderr: "-e:1:NN: attach tracepoint:syscalls:sys_enter_getpid: attach: injected fault\nPROG\n" +
+				"INDENT^" + strings.Repeat("~", 35) + "\n"},
 		{name: "command does not start", inject: "command.fail=1",
 			stderr: "kinst: command " + bin + ": command: injected fault\n"},
 		// What was read is printed, and the maps.

@@ -420,12 +420,17 @@ func TestUSDTSemaphoreByHand(t *testing.T) {
 		}
 	}
 
-	prog = "usdt:" + bin + ":kinst:gated { }"
-	kinstEnv(t, noRefCtr, "-q", "-e", prog).want(t, 1, "",
-		"kinst: attach usdt:"+bin+":kinst:gated: cannot raise the probe's USDT semaphore: this kernel has no uprobe reference counter, which raises it in every process: give -p PID or --usdt-file-activation\n")
+	// The error points at the probe: "-e:1:1: MESSAGE", the line, a caret.
+	located := func(point, msg string) string {
+		return "-e:1:1: attach " + point + ": " + msg + "\n" + point + " { }\n^" + strings.Repeat("~", len(point)-1) + "\n"
+	}
+	point := "usdt:" + bin + ":kinst:gated"
+	kinstEnv(t, noRefCtr, "-q", "-e", point+" { }").want(t, 1, "",
+		located(point, "cannot raise the probe's USDT semaphore: this kernel has no uprobe reference counter, which raises it in every process: give -p PID or --usdt-file-activation"))
 	idle := copyFile(t, bin, "idle")
-	kinstEnv(t, noRefCtr, "-q", "--usdt-file-activation", "-e", "usdt:"+idle+":kinst:gated { }").want(t, 1, "",
-		"kinst: attach usdt:"+idle+":kinst:gated: cannot raise the probe's USDT semaphore: no process runs "+idle+" for --usdt-file-activation to raise it in\n")
+	point = "usdt:" + idle + ":kinst:gated"
+	kinstEnv(t, noRefCtr, "-q", "--usdt-file-activation", "-e", point+" { }").want(t, 1, "",
+		located(point, "cannot raise the probe's USDT semaphore: no process runs "+idle+" for --usdt-file-activation to raise it in"))
 }
 
 // copyFile copies an executable into a file called name in a folder of
