@@ -44,6 +44,9 @@ func (c *checker) declare(prog *syntax.Program) {
 			if base != nil {
 				t = c.declarator(base, n)
 			}
+			if t != nil && n.Align != nil {
+				t = c.aligned(t, n.Align)
+			}
 			if t == nil {
 				c.decls.broken[n.Name] = true
 				continue
@@ -114,14 +117,19 @@ func (c *checker) ctype(ct *syntax.CType) *Type {
 		case "long double":
 			return FloatType(16, ct.Name) // x86-64's and arm64's
 		}
-		if !isBaseWords(ct.Name) {
-			return c.namedType(syntax.IDENT, ct.Name, ct)
+		var t *Type
+		switch {
+		case !isBaseWords(ct.Name):
+			t = c.namedType(syntax.IDENT, ct.Name, ct)
+		case baseType(ct.Name) != nil:
+			t = baseType(ct.Name)
+		default:
+			c.errorf(ct, "invalid type %s", ct.Name)
 		}
-		if t := baseType(ct.Name); t != nil {
+		if t == nil || ct.Align == nil {
 			return t
 		}
-		c.errorf(ct, "invalid type %s", ct.Name)
-		return nil
+		return c.aligned(t, ct.Align)
 	}
 	tag := ct.Kind.String() + " " + ct.Name
 	if !ct.Body {
@@ -379,8 +387,27 @@ func (c *checker) declarator(base *Type, d *syntax.Declarator) *Type {
 	return t
 }
 
+// aligned gives t the alignment an aligned(N) attribute of a typedef
+// or a type specifier asks for, which may lower it as well as raise it,
+// as in gcc. It returns nil after reporting a bad N.
+func (c *checker) aligned(t *Type, attr syntax.Expr) *Type {
+	n, ok := c.alignment(attr)
+	if !ok {
+		return nil
+	}
+	if n == cAlign(t) {
+		return t
+	}
+	a := *t
+	a.calign = n
+	return &a
+}
+
 // cAlign is the alignment C gives a value of type t.
 func cAlign(t *Type) int {
+	if t.calign > 0 {
+		return t.calign
+	}
 	switch t.Kind {
 	case Int, Float:
 		return t.Size
@@ -389,9 +416,6 @@ func cAlign(t *Type) int {
 	case Array:
 		return cAlign(t.Elem)
 	case Record:
-		if t.calign > 0 {
-			return t.calign
-		}
 		if t.BTF != nil {
 			return btfAlign(t.BTF)
 		}

@@ -71,7 +71,7 @@ type Type struct {
 	Fields  []*Field  // Record
 	Name    string    // Record: "struct file"; Int: a typedef name, if any;
 	// Timestamp: the strftime format; CgroupPath: the hierarchy filter
-	calign int // Record: the C alignment of a program-declared struct
+	calign int // the C alignment of a program-declared struct, or one aligned(N) set
 	// VarLen marks a Buffer whose length byte, its last, says how many
 	// of the bytes before it were read.
 	VarLen bool

@@ -24,7 +24,7 @@ type (
 		Name    string
 		Body    bool // braces follow: this is a definition
 		Packed  bool // __attribute__((packed))
-		Align   Expr // __attribute__((aligned(N))), or nil
+		Align   Expr // __attribute__((aligned(N))) of the type, or nil
 		Fields  []*CField
 		Values  []*Enumerator
 		EndPos  Pos
@@ -497,6 +497,12 @@ func (p *parser) parseCType(top bool) *CType {
 		return t
 	}
 	p.skipQualifiers()
+	if t.Kind == IDENT && p.isAttribute() {
+		// "T __attribute__((aligned(N))) name", as linux/types.h's
+		// __aligned_u64 expands: the attribute aligns the type.
+		t.EndPos = p.parseAttribute(nil, &t.Align)
+		p.skipQualifiers()
+	}
 	return t
 }
 
@@ -626,7 +632,7 @@ func (p *parser) parseDeclarator(field bool) *Declarator {
 		d.Bits = p.parseExpr()
 		d.EndPos = d.Bits.End()
 	}
-	if field && p.isAttribute() {
+	if p.isAttribute() {
 		d.EndPos = p.parseAttribute(nil, &d.Align)
 	}
 	return d
@@ -720,6 +726,7 @@ func (p *printer) declarators(ds []*Declarator) {
 func (p *printer) ctype(t *CType) {
 	if t.Kind == IDENT {
 		p.b.WriteString(t.Name)
+		p.attribute(false, t.Align)
 		return
 	}
 	p.b.WriteString(t.Kind.String())
