@@ -78,7 +78,7 @@ func Attach(ctx context.Context, prog *ebpf.Program, targets []*check.Target, op
 		}
 		ls, err := attachOne(prog, t, cookie, opts)
 		if err != nil {
-			err = fmt.Errorf("attach %s: %w", t.FullName(), err)
+			err = &Error{Target: t, Err: err}
 			if len(targets) > 1 && !exhausted(err) {
 				a.Skipped = append(a.Skipped, err)
 				continue
@@ -93,6 +93,16 @@ func Attach(ctx context.Context, prog *ebpf.Program, targets []*check.Target, op
 	}
 	return a, nil
 }
+
+// An Error is the failure to attach one target.
+type Error struct {
+	Target *check.Target
+	Err    error
+}
+
+func (e *Error) Error() string { return "attach " + e.Target.FullName() + ": " + e.Err.Error() }
+
+func (e *Error) Unwrap() error { return e.Err }
 
 // exhausted reports whether err says kinst ran out of a resource: the
 // targets after it would fail the same way, so it is not one target's
@@ -185,7 +195,7 @@ func ambiguous(name string, err error) error {
 	var where []string
 	for _, s := range ks.ByName(name) {
 		if s.IsFunc() {
-			where = append(where, strconv.FormatUint(s.Addr, 16))
+			where = append(where, fmt.Sprintf("%#x", s.Addr))
 		}
 	}
 	if len(where) < 2 {

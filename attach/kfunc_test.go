@@ -349,10 +349,10 @@ func TestNothingLeftAttached(t *testing.T) {
 	})
 }
 
-// TestAmbiguousName puts a kprobe on a name kallsyms gives to two
-// functions of the kernel proper, which the kernel refuses (Linux 6.5,
-// and the stable kernels it was backported to): kinst must say why in
-// words, not with the bare errno.
+// TestAmbiguousName puts a kprobe on a name kallsyms gives to several
+// functions, two of them in the kernel proper, which the kernel refuses
+// (Linux 6.5, and the stable kernels it was backported to): kinst must
+// say why in words, not with the bare errno.
 func TestAmbiguousName(t *testing.T) {
 	testenv.Require(t, testenv.Kprobe)
 	funcs, err := kernel.FilterFunctions()
@@ -365,27 +365,38 @@ func TestAmbiguousName(t *testing.T) {
 	}
 	name, n := "", 0
 	for _, f := range funcs.Funcs {
-		var addrs int
+		var all, proper int
 		for _, s := range syms.ByName(f.Name) {
-			if s.IsFunc() && s.Module == "" {
-				addrs++
+			if s.IsFunc() {
+				all++
+				if s.Module == "" {
+					proper++
+				}
 			}
 		}
-		if f.Module == "" && addrs > 1 {
-			name, n = f.Name, addrs
+		if f.Module == "" && proper > 1 {
+			name, n = f.Name, all
 			break
 		}
 	}
 	if name == "" {
 		t.Fatal("no function name of the kernel proper is listed twice by kallsyms and ftrace")
 	}
-	_, stderr := run(t, 1, "--attach", "kprobe", "-e", "kprobe:"+name+" { @ = count(); }", "-c", testenv.Workload(t)+" getppid 1")
-	want := fmt.Sprintf("%d kernel functions are named %s (at ", n, name)
-	if !strings.Contains(stderr, want) || !strings.Contains(stderr, "the kernel puts a kprobe only on a name that is unique") {
-		t.Errorf("stderr does not say the name is ambiguous (%q):\n%s", want, stderr)
+	cmd := exec.Command(testenv.Kinst(t), "--attach", "kprobe", "-e", "kprobe:"+name+" { @ = count(); }", "-c", testenv.Workload(t)+" getppid 1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil {
+		if v, err := kernel.KernelVersion(); err == nil && !v.AtLeast(6, 5) {
+			t.Skipf("Linux %v puts a kprobe on %s, a name %d functions share (no backport of 6.5's refusal)", v, name, n)
+		}
+		t.Fatalf("kinst attached a kprobe to %s, a name %d functions share", name, n)
 	}
-	if strings.Contains(stderr, "cannot assign requested address") {
-		t.Errorf("stderr gives the raw errno:\n%s", stderr)
+	want := fmt.Sprintf("%d kernel functions are named %s (at 0x", n, name)
+	if !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "the kernel puts a kprobe only on a name that is unique") {
+		t.Errorf("stderr does not say the name is ambiguous (%q):\n%s", want, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "cannot assign requested address") {
+		t.Errorf("stderr gives the raw errno:\n%s", stderr.String())
 	}
 }
 

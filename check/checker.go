@@ -207,16 +207,19 @@ func (c *checker) resolvePoint(ap *syntax.AttachPoint) ([]*Target, error) {
 	if c.conf.Resolver == nil {
 		return nil, fmt.Errorf("no resolver for %s probes", ap.Provider)
 	}
-	ap, err := c.expandParams(ap)
+	expanded, err := c.expandParams(ap)
 	if err != nil {
 		return nil, err
 	}
-	targets, err := c.conf.Resolver.Resolve(ap)
+	targets, err := c.conf.Resolver.Resolve(expanded)
 	if err != nil {
 		return nil, err
 	}
 	if len(targets) == 0 {
-		return nil, fmt.Errorf("%s matches nothing; kinst -l %q lists what exists", ap.Raw, ap.Raw)
+		return nil, fmt.Errorf("%s matches nothing; kinst -l %q lists what exists", expanded.Raw, expanded.Raw)
+	}
+	for _, t := range targets {
+		t.Point = ap
 	}
 	return targets, nil
 }

@@ -39,6 +39,9 @@ func (c *checker) declare(prog *syntax.Program) {
 		if !d.Typedef {
 			continue
 		}
+		if base != nil && d.Type.Kind == syntax.IDENT && d.Type.Align != nil {
+			base = c.aligned(base, d.Type.Align)
+		}
 		for _, n := range d.Names {
 			var t *Type
 			if base != nil {
@@ -117,19 +120,14 @@ func (c *checker) ctype(ct *syntax.CType) *Type {
 		case "long double":
 			return FloatType(16, ct.Name) // x86-64's and arm64's
 		}
-		var t *Type
-		switch {
-		case !isBaseWords(ct.Name):
-			t = c.namedType(syntax.IDENT, ct.Name, ct)
-		case baseType(ct.Name) != nil:
-			t = baseType(ct.Name)
-		default:
-			c.errorf(ct, "invalid type %s", ct.Name)
+		if !isBaseWords(ct.Name) {
+			return c.namedType(syntax.IDENT, ct.Name, ct)
 		}
-		if t == nil || ct.Align == nil {
+		if t := baseType(ct.Name); t != nil {
 			return t
 		}
-		return c.aligned(t, ct.Align)
+		c.errorf(ct, "invalid type %s", ct.Name)
+		return nil
 	}
 	tag := ct.Kind.String() + " " + ct.Name
 	if !ct.Body {
@@ -270,6 +268,16 @@ func (c *checker) layout(t *Type, ct *syntax.CType) bool {
 		if base == nil {
 			return false
 		}
+		// In a field, aligned(N) on the type, as on the declarator, only
+		// raises the alignment.
+		typeAlign := 0
+		if cf.Type.Kind == syntax.IDENT && cf.Type.Align != nil {
+			n, ok := c.alignment(cf.Type.Align)
+			if !ok {
+				return false
+			}
+			typeAlign = n
+		}
 		if len(cf.Decls) == 0 {
 			// An anonymous struct or union: its members are t's, moved
 			// to where it lies.
@@ -305,13 +313,13 @@ func (c *checker) layout(t *Type, ct *syntax.CType) bool {
 				c.errorf(d, "field %s has incomplete type %s", d.Name, ft)
 				return false
 			}
-			fieldAlign := 0
+			fieldAlign := typeAlign
 			if d.Align != nil {
 				n, ok := c.alignment(d.Align)
 				if !ok {
 					return false
 				}
-				fieldAlign = n
+				fieldAlign = max(fieldAlign, n)
 			}
 			place(f, ft, width, d.Name != "", fieldAlign)
 			if d.Name != "" {
@@ -387,9 +395,10 @@ func (c *checker) declarator(base *Type, d *syntax.Declarator) *Type {
 	return t
 }
 
-// aligned gives t the alignment an aligned(N) attribute of a typedef
-// or a type specifier asks for, which may lower it as well as raise it,
-// as in gcc. It returns nil after reporting a bad N.
+// aligned gives a typedef's type the alignment its aligned(N) attribute
+// asks for, which may lower it as well as raise it, as in gcc. It
+// returns nil after reporting a bad N, or a struct not yet laid out,
+// whose copy would never be.
 func (c *checker) aligned(t *Type, attr syntax.Expr) *Type {
 	n, ok := c.alignment(attr)
 	if !ok {
@@ -397,6 +406,10 @@ func (c *checker) aligned(t *Type, attr syntax.Expr) *Type {
 	}
 	if n == cAlign(t) {
 		return t
+	}
+	if t.Kind == Record && !complete(t) {
+		c.errorf(attr, "aligned(%d) needs %s defined first", n, t)
+		return nil
 	}
 	a := *t
 	a.calign = n

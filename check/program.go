@@ -54,6 +54,10 @@ type Target struct {
 	// address comes from; the target has no address until then.
 	Watch *WatchSetup
 
+	// Point is the attach point in the source the target comes from,
+	// for errors that concern the target alone.
+	Point *syntax.AttachPoint
+
 	// Attach holds what package attach needs to attach this target;
 	// the checker does not look inside.
 	Attach any

@@ -228,7 +228,9 @@ func (p *pp) cachedInclude(src *source, name token, rest []token) {
 // depend on it. A file's times advance by clock ticks (up to 10 ms), and
 // on some filesystems by seconds (FAT's by two): a header changed that
 // close to being read can change again without its time or size saying
-// so. The entry is left for a later run to make.
+// so. The entry is left for a later run to make. As in git's index,
+// only the modification time counts: the change time, which the entry
+// keeps too, shows an edit that puts an old modification time back.
 const racyMargin = 2 * time.Second
 
 // racy reports whether any file deps names changed within racyMargin of

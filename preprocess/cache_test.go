@@ -27,7 +27,7 @@ var cacheHeaders = map[string]string{
 
 // cacheSetup writes files as setup does, dated an hour ago: headers as
 // old as a system's, which the cache keeps entries for (see racyMargin).
-func cacheSetup(t *testing.T, files map[string]string) string {
+func cacheSetup(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir, _ := setup(t, files)
 	for name := range files {
@@ -37,7 +37,7 @@ func cacheSetup(t *testing.T, files map[string]string) string {
 }
 
 // age dates the file at path an hour ago.
-func age(t *testing.T, path string) {
+func age(t testing.TB, path string) {
 	t.Helper()
 	old := time.Now().Add(-time.Hour)
 	if err := os.Chtimes(path, old, old); err != nil {
@@ -150,7 +150,8 @@ func TestCacheStale(t *testing.T) {
 		{"same size", func(t *testing.T, dir string) {
 			writeOld(t, filepath.Join(dir, "sys/bits.h"), "#pragma once\n#define PF_INET 3\n")
 		}, "@ = 3 + 6"},
-		{"touched", func(t *testing.T, dir string) {
+		{"re-dated", func(t *testing.T, dir string) {
+			// Its times set anew, a moment after setup set them.
 			age(t, filepath.Join(dir, "sys/bits.h"))
 		}, "@ = 2 + 6"},
 		{"earlier in the search", func(t *testing.T, dir string) {

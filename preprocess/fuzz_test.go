@@ -52,10 +52,13 @@ func FuzzPreprocess(f *testing.F) {
 // damaged entry is a miss. The seeds are a real entry, damaged ones,
 // and an entry whose checksum covers garbage.
 func FuzzCacheEntry(f *testing.F) {
-	dir, _ := setup(f, cacheHeaders)
+	dir := cacheSetup(f, cacheHeaders)
 	p := newPP(&Config{SystemDirs: []string{dir + "/sys"}, CacheDir: dir + "/cache"})
 	p.run(&source{file: syntax.NewFile("prog.bt", []byte(cacheProg)), text: []byte(cacheProg), dir: dir, found: -1})
 	entries, _ := filepath.Glob(dir + "/cache/*")
+	if len(entries) == 0 {
+		f.Fatal("the preprocessor kept no cache entry to seed the corpus with")
+	}
 	for _, e := range entries {
 		data, err := os.ReadFile(e)
 		if err != nil {

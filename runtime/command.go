@@ -63,8 +63,7 @@ func (c *command) supervise(path string, argv []string, afterExec bool) {
 	c.started <- nil
 	pid := c.cmd.Process.Pid
 	if run := <-c.go_; !run {
-		syscall.Kill(pid, syscall.SIGKILL)
-		syscall.PtraceDetach(pid)
+		c.cmd.Process.Kill()
 		c.cmd.Wait()
 		return
 	}
@@ -75,29 +74,28 @@ func (c *command) supervise(path string, argv []string, afterExec bool) {
 		return
 	}
 	// Traced to the exec, which says whether the command started.
-	if err := syscall.PtraceSetOptions(pid, syscall.PTRACE_O_TRACEEXEC); err != nil {
-		c.released <- fmt.Errorf("start command %s: %w", argv[0], err)
-		syscall.Kill(pid, syscall.SIGKILL)
-		c.cmd.Wait()
-		return
+	err = syscall.PtraceSetOptions(pid, syscall.PTRACE_O_TRACEEXEC)
+	var ws syscall.WaitStatus
+	if err == nil {
+		ws, err = continueUntil(pid, func(ws syscall.WaitStatus) bool { return ws.TrapCause() == syscall.PTRACE_EVENT_EXEC })
 	}
-	ws, err := continueUntil(pid, func(ws syscall.WaitStatus) bool { return ws.TrapCause() == syscall.PTRACE_EVENT_EXEC })
 	switch {
 	case err != nil:
-		c.released <- fmt.Errorf("start command %s: %w", argv[0], err)
-		syscall.Kill(pid, syscall.SIGKILL)
+		c.cmd.Process.Kill()
+		c.cmd.Wait()
 	case ws.Exited():
-		// The stub exits with the errno of an exec that failed.
-		c.released <- fmt.Errorf("start command %s: %w", argv[0], syscall.Errno(ws.ExitStatus()))
-		return // reaped
-	case ws.Signaled():
-		c.released <- fmt.Errorf("start command %s: killed by %v before it ran", argv[0], ws.Signal())
-		return
+		// The stub exits with the errno of an exec that failed; it is
+		// reaped.
+		err = syscall.Errno(ws.ExitStatus())
+	case !ws.Stopped():
+		err = fmt.Errorf("it %s before it ran", describe(ws))
 	default:
 		syscall.PtraceDetach(pid)
 		c.released <- nil
+		c.cmd.Wait()
+		return
 	}
-	c.cmd.Wait()
+	c.released <- fmt.Errorf("start command %s: %w", argv[0], err)
 }
 
 // start starts the command held: through the stub, stopped by itself
@@ -108,12 +106,16 @@ func (c *command) start(path string, argv []string, afterExec bool) (viaStub boo
 			return true, err
 		}
 	}
-	c.cmd = c.exec(path, argv)
+	c.cmd = tracedCommand(path, argv)
 	if err := c.cmd.Start(); err != nil {
 		return false, err
 	}
-	_, err = stopped(c.cmd.Process.Pid)
-	return false, err
+	if _, err := stopped(c.cmd.Process.Pid); err != nil {
+		c.cmd.Process.Kill()
+		c.cmd.Wait()
+		return false, err
+	}
+	return false, nil
 }
 
 // startStub starts the command through the stub and waits for the stub
@@ -124,7 +126,7 @@ func (c *command) startStub(path string, argv []string) (ran bool, err error) {
 	if fd < 0 {
 		return false, nil
 	}
-	c.cmd = c.exec(stubPath, append([]string{"kinst", path}, argv...))
+	c.cmd = tracedCommand(stubPath, append([]string{"kinst", path}, argv...))
 	err = c.cmd.Start()
 	unix.Close(fd)
 	if err != nil {
@@ -136,18 +138,20 @@ func (c *command) startStub(path string, argv []string) (ran bool, err error) {
 	if err == nil {
 		ws, err = continueUntil(pid, func(ws syscall.WaitStatus) bool { return ws.StopSignal() == syscall.SIGSTOP })
 	}
-	switch {
-	case err != nil:
-		syscall.Kill(pid, syscall.SIGKILL)
+	if err == nil && !ws.Stopped() {
+		err = fmt.Errorf("it %s before it ran", describe(ws))
+	}
+	if err != nil {
+		// Kill and Wait go through a pidfd, so a process reaped above
+		// is not confused with another that took its pid.
+		c.cmd.Process.Kill()
 		c.cmd.Wait()
-	case !ws.Stopped():
-		err = fmt.Errorf("it ended before it ran (%v)", ws) // and is reaped
 	}
 	return true, err
 }
 
-// exec makes the command line to start under ptrace.
-func (c *command) exec(path string, argv []string) *exec.Cmd {
+// tracedCommand makes the command line to start under ptrace.
+func tracedCommand(path string, argv []string) *exec.Cmd {
 	return &exec.Cmd{Path: path, Args: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		// The parent-death signal comes when the locked thread ends:
 		// with kinst's process, however it ends, or after the command.
@@ -157,10 +161,26 @@ func (c *command) exec(path string, argv []string) *exec.Cmd {
 // stopped waits for the stop at a traced process's exec.
 func stopped(pid int) (syscall.WaitStatus, error) {
 	var ws syscall.WaitStatus
-	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
-		return ws, fmt.Errorf("it did not stop at exec (%v, %v)", ws, err)
+	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
+		return ws, fmt.Errorf("wait for its exec: %w", err)
+	}
+	if !ws.Stopped() {
+		return ws, fmt.Errorf("it %s before it ran", describe(ws))
 	}
 	return ws, nil
+}
+
+// describe says how a process waited for ended or stopped.
+func describe(ws syscall.WaitStatus) string {
+	switch {
+	case ws.Exited():
+		return fmt.Sprintf("exited with status %d", ws.ExitStatus())
+	case ws.Signaled():
+		return "was killed by " + ws.Signal().String()
+	case ws.Stopped():
+		return "was stopped by " + ws.StopSignal().String()
+	}
+	return fmt.Sprintf("gave wait status %#x", uint32(ws))
 }
 
 // continueUntil continues a traced process, handing it the signals it
@@ -193,10 +213,15 @@ func (c *command) pid() int {
 	return c.cmd.Process.Pid
 }
 
-// release lets the command run, and returns when it has exec'd.
+// release lets the command run, and returns when it has exec'd, or
+// has ended for failing to.
 func (c *command) release() error {
 	c.once.Do(func() { c.go_ <- true })
-	return <-c.released
+	err := <-c.released
+	if err != nil {
+		<-c.done
+	}
+	return err
 }
 
 // wait waits for the command to end.

@@ -71,8 +71,8 @@ func stubFile() (fd int, path string) {
 	if stub == nil {
 		return -1, ""
 	}
-	// MFD_EXEC (6.3) asks for an executable file where the default is
-	// to refuse; older kernels know no such flag and allow it.
+	// MFD_EXEC (6.3) keeps the file executable where vm.memfd_noexec=1
+	// would seal it; older kernels know no such flag and need none.
 	fd, err := unix.MemfdCreate("kinst-exec", unix.MFD_CLOEXEC|unix.MFD_EXEC)
 	if err == unix.EINVAL {
 		fd, err = unix.MemfdCreate("kinst-exec", unix.MFD_CLOEXEC)
@@ -80,7 +80,7 @@ func stubFile() (fd int, path string) {
 	if err != nil {
 		return -1, ""
 	}
-	if _, err := unix.Write(fd, stub); err != nil {
+	if n, err := unix.Write(fd, stub); err != nil || n != len(stub) {
 		unix.Close(fd)
 		return -1, ""
 	}

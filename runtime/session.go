@@ -8,9 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -528,21 +526,13 @@ func (s *Session) attachAll() error {
 	return nil
 }
 
-// locate points an attach failure of p's at its probe's attach point:
-// the one naming the target the error names, or the first.
+// locate points an attach failure of p's at the attach point of the
+// target that failed, or at the probe's first.
 func (s *Session) locate(p *codegen.Program, err error) error {
-	points := p.Probe.Syntax.Points
-	at := points[0]
-	for _, t := range p.Targets {
-		if !strings.Contains(err.Error(), "attach "+t.FullName()+":") {
-			continue
-		}
-		for _, q := range points {
-			if ok, _ := path.Match(q.Raw, t.FullName()); ok {
-				at = q
-			}
-		}
-		break
+	at := p.Probe.Syntax.Points[0]
+	var ae *attach.Error
+	if errors.As(err, &ae) && ae.Target.Point != nil {
+		at = ae.Target.Point
 	}
 	return syntax.ErrorList{&syntax.Error{File: s.out.File, Pos: at.Pos(), End: at.End(), Msg: err.Error(), Err: err}}
 }
@@ -588,7 +578,7 @@ func (s *Session) attach(p *codegen.Program) (*attach.Attached, error) {
 	}
 	start := time.Now()
 	if err := inject.Fail(inject.Attach); err != nil {
-		return nil, fmt.Errorf("attach %s: %w", p.Targets[0].FullName(), err)
+		return nil, &attach.Error{Target: p.Targets[0], Err: err}
 	}
 	a, err := attach.Attach(s.ctx, s.coll.Programs[p.Name], p.Targets, attach.Options{
 		IDs:        p.IDs,

@@ -427,6 +427,12 @@ func TestUSDTSemaphoreByHand(t *testing.T) {
 	point := "usdt:" + bin + ":kinst:gated"
 	kinstEnv(t, noRefCtr, "-q", "-e", point+" { }").want(t, 1, "",
 		located(point, "cannot raise the probe's USDT semaphore: this kernel has no uprobe reference counter, which raises it in every process: give -p PID or --usdt-file-activation"))
+	// In a probe of several points, the caret goes under the one that
+	// failed.
+	tp := "tracepoint:syscalls:sys_enter_getppid"
+	kinstEnv(t, noRefCtr, "-q", "-e", tp+", "+point+" { }").want(t, 1, "",
+		fmt.Sprintf("-e:1:%d: attach %s: cannot raise the probe's USDT semaphore: this kernel has no uprobe reference counter, which raises it in every process: give -p PID or --usdt-file-activation\n%s, %s { }\n%s^%s\n",
+			len(tp)+3, point, tp, point, strings.Repeat(" ", len(tp)+2), strings.Repeat("~", len(point)-1)))
 	idle := copyFile(t, bin, "idle")
 	point = "usdt:" + idle + ":kinst:gated"
 	kinstEnv(t, noRefCtr, "-q", "--usdt-file-activation", "-e", point+" { }").want(t, 1, "",

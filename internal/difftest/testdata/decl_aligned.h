@@ -8,3 +8,5 @@ struct wide { char c; unsigned long __attribute__((aligned(16))) x; };
 struct raised { char c; int_at8 x; };
 struct lowered { char c; long_at4 x; };
 struct holder { char c; packed_pair p; short t; };
+/* In a field, aligned(N) on the type only raises the alignment. */
+struct kept { char c; long __attribute__((aligned(4))) x; };
