@@ -50,7 +50,8 @@ type Options struct {
 
 	// Command is run under tracing, as -c runs it: started before the
 	// probes attach, released once they are, and waited for; the run
-	// ends when it exits. The program reads its pid as cpid.
+	// ends when it exits. The program reads its pid as cpid, and its
+	// probes see the command's own execve.
 	Command []string
 	// Environment reads the settings bpftrace and kinst take from the
 	// environment, as the kinst command does: BPFTRACE_STRLEN,

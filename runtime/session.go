@@ -42,7 +42,8 @@ type Options struct {
 	// Verbose adds the verifier's log to load errors.
 	Verbose bool
 	// Command is run under -c: started before attaching, released once
-	// every probe is attached, and waited for.
+	// every probe is attached (to exec, where the stub serves: see
+	// execstub.go), and waited for.
 	Command []string
 	// Pid restricts uprobes to one process.
 	Pid int
