@@ -18,8 +18,10 @@ const (
 	number                // a plain count
 )
 
-// scale picks the divisor and suffix that suit v.
+// scale picks the divisor and suffix that suit v, or -v: a growth may
+// be negative.
 func (u unit) scale(v float64) (float64, string) {
+	v = math.Abs(v)
 	switch u {
 	case nanos:
 		switch {

@@ -21,6 +21,7 @@ func TestCell(t *testing.T) {
 		{byteSize, series{22 << 20, 21.5 * (1 << 20)}, "21.8 MiB (21.5-22)"},
 		{byteSize, series{512}, "512 B"},
 		{byteSize, series{3 << 10}, "3 KiB"},
+		{byteSize, series{-24576}, "-24 KiB"},
 		{perSecond, series{760_000, 642_000, 1_168_000}, "760 k/s (642-1168)"},
 		{perSecond, series{2_500_000}, "2.50 M/s"},
 		{number, series{0, 0, 0}, "0"},
