@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -237,7 +238,14 @@ func TestProcessesMentioning(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Start returns once the exec is past its point of no return, but the
+	// kernel sets the new command line up a little later: a slow guest
+	// shows it empty for a moment.
 	pids := ProcessesMentioning(marker)
+	for deadline := time.Now().Add(5 * time.Second); len(pids) == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		pids = ProcessesMentioning(marker)
+	}
 	cmd.Process.Kill()
 	cmd.Wait()
 	if want := fmt.Sprint([]int{cmd.Process.Pid}); fmt.Sprint(pids) != want {
