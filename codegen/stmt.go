@@ -233,16 +233,9 @@ func (g *gen) forRange(s *syntax.ForStmt) {
 		g.forLoopHelper(s, t)
 		return
 	}
-	store := func(x syntax.Expr, m mem) {
-		op := g.scalar(x)
-		r := g.reg(op, asm.R0)
-		g.normalize(r, t)
-		g.emit(asm.StoreMem(m.base, m.off, r, asm.DWord))
-		g.free(op)
-	}
-	store(s.From, v)
+	g.storeBound(s.From, t, v)
 	end := g.alloc(8, 8)
-	store(s.To, end)
+	g.storeBound(s.To, t, end)
 	l := &loop{cont: g.newLabel("fornext"), brk: g.newLabel("forend")}
 	top := g.newLabel("for")
 	jge := asm.JGE
@@ -257,6 +250,16 @@ func (g *gen) forRange(s *syntax.ForStmt) {
 	g.emit(asm.LoadMem(asm.R1, v.base, v.off, asm.DWord), asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(v.base, v.off, asm.R1, asm.DWord), asm.Ja.Label(top))
 	g.place(l.brk)
+}
+
+// storeBound evaluates a range loop's bound x once and stores it at m as
+// a value of the loop variable's type t.
+func (g *gen) storeBound(x syntax.Expr, t *check.Type, m mem) {
+	op := g.scalar(x)
+	r := g.reg(op, asm.R0)
+	g.normalize(r, t)
+	g.emit(asm.StoreMem(m.base, m.off, r, asm.DWord))
+	g.free(op)
 }
 
 // maxLoops is the most rounds bpf_loop runs (BPF_MAX_LOOPS); asked for
@@ -284,16 +287,9 @@ func (g *gen) loopsByHelper(s *syntax.ForStmt) bool {
 // limit, are cut to that many.
 func (g *gen) forLoopHelper(s *syntax.ForStmt, t *check.Type) {
 	cs := g.allocStack(forSize)
-	bound := func(x syntax.Expr, m mem) {
-		op := g.scalar(x)
-		r := g.reg(op, asm.R0)
-		g.normalize(r, t)
-		g.emit(asm.StoreMem(m.base, m.off, r, asm.DWord))
-		g.free(op)
-	}
-	bound(s.From, mem{base: cs.base, off: cs.off + forStart, size: 8})
+	g.storeBound(s.From, t, mem{base: cs.base, off: cs.off + forStart, size: 8})
 	end := g.alloc(8, 8)
-	bound(s.To, end)
+	g.storeBound(s.To, t, end)
 	skip, within := g.newLabel("forloopend"), g.newLabel("forloopnr")
 	jle := asm.JLE
 	if t.Signed {
