@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"debug/elf"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -31,6 +32,12 @@ func TestStubELF(t *testing.T) {
 // once continued execs its command with the environment, or exits with
 // the errno of the exec that failed.
 func TestStub(t *testing.T) {
+	if os.Getenv("STUB_TEST") != "" {
+		// The command the stub execs: this test binary, which prints
+		// what it was given and exits 3.
+		fmt.Printf("%q %s\n", os.Args, os.Getenv("STUB_TEST"))
+		os.Exit(3)
+	}
 	if stub == nil {
 		t.Skip("no -c stub for this machine")
 	}
@@ -75,13 +82,14 @@ func TestStub(t *testing.T) {
 		}
 		return string(text), ws
 	}
-	sh, err := exec.LookPath("sh")
+	self, err := os.Executable()
 	if err != nil {
-		t.Skip("no sh")
+		t.Fatal(err)
 	}
-	out, ws := run(sh, "sh", "-c", `echo "$0 $1 $STUB_TEST"; exit 3`, "a b")
-	if out != "a b  env seen\n" || ws.ExitStatus() != 3 {
-		t.Errorf("exec'd command printed %q and exited %d, want %q and 3", out, ws.ExitStatus(), "a b  env seen\n")
+	out, ws := run(self, "child", "-test.run=^TestStub$", "a b")
+	want := `["child" "-test.run=^TestStub$" "a b"] env seen` + "\n"
+	if out != want || ws.ExitStatus() != 3 {
+		t.Errorf("exec'd command printed %q and exited %d, want %q and 3", out, ws.ExitStatus(), want)
 	}
 	missing := "/nonexistent/" + strings.Repeat("x", 8)
 	if _, ws := run(missing, "x"); ws.ExitStatus() != int(syscall.ENOENT) {
