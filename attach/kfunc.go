@@ -88,14 +88,14 @@ func (r *Resolver) kernelFuncs(ap *syntax.AttachPoint) ([]*check.Target, error) 
 			}
 		}
 		if len(names) == 0 {
-			return nil, fmt.Errorf("no traceable kernel function matches %s; kinst -l '%s:*' lists them", name, ap.Provider)
+			return nil, noTarget{fmt.Errorf("no traceable kernel function matches %s; kinst -l '%s:*' lists them", name, ap.Provider)}
 		}
 	} else {
 		if !funcs.Contains(name) && !(isKprobe(ap.Provider) && inKallsyms(name)) {
-			return nil, fmt.Errorf("kernel function %s does not exist or cannot be traced; kinst -l '%s:%s*' lists similar ones", name, ap.Provider, name)
+			return nil, noTarget{fmt.Errorf("kernel function %s does not exist or cannot be traced; kinst -l '%s:%s*' lists similar ones", name, ap.Provider, name)}
 		}
 		if module != "" && funcs.Contains(name) && !slices.ContainsFunc(funcs.Match(name), func(f kernel.Func) bool { return f.Module == module }) {
-			return nil, fmt.Errorf("kernel function %s is not in module %s; kinst -l '%s:%s:*' lists the module's functions", name, module, ap.Provider, module)
+			return nil, noTarget{fmt.Errorf("kernel function %s is not in module %s; kinst -l '%s:%s:*' lists the module's functions", name, module, ap.Provider, module)}
 		}
 		names = []kernel.Func{{Name: name, Module: module}}
 		if off != 0 {

@@ -17,6 +17,13 @@ import (
 // ErrUnsupported marks probe types this kernel or kinst cannot attach.
 var ErrUnsupported = errors.New("not supported")
 
+// noTarget marks an error that says an attach point names nothing on
+// this system, which check.ErrNoTarget matches.
+type noTarget struct{ error }
+
+func (e noTarget) Unwrap() error      { return e.error }
+func (noTarget) Is(target error) bool { return target == check.ErrNoTarget }
+
 // Resolver resolves attach points against the running system. It
 // implements check.Resolver.
 type Resolver struct {
@@ -118,9 +125,9 @@ func (r *Resolver) tracepoints(ap *syntax.AttachPoint) ([]*check.Target, error) 
 	}
 	if len(tps) == 0 {
 		if kernel.HasGlob(cat) || kernel.HasGlob(name) {
-			return nil, fmt.Errorf("no tracepoint matches %s:%s; kinst -l 'tracepoint:*' lists them", cat, name)
+			return nil, noTarget{fmt.Errorf("no tracepoint matches %s:%s; kinst -l 'tracepoint:*' lists them", cat, name)}
 		}
-		return nil, fmt.Errorf("tracepoint %s:%s does not exist; kinst -l 'tracepoint:%s:*' lists the %s tracepoints", cat, name, cat, cat)
+		return nil, noTarget{fmt.Errorf("tracepoint %s:%s does not exist; kinst -l 'tracepoint:%s:*' lists the %s tracepoints", cat, name, cat, cat)}
 	}
 	targets := make([]*check.Target, 0, len(tps))
 	for _, tp := range tps {
@@ -236,7 +243,7 @@ func (r *Resolver) rawTracepoint(ap *syntax.AttachPoint) ([]*check.Target, error
 		return nil, err
 	}
 	if len(tps) == 0 {
-		return nil, fmt.Errorf("raw tracepoint %s does not exist; kinst -l 'rawtracepoint:*' lists them", name)
+		return nil, noTarget{fmt.Errorf("raw tracepoint %s does not exist; kinst -l 'rawtracepoint:*' lists them", name)}
 	}
 	seen := map[string]bool{}
 	var targets []*check.Target
@@ -286,6 +293,42 @@ func timer(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	}
 	return []*check.Target{{Provider: ap.Provider, Name: unit + ":" + num, Func: unit + ":" + num, Attach: ev}}, nil
 }
+
+// loadedBy finds the library that defines name for lib, a shared library
+// that does not define it itself, among the libraries it loads, breadth
+// first as the dynamic linker looks: glibc 2.34 moved pthread_create and
+// the rest of libpthread.so.0 into libc.so.6, and tools written before
+// still probe libpthread. A program's dependencies are not searched: a
+// uprobe there would fire in every process, not only in the program.
+func (r *Resolver) loadedBy(lib *elfsym.File, name string) *elfsym.File {
+	if lib.Soname == "" {
+		return nil
+	}
+	seen := map[string]bool{lib.Path: true}
+	queue := lib.Needed
+	for len(queue) > 0 && len(seen) < maxLoadedBy {
+		soname := queue[0]
+		queue = queue[1:]
+		path, err := elfsym.Resolve(soname, r.Pid)
+		if err != nil || seen[path] {
+			continue
+		}
+		seen[path] = true
+		f, err := r.open(path)
+		if err != nil {
+			continue
+		}
+		if _, err := f.Lookup(name); err == nil {
+			return f
+		}
+		queue = append(queue, f.Needed...)
+	}
+	return nil
+}
+
+// maxLoadedBy bounds the libraries loadedBy reads: a failed lookup must
+// not index a whole desktop's worth of them.
+const maxLoadedBy = 16
 
 // open reads a file's symbols once per resolver.
 func (r *Resolver) open(path string) (*elfsym.File, error) {
@@ -337,7 +380,7 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	if kernel.HasGlob(spec) {
 		syms := f.Symbols(spec)
 		if len(syms) == 0 {
-			return nil, fmt.Errorf("no function in %s matches %s; kinst -l 'uprobe:%s:*' lists them", path, spec, path)
+			return nil, noTarget{fmt.Errorf("no function in %s matches %s; kinst -l 'uprobe:%s:*' lists them", path, spec, path)}
 		}
 		targets := make([]*check.Target, len(syms))
 		for i, s := range syms {
@@ -371,10 +414,23 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		}
 	}
 	off, err := f.SymbolOffset(name, rel)
+	var from *elfsym.File
+	if errors.Is(err, elfsym.ErrNoSymbol) {
+		if from = r.loadedBy(f, name); from == nil {
+			return nil, noTarget{err}
+		}
+		// The function is a dependency's: probe it there, as the
+		// dynamic linker binds the library's callers to it.
+		path, userType = from.Path, dwarfTypes(from.Path)
+		off, err = from.SymbolOffset(name, rel)
+	}
 	if err != nil {
 		return nil, err
 	}
 	t := target(name, off)
+	if from != nil {
+		t.Warning = fmt.Sprintf("%s has no function %s; probing the one in %s, a library it loads", f.Path, name, from.Path)
+	}
 	if rel != 0 {
 		t.Name = path + ":" + spec
 		t.Attach = withSemaphore(t.Attach.(Uprobe))

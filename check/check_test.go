@@ -1,6 +1,7 @@
 package check
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -37,6 +38,9 @@ func (fakeResolver) Resolve(ap *syntax.AttachPoint) ([]*Target, error) {
 	name := strings.Join(ap.Parts, ":")
 	switch ap.Provider {
 	case "tracepoint":
+		if len(ap.Parts) != 2 {
+			return nil, fmt.Errorf("tracepoints are written tracepoint:CATEGORY:NAME")
+		}
 		switch name {
 		case "syscalls:sys_enter_openat":
 			return []*Target{{Provider: "tracepoint", Name: name, Func: "sys_enter_openat", Args: openatArgs}}, nil
@@ -48,7 +52,7 @@ func (fakeResolver) Resolve(ap *syntax.AttachPoint) ([]*Target, error) {
 				{Provider: "tracepoint", Name: "syscalls:sys_enter_openat", Func: "sys_enter_openat", Args: openatArgs},
 			}, nil
 		}
-		return nil, fmt.Errorf("tracepoint %s does not exist", name)
+		return nil, absent{fmt.Errorf("tracepoint %s does not exist", name)}
 	case "fentry", "fexit":
 		return []*Target{{Provider: ap.Provider, Name: name, Func: name, Typed: true, Args: skbArgs}}, nil
 	case "interval", "profile", "uprobe", "uretprobe", "kprobe", "kretprobe", "rawtracepoint":
@@ -59,6 +63,11 @@ func (fakeResolver) Resolve(ap *syntax.AttachPoint) ([]*Target, error) {
 	}
 	return nil, fmt.Errorf("%s probes are not supported", ap.Provider)
 }
+
+// absent marks an error as naming nothing, as package attach does.
+type absent struct{ error }
+
+func (absent) Is(target error) bool { return target == ErrNoTarget }
 
 func checkSrc(t *testing.T, src string, conf *Config) (*Program, error) {
 	t.Helper()
@@ -322,6 +331,49 @@ func TestMapTypedByLaterPass(t *testing.T) {
 			if m.Value.String() != "int64" {
 				t.Errorf("%s: %s holds %s", src, m.Display(), m.Value)
 			}
+		}
+	}
+}
+
+func TestAbsentAttachPoints(t *testing.T) {
+	tests := []struct {
+		src      string
+		warnings string // Detail of the warnings
+		err      string // Detail of the error, if the check fails
+	}{
+		{
+			src:      "t:syscalls:nope, t:syscalls:sys_enter_openat { }",
+			warnings: "t:1:1: warning: tracepoint syscalls:nope does not exist; the probe's other attach points are attached\nt:syscalls:nope, t:syscalls:sys_enter_openat { }\n^~~~~~~~~~~~~~~",
+		},
+		{
+			src: "t:syscalls:sys_enter_openat,\nt:syscalls:nope,\nt:syscalls:nada { }",
+			warnings: "t:2:1: warning: 2 of the probe's 3 attach points name nothing on this system and are left out: " +
+				"t:syscalls:nope, t:syscalls:nada (the first: tracepoint syscalls:nope does not exist)\nt:syscalls:nope,\n^~~~~~~~~~~~~~~",
+		},
+		{
+			src: "t:syscalls:nope, t:syscalls:nada { }",
+			err: "t:1:1: tracepoint syscalls:nope does not exist\nt:syscalls:nope, t:syscalls:nada { }\n^~~~~~~~~~~~~~~\n" +
+				"t:1:18: tracepoint syscalls:nada does not exist\nt:syscalls:nope, t:syscalls:nada { }\n                 ^~~~~~~~~~~~~~~",
+		},
+	}
+	for _, tt := range tests {
+		prog, err := checkSrc(t, tt.src, nil)
+		if tt.err != "" {
+			var list syntax.ErrorList
+			if !errors.As(err, &list) || list.Detail() != tt.err {
+				t.Errorf("%q: error\n%v\nwant\n%s", tt.src, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tt.src, err)
+			continue
+		}
+		if got := prog.Warnings.Detail(); got != tt.warnings {
+			t.Errorf("%q: warnings\n%s\nwant\n%s", tt.src, got, tt.warnings)
+		}
+		if n := len(prog.Probes[0].Targets); n != 1 {
+			t.Errorf("%q: %d targets, want the one that exists", tt.src, n)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -104,6 +105,7 @@ func Check(prog *syntax.Program, conf *Config) (*Program, error) {
 		c.errs.Sort()
 		return nil, c.errs
 	}
+	c.prog.Warnings.Sort()
 	return c.prog, nil
 }
 
@@ -141,6 +143,11 @@ func (c *checker) errorf(n syntax.Node, format string, args ...any) {
 	c.errs.Add(c.file, n.Pos(), n.End(), format, args...)
 }
 
+// warnf records a warning at n, written as compilers write one.
+func (c *checker) warnf(n syntax.Node, format string, args ...any) {
+	c.prog.Warnings.Add(c.file, n.Pos(), n.End(), "warning: "+format, args...)
+}
+
 // A unit is a source probe with the targets one checked Probe covers.
 type unit struct {
 	probe    *syntax.Probe
@@ -156,18 +163,43 @@ func (c *checker) resolve(prog *syntax.Program) (units []unit, skipped []*syntax
 	for _, p := range prog.Probes {
 		usesArgs := usesIdent(p, "args")
 		var mine []unit
+		var absent []*syntax.Error
+		var absentAt []string
 		for _, ap := range p.Points {
 			targets, err := c.resolvePoint(ap)
 			if err != nil {
-				c.errs = append(c.errs, &syntax.Error{File: c.file, Pos: ap.Pos(), End: ap.End(), Msg: err.Error(), Err: err})
+				e := &syntax.Error{File: c.file, Pos: ap.Pos(), End: ap.End(), Msg: err.Error(), Err: err}
+				if errors.Is(err, ErrNoTarget) {
+					absent, absentAt = append(absent, e), append(absentAt, ap.Raw)
+				} else {
+					c.errs = append(c.errs, e)
+				}
 				continue
 			}
 			for _, t := range targets {
 				if usesArgs && t.Args == nil && t.ArgsFrom != nil {
 					t.Args, t.argsErr = t.ArgsFrom()
 				}
+				if t.Warning != "" {
+					c.warnf(ap, "%s", t.Warning)
+				}
 				mine = addTarget(mine, p, t, usesArgs)
 			}
+		}
+		switch {
+		case len(mine) == 0:
+			c.errs = append(c.errs, absent...)
+		case len(absent) == 1:
+			e := absent[0]
+			e.Msg = "warning: " + e.Msg + "; the probe's other attach points are attached"
+			c.prog.Warnings = append(c.prog.Warnings, e)
+		case len(absent) > 1:
+			// One warning for the probe: tools list a function under each
+			// of the names it had in several releases.
+			e := absent[0]
+			e.Msg = fmt.Sprintf("warning: %d of the probe's %d attach points name nothing on this system and are left out: %s (the first: %s)",
+				len(absent), len(p.Points), strings.Join(absentAt, ", "), e.Msg)
+			c.prog.Warnings = append(c.prog.Warnings, e)
 		}
 		if len(mine) == 0 {
 			skipped = append(skipped, p)

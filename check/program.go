@@ -1,6 +1,8 @@
 package check
 
 import (
+	"errors"
+
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/syntax"
 	"kinst.dev/kinst/usdt"
@@ -12,6 +14,14 @@ import (
 type Resolver interface {
 	Resolve(ap *syntax.AttachPoint) ([]*Target, error)
 }
+
+// ErrNoTarget marks a Resolver's error that says an attach point names
+// nothing on this system (a function, a USDT probe), as opposed to one
+// written wrongly or a system that cannot be asked. In a probe whose
+// other attach points resolve, such an error is a warning and the point
+// is left out, as bpftrace leaves it out: sslsnoop.bt's list of OpenSSL
+// functions runs against an OpenSSL that lacks some of them.
+var ErrNoTarget = errors.New("no such target")
 
 // A Target is one concrete place a probe fires.
 type Target struct {
@@ -57,6 +67,10 @@ type Target struct {
 	// Point is the attach point in the source the target comes from,
 	// for errors that concern the target alone.
 	Point *syntax.AttachPoint
+	// Warning, when set, tells the user how the target was found where
+	// that is not what the attach point says, such as a function found
+	// in a library the named one loads.
+	Warning string
 
 	// Attach holds what package attach needs to attach this target;
 	// the checker does not look inside.
@@ -89,6 +103,10 @@ type Program struct {
 	Probes []*Probe
 	Maps   []*Map // in order of first appearance
 	Params []string
+	// Warnings are located remarks that did not stop the check: attach
+	// points left out because they name nothing (see ErrNoTarget), and
+	// targets with a Warning.
+	Warnings syntax.ErrorList
 
 	mapIndex map[string]*Map
 }

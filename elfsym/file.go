@@ -40,6 +40,10 @@ type File struct {
 	DebugPath string
 	// BuildID is the file's GNU build ID in hex, "" when it has none.
 	BuildID string
+	// Soname is a shared library's DT_SONAME, "" for a program.
+	Soname string
+	// Needed lists the libraries the file loads (DT_NEEDED), in order.
+	Needed []string
 	loads   []elf.ProgHeader // PT_LOAD segments
 	byName  []Symbol         // sorted by name, then preference
 	byAddr  []Symbol         // sorted by address, then preference
@@ -65,6 +69,11 @@ func open(openPath, path string) (*File, error) {
 	}
 	defer ef.Close()
 	f := &File{Path: path, BuildID: buildID(ef)}
+	// A file without a dynamic section has neither; that is no error.
+	if names, err := ef.DynString(elf.DT_SONAME); err == nil && len(names) > 0 {
+		f.Soname = names[0]
+	}
+	f.Needed, _ = ef.ImportedLibraries()
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_LOAD {
 			f.loads = append(f.loads, p.ProgHeader)

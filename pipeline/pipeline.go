@@ -201,6 +201,9 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Warnings != nil && len(checked.Warnings) > 0 {
+		fmt.Fprintln(opts.Warnings, checked.Warnings.Detail())
+	}
 	if opts.dumps("types") {
 		DumpTypes(opts.Dump, checked)
 	}

@@ -72,6 +72,22 @@ func target(t testing.TB) string {
 	return targetBuild.path
 }
 
+// gccDynamic builds the C program src dynamically linked, for tests of
+// uprobes in the libraries it loads, and skips t where there is no gcc
+// (the guests).
+func gccDynamic(t testing.TB, src string) string {
+	t.Helper()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("no gcc to build a dynamically linked program")
+	}
+	bin := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(src), ".c"))
+	if out, err := exec.Command(gcc, "-O1", "-g", "-Wall", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", src, err, out)
+	}
+	return bin
+}
+
 // targetCopy returns a copy of the target of the test's own: another
 // file to uprobes, which the other tests' probes do not reach, and one
 // the test may delete.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -71,16 +70,8 @@ func TestCountOrderFileErrors(t *testing.T) {
 func TestCountOrderFileWildcard(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.UprobeMulti, testenv.Ringbuf)
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("no gcc to build a dynamically linked target")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "target-dyn")
-	if out, err := exec.Command(gcc, "-O1", "-g", "-o", bin, "testdata/target.c").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	file := filepath.Join(dir, "order.txt")
+	bin := gccDynamic(t, "testdata/target.c")
+	file := filepath.Join(t.TempDir(), "order.txt")
 	r := kinst(t, "count", "uprobe:"+bin+":*", "-c", bin+" add 7", "--order-file", file, "-f", "json")
 	if r.code != 0 || r.stderr != "" {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/internal/testenv"
 )
 
@@ -68,4 +69,63 @@ uprobe:BIN:kinst_add /arg0 > 18/ { @s[1] = 0; @h[arg0] = hist(arg0); }`)
 	kinstEnv(t, []string{"KINST_MAP_KEYS_MAX=8"}, "-e", prog, "-c", bin+" add 20").want(t, 0, want.String(),
 		"kinst: warning: map @c was full: 12 updates dropped; it holds at most 8 (set KINST_MAP_KEYS_MAX for more)\n"+
 			"kinst: warning: map @s was full: 12 updates dropped; it holds at most 8 (set KINST_MAP_KEYS_MAX for more)\n")
+}
+
+// An attach point that names nothing on this system is left out of a
+// probe whose other attach points exist, with one warning at it, as
+// bpftrace's tools expect of a function renamed between releases; a
+// probe none of whose attach points exist is an error at each.
+func TestAbsentAttachPointLeftOut(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	prog := strings.ReplaceAll("uprobe:BIN:kinst_add,\n  uprobe:BIN:kinst_nothing { @ = count() }", "BIN", bin)
+	kinst(t, "-e", prog, "-c", bin+" add 7").want(t, 0, "Attaching 1 probe...\n\n\n@: 7\n",
+		"-e:2:3: warning: no such function: kinst_nothing in "+bin+"; the probe's other attach points are attached\n"+
+			"  uprobe:"+bin+":kinst_nothing { @ = count() }\n"+
+			"  ^"+strings.Repeat("~", len("uprobe::kinst_nothing")+len(bin)-1)+"\n")
+	kinst(t, "--no-warnings", "-e", prog, "-c", bin+" add 7").want(t, 0, "Attaching 1 probe...\n\n\n@: 7\n", "")
+
+	prog = strings.ReplaceAll("uprobe:BIN:kinst_nothing, uprobe:BIN:kinst_nada { @ = count() }", "BIN", bin)
+	r := kinst(t, "-e", prog, "-c", bin+" add 7")
+	first := "-e:1:1: no such function: kinst_nothing in " + bin + "\n"
+	second := "-e:1:" + fmt.Sprint(len("uprobe::kinst_nothing, ")+len(bin)+1) + ": no such function: kinst_nada in " + bin + " (did you mean kinst_add?)\n"
+	if r.code != 1 || r.stdout != "" || !strings.HasPrefix(r.stderr, first) || !strings.Contains(r.stderr, second) {
+		t.Errorf("exit status %d, stdout %q, stderr:\n%s\nwant status 1 and an error at each attach point", r.code, r.stdout, r.stderr)
+	}
+}
+
+// glibc 2.34 moved pthread_create out of libpthread.so.0, which only
+// loads libc.so.6 now; threadsnoop.bt still probes libpthread. kinst
+// probes the function where the dynamic linker finds it for the
+// library, and says so.
+func TestUprobeInLoadedLibrary(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := gccDynamic(t, "testdata/threads.c")
+	pthread, err := elfsym.Resolve("libpthread", 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	f, err := elfsym.Open(pthread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Lookup("pthread_create"); err == nil {
+		t.Skipf("%s defines pthread_create itself (glibc before 2.34)", pthread)
+	}
+	libc, err := elfsym.Resolve("libc.so.6", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := "uprobe:libpthread:pthread_create /pid == cpid/ { @ = count() }"
+	kinst(t, "-e", prog, "-c", bin+" 5").want(t, 0, "Attaching 1 probe...\n\n\n@: 5\n",
+		"-e:1:1: warning: "+pthread+" has no function pthread_create; probing the one in "+libc+", a library it loads\n"+
+			prog+"\n^"+strings.Repeat("~", len("uprobe:libpthread:pthread_create")-1)+"\n")
+	// A program's libraries are not searched: its uprobe would fire in
+	// every process.
+	r := kinst(t, "-e", "uprobe:"+bin+":pthread_create { }")
+	if want := "-e:1:1: no such function: pthread_create in " + bin + "\n"; r.code != 1 || !strings.HasPrefix(r.stderr, want) {
+		t.Errorf("exit status %d, stderr:\n%s\nwant status 1 and\n%s", r.code, r.stderr, want)
+	}
 }
