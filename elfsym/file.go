@@ -44,10 +44,10 @@ type File struct {
 	Soname string
 	// Needed lists the libraries the file loads (DT_NEEDED), in order.
 	Needed []string
-	loads   []elf.ProgHeader // PT_LOAD segments
-	byName  []Symbol         // sorted by name, then preference
-	byAddr  []Symbol         // sorted by address, then preference
-	maxEnd  []uint64         // maxEnd[i]: highest end of byAddr[:i+1]
+	loads  []elf.ProgHeader // PT_LOAD segments
+	byName []Symbol         // sorted by name, then preference
+	byAddr []Symbol         // sorted by address, then preference
+	maxEnd []uint64         // maxEnd[i]: highest end of byAddr[:i+1]
 }
 
 // debugRoot is where distributions install separate debug files.
