@@ -160,7 +160,7 @@ func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options)
 			attach = link.Kretprobe
 		}
 		l, err := attach(a.Symbol, prog, opts)
-		return one(l, ambiguous(a.Symbol, err))
+		return one(l, kprobeRefused(a.Symbol, a.Offset, err))
 	case Tracing:
 		l, err := link.AttachTracing(link.TracingOptions{Program: prog, Cookie: cookie})
 		return one(l, err)
@@ -179,6 +179,23 @@ func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options)
 		return Watch(prog, a, pid)
 	}
 	return nil, fmt.Errorf("%s probes are %w", t.Provider, ErrUnsupported)
+}
+
+// kprobeRefused explains a kprobe the kernel refused. cilium/ebpf retries
+// a refused name with the architecture's syscall prefix and reports that
+// attempt's error ("token __x64_f: not found"), so the kernel is asked
+// again for its reason.
+func kprobeRefused(name string, off uint64, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.EADDRNOTAVAIL):
+		return ambiguous(name, err)
+	}
+	if errs, cerr := kernel.CheckKprobes(name, []uint64{off}); cerr == nil && errs[0] != nil {
+		return errs[0]
+	}
+	return err
 }
 
 // ambiguous explains a kprobe's EADDRNOTAVAIL where kallsyms gives the

@@ -98,11 +98,20 @@ func (r *Resolver) kernelFuncs(ap *syntax.AttachPoint) ([]*check.Target, error) 
 			return nil, noTarget{fmt.Errorf("kernel function %s is not in module %s; kinst -l '%s:%s:*' lists the module's functions", name, module, ap.Provider, module)}
 		}
 		names = []kernel.Func{{Name: name, Module: module}}
-		if off != 0 {
+		switch {
+		case off != 0:
 			// Ask the kernel now, so that an offset inside an
 			// instruction is an error at the probe, with the reason.
 			if errs, err := kernel.CheckKprobes(name, []uint64{off}); err == nil && errs[0] != nil {
 				return nil, errs[0]
+			}
+		case !funcs.Contains(name):
+			// kallsyms names it but ftrace does not list it: many
+			// kernels refuse a kprobe there (biolatency.bt's
+			// blk_account_io_done on 6.12), which makes the function
+			// as good as absent.
+			if errs, err := kernel.CheckKprobes(name, []uint64{0}); err == nil && errs[0] != nil {
+				return nil, noTarget{errs[0]}
 			}
 		}
 	}

@@ -466,3 +466,36 @@ func TestRefusedIsUnsupported(t *testing.T) {
 		}
 	}
 }
+
+// TestUntraceableLeftOut names, beside vfs_write, a function kallsyms
+// lists but ftrace does not and the kernel refuses kprobes in: like a
+// function that does not exist, it is left out of the probe with the
+// kernel's reason, and vfs_write counts every write. Alone, it is an
+// error at resolve time, not a failed attach.
+func TestUntraceableLeftOut(t *testing.T) {
+	testenv.Require(t, testenv.Kprobe)
+	funcs, err := kernel.TraceableFunctions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if funcs.Source != kernel.SourceFilterFunctions || funcs.Contains("strncpy_from_user") {
+		t.Skip("strncpy_from_user is traceable here")
+	}
+	const n = 13
+	refusal := "the kernel refuses a kprobe at strncpy_from_user+0x0: strncpy_from_user is a function ftrace cannot trace, " +
+		"and this kernel allows kprobe events only in traceable functions (EINVAL)"
+	prog := "kprobe:vfs_write, kprobe:strncpy_from_user /pid == cpid/ { @ = count(); }"
+	stdout, stderr := run(t, 0, "-e", prog, "-c", fmt.Sprintf("%s write %d 8", testenv.Workload(t), n))
+	if want := fmt.Sprintf("@: %d", n); !hasLine(stdout, want) {
+		t.Errorf("got\n%s\nwant the line %q", stdout, want)
+	}
+	want := "-e:1:19: warning: " + refusal + "; the probe's other attach points are attached\n" + prog + "\n" +
+		strings.Repeat(" ", 18) + "^" + strings.Repeat("~", len("kprobe:strncpy_from_user")-1) + "\n"
+	if stderr != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", stderr, want)
+	}
+	_, stderr = run(t, 1, "--dry-run", "-e", "kprobe:strncpy_from_user { }")
+	if want := "-e:1:1: " + refusal + "\n"; !strings.HasPrefix(stderr, want) {
+		t.Errorf("stderr:\n%s\nwant it to start %q", stderr, want)
+	}
+}
