@@ -1,12 +1,14 @@
 package attach
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf/btf"
+	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/kernel"
@@ -88,14 +90,14 @@ func (r *Resolver) kernelFuncs(ap *syntax.AttachPoint) ([]*check.Target, error) 
 			}
 		}
 		if len(names) == 0 {
-			return nil, noTarget{fmt.Errorf("no traceable kernel function matches %s; kinst -l '%s:*' lists them", name, ap.Provider)}
+			return nil, check.NoTarget(fmt.Errorf("no traceable kernel function matches %s; kinst -l '%s:*' lists them", name, ap.Provider))
 		}
 	} else {
 		if !funcs.Contains(name) && !(isKprobe(ap.Provider) && inKallsyms(name)) {
-			return nil, noTarget{fmt.Errorf("kernel function %s does not exist or cannot be traced; kinst -l '%s:%s*' lists similar ones", name, ap.Provider, name)}
+			return nil, check.NoTarget(fmt.Errorf("kernel function %s does not exist or cannot be traced; kinst -l '%s:%s*' lists similar ones", name, ap.Provider, name))
 		}
 		if module != "" && funcs.Contains(name) && !slices.ContainsFunc(funcs.Match(name), func(f kernel.Func) bool { return f.Module == module }) {
-			return nil, noTarget{fmt.Errorf("kernel function %s is not in module %s; kinst -l '%s:%s:*' lists the module's functions", name, module, ap.Provider, module)}
+			return nil, check.NoTarget(fmt.Errorf("kernel function %s is not in module %s; kinst -l '%s:%s:*' lists the module's functions", name, module, ap.Provider, module))
 		}
 		names = []kernel.Func{{Name: name, Module: module}}
 		switch {
@@ -111,7 +113,14 @@ func (r *Resolver) kernelFuncs(ap *syntax.AttachPoint) ([]*check.Target, error) 
 			// blk_account_io_done on 6.12), which makes the function
 			// as good as absent.
 			if errs, err := kernel.CheckKprobes(name, []uint64{0}); err == nil && errs[0] != nil {
-				return nil, noTarget{errs[0]}
+				switch err := errs[0]; {
+				case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOENT):
+					return nil, check.NoTarget(err)
+				case errors.Is(err, unix.EADDRNOTAVAIL):
+					return nil, ambiguous(name, err)
+				default:
+					return nil, err
+				}
 			}
 		}
 	}

@@ -3,6 +3,9 @@ package attach
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,13 +19,6 @@ import (
 
 // ErrUnsupported marks probe types this kernel or kinst cannot attach.
 var ErrUnsupported = errors.New("not supported")
-
-// noTarget marks an error that says an attach point names nothing on
-// this system, which check.ErrNoTarget matches.
-type noTarget struct{ error }
-
-func (e noTarget) Unwrap() error      { return e.error }
-func (noTarget) Is(target error) bool { return target == check.ErrNoTarget }
 
 // Resolver resolves attach points against the running system. It
 // implements check.Resolver.
@@ -125,9 +121,9 @@ func (r *Resolver) tracepoints(ap *syntax.AttachPoint) ([]*check.Target, error) 
 	}
 	if len(tps) == 0 {
 		if kernel.HasGlob(cat) || kernel.HasGlob(name) {
-			return nil, noTarget{fmt.Errorf("no tracepoint matches %s:%s; kinst -l 'tracepoint:*' lists them", cat, name)}
+			return nil, check.NoTarget(fmt.Errorf("no tracepoint matches %s:%s; kinst -l 'tracepoint:*' lists them", cat, name))
 		}
-		return nil, noTarget{fmt.Errorf("tracepoint %s:%s does not exist; kinst -l 'tracepoint:%s:*' lists the %s tracepoints", cat, name, cat, cat)}
+		return nil, check.NoTarget(fmt.Errorf("tracepoint %s:%s does not exist; kinst -l 'tracepoint:%s:*' lists the %s tracepoints", cat, name, cat, cat))
 	}
 	targets := make([]*check.Target, 0, len(tps))
 	for _, tp := range tps {
@@ -243,7 +239,7 @@ func (r *Resolver) rawTracepoint(ap *syntax.AttachPoint) ([]*check.Target, error
 		return nil, err
 	}
 	if len(tps) == 0 {
-		return nil, noTarget{fmt.Errorf("raw tracepoint %s does not exist; kinst -l 'rawtracepoint:*' lists them", name)}
+		return nil, check.NoTarget(fmt.Errorf("raw tracepoint %s does not exist; kinst -l 'rawtracepoint:*' lists them", name))
 	}
 	seen := map[string]bool{}
 	var targets []*check.Target
@@ -294,31 +290,38 @@ func timer(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	return []*check.Target{{Provider: ap.Provider, Name: unit + ":" + num, Func: unit + ":" + num, Attach: ev}}, nil
 }
 
-// loadedBy finds the library that defines name for lib, a shared library
-// that does not define it itself, among the libraries it loads, breadth
-// first as the dynamic linker looks: glibc 2.34 moved pthread_create and
-// the rest of libpthread.so.0 into libc.so.6, and tools written before
-// still probe libpthread. A program's dependencies are not searched: a
-// uprobe there would fire in every process, not only in the program.
+// loadedBy finds the library that exports name for lib, a shared
+// library that does not define it itself, among the libraries it loads,
+// breadth first as the dynamic linker looks: glibc 2.34 moved
+// pthread_create and the rest of libpthread.so.0 into libc.so.6, and
+// tools written before still probe libpthread. Each dependency is looked
+// for beside lib first, then as -p's process or the host finds it. A
+// program's dependencies are not searched: the user named one program,
+// and a uprobe in its libraries fires in every program that loads them.
 func (r *Resolver) loadedBy(lib *elfsym.File, name string) *elfsym.File {
 	if lib.Soname == "" {
 		return nil
 	}
 	seen := map[string]bool{lib.Path: true}
-	queue := lib.Needed
-	for len(queue) > 0 && len(seen) < maxLoadedBy {
+	queue := slices.Clone(lib.Needed)
+	for len(queue) > 0 && len(seen) <= maxLoadedBy {
 		soname := queue[0]
 		queue = queue[1:]
-		path, err := elfsym.Resolve(soname, r.Pid)
-		if err != nil || seen[path] {
+		path := filepath.Join(filepath.Dir(lib.Path), soname)
+		if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+			if path, err = elfsym.Resolve(soname, r.Pid); err != nil {
+				continue
+			}
+		}
+		if seen[path] {
 			continue
 		}
 		seen[path] = true
 		f, err := r.open(path)
-		if err != nil {
+		if err != nil || f.Class != lib.Class || f.Machine != lib.Machine {
 			continue
 		}
-		if _, err := f.Lookup(name); err == nil {
+		if s, err := f.Lookup(name); err == nil && s.Exported() {
 			return f
 		}
 		queue = append(queue, f.Needed...)
@@ -326,8 +329,8 @@ func (r *Resolver) loadedBy(lib *elfsym.File, name string) *elfsym.File {
 	return nil
 }
 
-// maxLoadedBy bounds the libraries loadedBy reads: a failed lookup must
-// not index a whole desktop's worth of them.
+// maxLoadedBy bounds the libraries loadedBy reads besides the one named:
+// a failed lookup must not index a whole desktop's worth of them.
 const maxLoadedBy = 16
 
 // open reads a file's symbols once per resolver.
@@ -380,7 +383,7 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	if kernel.HasGlob(spec) {
 		syms := f.Symbols(spec)
 		if len(syms) == 0 {
-			return nil, noTarget{fmt.Errorf("no function in %s matches %s; kinst -l 'uprobe:%s:*' lists them", path, spec, path)}
+			return nil, check.NoTarget(fmt.Errorf("no function in %s matches %s; kinst -l 'uprobe:%s:*' lists them", path, spec, path))
 		}
 		targets := make([]*check.Target, len(syms))
 		for i, s := range syms {
@@ -417,7 +420,7 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	var from *elfsym.File
 	if errors.Is(err, elfsym.ErrNoSymbol) {
 		if from = r.loadedBy(f, name); from == nil {
-			return nil, noTarget{err}
+			return nil, check.NoTarget(err)
 		}
 		// The function is a dependency's: probe it there, as the
 		// dynamic linker binds the library's callers to it.

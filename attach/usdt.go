@@ -87,7 +87,7 @@ func (r *Resolver) usdts(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		case bin != "":
 			where, list = files[0].path, fmt.Sprintf("kinst -l 'usdt:%s:*'", files[0].path)
 		}
-		return nil, noTarget{fmt.Errorf("no USDT probe matches %s in %s; %s lists them", spec, where, list)}
+		return nil, check.NoTarget(fmt.Errorf("no USDT probe matches %s in %s; %s lists them", spec, where, list))
 	}
 	return targets, nil
 }

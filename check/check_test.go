@@ -59,6 +59,13 @@ func (fakeResolver) Resolve(ap *syntax.AttachPoint) ([]*Target, error) {
 		if len(ap.Parts) == 0 {
 			return nil, fmt.Errorf("%s needs a target", ap.Provider)
 		}
+		if name == "libpthread:pthread_create" || name == "libc:pthread_create" {
+			t := &Target{Provider: ap.Provider, Name: "libc:pthread_create", Func: "pthread_create"}
+			if name != t.Name {
+				t.Warning = "libpthread has no function pthread_create; probing libc's"
+			}
+			return []*Target{t}, nil
+		}
 		return []*Target{{Provider: ap.Provider, Name: name, Func: ap.Parts[len(ap.Parts)-1]}}, nil
 	}
 	return nil, fmt.Errorf("%s probes are not supported", ap.Provider)
@@ -343,7 +350,7 @@ func TestAbsentAttachPoints(t *testing.T) {
 	}{
 		{
 			src:      "t:syscalls:nope, t:syscalls:sys_enter_openat { }",
-			warnings: "t:1:1: warning: tracepoint syscalls:nope does not exist; the probe's other attach points are attached\nt:syscalls:nope, t:syscalls:sys_enter_openat { }\n^~~~~~~~~~~~~~~",
+			warnings: "t:1:1: warning: tracepoint syscalls:nope does not exist; left out of the probe\nt:syscalls:nope, t:syscalls:sys_enter_openat { }\n^~~~~~~~~~~~~~~",
 		},
 		{
 			src: "t:syscalls:sys_enter_openat,\nt:syscalls:nope,\nt:syscalls:nada { }",
@@ -351,13 +358,32 @@ func TestAbsentAttachPoints(t *testing.T) {
 				"t:syscalls:nope, t:syscalls:nada (the first: tracepoint syscalls:nope does not exist)\nt:syscalls:nope,\n^~~~~~~~~~~~~~~",
 		},
 		{
-			src: "t:syscalls:nope, t:syscalls:nada { }",
-			err: "t:1:1: tracepoint syscalls:nope does not exist\nt:syscalls:nope, t:syscalls:nada { }\n^~~~~~~~~~~~~~~\n" +
-				"t:1:18: tracepoint syscalls:nada does not exist\nt:syscalls:nope, t:syscalls:nada { }\n                 ^~~~~~~~~~~~~~~",
+			// Warnings come in source order, whichever was found first.
+			src: "t:syscalls:nope, uprobe:libpthread:pthread_create { }",
+			warnings: "t:1:1: warning: tracepoint syscalls:nope does not exist; left out of the probe\nt:syscalls:nope, uprobe:libpthread:pthread_create { }\n^~~~~~~~~~~~~~~\n" +
+				"t:1:18: warning: libpthread has no function pthread_create; probing libc's\nt:syscalls:nope, uprobe:libpthread:pthread_create { }\n                 ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~",
+		},
+		{
+			// One function under two names is probed once.
+			src: "uprobe:libpthread:pthread_create,\nuprobe:libc:pthread_create { }",
+			warnings: "t:1:1: warning: libpthread has no function pthread_create; probing libc's\nuprobe:libpthread:pthread_create,\n^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n" +
+				"t:2:1: warning: uprobe:libc:pthread_create names nothing the probe's earlier attach points do not; probed once\nuprobe:libc:pthread_create { }\n^~~~~~~~~~~~~~~~~~~~~~~~~~",
+		},
+		{
+			// Without a point that exists, each absent one is an error,
+			// and the warnings still come.
+			src: "uprobe:libpthread:pthread_create { @ = count() }\nt:syscalls:nope, t:syscalls:nada { @ = 1 }",
+			warnings: "t:1:1: warning: libpthread has no function pthread_create; probing libc's\nuprobe:libpthread:pthread_create { @ = count() }\n^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~",
+			err: "t:2:1: tracepoint syscalls:nope does not exist\nt:syscalls:nope, t:syscalls:nada { @ = 1 }\n^~~~~~~~~~~~~~~\n" +
+				"t:2:18: tracepoint syscalls:nada does not exist\nt:syscalls:nope, t:syscalls:nada { @ = 1 }\n                 ^~~~~~~~~~~~~~~",
 		},
 	}
 	for _, tt := range tests {
-		prog, err := checkSrc(t, tt.src, nil)
+		var warnings syntax.ErrorList
+		prog, err := checkSrc(t, tt.src, &Config{Warn: func(w *syntax.Error) { warnings = append(warnings, w) }})
+		if got := warnings.Detail(); got != tt.warnings {
+			t.Errorf("%q: warnings\n%s\nwant\n%s", tt.src, got, tt.warnings)
+		}
 		if tt.err != "" {
 			var list syntax.ErrorList
 			if !errors.As(err, &list) || list.Detail() != tt.err {
@@ -368,9 +394,6 @@ func TestAbsentAttachPoints(t *testing.T) {
 		if err != nil {
 			t.Errorf("%q: %v", tt.src, err)
 			continue
-		}
-		if got := prog.Warnings.Detail(); got != tt.warnings {
-			t.Errorf("%q: warnings\n%s\nwant\n%s", tt.src, got, tt.warnings)
 		}
 		if n := len(prog.Probes[0].Targets); n != 1 {
 			t.Errorf("%q: %d targets, want the one that exists", tt.src, n)

@@ -28,6 +28,12 @@ type Config struct {
 	// StrLen is the size of str() results and other strings whose size
 	// the program does not fix; 0 means DefaultStrLen.
 	StrLen int
+	// Warn, if set, receives the check's warnings, in source order,
+	// whether or not the check then fails: attach points left out
+	// because they name nothing here (see ErrNoTarget), targets found
+	// elsewhere than named (Target.Warning). Each one's Msg starts
+	// "warning: ".
+	Warn func(*syntax.Error)
 }
 
 // Kernel describes the running kernel's types and symbols, for casts,
@@ -72,6 +78,7 @@ func Check(prog *syntax.Program, conf *Config) (*Program, error) {
 	// wrong, and the check stops there.
 	c.declare(prog)
 	units, skipped := c.resolve(prog)
+	c.warned()
 	if feedsOthers(skipped, units) {
 		c.errs.Sort()
 		return nil, c.errs
@@ -105,7 +112,6 @@ func Check(prog *syntax.Program, conf *Config) (*Program, error) {
 		c.errs.Sort()
 		return nil, c.errs
 	}
-	c.prog.Warnings.Sort()
 	return c.prog, nil
 }
 
@@ -122,6 +128,8 @@ type checker struct {
 	pendingAt []*syntax.MapExpr
 	// assigned names the maps the program assigns somewhere.
 	assigned map[string]bool
+	// warnings wait for Config.Warn until every attach point is resolved.
+	warnings syntax.ErrorList
 	// vars keeps variable types across passes, widened by every
 	// assignment seen.
 	vars map[varKey]map[string]*Type
@@ -145,7 +153,19 @@ func (c *checker) errorf(n syntax.Node, format string, args ...any) {
 
 // warnf records a warning at n, written as compilers write one.
 func (c *checker) warnf(n syntax.Node, format string, args ...any) {
-	c.prog.Warnings.Add(c.file, n.Pos(), n.End(), "warning: "+format, args...)
+	c.warnings.Add(c.file, n.Pos(), n.End(), "warning: "+format, args...)
+}
+
+// warned hands the warnings to Config.Warn in source order. Only
+// resolving attach points warns, so this follows it.
+func (c *checker) warned() {
+	if c.conf.Warn == nil {
+		return
+	}
+	c.warnings.Sort()
+	for _, w := range c.warnings {
+		c.conf.Warn(w)
+	}
 }
 
 // A unit is a source probe with the targets one checked Probe covers.
@@ -165,6 +185,7 @@ func (c *checker) resolve(prog *syntax.Program) (units []unit, skipped []*syntax
 		var mine []unit
 		var absent []*syntax.Error
 		var absentAt []string
+		seen := map[string]bool{}
 		for _, ap := range p.Points {
 			targets, err := c.resolvePoint(ap)
 			if err != nil {
@@ -176,7 +197,16 @@ func (c *checker) resolve(prog *syntax.Program) (units []unit, skipped []*syntax
 				}
 				continue
 			}
+			added := 0
 			for _, t := range targets {
+				// A function listed under two names (libpthread's
+				// pthread_create is libc's), or matched by two
+				// wildcards, fires once.
+				if seen[t.FullName()] {
+					continue
+				}
+				seen[t.FullName()] = true
+				added++
 				if usesArgs && t.Args == nil && t.ArgsFrom != nil {
 					t.Args, t.argsErr = t.ArgsFrom()
 				}
@@ -185,21 +215,24 @@ func (c *checker) resolve(prog *syntax.Program) (units []unit, skipped []*syntax
 				}
 				mine = addTarget(mine, p, t, usesArgs)
 			}
+			if added == 0 {
+				c.warnf(ap, "%s names nothing the probe's earlier attach points do not; probed once", ap.Raw)
+			}
 		}
 		switch {
 		case len(mine) == 0:
 			c.errs = append(c.errs, absent...)
 		case len(absent) == 1:
 			e := absent[0]
-			e.Msg = "warning: " + e.Msg + "; the probe's other attach points are attached"
-			c.prog.Warnings = append(c.prog.Warnings, e)
+			e.Msg = "warning: " + e.Msg + "; left out of the probe"
+			c.warnings = append(c.warnings, e)
 		case len(absent) > 1:
 			// One warning for the probe: tools list a function under each
 			// of the names it had in several releases.
 			e := absent[0]
 			e.Msg = fmt.Sprintf("warning: %d of the probe's %d attach points name nothing on this system and are left out: %s (the first: %s)",
 				len(absent), len(p.Points), strings.Join(absentAt, ", "), e.Msg)
-			c.prog.Warnings = append(c.prog.Warnings, e)
+			c.warnings = append(c.warnings, e)
 		}
 		if len(mine) == 0 {
 			skipped = append(skipped, p)
@@ -248,7 +281,7 @@ func (c *checker) resolvePoint(ap *syntax.AttachPoint) ([]*Target, error) {
 		return nil, err
 	}
 	if len(targets) == 0 {
-		return nil, fmt.Errorf("%s matches nothing; kinst -l %q lists what exists", expanded.Raw, expanded.Raw)
+		return nil, NoTarget(fmt.Errorf("%s matches nothing; kinst -l %q lists what exists", expanded.Raw, expanded.Raw))
 	}
 	for _, t := range targets {
 		t.Point = ap

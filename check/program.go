@@ -23,6 +23,16 @@ type Resolver interface {
 // functions runs against an OpenSSL that lacks some of them.
 var ErrNoTarget = errors.New("no such target")
 
+// NoTarget marks err as saying that an attach point names nothing:
+// errors.Is(NoTarget(err), ErrNoTarget) reports true, and the message is
+// err's.
+func NoTarget(err error) error { return noTarget{err} }
+
+type noTarget struct{ error }
+
+func (e noTarget) Unwrap() error      { return e.error }
+func (noTarget) Is(target error) bool { return target == ErrNoTarget }
+
 // A Target is one concrete place a probe fires.
 type Target struct {
 	Provider string // full provider name, as in syntax.AttachPoint
@@ -103,10 +113,6 @@ type Program struct {
 	Probes []*Probe
 	Maps   []*Map // in order of first appearance
 	Params []string
-	// Warnings are located remarks that did not stop the check: attach
-	// points left out because they name nothing (see ErrNoTarget), and
-	// targets with a Warning.
-	Warnings syntax.ErrorList
 
 	mapIndex map[string]*Map
 }

@@ -40,6 +40,10 @@ type File struct {
 	DebugPath string
 	// BuildID is the file's GNU build ID in hex, "" when it has none.
 	BuildID string
+	// Class and Machine are the ELF header's: a library loads only
+	// libraries of its own.
+	Class   elf.Class
+	Machine elf.Machine
 	// Soname is a shared library's DT_SONAME, "" for a program.
 	Soname string
 	// Needed lists the libraries the file loads (DT_NEEDED), in order.
@@ -68,7 +72,7 @@ func open(openPath, path string) (*File, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer ef.Close()
-	f := &File{Path: path, BuildID: buildID(ef)}
+	f := &File{Path: path, BuildID: buildID(ef), Class: ef.Class, Machine: ef.Machine}
 	// A file without a dynamic section has neither; that is no error.
 	if names, err := ef.DynString(elf.DT_SONAME); err == nil && len(names) > 0 {
 		f.Soname = names[0]
@@ -131,6 +135,10 @@ func (f *File) functions(out []Symbol, syms []elf.Symbol) []Symbol {
 	}
 	return out
 }
+
+// Exported reports whether the symbol is global or weak: one the dynamic
+// linker binds other files' references to.
+func (s Symbol) Exported() bool { return s.bind == elf.STB_GLOBAL || s.bind == elf.STB_WEAK }
 
 // prefer orders symbols that share an address or a name: exported before
 // weak before local, then the plainer name (fewer leading underscores,

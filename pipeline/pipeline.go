@@ -186,6 +186,10 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		fmt.Fprintln(opts.Dump, "syntax tree:")
 		syntax.Dump(opts.Dump, parsed)
 	}
+	var warn func(*syntax.Error)
+	if opts.Warnings != nil {
+		warn = func(w *syntax.Error) { fmt.Fprintln(opts.Warnings, w.Detail()) }
+	}
 	strLen := opts.StrLen
 	if strLen == 0 {
 		strLen = check.DefaultStrLen
@@ -197,12 +201,10 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		Unsafe:   opts.Unsafe,
 		Cpid:     opts.Cpid,
 		StrLen:   strLen,
+		Warn:     warn,
 	})
 	if err != nil {
 		return nil, err
-	}
-	if opts.Warnings != nil && len(checked.Warnings) > 0 {
-		fmt.Fprintln(opts.Warnings, checked.Warnings.Detail())
 	}
 	if opts.dumps("types") {
 		DumpTypes(opts.Dump, checked)

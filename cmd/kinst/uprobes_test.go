@@ -81,7 +81,7 @@ func TestAbsentAttachPointLeftOut(t *testing.T) {
 	bin := target(t)
 	prog := strings.ReplaceAll("uprobe:BIN:kinst_add,\n  uprobe:BIN:kinst_nothing { @ = count() }", "BIN", bin)
 	kinst(t, "-e", prog, "-c", bin+" add 7").want(t, 0, "Attaching 1 probe...\n\n\n@: 7\n",
-		"-e:2:3: warning: no such function: kinst_nothing in "+bin+"; the probe's other attach points are attached\n"+
+		"-e:2:3: warning: no such function: kinst_nothing in "+bin+"; left out of the probe\n"+
 			"  uprobe:"+bin+":kinst_nothing { @ = count() }\n"+
 			"  ^"+strings.Repeat("~", len("uprobe::kinst_nothing")+len(bin)-1)+"\n")
 	kinst(t, "--no-warnings", "-e", prog, "-c", bin+" add 7").want(t, 0, "Attaching 1 probe...\n\n\n@: 7\n", "")
@@ -122,9 +122,16 @@ func TestUprobeInLoadedLibrary(t *testing.T) {
 	kinst(t, "-e", prog, "-c", bin+" 5").want(t, 0, "Attaching 1 probe...\n\n\n@: 5\n",
 		"-e:1:1: warning: "+pthread+" has no function pthread_create; probing the one in "+libc+", a library it loads\n"+
 			prog+"\n^"+strings.Repeat("~", len("uprobe:libpthread:pthread_create")-1)+"\n")
+	// Named under both libraries, as a portable script would, the
+	// function still fires once a call.
+	prog = "uprobe:libpthread:pthread_create,\n uprobe:libc:pthread_create /pid == cpid/ { @ = count() }"
+	r := kinst(t, "-e", prog, "-c", bin+" 5")
+	if want := "-e:2:2: warning: uprobe:libc:pthread_create names nothing the probe's earlier attach points do not; probed once\n"; r.code != 0 || r.stdout != "Attaching 1 probe...\n\n\n@: 5\n" || !strings.Contains(r.stderr, want) {
+		t.Errorf("exit status %d, stdout:\n%s\nstderr:\n%s\nwant @: 5 and the warning %q", r.code, r.stdout, r.stderr, want)
+	}
 	// A program's libraries are not searched: its uprobe would fire in
 	// every process.
-	r := kinst(t, "-e", "uprobe:"+bin+":pthread_create { }")
+	r = kinst(t, "-e", "uprobe:"+bin+":pthread_create { }")
 	if want := "-e:1:1: no such function: pthread_create in " + bin + "\n"; r.code != 1 || !strings.HasPrefix(r.stderr, want) {
 		t.Errorf("exit status %d, stderr:\n%s\nwant status 1 and\n%s", r.code, r.stderr, want)
 	}
