@@ -372,7 +372,7 @@ func TestAbsentAttachPoints(t *testing.T) {
 		{
 			// Without a point that exists, each absent one is an error,
 			// and the warnings still come.
-			src: "uprobe:libpthread:pthread_create { @ = count() }\nt:syscalls:nope, t:syscalls:nada { @ = 1 }",
+			src:      "uprobe:libpthread:pthread_create { @ = count() }\nt:syscalls:nope, t:syscalls:nada { @ = 1 }",
 			warnings: "t:1:1: warning: libpthread has no function pthread_create; probing libc's\nuprobe:libpthread:pthread_create { @ = count() }\n^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~",
 			err: "t:2:1: tracepoint syscalls:nope does not exist\nt:syscalls:nope, t:syscalls:nada { @ = 1 }\n^~~~~~~~~~~~~~~\n" +
 				"t:2:18: tracepoint syscalls:nada does not exist\nt:syscalls:nope, t:syscalls:nada { @ = 1 }\n                 ^~~~~~~~~~~~~~~",
