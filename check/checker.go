@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -185,7 +186,7 @@ func (c *checker) resolve(prog *syntax.Program) (units []unit, skipped []*syntax
 		var mine []unit
 		var absent []*syntax.Error
 		var absentAt []string
-		seen := map[string]bool{}
+		seen := map[targetKey]bool{}
 		for _, ap := range p.Points {
 			targets, err := c.resolvePoint(ap)
 			if err != nil {
@@ -201,11 +202,16 @@ func (c *checker) resolve(prog *syntax.Program) (units []unit, skipped []*syntax
 			for _, t := range targets {
 				// A function listed under two names (libpthread's
 				// pthread_create is libc's), or matched by two
-				// wildcards, fires once.
-				if seen[t.FullName()] {
+				// wildcards, fires once. The name alone is not the
+				// place: a USDT probe may have several sites.
+				key := targetKey{t.FullName(), t.Attach}
+				if t.Attach != nil && !reflect.TypeOf(t.Attach).Comparable() {
+					key.attach = t
+				}
+				if seen[key] {
 					continue
 				}
-				seen[t.FullName()] = true
+				seen[key] = true
 				added++
 				if usesArgs && t.Args == nil && t.ArgsFrom != nil {
 					t.Args, t.argsErr = t.ArgsFrom()
@@ -240,6 +246,13 @@ func (c *checker) resolve(prog *syntax.Program) (units []unit, skipped []*syntax
 		units = append(units, mine...)
 	}
 	return units, skipped
+}
+
+// targetKey tells targets apart: by name, and by the place Target.Attach
+// gives, where that compares.
+type targetKey struct {
+	name   string
+	attach any
 }
 
 // feedsOthers reports whether the skipped probes assign a map that the
