@@ -13,4 +13,8 @@
 // counts the records the ring buffer refused, kinst_map_full_total{map}
 // the updates each map refused because it was full. Maps named @__… are
 // instruments' bookkeeping and are not served.
+//
+// A Server serves them on /metrics in the text or protobuf exposition
+// format, as the scraper asks; a Gatherer alone hands them to a program
+// that serves its own metrics with client_golang.
 package prom

@@ -11,16 +11,18 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"google.golang.org/protobuf/proto"
 
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/runtime"
 )
 
-// Source is what a Collector reads at each scrape; runtime.MapReader is
+// Source is what a Gatherer reads at each scrape; runtime.MapReader is
 // one.
 type Source interface {
 	Maps() ([]*output.Map, error)
@@ -30,8 +32,12 @@ type Source interface {
 	Full() ([]uint64, error)
 }
 
-// Collector turns a Source's maps into metrics at each scrape.
-type Collector struct {
+// Gatherer turns a Source's maps into metric families at each scrape.
+// Its Gather method is client_golang's prometheus.Gatherer, so a program
+// using that client serves kinst's maps beside its own through
+// prometheus.Gatherers; kinst itself does without the client, whose
+// default registry costs every run a millisecond of start-up.
+type Gatherer struct {
 	mu  sync.Mutex
 	src Source
 	// labels names the key labels of maps, by map name; a map missing
@@ -41,54 +47,95 @@ type Collector struct {
 
 // SetSource makes later scrapes read src; until then they find no
 // metrics.
-func (c *Collector) SetSource(src Source) {
-	c.mu.Lock()
-	c.src = src
-	c.mu.Unlock()
+func (g *Gatherer) SetSource(src Source) {
+	g.mu.Lock()
+	g.src = src
+	g.mu.Unlock()
 }
 
-// Describe sends nothing: the metrics are known only once the maps are
-// read, which makes the collector unchecked.
-func (c *Collector) Describe(chan<- *prometheus.Desc) {}
-
-var (
-	lostDesc = prometheus.NewDesc("kinst_lost_events_total", "Records probes sent that the ring buffer refused because it was full.", nil, nil)
-	fullDesc = prometheus.NewDesc("kinst_map_full_total", "Updates of a map refused because it held as many elements as it may (KINST_MAP_KEYS_MAX).", []string{"map"}, nil)
-)
-
-// Collect reads every map and sends its metrics.
-func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	src, labels := c.src, c.labels
-	c.mu.Unlock()
+// Gather reads every map and returns its metrics, the families sorted by
+// name and each family's metrics by their label values, as client_golang
+// gathers them.
+func (g *Gatherer) Gather() ([]*dto.MetricFamily, error) {
+	g.mu.Lock()
+	src, labels := g.src, g.labels
+	g.mu.Unlock()
 	if src == nil {
-		return
+		return nil, nil
 	}
 	lost, err := src.Lost()
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(lostDesc, err)
-		return
+		return nil, fmt.Errorf("read the lost events: %w", err)
 	}
-	ch <- prometheus.MustNewConstMetric(lostDesc, prometheus.CounterValue, float64(lost))
+	lostFam := family("kinst_lost_events_total", "Records probes sent that the ring buffer refused because it was full.", dto.MetricType_COUNTER)
+	lostFam.Metric = []*dto.Metric{{Counter: &dto.Counter{Value: proto.Float64(float64(lost))}}}
 	maps, err := src.Maps()
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(prometheus.NewDesc("kinst_maps", "The program's maps.", nil, nil), err)
-		return
+		return nil, fmt.Errorf("read the maps: %w", err)
 	}
 	full, err := src.Full()
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(fullDesc, err)
-		return
+		return nil, fmt.Errorf("read the full-map counts: %w", err)
 	}
+	fullFam := family("kinst_map_full_total", "Updates of a map refused because it held as many elements as it may (KINST_MAP_KEYS_MAX).", dto.MetricType_COUNTER)
+	fams := []*dto.MetricFamily{lostFam}
 	for i, m := range maps {
 		if strings.HasPrefix(m.Name, "@__") {
 			continue // an instrument's bookkeeping: calls in progress, processes seen
 		}
 		if i < len(full) {
-			ch <- prometheus.MustNewConstMetric(fullDesc, prometheus.CounterValue, float64(full[i]), m.Name)
+			fullFam.Metric = append(fullFam.Metric, &dto.Metric{
+				Label:   pairs([]string{"map"}, []string{m.Name}),
+				Counter: &dto.Counter{Value: proto.Float64(float64(full[i]))},
+			})
 		}
-		collectMap(ch, m, labels[m.Name])
+		f, err := mapFamily(m, labels[m.Name])
+		if err != nil {
+			return nil, err
+		}
+		if len(f.Metric) > 0 {
+			fams = append(fams, f)
+		}
 	}
+	if len(fullFam.Metric) > 0 {
+		fams = append(fams, fullFam)
+	}
+	for _, f := range fams {
+		slices.SortStableFunc(f.Metric, compareLabels)
+		for i := 1; i < len(f.Metric); i++ {
+			if compareLabels(f.Metric[i-1], f.Metric[i]) == 0 {
+				return nil, fmt.Errorf("%s: two entries give the labels %v", f.GetName(), f.Metric[i].Label)
+			}
+		}
+	}
+	slices.SortFunc(fams, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return fams, nil
+}
+
+func family(name, help string, typ dto.MetricType) *dto.MetricFamily {
+	return &dto.MetricFamily{Name: proto.String(name), Help: proto.String(help), Type: typ.Enum()}
+}
+
+// pairs makes a metric's labels, sorted by name as the exposition
+// formats want them.
+func pairs(names, values []string) []*dto.LabelPair {
+	ps := make([]*dto.LabelPair, len(names))
+	for i := range names {
+		ps[i] = &dto.LabelPair{Name: proto.String(names[i]), Value: proto.String(values[i])}
+	}
+	slices.SortFunc(ps, func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return ps
+}
+
+// compareLabels orders the metrics of one family, whose label names are
+// the same, by their label values.
+func compareLabels(a, b *dto.Metric) int {
+	for i := range min(len(a.Label), len(b.Label)) {
+		if c := strings.Compare(a.Label[i].GetValue(), b.Label[i].GetValue()); c != 0 {
+			return c
+		}
+	}
+	return len(a.Label) - len(b.Label)
 }
 
 // metricName is the metric name of a map.
@@ -112,9 +159,9 @@ func labelNames(n int) []string {
 	return names
 }
 
-// collectMap sends one metric per entry of m, its keys labelled by
-// names or, where names do not fit, by place.
-func collectMap(ch chan<- prometheus.Metric, m *output.Map, names []string) {
+// mapFamily makes the family of m, a metric per entry, its keys labelled
+// by names or, where names do not fit, by place.
+func mapFamily(m *output.Map, names []string) (*dto.MetricFamily, error) {
 	nkeys := 0
 	if len(m.Entries) > 0 {
 		nkeys = len(m.Entries[0].Key)
@@ -132,7 +179,7 @@ func collectMap(ch chan<- prometheus.Metric, m *output.Map, names []string) {
 		info = true
 		labels = append(labels, "value")
 	}
-	desc := prometheus.NewDesc(metricName(m.Name), fmt.Sprintf("%s map %s of the kinst program.", m.Kind, m.Name), labels, nil)
+	f := family(metricName(m.Name), fmt.Sprintf("%s map %s of the kinst program.", m.Kind, m.Name), dto.MetricType_GAUGE)
 	for _, e := range m.Entries {
 		values, err := labelValues(e.Key)
 		if err == nil && info {
@@ -140,12 +187,18 @@ func collectMap(ch chan<- prometheus.Metric, m *output.Map, names []string) {
 			text, err = e.Value.KeyText()
 			values = append(values, text)
 		}
-		if err != nil {
-			ch <- prometheus.NewInvalidMetric(desc, fmt.Errorf("map %s: %w", m.Name, err))
-			continue
+		if err == nil && slices.ContainsFunc(values, func(v string) bool { return !utf8.ValidString(v) }) {
+			err = errors.New("a label value is not UTF-8")
 		}
-		ch <- metric(desc, e.Value, info, values)
+		if err != nil {
+			return nil, fmt.Errorf("map %s: %w", m.Name, err)
+		}
+		metric, typ := entryMetric(e.Value, info)
+		metric.Label = pairs(labels, values)
+		f.Type = typ.Enum()
+		f.Metric = append(f.Metric, metric)
 	}
+	return f, nil
 }
 
 // labelValues renders a key as label values, each element as bpftrace
@@ -170,36 +223,48 @@ func labelValues(key []output.Value) ([]string, error) {
 	return values, nil
 }
 
-// metric makes the metric of one entry.
-func metric(desc *prometheus.Desc, v output.Value, info bool, labels []string) prometheus.Metric {
+// entryMetric makes the metric of one entry and says its type, which is
+// the same for every entry of a map.
+func entryMetric(v output.Value, info bool) (*dto.Metric, dto.MetricType) {
+	gauge := func(x float64) (*dto.Metric, dto.MetricType) {
+		return &dto.Metric{Gauge: &dto.Gauge{Value: proto.Float64(x)}}, dto.MetricType_GAUGE
+	}
+	counter := func(x float64) (*dto.Metric, dto.MetricType) {
+		return &dto.Metric{Counter: &dto.Counter{Value: proto.Float64(x)}}, dto.MetricType_COUNTER
+	}
+	histogram := func(count uint64, buckets []*dto.Bucket) (*dto.Metric, dto.MetricType) {
+		return &dto.Metric{Histogram: &dto.Histogram{
+			SampleCount: proto.Uint64(count), SampleSum: proto.Float64(math.NaN()), Bucket: buckets,
+		}}, dto.MetricType_HISTOGRAM
+	}
 	if info {
-		return prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, 1, labels...)
+		return gauge(1)
 	}
 	switch v.Kind() {
 	case output.KindCount:
-		return prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v.Uint()), labels...)
+		return counter(float64(v.Uint()))
 	case output.KindSum:
 		if v.Signed() {
-			return prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(v.Int()), labels...)
+			return gauge(float64(v.Int()))
 		}
-		return prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v.Uint()), labels...)
+		return counter(float64(v.Uint()))
 	case output.KindInt:
 		if v.Signed() {
-			return prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(v.Int()), labels...)
+			return gauge(float64(v.Int()))
 		}
-		return prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(v.Uint()), labels...)
+		return gauge(float64(v.Uint()))
 	case output.KindAvg, output.KindStats:
-		return prometheus.MustNewConstSummary(desc, v.Uint(), float64(v.Total()), nil, labels...)
+		return &dto.Metric{Summary: &dto.Summary{
+			SampleCount: proto.Uint64(v.Uint()), SampleSum: proto.Float64(float64(v.Total())),
+		}}, dto.MetricType_SUMMARY
 	case output.KindHist:
-		count, buckets := histBuckets(v.Buckets())
-		return prometheus.MustNewConstHistogram(desc, count, math.NaN(), buckets, labels...)
+		return histogram(histBuckets(v.Buckets()))
 	case output.KindLhist:
 		min, max, step := v.LhistBounds()
-		count, buckets := lhistBuckets(min, max, step, v.Buckets())
-		return prometheus.MustNewConstHistogram(desc, count, math.NaN(), buckets, labels...)
+		return histogram(lhistBuckets(min, max, step, v.Buckets()))
 	}
 	// Pointers, min and max.
-	return prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(v.Int()), labels...)
+	return gauge(float64(v.Int()))
 }
 
 // HistBounds is how many buckets of a hist() become le bounds: below
@@ -208,16 +273,20 @@ const HistBounds = 34
 
 // histBuckets turns hist() buckets into cumulative counts by le bound.
 // Values are integers, so the bucket [2^(k-2), 2^(k-1)) is le 2^(k-1)-1.
-func histBuckets(counts []uint64) (uint64, map[float64]uint64) {
-	bounds := make(map[float64]uint64, HistBounds)
+func histBuckets(counts []uint64) (uint64, []*dto.Bucket) {
+	buckets := make([]*dto.Bucket, 0, HistBounds)
 	var total uint64
 	for k, n := range counts {
 		total += n
 		if k < HistBounds {
-			bounds[histBound(k)] = total
+			buckets = append(buckets, bucket(histBound(k), total))
 		}
 	}
-	return total, bounds
+	return total, buckets
+}
+
+func bucket(le float64, cumulative uint64) *dto.Bucket {
+	return &dto.Bucket{UpperBound: proto.Float64(le), CumulativeCount: proto.Uint64(cumulative)}
 }
 
 func histBound(k int) float64 {
@@ -233,25 +302,25 @@ func histBound(k int) float64 {
 // lhistBuckets turns lhist() buckets into cumulative counts by le bound:
 // below min is le min-1, [min+(i-1)*step, min+i*step) is le
 // min+i*step-1, and the values from max up count only in +Inf.
-func lhistBuckets(min, max, step int64, counts []uint64) (uint64, map[float64]uint64) {
+func lhistBuckets(min, max, step int64, counts []uint64) (uint64, []*dto.Bucket) {
 	n := int((max-min)/step) + 1
-	bounds := make(map[float64]uint64, n)
+	buckets := make([]*dto.Bucket, 0, n)
 	var total uint64
 	for i, c := range counts {
 		total += c
 		if i < n {
-			bounds[float64(min+int64(i)*step-1)] = total
+			buckets = append(buckets, bucket(float64(min+int64(i)*step-1), total))
 		}
 	}
-	return total, bounds
+	return total, buckets
 }
 
 // Server serves /metrics over HTTP.
 type Server struct {
-	Collector Collector
-	ln        net.Listener
-	srv       *http.Server
-	done      chan error
+	Gatherer Gatherer
+	ln       net.Listener
+	srv      *http.Server
+	done     chan error
 }
 
 // Listen listens on addr (host:port) and serves /metrics from it, before
@@ -264,13 +333,33 @@ func Listen(addr string) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{ln: ln, done: make(chan error, 1)}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(&s.Collector)
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
+	mux.HandleFunc("/metrics", s.serveMetrics)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s, nil
+}
+
+// serveMetrics answers a scrape in the format it asks for: Prometheus's
+// protobuf or text format. A map that cannot be read fails the scrape,
+// as promhttp's HTTPErrorOnError fails it.
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	fams, err := s.Gatherer.Gather()
+	if err != nil {
+		http.Error(w, "An error has occurred while serving metrics:\n\n"+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	format := expfmt.NegotiateAccept(r.Header, expfmt.DefaultAcceptedFormats()...)
+	w.Header().Set("Content-Type", string(format))
+	enc := expfmt.NewEncoder(w, format)
+	for _, f := range fams {
+		if err := enc.Encode(f); err != nil {
+			return // the scraper went away, or the family cannot be written: the scrape fails short
+		}
+	}
+	if c, ok := enc.(expfmt.Closer); ok {
+		c.Close()
+	}
 }
 
 // Feed makes the maps of a run of out the server's metrics, their keys
@@ -278,10 +367,10 @@ func Listen(addr string) (*Server, error) {
 // exit as bpftrace prints them; a caller's own exit hook, an
 // instrument's table or profile, still runs.
 func (s *Server) Feed(out *codegen.Output, opts *runtime.Options) {
-	s.Collector.mu.Lock()
-	s.Collector.labels = KeyLabels(out)
-	s.Collector.mu.Unlock()
-	opts.Maps = func(r *runtime.MapReader) { s.Collector.SetSource(r) }
+	s.Gatherer.mu.Lock()
+	s.Gatherer.labels = KeyLabels(out)
+	s.Gatherer.mu.Unlock()
+	opts.Maps = func(r *runtime.MapReader) { s.Gatherer.SetSource(r) }
 	if opts.ExitMaps == nil {
 		opts.ExitMaps = func([]*output.Map) error { return nil }
 	}
