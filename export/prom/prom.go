@@ -104,7 +104,7 @@ func (g *Gatherer) Gather() ([]*dto.MetricFamily, error) {
 		slices.SortStableFunc(f.Metric, compareLabels)
 		for i := 1; i < len(f.Metric); i++ {
 			if compareLabels(f.Metric[i-1], f.Metric[i]) == 0 {
-				return nil, fmt.Errorf("%s: two entries give the labels %v", f.GetName(), f.Metric[i].Label)
+				return nil, fmt.Errorf("%s: two entries give the labels %s", f.GetName(), labelText(f.Metric[i].Label))
 			}
 		}
 	}
@@ -125,6 +125,15 @@ func pairs(names, values []string) []*dto.LabelPair {
 	}
 	slices.SortFunc(ps, func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) })
 	return ps
+}
+
+// labelText writes labels as the text format does: {name="value",…}.
+func labelText(ps []*dto.LabelPair) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = p.GetName() + "=" + strconv.Quote(p.GetValue())
+	}
+	return "{" + strings.Join(parts, ",") + "}"
 }
 
 // compareLabels orders the metrics of one family, whose label names are

@@ -154,6 +154,29 @@ func TestNoSourceAndErrors(t *testing.T) {
 	}
 }
 
+// Entries whose keys print alike, and a key that is not UTF-8, cannot be
+// served: the scrape fails and says which map.
+func TestUnservableMaps(t *testing.T) {
+	tests := []struct {
+		m    *output.Map
+		want string
+	}{
+		{&output.Map{Name: "@f", Kind: output.KindCount, Entries: []output.Entry{
+			{Key: []output.Value{output.Ksym(0xff01, "vfs_read")}, Value: output.Count(1)},
+			{Key: []output.Value{output.Ksym(0xff02, "vfs_read")}, Value: output.Count(2)},
+		}}, `kinst_f: two entries give the labels {key="vfs_read"}`},
+		{&output.Map{Name: "@c", Kind: output.KindCount, Entries: []output.Entry{
+			{Key: []output.Value{output.String("a\xff")}, Value: output.Count(1)},
+		}}, "map @c: a label value is not UTF-8"},
+	}
+	for _, tt := range tests {
+		got := scrape(t, &source{maps: []*output.Map{tt.m}})
+		if want := "An error has occurred while serving metrics:\n\n" + tt.want + "\n"; got != want {
+			t.Errorf("scrape of %s:\n%q\nwant\n%q", tt.m.Name, got, want)
+		}
+	}
+}
+
 func TestListenErrors(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
