@@ -339,6 +339,8 @@ func (s *Session) stopPackets() error {
 func (s *Session) watch(sigs <-chan os.Signal, cancel context.CancelFunc, ended <-chan struct{}) {
 	var stalls <-chan time.Time
 	var first os.Signal
+	var blocked int64 // the write in progress at the last tick
+	var ticks int     // ticks that found it still blocked
 	for {
 		select {
 		case <-ended:
@@ -346,8 +348,16 @@ func (s *Session) watch(sigs <-chan os.Signal, cancel context.CancelFunc, ended 
 		case <-stalls:
 			// The output has not taken a write since well after the
 			// signal: a reader that stopped reading would hold kinst
-			// for as long as it likes.
-			if s.outw.stalled(stallLimit) {
+			// for as long as it likes. The write must also outlast
+			// ticks kinst was awake to see: a stopped kinst (^Z) or
+			// a starved virtual CPU resumes with a long write that
+			// was never stuck.
+			if w := s.outw.since.Load(); w == 0 || w != blocked {
+				blocked, ticks = w, 0
+			} else {
+				ticks++
+			}
+			if ticks >= stallTicks && s.outw.stalled(stallLimit) {
 				ExitBySignal(first)
 			}
 		case sig := <-sigs:
@@ -363,7 +373,7 @@ func (s *Session) watch(sigs <-chan os.Signal, cancel context.CancelFunc, ended 
 			s.signal.Store(&sig)
 			cancel()
 			s.stop()
-			t := time.NewTicker(stallLimit / 4)
+			t := time.NewTicker(stallLimit / stallTicks)
 			defer t.Stop()
 			stalls = t.C
 		}
@@ -371,8 +381,13 @@ func (s *Session) watch(sigs <-chan os.Signal, cancel context.CancelFunc, ended 
 }
 
 // stallLimit is how long a write to the output may block once a signal
-// has stopped the run before kinst gives up on the output and exits.
-const stallLimit = 80 * time.Millisecond
+// has stopped the run before kinst gives up on the output and exits;
+// stallTicks is how many checks, spread over that time, must find it
+// blocked.
+const (
+	stallLimit = 80 * time.Millisecond
+	stallTicks = 4
+)
 
 // interrupted returns an *InterruptError in place of err if a signal
 // stopped the run, and err otherwise.
