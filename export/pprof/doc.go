@@ -1,6 +1,8 @@
 // Package pprof writes maps keyed by stacks as pprof profiles
-// (profile.proto, gzipped, as github.com/google/pprof/profile writes
-// them) and as folded stacks for flamegraph.pl.
+// (profile.proto, gzipped, as go tool pprof reads them) and as folded
+// stacks for flamegraph.pl. It encodes the profile itself: the tests
+// read it back with github.com/google/pprof/profile, whose package
+// initialisation every run of kinst would pay for.
 //
 // Each entry of a map is a sample: its kernel stacks, leaf first, then
 // its user stacks make the sample's locations; the other elements of its

@@ -2,17 +2,19 @@ package pprof
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/google/pprof/profile"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/output"
@@ -41,14 +43,44 @@ var ErrNoStacks = errors.New("no map is keyed by kstack or ustack")
 // kernelFile is the name profilers give the kernel's mapping.
 const kernelFile = "[kernel.kallsyms]"
 
+// The parts of a profile, as profile.proto describes them; IDs start at 1.
+type (
+	valueType struct{ typ, unit string }
+	sample    struct {
+		locations []*location
+		values    []int64
+		labels    map[string]string // text key elements by label name
+		numLabels map[string]int64  // integer ones
+	}
+	mapping struct {
+		id                   uint64
+		start, limit, offset uint64
+		file, buildID        string
+	}
+	location struct {
+		id       uint64
+		mapping  *mapping // nil for an address no file holds
+		addr     uint64
+		function *function // nil where the frame has no symbol
+	}
+	function struct {
+		id   uint64
+		name string
+	}
+)
+
 // builder gathers a profile's mappings, functions and locations, each
 // once.
 type builder struct {
-	p         *profile.Profile
-	kernel    *profile.Mapping
-	mappings  map[mappingKey]*profile.Mapping
-	functions map[[2]string]*profile.Function
-	locations map[locationKey]*profile.Location
+	sampleTypes []valueType
+	samples     []*sample
+	mappings    []*mapping
+	locations   []*location
+	functions   []*function
+	kernel      *mapping
+	byMapping   map[mappingKey]*mapping
+	byFunction  map[[2]string]*function
+	byLocation  map[locationKey]*location
 }
 
 type mappingKey struct {
@@ -57,60 +89,53 @@ type mappingKey struct {
 }
 
 type locationKey struct {
-	m    *profile.Mapping
+	m    *mapping
 	addr uint64
 }
 
-// Profile makes a profile of the maps keyed by stacks.
-func Profile(maps []*output.Map, opts Options) (*profile.Profile, error) {
+// Write writes a profile of the maps keyed by stacks to w: profile.proto,
+// gzipped, as go tool pprof reads it.
+func Write(w io.Writer, maps []*output.Map, opts Options) error {
 	chosen := chooseMaps(maps, opts.Maps)
 	if len(chosen) == 0 {
-		return nil, ErrNoStacks
+		return ErrNoStacks
 	}
 	b := &builder{
-		p: &profile.Profile{
-			TimeNanos:     opts.Start.UnixNano(),
-			DurationNanos: opts.Duration.Nanoseconds(),
-		},
-		mappings:  map[mappingKey]*profile.Mapping{},
-		functions: map[[2]string]*profile.Function{},
-		locations: map[locationKey]*profile.Location{},
-	}
-	if opts.Start.IsZero() {
-		b.p.TimeNanos = 0
+		byMapping:  map[mappingKey]*mapping{},
+		byFunction: map[[2]string]*function{},
+		byLocation: map[locationKey]*location{},
 	}
 	for _, m := range chosen {
 		unit := "count"
 		if m.Kind != output.KindCount && m.Kind != output.KindHist && m.Kind != output.KindLhist {
 			unit = ""
 		}
-		b.p.SampleType = append(b.p.SampleType, &profile.ValueType{Type: sampleType(m.Name), Unit: unit})
+		b.sampleTypes = append(b.sampleTypes, valueType{sampleType(m.Name), unit})
 	}
 	if opts.Period != 0 {
-		b.p.SampleType = append(b.p.SampleType, &profile.ValueType{Type: "cpu", Unit: "nanoseconds"})
-		b.p.PeriodType = &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}
-		b.p.Period = opts.Period
+		b.sampleTypes = append(b.sampleTypes, valueType{"cpu", "nanoseconds"})
 	}
 	for i, m := range chosen {
 		for _, e := range m.Entries {
 			s, err := b.sample(e, opts.Labels)
 			if err != nil {
-				return nil, fmt.Errorf("map %s: %w", m.Name, err)
+				return fmt.Errorf("map %s: %w", m.Name, err)
 			}
-			s.Value = make([]int64, len(b.p.SampleType))
+			s.values = make([]int64, len(b.sampleTypes))
 			v := value(e.Value)
-			s.Value[i] = v
+			s.values[i] = v
 			if opts.Period != 0 && i == 0 {
-				s.Value[len(s.Value)-1] = v * opts.Period
+				s.values[len(s.values)-1] = v * opts.Period
 			}
-			b.p.Sample = append(b.p.Sample, s)
+			b.samples = append(b.samples, s)
 		}
 	}
 	b.kernelLast()
-	if err := b.p.CheckValid(); err != nil {
-		return nil, fmt.Errorf("profile: %w", err)
+	zw := gzip.NewWriter(w)
+	if _, err := zw.Write(b.encode(opts)); err != nil {
+		return err
 	}
-	return b.p, nil
+	return zw.Close()
 }
 
 // chooseMaps picks the maps named, or those keyed by a stack.
@@ -165,8 +190,8 @@ func labelName(labels []string, i int) string {
 }
 
 // sample makes the sample of one entry, without its values.
-func (b *builder) sample(e output.Entry, labels []string) (*profile.Sample, error) {
-	s := &profile.Sample{}
+func (b *builder) sample(e output.Entry, labels []string) (*sample, error) {
+	s := &sample{}
 	// Kernel frames are above user frames: the leaf comes first.
 	for _, kind := range []output.Kind{output.KindKstack, output.KindUstack} {
 		for _, k := range e.Key {
@@ -174,7 +199,7 @@ func (b *builder) sample(e output.Entry, labels []string) (*profile.Sample, erro
 				continue
 			}
 			for _, f := range k.Frames() {
-				s.Location = append(s.Location, b.location(f, kind == output.KindKstack))
+				s.locations = append(s.locations, b.location(f, kind == output.KindKstack))
 			}
 		}
 	}
@@ -183,61 +208,61 @@ func (b *builder) sample(e output.Entry, labels []string) (*profile.Sample, erro
 		switch {
 		case isStack(k):
 		case k.Kind() == output.KindInt:
-			if s.NumLabel == nil {
-				s.NumLabel = map[string][]int64{}
+			if s.numLabels == nil {
+				s.numLabels = map[string]int64{}
 			}
-			s.NumLabel[name] = []int64{k.Int()}
+			s.numLabels[name] = k.Int()
 		default:
 			text, err := k.KeyText()
 			if err != nil {
 				return nil, err
 			}
-			if s.Label == nil {
-				s.Label = map[string][]string{}
+			if s.labels == nil {
+				s.labels = map[string]string{}
 			}
-			s.Label[name] = []string{text}
+			s.labels[name] = text
 		}
 	}
 	return s, nil
 }
 
 // location returns the location of a frame.
-func (b *builder) location(f output.Frame, kernel bool) *profile.Location {
+func (b *builder) location(f output.Frame, kernel bool) *location {
 	m := b.mapping(f, kernel)
 	key := locationKey{m, f.Addr}
-	if l := b.locations[key]; l != nil {
+	if l := b.byLocation[key]; l != nil {
 		return l
 	}
-	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Mapping: m, Address: f.Addr}
+	l := &location{id: uint64(len(b.locations) + 1), mapping: m, addr: f.Addr}
 	if f.Symbol != "" {
-		l.Line = []profile.Line{{Function: b.function(f.Symbol, f.Module)}}
+		l.function = b.function(f.Symbol, f.Module)
 	}
-	b.locations[key] = l
-	b.p.Location = append(b.p.Location, l)
+	b.byLocation[key] = l
+	b.locations = append(b.locations, l)
 	return l
 }
 
 // mapping returns the mapping of a frame: the kernel's, or its file's;
 // nil for a user address no file holds.
-func (b *builder) mapping(f output.Frame, kernel bool) *profile.Mapping {
+func (b *builder) mapping(f output.Frame, kernel bool) *mapping {
 	if kernel {
 		if b.kernel == nil {
-			b.kernel = b.addMapping(&profile.Mapping{File: kernelFile, BuildID: kernelBuildID(), Start: f.Addr, Limit: f.Addr + 1})
+			b.kernel = b.addMapping(&mapping{file: kernelFile, buildID: kernelBuildID(), start: f.Addr, limit: f.Addr + 1})
 		}
 		// The kernel's mapping spans the addresses the profile holds.
-		b.kernel.Start = min(b.kernel.Start, f.Addr)
-		b.kernel.Limit = max(b.kernel.Limit, f.Addr+1)
+		b.kernel.start = min(b.kernel.start, f.Addr)
+		b.kernel.limit = max(b.kernel.limit, f.Addr+1)
 		return b.kernel
 	}
 	if f.Module == "" {
 		return nil
 	}
 	key := mappingKey{f.Module, f.MapStart, f.MapEnd, f.MapOffset}
-	if m := b.mappings[key]; m != nil {
+	if m := b.byMapping[key]; m != nil {
 		return m
 	}
-	m := b.addMapping(&profile.Mapping{File: f.Module, BuildID: f.BuildID, Start: f.MapStart, Limit: f.MapEnd, Offset: f.MapOffset})
-	b.mappings[key] = m
+	m := b.addMapping(&mapping{file: f.Module, buildID: f.BuildID, start: f.MapStart, limit: f.MapEnd, offset: f.MapOffset})
+	b.byMapping[key] = m
 	return m
 }
 
@@ -247,29 +272,28 @@ func (b *builder) kernelLast() {
 	if b.kernel == nil {
 		return
 	}
-	ms := slices.DeleteFunc(b.p.Mapping, func(m *profile.Mapping) bool { return m == b.kernel })
-	b.p.Mapping = append(ms, b.kernel)
-	for i, m := range b.p.Mapping {
-		m.ID = uint64(i + 1)
+	ms := slices.DeleteFunc(b.mappings, func(m *mapping) bool { return m == b.kernel })
+	b.mappings = append(ms, b.kernel)
+	for i, m := range b.mappings {
+		m.id = uint64(i + 1)
 	}
 }
 
-func (b *builder) addMapping(m *profile.Mapping) *profile.Mapping {
-	// The frames are symbolized already: pprof must not look again.
-	m.ID, m.HasFunctions = uint64(len(b.p.Mapping)+1), true
-	b.p.Mapping = append(b.p.Mapping, m)
+func (b *builder) addMapping(m *mapping) *mapping {
+	m.id = uint64(len(b.mappings) + 1)
+	b.mappings = append(b.mappings, m)
 	return m
 }
 
 // function returns the function called name in file.
-func (b *builder) function(name, file string) *profile.Function {
+func (b *builder) function(name, file string) *function {
 	key := [2]string{name, file}
-	if fn := b.functions[key]; fn != nil {
+	if fn := b.byFunction[key]; fn != nil {
 		return fn
 	}
-	fn := &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, SystemName: name}
-	b.functions[key] = fn
-	b.p.Function = append(b.p.Function, fn)
+	fn := &function{id: uint64(len(b.functions) + 1), name: name}
+	b.byFunction[key] = fn
+	b.functions = append(b.functions, fn)
 	return fn
 }
 
@@ -283,13 +307,173 @@ func kernelBuildID() string {
 	return elfsym.NoteBuildID(data, binary.NativeEndian)
 }
 
-// Write writes a profile of the maps keyed by stacks to w, gzipped.
-func Write(w io.Writer, maps []*output.Map, opts Options) error {
-	p, err := Profile(maps, opts)
-	if err != nil {
-		return err
+// Field numbers of profile.proto.
+const (
+	profileSampleType    = 1
+	profileSample        = 2
+	profileMapping       = 3
+	profileLocation      = 4
+	profileFunction      = 5
+	profileStringTable   = 6
+	profileTimeNanos     = 9
+	profileDurationNanos = 10
+	profilePeriodType    = 11
+	profilePeriod        = 12
+
+	valueTypeType = 1
+	valueTypeUnit = 2
+
+	sampleLocationID = 1
+	sampleValue      = 2
+	sampleLabel      = 3
+
+	labelKey = 1
+	labelStr = 2
+	labelNum = 3
+
+	mappingID           = 1
+	mappingStart        = 2
+	mappingLimit        = 3
+	mappingOffset       = 4
+	mappingFilename     = 5
+	mappingBuildID      = 6
+	mappingHasFunctions = 7
+
+	locationID        = 1
+	locationMappingID = 2
+	locationAddress   = 3
+	locationLine      = 4
+
+	lineFunctionID = 1
+
+	functionID         = 1
+	functionName       = 2
+	functionSystemName = 3
+)
+
+// encoder writes a profile's messages, gathering its strings into the
+// string table, whose entry 0 is "".
+type encoder struct {
+	strings []string
+	index   map[string]int64
+}
+
+func (e *encoder) str(s string) int64 {
+	if i, ok := e.index[s]; ok {
+		return i
 	}
-	return p.Write(w)
+	i := int64(len(e.strings))
+	e.strings = append(e.strings, s)
+	e.index[s] = i
+	return i
+}
+
+// varint appends a varint field, left out when zero as proto3 leaves it.
+func varint(b []byte, field protowire.Number, v uint64) []byte {
+	if v == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, field, protowire.VarintType)
+	return protowire.AppendVarint(b, v)
+}
+
+func message(b []byte, field protowire.Number, m []byte) []byte {
+	b = protowire.AppendTag(b, field, protowire.BytesType)
+	return protowire.AppendBytes(b, m)
+}
+
+// packed appends a packed repeated varint field.
+func packed[T int64 | uint64](b []byte, field protowire.Number, vs []T) []byte {
+	if len(vs) == 0 {
+		return b
+	}
+	var m []byte
+	for _, v := range vs {
+		m = protowire.AppendVarint(m, uint64(v))
+	}
+	return message(b, field, m)
+}
+
+func (e *encoder) valueType(vt valueType) []byte {
+	var m []byte
+	m = varint(m, valueTypeType, uint64(e.str(vt.typ)))
+	return varint(m, valueTypeUnit, uint64(e.str(vt.unit)))
+}
+
+// encode renders the profile as profile.proto's Profile message.
+func (b *builder) encode(opts Options) []byte {
+	e := &encoder{strings: []string{""}, index: map[string]int64{"": 0}}
+	var p []byte
+	for _, st := range b.sampleTypes {
+		p = message(p, profileSampleType, e.valueType(st))
+	}
+	for _, s := range b.samples {
+		var m []byte
+		ids := make([]uint64, len(s.locations))
+		for i, l := range s.locations {
+			ids[i] = l.id
+		}
+		m = packed(m, sampleLocationID, ids)
+		m = packed(m, sampleValue, s.values)
+		for _, k := range slices.Sorted(maps.Keys(s.labels)) {
+			var l []byte
+			l = varint(l, labelKey, uint64(e.str(k)))
+			l = varint(l, labelStr, uint64(e.str(s.labels[k])))
+			m = message(m, sampleLabel, l)
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.numLabels)) {
+			var l []byte
+			l = varint(l, labelKey, uint64(e.str(k)))
+			l = varint(l, labelNum, uint64(s.numLabels[k]))
+			m = message(m, sampleLabel, l)
+		}
+		p = message(p, profileSample, m)
+	}
+	for _, mp := range b.mappings {
+		var m []byte
+		m = varint(m, mappingID, mp.id)
+		m = varint(m, mappingStart, mp.start)
+		m = varint(m, mappingLimit, mp.limit)
+		m = varint(m, mappingOffset, mp.offset)
+		m = varint(m, mappingFilename, uint64(e.str(mp.file)))
+		m = varint(m, mappingBuildID, uint64(e.str(mp.buildID)))
+		// The frames are symbolized already: pprof must not look again.
+		m = varint(m, mappingHasFunctions, 1)
+		p = message(p, profileMapping, m)
+	}
+	for _, l := range b.locations {
+		var m []byte
+		m = varint(m, locationID, l.id)
+		if l.mapping != nil {
+			m = varint(m, locationMappingID, l.mapping.id)
+		}
+		m = varint(m, locationAddress, l.addr)
+		if l.function != nil {
+			m = message(m, locationLine, varint(nil, lineFunctionID, l.function.id))
+		}
+		p = message(p, profileLocation, m)
+	}
+	for _, fn := range b.functions {
+		var m []byte
+		m = varint(m, functionID, fn.id)
+		m = varint(m, functionName, uint64(e.str(fn.name)))
+		m = varint(m, functionSystemName, uint64(e.str(fn.name)))
+		p = message(p, profileFunction, m)
+	}
+	if !opts.Start.IsZero() {
+		p = varint(p, profileTimeNanos, uint64(opts.Start.UnixNano()))
+	}
+	p = varint(p, profileDurationNanos, uint64(opts.Duration.Nanoseconds()))
+	if opts.Period != 0 {
+		p = message(p, profilePeriodType, e.valueType(valueType{"cpu", "nanoseconds"}))
+		p = varint(p, profilePeriod, uint64(opts.Period))
+	}
+	// The string table goes last: every message above added to it.
+	for _, s := range e.strings {
+		p = protowire.AppendTag(p, profileStringTable, protowire.BytesType)
+		p = protowire.AppendString(p, s)
+	}
+	return p
 }
 
 // WriteFolded writes the entries of m as folded stacks, one line per

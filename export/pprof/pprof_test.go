@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -111,7 +112,7 @@ mapping [kernel.kallsyms] [0xffffffff81000010, 0xffffffff81000501) offset 0x0 bu
 
 func TestNoStacks(t *testing.T) {
 	counts := &output.Map{Name: "@", Kind: output.KindCount, Entries: []output.Entry{{Key: []output.Value{output.String("a")}, Value: output.Count(1)}}}
-	if _, err := pprof.Profile([]*output.Map{counts}, pprof.Options{}); !errors.Is(err, pprof.ErrNoStacks) {
+	if err := pprof.Write(io.Discard, []*output.Map{counts}, pprof.Options{}); !errors.Is(err, pprof.ErrNoStacks) {
 		t.Errorf("profile of a map without stacks: %v, want ErrNoStacks", err)
 	}
 }
