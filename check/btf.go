@@ -87,7 +87,26 @@ func (t *Type) Field(name string) *Field {
 	case *btf.Union:
 		members = u.Members
 	}
-	return btfField(members, name, 0, t.Space)
+	if f := btfField(members, name, 0, t.Space); f != nil {
+		return f
+	}
+	if r, ok := renamedFields[[2]string{t.Name, name}]; ok {
+		return btfField(members, r.name, 0, t.Space)
+	}
+	return nil
+}
+
+// A rename is a kernel struct field's new name and the release that gave
+// it.
+type rename struct{ name, release string }
+
+// renamedFields lists kernel struct fields renamed without a change of
+// meaning, by struct and old name, so that tools written for earlier
+// kernels still read them: runqlen.bt reads cfs_rq.nr_running. Field
+// finds the new name where the old one is gone, and the checker warns.
+var renamedFields = map[[2]string]rename{
+	{"struct cfs_rq", "nr_running"}:   {"nr_queued", "6.13"},
+	{"struct cfs_rq", "h_nr_running"}: {"h_nr_queued", "6.13"},
 }
 
 func btfField(members []btf.Member, name string, base int, space AddrSpace) *Field {

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cilium/ebpf/btf"
 
 	"kinst.dev/kinst/internal/chunked"
 	"kinst.dev/kinst/syntax"
@@ -398,5 +401,50 @@ func TestAbsentAttachPoints(t *testing.T) {
 		if n := len(prog.Probes[0].Targets); n != 1 {
 			t.Errorf("%q: %d targets, want the one that exists", tt.src, n)
 		}
+	}
+}
+
+// cfsKernel has a struct cfs_rq as Linux 6.13 and later describe it.
+type cfsKernel struct{ fakeKernel }
+
+func (k cfsKernel) Type(kind syntax.Token, name string) (*Type, error) {
+	if kind == syntax.STRUCT && name == "cfs_rq" {
+		u32 := &btf.Int{Name: "unsigned int", Size: 4}
+		return fromBTF(&btf.Struct{Name: "cfs_rq", Size: 16, Members: []btf.Member{
+			{Name: "load", Type: &btf.Int{Name: "long", Size: 8, Encoding: btf.Signed}},
+			{Name: "nr_queued", Type: u32, Offset: 64},
+			{Name: "h_nr_queued", Type: u32, Offset: 96},
+		}}, KernelSpace)
+	}
+	return k.fakeKernel.Type(kind, name)
+}
+
+// A kernel field renamed without a change of meaning is read under its
+// old name, with a warning; a field never there is still an error.
+func TestRenamedKernelField(t *testing.T) {
+	src := "kprobe:f { @[((struct cfs_rq *)arg0)->nr_running] = count(); @h = ((struct cfs_rq *)arg0)->h_nr_running; }"
+	var warnings syntax.ErrorList
+	prog, err := checkSrc(t, src, &Config{Kernel: cfsKernel{}, Warn: func(w *syntax.Error) { warnings = append(warnings, w) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "t:1:14: warning: struct cfs_rq has no field nr_running since Linux 6.13 renamed it: reading nr_queued\n" +
+		"t:1:67: warning: struct cfs_rq has no field h_nr_running since Linux 6.13 renamed it: reading h_nr_queued"
+	if got := warnings.Detail(); len(warnings) != 2 || warnings[0].Error()+"\n"+warnings[1].Error() != want {
+		t.Errorf("warnings: %s\nwant:\n%s", got, want)
+	}
+	var fields []string
+	for x, typ := range prog.Probes[0].Types {
+		if f, ok := x.(*syntax.FieldExpr); ok {
+			fields = append(fields, fmt.Sprintf("%s %s", f.Name, typ))
+		}
+	}
+	slices.Sort(fields)
+	if want := []string{"h_nr_running uint32", "nr_running uint32"}; !slices.Equal(fields, want) {
+		t.Errorf("fields read: %v, want %v", fields, want)
+	}
+	_, err = checkSrc(t, "kprobe:f { @ = ((struct cfs_rq *)arg0)->nr_sleeping; }", &Config{Kernel: cfsKernel{}})
+	if want := "t:1:16: struct cfs_rq in this kernel's BTF has no field nr_sleeping"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("err = %v, want %q", err, want)
 	}
 }

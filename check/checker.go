@@ -67,6 +67,7 @@ func Check(prog *syntax.Program, conf *Config) (*Program, error) {
 		conf.StrLen = DefaultStrLen
 	}
 	c := &checker{conf: conf, file: prog.File, prog: &Program{Syntax: prog, Params: conf.Params, mapIndex: map[string]*Map{}}}
+	defer c.warned()
 	if conf.StrLen < 1 || conf.StrLen > MaxStrLen {
 		c.errs.Add(c.file, syntax.NoPos, syntax.NoPos, "string length %d is out of range 1..%d", conf.StrLen, MaxStrLen)
 		return nil, c.errs
@@ -79,12 +80,11 @@ func Check(prog *syntax.Program, conf *Config) (*Program, error) {
 	// wrong, and the check stops there.
 	c.declare(prog)
 	units, skipped := c.resolve(prog)
-	c.warned()
 	if feedsOthers(skipped, units) {
 		c.errs.Sort()
 		return nil, c.errs
 	}
-	early := c.errs
+	early, earlyWarnings := c.errs, c.warnings
 	c.assigned = assignedMaps(prog)
 	// Map types settle over passes; only the last pass reports errors.
 	// A map read before any pass has typed it is left untyped; when the
@@ -94,6 +94,7 @@ func Check(prog *syntax.Program, conf *Config) (*Program, error) {
 	for pass := 0; ; pass++ {
 		c.changed, c.pending, c.pendingAt = false, false, nil
 		c.errs = slices.Clone(early)
+		c.warnings = slices.Clone(earlyWarnings)
 		c.prog.Probes = c.prog.Probes[:0]
 		for _, u := range units {
 			c.checkProbe(u)
@@ -157,8 +158,9 @@ func (c *checker) warnf(n syntax.Node, format string, args ...any) {
 	c.warnings.Add(c.file, n.Pos(), n.End(), "warning: "+format, args...)
 }
 
-// warned hands the warnings to Config.Warn in source order. Only
-// resolving attach points warns, so this follows it.
+// warned hands the warnings to Config.Warn in source order, those of
+// resolving the attach points and of the last pass over the probes,
+// whether or not the check then fails.
 func (c *checker) warned() {
 	if c.conf.Warn == nil {
 		return

@@ -579,6 +579,9 @@ func (c *checker) field(x *syntax.FieldExpr) *Type {
 		}
 		return nil
 	}
+	if f.Name != x.Name {
+		c.warnf(x, "%s has no field %s since Linux %s renamed it: reading %s", rec, x.Name, renamedFields[[2]string{rec.Name, x.Name}].release, f.Name)
+	}
 	return f.Type
 }
 
