@@ -183,14 +183,15 @@ func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options)
 
 // kprobeRefused explains a kprobe the kernel refused. cilium/ebpf retries
 // a refused name with the architecture's syscall prefix and reports that
-// attempt's error ("token __x64_f: not found"), so the kernel is asked
-// again for its reason.
+// attempt's "not found" ("token __x64_f: not found"), so then, and only
+// then, the kernel is asked again for its own reason: each asking costs
+// a kprobe registered and removed.
 func kprobeRefused(name string, off uint64, err error) error {
 	switch {
-	case err == nil:
-		return nil
 	case errors.Is(err, unix.EADDRNOTAVAIL):
 		return ambiguous(name, err)
+	case !errors.Is(err, os.ErrNotExist):
+		return err
 	}
 	if errs, cerr := kernel.CheckKprobes(name, []uint64{off}); cerr == nil && errs[0] != nil {
 		return errs[0]

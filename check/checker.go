@@ -32,8 +32,9 @@ type Config struct {
 	// Warn, if set, receives the check's warnings, in source order,
 	// whether or not the check then fails: attach points left out
 	// because they name nothing here (see ErrNoTarget), targets found
-	// elsewhere than named (Target.Warning). Each one's Msg starts
-	// "warning: ".
+	// elsewhere than named (Target.Warning) or named twice, kernel
+	// fields read under a name a later release gave them. Each one's
+	// Msg starts "warning: ".
 	Warn func(*syntax.Error)
 }
 
@@ -130,7 +131,7 @@ type checker struct {
 	pendingAt []*syntax.MapExpr
 	// assigned names the maps the program assigns somewhere.
 	assigned map[string]bool
-	// warnings wait for Config.Warn until every attach point is resolved.
+	// warnings wait for Config.Warn until the check ends.
 	warnings syntax.ErrorList
 	// vars keeps variable types across passes, widened by every
 	// assignment seen.
