@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -317,4 +318,27 @@ func TestCommandNotFound(t *testing.T) {
 	}
 	kinst(t, "-e", "tracepoint:syscalls:sys_enter_getppid { @ = count(); }", "-c", missing+" arg").want(t, 1, "",
 		"kinst: command "+missing+": exec: \""+missing+"\": stat "+missing+": no such file or directory\n")
+}
+
+// kaddr() of a kernel variable reads kallsyms: where the kernel lists
+// variables there (the guests), the address is found; where it lists
+// code only (this host), the error says so rather than that the
+// variable does not exist.
+func TestKaddrVariable(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Ringbuf)
+	ks, err := kernel.LoadKallsyms()
+	if err != nil {
+		t.Skip(err)
+	}
+	prog := `BEGIN { printf("%d\n", kaddr("avenrun") != 0); exit(); }`
+	r := kinst(t, "-q", "-e", prog)
+	if _, ok := ks.Address("init_task"); ok {
+		r.want(t, 0, "1\n\n\n", "")
+		return
+	}
+	col := strings.Index(prog, `"avenrun"`) + 1
+	want := fmt.Sprintf("-e:1:%d: kaddr(): no kernel symbol avenrun: this kernel's kallsyms lists no variables (it was built without CONFIG_KALLSYMS_ALL)\n%s\n%s^%s\n",
+		col, prog, strings.Repeat(" ", col-1), strings.Repeat("~", len(`"avenrun"`)-1))
+	r.want(t, 1, "", want)
 }
