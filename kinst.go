@@ -11,6 +11,7 @@ import (
 	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/runtime"
@@ -44,6 +45,10 @@ type Options struct {
 	// HelperChecks reports failing helpers at run time as -k (1: all
 	// but reads) and -kk (2: all) do, on Warnings.
 	HelperChecks int
+	// Compat names the bpftrace release whose language and output the
+	// program follows: "" (or "0.26") for bpftrace 0.26.1, "0.17" for
+	// 0.17. With Environment, KINST_COMPAT gives it when this is empty.
+	Compat string
 	// Warnings receives compile-time, attach-time and run-time
 	// warnings; nil discards them.
 	Warnings io.Writer
@@ -58,7 +63,7 @@ type Options struct {
 	// BPFTRACE_MAP_KEYS_MAX, BPFTRACE_MAX_PROBES, BPFTRACE_PERF_RB_PAGES,
 	// BPFTRACE_BTF, BPFTRACE_CAT_BYTES_MAX, BPFTRACE_NO_USER_SYMBOLS,
 	// BPFTRACE_CACHE_USER_SYMBOLS, BPFTRACE_LOG_SIZE,
-	// __BPFTRACE_NOTIFY_PROBES_ATTACHED, KINST_BUFFER_KB, KINST_CACHE_DIR
+	// __BPFTRACE_NOTIFY_PROBES_ATTACHED, KINST_BUFFER_KB, KINST_CACHE_DIR, KINST_COMPAT
 	// and the KINST_ forms of bpftrace's names. Without it the
 	// preprocessor keeps no cache of headers. Fields
 	// set here win over the environment. A malformed setting is an error
@@ -128,6 +133,13 @@ func Compile(name string, src []byte, opts *Options) (*Program, error) {
 		}
 		// bpftrace prints the line when the variable is set, even empty.
 		_, p.run.NotifyAttached = os.LookupEnv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")
+	}
+	if opts.Compat != "" {
+		v, err := compat.Parse(opts.Compat)
+		if err != nil {
+			return nil, fmt.Errorf("kinst: %w", err)
+		}
+		popts.Compat = v
 	}
 	popts.Params = opts.Params
 	popts.Pid = opts.Pid

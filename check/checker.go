@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -36,6 +37,8 @@ type Config struct {
 	// fields read under a name a later release gave them. Each one's
 	// Msg starts "warning: ".
 	Warn func(*syntax.Error)
+	// Compat is the bpftrace release whose meaning the program has.
+	Compat compat.Version
 }
 
 // Kernel describes the running kernel's types and symbols, for casts,
@@ -67,7 +70,7 @@ func Check(prog *syntax.Program, conf *Config) (*Program, error) {
 	if conf.StrLen == 0 {
 		conf.StrLen = DefaultStrLen
 	}
-	c := &checker{conf: conf, file: prog.File, prog: &Program{Syntax: prog, Params: conf.Params, mapIndex: map[string]*Map{}}}
+	c := &checker{conf: conf, file: prog.File, prog: &Program{Syntax: prog, Params: conf.Params, Compat: conf.Compat, mapIndex: map[string]*Map{}}}
 	defer c.warned()
 	if conf.StrLen < 1 || conf.StrLen > MaxStrLen {
 		c.errs.Add(c.file, syntax.NoPos, syntax.NoPos, "string length %d is out of range 1..%d", conf.StrLen, MaxStrLen)
@@ -283,7 +286,11 @@ func (c *checker) resolvePoint(ap *syntax.AttachPoint) ([]*Target, error) {
 		if len(ap.Parts) > 0 {
 			return nil, fmt.Errorf("%s takes no arguments", ap.Provider)
 		}
-		return []*Target{{Provider: ap.Provider}}, nil
+		t := &Target{Provider: ap.Provider}
+		if c.conf.Compat != compat.V017 {
+			t.Label = strings.ToLower(ap.Provider)
+		}
+		return []*Target{t}, nil
 	}
 	if c.conf.Resolver == nil {
 		return nil, fmt.Errorf("no resolver for %s probes", ap.Provider)

@@ -3,6 +3,7 @@ package check
 import (
 	"errors"
 
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/syntax"
 	"kinst.dev/kinst/usdt"
@@ -82,6 +83,11 @@ type Target struct {
 	// in a library the named one loads.
 	Warning string
 
+	// Label, when set, is what the probe builtin prints in place of
+	// Provider:Name: bpftrace 0.26.1 names BEGIN and END "begin" and
+	// "end".
+	Label string
+
 	// Attach holds what package attach needs to attach this target;
 	// the checker does not look inside.
 	Attach any
@@ -89,6 +95,9 @@ type Target struct {
 
 // FullName is the target's name as the probe builtin prints it.
 func (t *Target) FullName() string {
+	if t.Label != "" {
+		return t.Label
+	}
 	if t.Name == "" {
 		return t.Provider
 	}
@@ -113,6 +122,9 @@ type Program struct {
 	Probes []*Probe
 	Maps   []*Map // in order of first appearance
 	Params []string
+	// Compat is the bpftrace release whose meaning and output the
+	// program has.
+	Compat compat.Version
 
 	mapIndex map[string]*Map
 }

@@ -86,6 +86,7 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 			},
 			EventsSize: o.EventsSize,
 			File:       prog.Syntax.File,
+			Compat:     prog.Compat,
 		},
 		maps: map[*check.Map]*Map{},
 	}

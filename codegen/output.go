@@ -7,6 +7,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 
 	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/syntax"
 )
@@ -54,6 +55,8 @@ type Output struct {
 	// SkbOutputs are the skboutput() calls, indexed by the id their
 	// packets carry.
 	SkbOutputs []*SkbOutput
+	// Compat is the bpftrace release whose output the program prints.
+	Compat compat.Version
 }
 
 // An SkbOutput is one skboutput() call: its packets go to a pcap file.

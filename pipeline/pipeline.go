@@ -14,6 +14,7 @@ import (
 	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/preprocess"
 	"kinst.dev/kinst/syntax"
@@ -53,6 +54,9 @@ type Options struct {
 	// CacheDir keeps preprocessed headers between runs; "" keeps none.
 	// FromEnv sets it from KINST_CACHE_DIR, or preprocess.DefaultCacheDir.
 	CacheDir string
+	// Compat is the bpftrace release the program is written for;
+	// FromEnv sets it from KINST_COMPAT.
+	Compat compat.Version
 }
 
 // FromEnv reads the settings users give through the environment: the
@@ -77,6 +81,9 @@ func (o *Options) FromEnv() error {
 		}
 	}
 	if o.MaxProbes, err = envInt(0, "BPFTRACE_MAX_PROBES"); err != nil {
+		return err
+	}
+	if o.Compat, err = compat.FromEnv(); err != nil {
 		return err
 	}
 	var set bool
@@ -202,6 +209,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		Cpid:     opts.Cpid,
 		StrLen:   strLen,
 		Warn:     warn,
+		Compat:   opts.Compat,
 	})
 	if err != nil {
 		return nil, err

@@ -262,6 +262,8 @@ func (p *parser) parseProbe() *Probe {
 var providers = map[string]string{
 	"BEGIN":           "BEGIN",
 	"END":             "END",
+	"begin":           "BEGIN", // bpftrace 0.26 writes them in lower case
+	"end":             "END",
 	"kprobe":          "kprobe",
 	"k":               "kprobe",
 	"kretprobe":       "kretprobe",

@@ -52,6 +52,8 @@ OPTIONS:
     --prometheus ADDR
                    serve the maps as Prometheus metrics on http://ADDR/metrics
                    while running, instead of printing them at exit
+    --compat VER   follow bpftrace 0.17's meanings and output where 0.26.1's
+                   differ (VER 0.17; the default, 0.26, is bpftrace 0.26.1)
     --attach MECH  run kprobes and kretprobes as kprobe, kprobe.multi or fentry
                    (fexit for kretprobes) instead of the cheapest the kernel offers
 
@@ -80,6 +82,7 @@ ENVIRONMENT:
     BPFTRACE_CACHE_USER_SYMBOLS [default: 1] 0 reads a process's symbols afresh for every address
     BPFTRACE_BTF                [default: none] BTF file used in place of the kernel's types
     KINST_BUFFER_KB             [default: 2048] size of the ring buffer events travel in
+    KINST_COMPAT                [default: 0.26] as --compat: 0.17 for bpftrace 0.17's meanings and output
     KINST_CACHE_DIR             [default: /var/cache/kinst for root, else ~/.cache/kinst] where the
                                 macros of included headers are kept between runs; empty: nowhere
 

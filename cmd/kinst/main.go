@@ -39,6 +39,7 @@ import (
 
 	api "kinst.dev/kinst"
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/export/pprof"
 	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/instruments"
@@ -98,6 +99,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		promAt  = fs.String("prometheus", "", "")
 		emitELF = fs.String("emit-elf", "", "")
 		emitIR  = fs.String("emit-llvm", "", "")
+		compatV = fs.String("compat", "", "")
 	)
 	fs.Var(&incDirs, "I", "")
 	fs.Var(&incs, "include", "")
@@ -132,6 +134,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case *info:
 		return printInfo(stdout, stderr)
+	}
+	if _, err := compat.Parse(*compatV); err != nil {
+		fmt.Fprintf(stderr, "kinst: --compat: %v\n", err)
+		return 2
 	}
 	if *emitIR != "" {
 		fmt.Fprintf(stderr, "kinst: --emit-llvm: kinst compiles to BPF without LLVM, so there is no LLVM IR to write; --emit-elf FILE writes the compiled programs\n")
@@ -224,6 +230,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		DebugStages:  stages,
 		Verbose:      *verbose,
 		Stderr:       stderr,
+		Compat:       *compatV,
 
 		FileActivation: *fileActivation,
 	}

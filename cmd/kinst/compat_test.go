@@ -1,0 +1,36 @@
+package main
+
+import (
+	"testing"
+
+	"kinst.dev/kinst/internal/testenv"
+)
+
+// TestCompatSwitch runs the same program in the default mode (bpftrace
+// 0.26.1) and in the 0.17 mode, chosen by --compat and by KINST_COMPAT.
+func TestCompatSwitch(t *testing.T) {
+	testenv.Root(t)
+	const prog = `begin { printf("%s|", probe); exit(); } END { printf("%s\n", probe); }`
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"default", []string{"KINST_COMPAT="}, nil, "begin|end\n"},
+		{"flag", nil, []string{"--compat", "0.17"}, "BEGIN|END\n"},
+		{"env", []string{"KINST_COMPAT=0.17"}, nil, "BEGIN|END\n"},
+		{"flag over env", []string{"KINST_COMPAT=0.17"}, []string{"--compat=0.26"}, "begin|end\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := kinstEnv(t, tc.env, append(tc.args, "-q", "-e", prog)...)
+			if r.code != 0 || r.stdout != tc.want+"\n\n" && r.stdout != tc.want {
+				t.Errorf("exit %d, stdout %q, want %q\nstderr:\n%s", r.code, r.stdout, tc.want, r.stderr)
+			}
+		})
+	}
+	kinstEnv(t, []string{"KINST_COMPAT=0.18"}, "-e", prog).want(t, 2, "",
+		"kinst: KINST_COMPAT: unknown bpftrace version \"0.18\": kinst follows 0.26.1 by default, and 0.17 on request\n")
+	kinst(t, "--compat", "1", "-e", prog).want(t, 2, "",
+		"kinst: --compat: unknown bpftrace version \"1\": kinst follows 0.26.1 by default, and 0.17 on request\n")
+}
