@@ -29,6 +29,12 @@ const targetName = "kinst-target"
 var tmpDir string // removed when the test binary ends
 
 func TestMain(m *testing.M) {
+	// Most exact outputs here were taken from bpftrace 0.17 side by
+	// side: the command runs in its 0.17 mode unless a test sets
+	// KINST_COMPAT itself (empty for the default, bpftrace 0.26.1).
+	if _, set := os.LookupEnv("KINST_COMPAT"); !set {
+		os.Setenv("KINST_COMPAT", "0.17")
+	}
 	var err error
 	if tmpDir, err = os.MkdirTemp("", "kinst-test-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
