@@ -34,3 +34,10 @@ func TestCompatSwitch(t *testing.T) {
 	kinst(t, "--compat", "1", "-e", prog).want(t, 2, "",
 		"kinst: --compat: unknown bpftrace version \"1\": kinst follows 0.26.1 by default, and 0.17 on request\n")
 }
+
+// TestVerifyLLVMIR: bpftrace 0.26's test engine passes --verify-llvm-ir
+// to every run, and kinst, which has no LLVM IR, takes it as a no-op.
+func TestVerifyLLVMIR(t *testing.T) {
+	testenv.Root(t)
+	kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "--verify-llvm-ir", "-q", "-e", `BEGIN { printf("ok\n"); exit(); }`).want(t, 0, "ok\n\n\n", "")
+}

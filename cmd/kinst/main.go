@@ -101,6 +101,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		emitIR  = fs.String("emit-llvm", "", "")
 		compatV = fs.String("compat", "", "")
 	)
+	// bpftrace 0.26's test engine passes --verify-llvm-ir to every run;
+	// kinst has no LLVM IR to verify, and its BPF goes to the verifier
+	// in any case.
+	fs.Bool("verify-llvm-ir", false, "")
 	fs.Var(&incDirs, "I", "")
 	fs.Var(&incs, "include", "")
 	fs.Var(&pid, "p", "")
