@@ -73,8 +73,11 @@ vmrun:
 
 # kinst, the workload command and the C program the uprobe tests probe go
 # into the guests too (the guests have no compilers).
+# kinst itself is built as released: without DWARF and the symbol table
+# (-s -w), which Go's own stack traces do not need (they read pclntab),
+# a third of the binary.
 kinst:
-	$(GO) build -o $(BIN)/kinst ./cmd/kinst
+	$(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/kinst ./cmd/kinst
 	$(GO) build -o $(BIN)/workload ./internal/workload
 	gcc -O1 -g -static -o $(BIN)/kinst-target cmd/kinst/testdata/target.c
 

@@ -277,7 +277,12 @@ func built(root, bin, pkg string, log io.Writer) (string, error) {
 		return path, nil
 	}
 	fmt.Fprintf(log, "bench: building %s\n", bin)
-	cmd := exec.Command("go", "build", "-o", path, pkg)
+	args := []string{"build", "-o", path, pkg}
+	if pkg == "./cmd/kinst" {
+		// As make kinst builds it, released.
+		args = []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", path, pkg}
+	}
+	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
