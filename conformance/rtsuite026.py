@@ -398,8 +398,11 @@ def run_case(c, bindir, features, src):
                 cmd = ["unshare", "--fork", "--pid", "--mount-proc", "-r", "--kill-child", "--"] + b.split()
             else:
                 cmd = (nsenter.split() if nsenter else []) + b.split()
-            befores.append(subprocess.Popen(cmd, cwd=WORK, start_new_session=True, stdin=subprocess.DEVNULL,
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            try:
+                befores.append(subprocess.Popen(cmd, cwd=WORK, start_new_session=True, stdin=subprocess.DEVNULL,
+                                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            except OSError as e:
+                return SKIP, "BEFORE %s: %s (a test program this runner does not build)" % (b, e.strerror), det
             if c.new_pidns and i == 0:
                 end = time.monotonic() + c.timeout
                 child = None
