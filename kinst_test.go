@@ -219,6 +219,10 @@ func TestContextEndsRun(t *testing.T) {
 	if err := run.Wait(); err != context.Canceled {
 		t.Fatalf("Wait returned %v, want the context's error", err)
 	}
+	// A context done already stops the run before it loads.
+	if _, err := prog.Start(ctx, nil); err != context.Canceled {
+		t.Errorf("Start with a cancelled context returned %v, want its error", err)
+	}
 	m, err := run.Map("@end")
 	if err != nil || !reflect.DeepEqual(m.Entries, []kinst.Entry{{Value: int64(1)}}) {
 		t.Errorf("@end = %#v, %v; want 1", m, err)

@@ -120,7 +120,8 @@ var (
 // kernel refuses to load is an error here: a [runtime.VerifierError]
 // when the verifier rejected a probe, wrapping the kernel's errno
 // otherwise (errors.Is(err, unix.EPERM) without the privilege). Once
-// ctx is done the run ends, and Wait returns ctx's error.
+// ctx is done the run ends, and Wait returns ctx's error; Start returns
+// it when ctx is done before the probes are attached.
 //
 // Unlike the kinst command, a Run catches no signal.
 func (p *Program) Start(ctx context.Context, h Handler) (*Run, error) {
