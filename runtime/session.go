@@ -202,7 +202,8 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	s.ctx, cancel = context.WithCancel(ctx)
 	defer cancel()
 	// A signal and opts.Stop cancel s.ctx too, but leave ctx alone; a
-	// ctx done once the run was ending anyway did not stop it.
+	// ctx done once the run was ending anyway did not stop it, and one
+	// done when opts.Stop is closed did.
 	unwatch := context.AfterFunc(s.ctx, func() {
 		if ctx.Err() != nil && !s.stopping.Swap(true) {
 			s.byCtx.Store(true)
@@ -384,9 +385,10 @@ func (s *Session) watch(sigs <-chan os.Signal, stop <-chan struct{}, cancel cont
 		case <-ended:
 			return
 		case <-stop:
+			// The run's context stops the run, and says whether ctx
+			// was done first.
 			stop = nil
 			cancel()
-			s.stop()
 		case <-stalls:
 			// The output has not taken a write since well after the
 			// signal: a reader that stopped reading would hold kinst
