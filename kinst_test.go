@@ -510,55 +510,70 @@ func TestStopInHandler(t *testing.T) {
 	}
 }
 
-// TestStopContext stops a run whose handler lags behind its records:
-// the handler gets records until StopContext's context is done, and the
-// error counts the rest, so that every tick the program counted is
-// accounted for.
+// TestStopContext stops a run whose handler lags behind its records,
+// or bounds the end of one whose context was cancelled: the handler gets
+// records until StopContext's context is done, and the error counts the
+// rest, so that every tick the program counted is accounted for.
 func TestStopContext(t *testing.T) {
 	testenv.Root(t)
-	prog, err := kinst.Compile("slow.bt", []byte(`interval:ms:5 { @ticks = count(); printf("tick\n") }`), nil)
+	// The program sends 100 records, which the handler would take 20s
+	// to handle, and then nothing: each is handled or dropped.
+	const sent = 100
+	prog, err := kinst.Compile("slow.bt", []byte(`interval:ms:5 /@n < 100/ { @n++; printf("tick\n") }`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var handled, lost uint64
-	run, err := prog.Start(context.Background(), func(r kinst.Record) {
-		switch r := r.(type) {
-		case *kinst.Printf:
-			handled++
-			time.Sleep(200 * time.Millisecond)
-		case *kinst.Lost:
-			lost += r.Count
+	for _, cancelFirst := range []bool{false, true} {
+		var handled, lost uint64
+		runCtx, cancelRun := context.WithCancel(context.Background())
+		defer cancelRun()
+		run, err := prog.Start(runCtx, func(r kinst.Record) {
+			switch r := r.(type) {
+			case *kinst.Printf:
+				handled++
+				time.Sleep(200 * time.Millisecond)
+			case *kinst.Lost:
+				lost += r.Count
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	err = waitFor(t, "StopContext", func() error { return run.StopContext(ctx) })
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("StopContext took %v, want about 300ms", d)
-	}
-	var de *kinst.DropError
-	if !errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded) || de.Count == 0 {
-		t.Fatalf("StopContext returned %v, want a DropError matching DeadlineExceeded", err)
-	}
-	if want := fmt.Sprintf("kinst: %d records dropped, not handed to the handler: context deadline exceeded", de.Count); err.Error() != want {
-		t.Errorf("error %q, want %q", err, want)
-	}
-	if err2 := run.Wait(); err2 != err {
-		t.Errorf("Wait returned %v, want StopContext's %v", err2, err)
-	}
-	m, err := run.Map("@ticks")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ticks := m.Entries[0].Value.(uint64); handled+lost+de.Count != ticks {
-		t.Errorf("%d handled, %d lost and %d dropped, want the %d ticks", handled, lost, de.Count, ticks)
-	}
-	if handled > 12 {
-		t.Errorf("%d records handled in 1.3s at 200ms each", handled)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if m, err := run.Map("@n"); err == nil && len(m.Entries) == 1 && m.Entries[0].Value == int64(sent) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("interval:ms:5 did not fire %d times in 10s", sent)
+			}
+		}
+		if cancelFirst {
+			cancelRun()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		err = waitFor(t, "StopContext", func() error { return run.StopContext(ctx) })
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("StopContext took %v, want about 300ms", d)
+		}
+		var de *kinst.DropError
+		if !errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded) || de.Count == 0 {
+			t.Fatalf("StopContext returned %v, want a DropError matching DeadlineExceeded", err)
+		}
+		want := fmt.Sprintf("kinst: %d records dropped, not handed to the handler: context deadline exceeded", de.Count)
+		if cancelFirst {
+			// Start's context ended the run, and Wait says so too.
+			want = "context canceled\n" + want
+		}
+		if err.Error() != want || errors.Is(err, context.Canceled) != cancelFirst {
+			t.Errorf("error %q, want %q", err, want)
+		}
+		if err2 := run.Wait(); err2 != err {
+			t.Errorf("Wait returned %v, want StopContext's %v", err2, err)
+		}
+		if handled+lost+de.Count != sent {
+			t.Errorf("%d handled, %d lost and %d dropped, want the %d sent", handled, lost, de.Count, sent)
+		}
 	}
 }

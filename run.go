@@ -265,9 +265,10 @@ func (r *Run) Stop() error {
 // them that matches ctx's error. ctx bounds the records handed over, not
 // the handler's call in progress, END, or detaching the probes. A
 // context already done ends the run without handing over any more
-// records. With RunOptions.Output, every record is printed, whatever
-// ctx says. Called by the handler, StopContext asks the run to end and
-// returns nil at once.
+// records. It bounds as well the end of a run already ending, as one
+// whose Start context is done. With RunOptions.Output, every record is
+// printed, whatever ctx says. Called by the handler, StopContext asks
+// the run to end and returns nil at once.
 func (r *Run) StopContext(ctx context.Context) error {
 	if r.done == nil {
 		return errNoRun
