@@ -222,7 +222,7 @@ func Compile(name string, src []byte, opts *Options) (*Program, error) {
 // WriteELF writes the compiled programs and their maps as a BPF ELF
 // object file, as --emit-elf does.
 func (p *Program) WriteELF(w io.Writer) error {
-	if p.out == nil {
+	if p == nil || p.out == nil {
 		return errNoProgram
 	}
 	return pipeline.WriteELF(w, p.out)
@@ -232,7 +232,7 @@ func (p *Program) WriteELF(w io.Writer) error {
 // nothing: the verifier's check, as --dry-run makes it. Its errors are
 // those of Start.
 func (p *Program) Load() error {
-	if p.out == nil {
+	if p == nil || p.out == nil {
 		return errNoProgram
 	}
 	opts := p.runOptions()
@@ -256,7 +256,7 @@ type Probe struct {
 
 // Probes lists the program's probes in the order it declares them.
 func (p *Program) Probes() []Probe {
-	if p.out == nil {
+	if p == nil || p.out == nil {
 		return nil
 	}
 	probes := make([]Probe, len(p.out.Programs))
@@ -290,7 +290,7 @@ type MapSpec struct {
 
 // Maps lists the program's maps in the order they first appear.
 func (p *Program) Maps() []MapSpec {
-	if p.out == nil {
+	if p == nil || p.out == nil {
 		return nil
 	}
 	specs := make([]MapSpec, len(p.out.Maps))

@@ -455,6 +455,13 @@ func TestZeroValues(t *testing.T) {
 	if p.Probes() != nil || p.Maps() != nil {
 		t.Errorf("Probes() = %v, Maps() = %v; want none", p.Probes(), p.Maps())
 	}
+	// Nil pointers are zero values too.
+	if _, err := (*kinst.Program)(nil).Start(context.Background(), nil); err == nil || err.Error() != noProgram {
+		t.Errorf("Start of a nil Program: got %v, want %s", err, noProgram)
+	}
+	if err := (*kinst.Run)(nil).Wait(); err == nil || err.Error() != noRun {
+		t.Errorf("Wait of a nil Run: got %v, want %s", err, noRun)
+	}
 }
 
 // waitFor fails t unless f returns within 10s, and returns what it

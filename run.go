@@ -131,7 +131,7 @@ func (p *Program) Start(ctx context.Context, h Handler) (*Run, error) {
 // StartWith starts the program as Start does, with ro saying how the run
 // prints; nil ro is the zero RunOptions.
 func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Run, error) {
-	if p.out == nil {
+	if p == nil || p.out == nil {
 		return nil, errNoProgram
 	}
 	if ro == nil {
@@ -270,7 +270,7 @@ func (r *Run) Stop() error {
 // printed, whatever ctx says. Called by the handler, StopContext asks
 // the run to end and returns nil at once.
 func (r *Run) StopContext(ctx context.Context) error {
-	if r.done == nil {
+	if r == nil || r.done == nil {
 		return errNoRun
 	}
 	r.mu.Lock()
@@ -311,7 +311,7 @@ func (r *Run) dropLocked(ctx context.Context) {
 // StopContext dropped records, a *[DropError].
 func (r *Run) Wait() error {
 	switch {
-	case r.done == nil:
+	case r == nil || r.done == nil:
 		return errNoRun
 	case goid() == r.gid:
 		return errWaitInRun
@@ -325,7 +325,7 @@ func (r *Run) Wait() error {
 // once it has ended (unless they went to RunOptions.Output). A name the
 // program does not use is an error matching [ErrNoMap].
 func (r *Run) Map(name string) (*Map, error) {
-	if r.done == nil {
+	if r == nil || r.done == nil {
 		return nil, errNoRun
 	}
 	r.mu.Lock()
