@@ -6,7 +6,9 @@
 // A program is compiled once with [Compile], which resolves its probes
 // against the running kernel and returns a [Program] or, for a program
 // with errors, a [kinst.dev/kinst/syntax.ErrorList] giving each error's
-// position:
+// position. Compile checks every option first: a bad one is an error
+// matching [ErrOption] ([ErrEnvironment] for a setting read from the
+// environment).
 //
 //	prog, err := kinst.Compile("count.bt", []byte(`
 //		tracepoint:syscalls:sys_enter_openat { @opens[comm] = count() }
@@ -19,20 +21,25 @@
 // others and returns a [Run] once they are attached. Each record the
 // program sends (printf(), print(), exit(), …) reaches the [Handler] as
 // a [Record] whose dynamic type says what it is, such as *[Printf]
-// with the arguments decoded. [Run.Map] reads a map at any time: its
-// current contents while the run goes on, what END left once it has
-// ended. The run ends when the program calls exit(), when [Run.Stop] is
-// called or when Start's context is done; END runs, the maps are read
-// a last time and every probe is detached before [Run.Wait] returns.
+// with the arguments decoded; its String method is what bpftrace would
+// print for it. [Run.Map] reads a map at any time: its current contents
+// while the run goes on, what END left once it has ended. The run ends
+// when the program calls exit(), when [Run.Stop] is called (from the
+// handler too: Stop then returns at once) or when Start's context is
+// done; END runs, the records still queued reach the handler, the maps
+// are read a last time and every probe is detached before [Run.Wait]
+// returns. Wait's error says why a run that did not fail ended where
+// the caller did not end it: the context's error for Start's context,
+// an [ExitError] for exit() with a code.
 //
-//	run, err := prog.Start(ctx, func(r kinst.Record) {
-//		if p, ok := r.(*kinst.Printf); ok {
-//			log.Print(p.Text)
-//		}
-//	})
+//	run, err := prog.Start(ctx, func(r kinst.Record) { log.Print(r) })
 //	…
 //	err = run.Stop()
 //	opens, err := run.Map("@opens")
+//
+// A handler slower than the records leaves a backlog, which Stop hands
+// over in full. [Run.StopContext] bounds that: once its context is
+// done, the records left are dropped and counted in a [DropError].
 //
 // Values keep the program's types: see [Map] for the Go type of each.
 //
@@ -54,7 +61,9 @@
 // [runtime.VerifierError] pointing at the source; another refusal wraps
 // the kernel's errno, so that errors.Is(err, unix.EPERM) tells a missing
 // privilege. A probe type the kernel forbids, or kinst cannot attach, is
-// an error of Compile's list that matches [ErrNotSupported].
+// an error of Compile's list that matches [ErrNotSupported] and
+// [errors.ErrUnsupported]. A Program or Run not made by Compile or
+// Start is an error to use, not a panic.
 //
 // The package catches no signal and, without RunOptions.Output, prints
 // nothing; a Printf record's Text is what bpftrace would have printed. A

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 
 	"kinst.dev/kinst"
 	"kinst.dev/kinst/syntax"
@@ -69,6 +70,38 @@ func ExampleProgram_Start() {
 	// tracepoint:syscalls:sys_enter_getppid
 	// tracepoint:syscalls:sys_enter_getppid
 	// done
+}
+
+// A handler that lags behind the records has StopContext bound the
+// hand-over: once its context is done, the records left are dropped and
+// the error counts them.
+func ExampleRun_StopContext() {
+	prog, err := kinst.Compile("slow.bt", []byte(`
+		tracepoint:syscalls:sys_enter_getppid /pid == $1/ { printf("call\n") }
+	`), &kinst.Options{Params: []string{strconv.Itoa(os.Getpid())}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	handled := 0
+	run, err := prog.Start(context.Background(), func(r kinst.Record) {
+		handled++
+		time.Sleep(100 * time.Millisecond)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for range 5 {
+		syscall.Getppid()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	err = run.StopContext(ctx)
+	var dropped *kinst.DropError
+	if errors.As(err, &dropped) {
+		fmt.Println(handled+int(dropped.Count), "records,", errors.Is(err, context.DeadlineExceeded))
+	}
+	// Output:
+	// 5 records, true
 }
 
 // A tracepoint counts this process's getppid calls; the map is read

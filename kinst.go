@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -19,21 +20,26 @@ import (
 
 // ErrNotSupported matches the errors of probe types that the running
 // kernel refuses (kprobes where the kernel forbids them) or kinst cannot
-// attach; Compile reports them in its error list.
+// attach; Compile reports them in its error list. Those errors match
+// the standard library's [errors.ErrUnsupported] too.
 var ErrNotSupported = attach.ErrUnsupported
 
 // Options configure how a program is compiled. The zero Options are
-// bpftrace's defaults.
+// bpftrace's defaults. Compile checks every field: one out of its range
+// is an error matching [ErrOption].
 type Options struct {
 	// Params are the positional parameters $1, $2, …
 	Params []string
-	// Pid restricts uprobes and usdt probes to one process, as -p does.
+	// Pid restricts uprobes and usdt probes to one process, as -p does;
+	// 0 means none.
 	Pid int
 	// Unsafe allows system(), signal() and override(), as --unsafe does.
 	Unsafe bool
-	// StrLen is the size of strings str() reads; 0 means 64 bytes.
+	// StrLen is the size of strings str() reads, at most 1024 bytes;
+	// 0 means 64.
 	StrLen int
-	// MapEntries bounds every map; 0 means 4096 entries.
+	// MapEntries bounds every map, at most 2^32-1; 0 means 4096
+	// entries.
 	MapEntries int
 	// BufferSize is the size in bytes of the ring buffer carrying records
 	// to user space, a power of two of at least 4096; 0 picks the
@@ -94,16 +100,63 @@ type Options struct {
 	Stderr io.Writer
 }
 
-// ErrEnvironment matches the error of a malformed environment setting
-// read for Options.Environment.
+// ErrOption matches Compile's error for an Options field out of its
+// range or of no meaning.
+var ErrOption = errors.New("bad option")
+
+// ErrEnvironment matches Compile's error for a malformed environment
+// setting read for Options.Environment.
 var ErrEnvironment = errors.New("bad environment setting")
 
-// envError is a malformed environment setting; its text names the
-// setting and says what is wrong.
-type envError struct{ err error }
+// badSetting is an option or environment setting Compile cannot use: its
+// text names the setting and says what is wrong, and it matches kind,
+// ErrOption or ErrEnvironment.
+type badSetting struct{ kind, err error }
 
-func (e envError) Error() string   { return e.err.Error() }
-func (e envError) Unwrap() []error { return []error{ErrEnvironment, e.err} }
+func (e badSetting) Error() string   { return e.err.Error() }
+func (e badSetting) Unwrap() []error { return []error{e.kind, e.err} }
+
+func optionErrorf(format string, args ...any) error {
+	return badSetting{ErrOption, fmt.Errorf("kinst: "+format, args...)}
+}
+
+// maxPid is the largest pid a 64-bit kernel hands out (PID_MAX_LIMIT).
+const maxPid = 1 << 22
+
+// check checks every field of o, and returns the attach mechanism
+// Mechanism names.
+func (o *Options) check() (codegen.Mechanism, error) {
+	for _, f := range []struct {
+		name   string
+		v, max int64
+	}{
+		{"Pid", int64(o.Pid), maxPid},
+		{"StrLen", int64(o.StrLen), check.MaxStrLen},
+		{"MapEntries", int64(o.MapEntries), math.MaxUint32},
+		{"HelperChecks", int64(o.HelperChecks), 2},
+	} {
+		if f.v < 0 || f.v > f.max {
+			return "", optionErrorf("Options.%s %d is out of range 0..%d", f.name, f.v, f.max)
+		}
+	}
+	if b := o.BufferSize; b != 0 && (b < 4096 || b&(b-1) != 0) {
+		return "", optionErrorf("Options.BufferSize %d is not a power of two of at least 4096", b)
+	}
+	if !pipeline.ValidStage(o.DebugStages) {
+		return "", optionErrorf("Options.DebugStages %q: use ast, types, bpf, maps or all, or several separated by commas", o.DebugStages)
+	}
+	if len(o.Command) > 0 && o.Command[0] == "" {
+		return "", optionErrorf("Options.Command names no program")
+	}
+	if o.Mechanism == "" {
+		return "", nil
+	}
+	m, err := codegen.ParseMechanism(o.Mechanism)
+	if err != nil {
+		return "", optionErrorf("Options.Mechanism: %w", err)
+	}
+	return m, nil
+}
 
 // A Program is a compiled program, ready to start any number of times.
 type Program struct {
@@ -118,18 +171,25 @@ type Program struct {
 //
 //	var list syntax.ErrorList
 //	if errors.As(err, &list) { … }
+//
+// Options are checked first: a bad field is an error matching
+// [ErrOption], a bad environment setting one matching [ErrEnvironment].
 func Compile(name string, src []byte, opts *Options) (*Program, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	popts := &pipeline.Options{}
+	mech, err := opts.check()
+	if err != nil {
+		return nil, err
+	}
+	popts := &pipeline.Options{Force: mech}
 	p := &Program{opts: *opts, run: runtime.Options{Pid: opts.Pid}}
 	if opts.Environment {
 		if err := popts.FromEnv(); err != nil {
-			return nil, envError{err}
+			return nil, badSetting{ErrEnvironment, err}
 		}
 		if err := p.run.FromEnv(); err != nil {
-			return nil, envError{err}
+			return nil, badSetting{ErrEnvironment, err}
 		}
 		// bpftrace prints the line when the variable is set, even empty.
 		_, p.run.NotifyAttached = os.LookupEnv("__BPFTRACE_NOTIFY_PROBES_ATTACHED")
@@ -161,19 +221,6 @@ func Compile(name string, src []byte, opts *Options) (*Program, error) {
 			*o.to = o.from
 		}
 	}
-	if b := opts.BufferSize; b != 0 && (b < 4096 || b&(b-1) != 0) {
-		return nil, fmt.Errorf("kinst: buffer size %d is not a power of two of at least 4096", b)
-	}
-	if !pipeline.ValidStage(opts.DebugStages) {
-		return nil, fmt.Errorf("kinst: unknown stage in %q: use ast, types, bpf, maps or all, or several separated by commas", opts.DebugStages)
-	}
-	if opts.Mechanism != "" {
-		m, err := codegen.ParseMechanism(opts.Mechanism)
-		if err != nil {
-			return nil, fmt.Errorf("kinst: %w", err)
-		}
-		popts.Force = m
-	}
 	// A test may hold kinst here to signal it before anything is loaded.
 	inject.Delay(context.Background(), inject.Compile)
 	out, err := pipeline.Compile(name, src, popts)
@@ -187,6 +234,9 @@ func Compile(name string, src []byte, opts *Options) (*Program, error) {
 // WriteELF writes the compiled programs and their maps as a BPF ELF
 // object file, as --emit-elf does.
 func (p *Program) WriteELF(w io.Writer) error {
+	if p == nil || p.out == nil {
+		return errNoProgram
+	}
 	return pipeline.WriteELF(w, p.out)
 }
 
@@ -194,6 +244,9 @@ func (p *Program) WriteELF(w io.Writer) error {
 // nothing: the verifier's check, as --dry-run makes it. Its errors are
 // those of Start.
 func (p *Program) Load() error {
+	if p == nil || p.out == nil {
+		return errNoProgram
+	}
 	opts := p.runOptions()
 	return runtime.Load(p.out, &opts)
 }
@@ -215,6 +268,9 @@ type Probe struct {
 
 // Probes lists the program's probes in the order it declares them.
 func (p *Program) Probes() []Probe {
+	if p == nil || p.out == nil {
+		return nil
+	}
 	probes := make([]Probe, len(p.out.Programs))
 	for i, prog := range p.out.Programs {
 		var names []string
@@ -246,6 +302,9 @@ type MapSpec struct {
 
 // Maps lists the program's maps in the order they first appear.
 func (p *Program) Maps() []MapSpec {
+	if p == nil || p.out == nil {
+		return nil
+	}
 	specs := make([]MapSpec, len(p.out.Maps))
 	for i, m := range p.out.Maps {
 		var keys []string

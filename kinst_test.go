@@ -23,7 +23,8 @@ import (
 	"kinst.dev/kinst/syntax"
 )
 
-// TestRecords sends every kind of record and expects each as a Go value.
+// TestRecords sends every kind of record and expects each as a Go value
+// whose String is what bpftrace prints for it.
 func TestRecords(t *testing.T) {
 	testenv.Root(t)
 	dir := t.TempDir()
@@ -35,37 +36,38 @@ func TestRecords(t *testing.T) {
 		src    string
 		unsafe bool
 		want   []kinst.Record
+		text   string // the records' String methods, one after the other
 	}{
 		{`BEGIN { printf("%d %s %x\n", -5, "str", 255); exit() }`, false, []kinst.Record{
 			&kinst.Printf{Format: "%d %s %x\n", Args: []any{int64(-5), "str", int64(255)}, Text: "-5 str ff\n"},
 			&kinst.Exit{},
-		}},
+		}, "-5 str ff\n"},
 		{`BEGIN { print((1, "a")); print("s"); print(7); exit() }`, false, []kinst.Record{
 			&kinst.Print{Value: []any{int64(1), "a"}},
 			&kinst.Print{Value: "s"},
 			&kinst.Print{Value: int64(7)},
 			&kinst.Exit{},
-		}},
+		}, "(1, a)\ns\n7\n"},
 		{`BEGIN { @m["x"] = 3; @m["y"] = 1; print(@m, 1, 1); clear(@m); print(@m); exit() }`, false, []kinst.Record{
 			&kinst.PrintMap{Map: &kinst.Map{Name: "@m", Entries: []kinst.Entry{{Key: []any{"y"}, Value: int64(1)}, {Key: []any{"x"}, Value: int64(3)}}}, Top: 1, Div: 1},
 			&kinst.PrintMap{Map: &kinst.Map{Name: "@m", Entries: []kinst.Entry{}}},
 			&kinst.Exit{},
-		}},
+		}, "@m[x]: 3\n\n"},
 		{`BEGIN { cat("` + file + `"); exit() }`, false, []kinst.Record{
 			&kinst.Cat{Path: file, Text: "contents\n"},
 			&kinst.Exit{},
-		}},
+		}, "contents\n"},
 		{`BEGIN { system("echo %d", 42); exit() }`, true, []kinst.Record{
 			&kinst.System{Command: "echo 42", Output: "42\n"},
 			&kinst.Exit{},
-		}},
+		}, "42\n"},
 		{`BEGIN { time("%%"); exit() }`, false, []kinst.Record{
 			&kinst.Time{Text: "%"},
 			&kinst.Exit{},
-		}},
+		}, "%"},
 		{`END { printf("end\n") }`, false, []kinst.Record{
 			&kinst.Printf{Format: "end\n", Text: "end\n"},
-		}},
+		}, "end\n"},
 	}
 	for _, tt := range tests {
 		prog, err := kinst.Compile("test.bt", []byte(tt.src), &kinst.Options{Unsafe: tt.unsafe})
@@ -73,7 +75,11 @@ func TestRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got []kinst.Record
-		run, err := prog.Start(context.Background(), func(r kinst.Record) { got = append(got, r) })
+		var text strings.Builder
+		run, err := prog.Start(context.Background(), func(r kinst.Record) {
+			got = append(got, exported(r))
+			text.WriteString(r.String())
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +90,42 @@ func TestRecords(t *testing.T) {
 		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s:\ngot  %s\nwant %s", tt.src, show(got), show(tt.want))
 		}
+		if text.String() != tt.text {
+			t.Errorf("%s: records print %q, want %q", tt.src, text.String(), tt.text)
+		}
 	}
+}
+
+// TestRecordStrings prints the records whose String the runtime does
+// not make, as bpftrace prints them.
+func TestRecordStrings(t *testing.T) {
+	for _, tt := range []struct {
+		r    kinst.Record
+		want string
+	}{
+		{&kinst.Join{Elems: []string{"a", "b"}, Sep: ","}, "a,b\n"},
+		{&kinst.Lost{Count: 3}, "Lost 3 events\n"},
+		{&kinst.Exit{}, ""},
+	} {
+		if got := tt.r.String(); got != tt.want {
+			t.Errorf("%#v prints %q, want %q", tt.r, got, tt.want)
+		}
+		if got := fmt.Sprint(tt.r); got != tt.want {
+			t.Errorf("fmt.Sprint(%#v) = %q, want %q", tt.r, got, tt.want)
+		}
+	}
+}
+
+// exported copies a record's exported fields, which tests compare.
+func exported(r kinst.Record) kinst.Record {
+	v := reflect.ValueOf(r).Elem()
+	c := reflect.New(v.Type()).Elem()
+	for i := range v.NumField() {
+		if v.Type().Field(i).IsExported() {
+			c.Field(i).Set(v.Field(i))
+		}
+	}
+	return c.Addr().Interface().(kinst.Record)
 }
 
 // TestHelperChecks reads through a bad pointer with HelperChecks: the
@@ -152,7 +193,7 @@ func show(recs []kinst.Record) string {
 }
 
 // TestContextEndsRun cancels Start's context: the run ends as Stop ends
-// it, END included.
+// it, END included, and Wait returns the context's error.
 func TestContextEndsRun(t *testing.T) {
 	testenv.Root(t)
 	prog, err := kinst.Compile("test.bt", []byte(`interval:ms:10 { @ticks = count() } END { @end = 1 }`), nil)
@@ -175,8 +216,12 @@ func TestContextEndsRun(t *testing.T) {
 		}
 	}
 	cancel()
-	if err := run.Wait(); err != nil {
-		t.Fatal(err)
+	if err := run.Wait(); err != context.Canceled {
+		t.Fatalf("Wait returned %v, want the context's error", err)
+	}
+	// A context done already stops the run before it loads.
+	if _, err := prog.Start(ctx, nil); err != context.Canceled {
+		t.Errorf("Start with a cancelled context returned %v, want its error", err)
 	}
 	m, err := run.Map("@end")
 	if err != nil || !reflect.DeepEqual(m.Entries, []kinst.Entry{{Value: int64(1)}}) {
@@ -195,24 +240,15 @@ func TestErrors(t *testing.T) {
 	if !errors.As(err, &list) || len(list) != 1 || list[0].Error() != "bad.bt:1:14: expected expression, found ';'" {
 		t.Errorf("syntax error: got %v", err)
 	}
-	_, err = kinst.Compile("x.bt", []byte("BEGIN {}"), &kinst.Options{Mechanism: "uprobe"})
-	if err == nil || err.Error() != `kinst: unknown attach mechanism "uprobe": use kprobe, kprobe.multi or fentry` {
-		t.Errorf("bad mechanism: got %v", err)
-	}
-	_, err = kinst.Compile("x.bt", []byte("BEGIN {}"), &kinst.Options{BufferSize: 1000})
-	if err == nil || err.Error() != "kinst: buffer size 1000 is not a power of two of at least 4096" {
-		t.Errorf("bad buffer size: got %v", err)
-	}
-
 	// A probe type kinst cannot attach is in the list, and matches.
 	_, err = kinst.Compile("i.bt", []byte("iter:bpf_map_elem {}"), nil)
-	if !errors.As(err, &list) || len(list) != 1 || !errors.Is(err, kinst.ErrNotSupported) {
-		t.Errorf("unsupported probe: got %v, want one error matching ErrNotSupported", err)
+	if !errors.As(err, &list) || len(list) != 1 || !errors.Is(err, kinst.ErrNotSupported) || !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("unsupported probe: got %v, want one error matching ErrNotSupported and errors.ErrUnsupported", err)
 	}
 	// So is one the kernel forbids, where it does.
 	if st := kernel.Probe(kernel.FeatKprobe); !st.Available {
 		_, err = kinst.Compile("k.bt", []byte("kprobe:vfs_read {}"), nil)
-		if !errors.Is(err, kinst.ErrNotSupported) || !strings.HasPrefix(err.Error(), "k.bt:1:1: "+st.Reason) {
+		if !errors.Is(err, kinst.ErrNotSupported) || !errors.Is(err, errors.ErrUnsupported) || !strings.HasPrefix(err.Error(), "k.bt:1:1: "+st.Reason) {
 			t.Errorf("forbidden probe: got %v, want the kernel's reason, matching ErrNotSupported", err)
 		}
 	}
@@ -337,5 +373,214 @@ func TestRuntimeHooksChain(t *testing.T) {
 	}
 	if len(m.Entries) != 1 || m.Entries[0].Value != int64(7) || readers != 1 || attached != 1 {
 		t.Errorf("@a = %+v, hooks called %d and %d times, want 7 and once each", m.Entries, readers, attached)
+	}
+}
+
+// TestBadOptions gives Compile options out of range and malformed
+// environment settings: each is an error naming it, matching ErrOption
+// or ErrEnvironment, before anything is compiled.
+func TestBadOptions(t *testing.T) {
+	tests := []struct {
+		opts kinst.Options
+		env  []string
+		kind error
+		want string
+	}{
+		{kinst.Options{StrLen: 100000}, nil, kinst.ErrOption, "kinst: Options.StrLen 100000 is out of range 0..1024"},
+		{kinst.Options{StrLen: -1}, nil, kinst.ErrOption, "kinst: Options.StrLen -1 is out of range 0..1024"},
+		{kinst.Options{MapEntries: -5}, nil, kinst.ErrOption, "kinst: Options.MapEntries -5 is out of range 0..4294967295"},
+		{kinst.Options{MapEntries: 1 << 32}, nil, kinst.ErrOption, "kinst: Options.MapEntries 4294967296 is out of range 0..4294967295"},
+		{kinst.Options{Pid: -3}, nil, kinst.ErrOption, "kinst: Options.Pid -3 is out of range 0..4194304"},
+		{kinst.Options{HelperChecks: 3}, nil, kinst.ErrOption, "kinst: Options.HelperChecks 3 is out of range 0..2"},
+		{kinst.Options{BufferSize: 1000}, nil, kinst.ErrOption, "kinst: Options.BufferSize 1000 is not a power of two of at least 4096"},
+		{kinst.Options{BufferSize: -4096}, nil, kinst.ErrOption, "kinst: Options.BufferSize -4096 is not a power of two of at least 4096"},
+		{kinst.Options{Mechanism: "uprobe"}, nil, kinst.ErrOption, `kinst: Options.Mechanism: unknown attach mechanism "uprobe": use kprobe, kprobe.multi or fentry`},
+		{kinst.Options{DebugStages: "ast,llvm"}, nil, kinst.ErrOption, `kinst: Options.DebugStages "ast,llvm": use ast, types, bpf, maps or all, or several separated by commas`},
+		{kinst.Options{Command: []string{""}}, nil, kinst.ErrOption, "kinst: Options.Command names no program"},
+		// Options are checked before the environment is read.
+		{kinst.Options{Pid: -3, Environment: true}, []string{"BPFTRACE_STRLEN=x"}, kinst.ErrOption, "kinst: Options.Pid -3 is out of range 0..4194304"},
+		{kinst.Options{Environment: true}, []string{"BPFTRACE_STRLEN=100000"}, kinst.ErrEnvironment, `BPFTRACE_STRLEN="100000" is more than 1024`},
+		{kinst.Options{Environment: true}, []string{"KINST_STRLEN=0"}, kinst.ErrEnvironment, `KINST_STRLEN="0" is not a positive integer`},
+		{kinst.Options{Environment: true}, []string{"BPFTRACE_MAP_KEYS_MAX=4294967296"}, kinst.ErrEnvironment, `BPFTRACE_MAP_KEYS_MAX="4294967296" is more than 4294967295`},
+		{kinst.Options{Environment: true}, []string{"KINST_BUFFER_KB=3"}, kinst.ErrEnvironment, "KINST_BUFFER_KB must be a power of two of at least 4"},
+		{kinst.Options{Environment: true}, []string{"BPFTRACE_CAT_BYTES_MAX=-1"}, kinst.ErrEnvironment, `BPFTRACE_CAT_BYTES_MAX="-1" is not a number of bytes`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			for _, kv := range tt.env {
+				k, v, _ := strings.Cut(kv, "=")
+				t.Setenv(k, v)
+			}
+			_, err := kinst.Compile("o.bt", []byte("BEGIN { exit() }"), &tt.opts)
+			if err == nil || err.Error() != tt.want || !errors.Is(err, tt.kind) {
+				t.Errorf("got %v, want %s matching %v", err, tt.want, tt.kind)
+			}
+		})
+	}
+}
+
+// TestZeroValues uses a Program and a Run that Compile and Start did
+// not make: each method returns an error, or nothing, rather than
+// panicking or blocking.
+func TestZeroValues(t *testing.T) {
+	const noProgram, noRun = "kinst: the Program was not made by Compile", "kinst: the Run was not made by Start"
+	p := &kinst.Program{}
+	_, err := p.Start(context.Background(), nil)
+	errs := []struct {
+		what string
+		err  error
+		want string
+	}{
+		{"Start", err, noProgram},
+		{"Load", p.Load(), noProgram},
+		{"WriteELF", p.WriteELF(io.Discard), noProgram},
+	}
+	r := &kinst.Run{}
+	_, err = r.Map("@")
+	errs = append(errs, []struct {
+		what string
+		err  error
+		want string
+	}{
+		{"Wait", r.Wait(), noRun},
+		{"Stop", r.Stop(), noRun},
+		{"StopContext", r.StopContext(context.Background()), noRun},
+		{"Map", err, noRun},
+	}...)
+	for _, e := range errs {
+		if e.err == nil || e.err.Error() != e.want {
+			t.Errorf("%s: got %v, want %s", e.what, e.err, e.want)
+		}
+	}
+	if p.Probes() != nil || p.Maps() != nil {
+		t.Errorf("Probes() = %v, Maps() = %v; want none", p.Probes(), p.Maps())
+	}
+	// Nil pointers are zero values too.
+	if _, err := (*kinst.Program)(nil).Start(context.Background(), nil); err == nil || err.Error() != noProgram {
+		t.Errorf("Start of a nil Program: got %v, want %s", err, noProgram)
+	}
+	if err := (*kinst.Run)(nil).Wait(); err == nil || err.Error() != noRun {
+		t.Errorf("Wait of a nil Run: got %v, want %s", err, noRun)
+	}
+}
+
+// waitFor fails t unless f returns within 10s, and returns what it
+// returned.
+func waitFor(t *testing.T, what string, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not return in 10s", what)
+		return nil
+	}
+}
+
+// TestStopInHandler stops the run from its handler, with the probes
+// attached: Stop returns at once, Wait from the handler is an error, and
+// the run ends as usual, END included.
+func TestStopInHandler(t *testing.T) {
+	testenv.Root(t)
+	prog, err := kinst.Compile("stop.bt", []byte(`interval:ms:5 { printf("tick\n") } END { @end = 1 }`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := make(chan *kinst.Run, 1)
+	var stopErr, waitErr error
+	handled := 0
+	run, err := prog.Start(context.Background(), func(kinst.Record) {
+		handled++
+		if handled == 1 {
+			run := <-runs
+			waitErr = run.Wait()
+			stopErr = run.Stop()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs <- run
+	if err := waitFor(t, "Wait", run.Wait); err != nil {
+		t.Fatal(err)
+	}
+	if stopErr != nil {
+		t.Errorf("Stop in the handler returned %v", stopErr)
+	}
+	if want := "kinst: Wait called from the Handler, which the run waits for"; waitErr == nil || waitErr.Error() != want {
+		t.Errorf("Wait in the handler returned %v, want %s", waitErr, want)
+	}
+	if m, err := run.Map("@end"); err != nil || len(m.Entries) != 1 {
+		t.Errorf("@end = %v, %v; want END to have run", m, err)
+	}
+}
+
+// TestStopContext stops a run whose handler lags behind its records,
+// or bounds the end of one whose context was cancelled: the handler gets
+// records until StopContext's context is done, and the error counts the
+// rest, so that every tick the program counted is accounted for.
+func TestStopContext(t *testing.T) {
+	testenv.Root(t)
+	// The program sends 100 records, which the handler would take 20s
+	// to handle, and then nothing: each is handled or dropped.
+	const sent = 100
+	prog, err := kinst.Compile("slow.bt", []byte(`interval:ms:5 /@n < 100/ { @n++; printf("tick\n") }`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cancelFirst := range []bool{false, true} {
+		var handled, lost uint64
+		runCtx, cancelRun := context.WithCancel(context.Background())
+		defer cancelRun()
+		run, err := prog.Start(runCtx, func(r kinst.Record) {
+			switch r := r.(type) {
+			case *kinst.Printf:
+				handled++
+				time.Sleep(200 * time.Millisecond)
+			case *kinst.Lost:
+				lost += r.Count
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if m, err := run.Map("@n"); err == nil && len(m.Entries) == 1 && m.Entries[0].Value == int64(sent) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("interval:ms:5 did not fire %d times in 10s", sent)
+			}
+		}
+		if cancelFirst {
+			cancelRun()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		err = waitFor(t, "StopContext", func() error { return run.StopContext(ctx) })
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("StopContext took %v, want about 300ms", d)
+		}
+		var de *kinst.DropError
+		if !errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded) || de.Count == 0 {
+			t.Fatalf("StopContext returned %v, want a DropError matching DeadlineExceeded", err)
+		}
+		want := fmt.Sprintf("kinst: %d records dropped, not handed to the handler: context deadline exceeded", de.Count)
+		if cancelFirst {
+			// Start's context ended the run, and Wait says so too.
+			want = "context canceled\n" + want
+		}
+		if err.Error() != want || errors.Is(err, context.Canceled) != cancelFirst {
+			t.Errorf("error %q, want %q", err, want)
+		}
+		if err2 := run.Wait(); err2 != err {
+			t.Errorf("Wait returned %v, want StopContext's %v", err2, err)
+		}
+		if handled+lost+de.Count != sent {
+			t.Errorf("%d handled, %d lost and %d dropped, want the %d sent", handled, lost, de.Count, sent)
+		}
 	}
 }

@@ -1,12 +1,19 @@
 package kinst
 
 import (
+	"strings"
+
+	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/runtime"
 )
 
 // A Record is something a running program sent to user space; its
-// dynamic type says what.
-type Record interface{ record() }
+// dynamic type says what. Its String method returns what bpftrace
+// prints for it, newlines included: "" for Exit.
+type Record interface {
+	record()
+	String() string
+}
 
 // Printf is a printf() record: its format, its arguments as Go values
 // (see [Map] for their types) and the text bpftrace would print.
@@ -17,13 +24,17 @@ type Printf struct {
 }
 
 // Print is a print() of a value that is not a map.
-type Print struct{ Value any }
+type Print struct {
+	Value any
+	text  string // as bpftrace prints it
+}
 
 // PrintMap is a print(@map) record: the map as it was when the record
 // was handled, and the top and divisor print() was given (0 when not).
 type PrintMap struct {
 	Map      *Map
 	Top, Div uint64
+	text     string // as bpftrace prints it
 }
 
 // System is a system() record; the command has run and Output is what
@@ -48,8 +59,9 @@ type Join struct {
 	Sep   string
 }
 
-// Exit is the record of exit(): the run ends after it.
-type Exit struct{}
+// Exit is the record of exit(): the run ends after it. Code is the code
+// exit() was given, 0 when none.
+type Exit struct{ Code int }
 
 // Lost reports records the kernel dropped because the ring buffer was
 // full: the handler was too slow or the buffer too small.
@@ -65,6 +77,30 @@ func (*Join) record()     {}
 func (*Exit) record()     {}
 func (*Lost) record()     {}
 
+func (r *Printf) String() string   { return r.Text }
+func (r *Print) String() string    { return r.text }
+func (r *PrintMap) String() string { return r.text }
+func (r *System) String() string   { return r.Output }
+func (r *Cat) String() string      { return r.Text }
+func (r *Time) String() string     { return r.Text }
+func (r *Exit) String() string     { return "" }
+
+func (r *Join) String() string {
+	return text(func(w *output.Writer) error { return w.Join(r.Elems, r.Sep) })
+}
+
+func (r *Lost) String() string {
+	return text(func(w *output.Writer) error { return w.Lost(r.Count) })
+}
+
+// text returns what write writes in bpftrace's text format; what it
+// cannot print, it leaves out.
+func text(write func(w *output.Writer) error) string {
+	var b strings.Builder
+	write(output.NewText(&b))
+	return b.String()
+}
+
 // convertRecord copies a runtime record, whose values are reused, into
 // a Record.
 func convertRecord(r *runtime.Record) Record {
@@ -72,9 +108,10 @@ func convertRecord(r *runtime.Record) Record {
 	case runtime.RecPrintf:
 		return &Printf{Format: r.Action.Format.String(), Args: convertValues(r.Args), Text: r.Text}
 	case runtime.RecPrint:
-		return &Print{Value: convertValue(r.Args[0])}
+		return &Print{Value: convertValue(r.Args[0]), text: text(func(w *output.Writer) error { return w.Value(r.Args[0]) })}
 	case runtime.RecPrintMap:
-		return &PrintMap{Map: convertMap(r.Map), Top: r.Action.Top, Div: r.Action.Div}
+		return &PrintMap{Map: convertMap(r.Map), Top: r.Action.Top, Div: r.Action.Div,
+			text: text(func(w *output.Writer) error { return w.Map(r.Map, uint32(r.Action.Top), uint32(r.Action.Div)) })}
 	case runtime.RecSystem:
 		return &System{Command: r.Command, Output: r.Text}
 	case runtime.RecCat:
@@ -84,7 +121,7 @@ func convertRecord(r *runtime.Record) Record {
 	case runtime.RecJoin:
 		return &Join{Elems: r.Elems, Sep: r.Action.Text}
 	case runtime.RecExit:
-		return &Exit{}
+		return &Exit{Code: r.Code}
 	}
 	return &Lost{Count: r.Lost}
 }

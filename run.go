@@ -1,12 +1,16 @@
 package kinst
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	goruntime "runtime"
+	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"kinst.dev/kinst/internal/runhook"
 	"kinst.dev/kinst/output"
@@ -22,8 +26,9 @@ var ErrNoMap = errors.New("no such map")
 // kernel queued them, on a goroutine of the run; a slow handler delays
 // the records behind it and, when the ring buffer fills, makes the
 // kernel drop new ones (reported by a Lost record). A handler may read
-// maps with Run.Map, but must not call Stop or Wait, which wait for it:
-// to end the run from a handler, cancel the context given to Start.
+// maps with Run.Map and end the run with Run.Stop or Run.StopContext,
+// which then return at once; Wait, which would wait for the handler
+// itself, returns an error there.
 type Handler func(Record)
 
 // RunOptions say how a run prints; the zero RunOptions send every
@@ -66,21 +71,57 @@ func init() {
 // done; then END runs, the maps are read a last time and every probe is
 // detached.
 type Run struct {
-	cancel   context.CancelFunc
+	stop     chan struct{} // closed by Stop
+	stopOnce sync.Once
 	done     chan struct{}
-	err      error // valid once done is closed
+	err      error  // valid once done is closed
+	gid      uint64 // the goroutine of the run, which calls the handler
+	dropping atomic.Bool
+	dropped  uint64 // records not handed over, counted by the run's goroutine
 	mu       sync.Mutex
+	dropErr  error         // why records are dropped: the error of StopContext's context
+	unwatch  []func() bool // StopContext's watches of contexts, to end with the run
 	reader   *runtime.MapReader
 	final    []*output.Map // the maps after END; nil until then
 	finished bool
+	printed  bool // the maps went to RunOptions.Output
 }
+
+// A DropError reports records that never reached the Handler: the
+// context given to Run.StopContext was done before the run had handed
+// over all it had queued.
+type DropError struct {
+	// Count is how many records were dropped, including those the
+	// kernel reported lost meanwhile.
+	Count uint64
+	// Err is the context's error.
+	Err error
+}
+
+func (e *DropError) Error() string {
+	return fmt.Sprintf("kinst: %d records dropped, not handed to the handler: %v", e.Count, e.Err)
+}
+
+func (e *DropError) Unwrap() error { return e.Err }
+
+// An ExitError is Run.Wait's error when the program ended by calling
+// exit() with a code other than 0.
+type ExitError = runtime.ExitError
+
+var (
+	errNoProgram = errors.New("kinst: the Program was not made by Compile")
+	errNoRun     = errors.New("kinst: the Run was not made by Start")
+	errWaitInRun = errors.New("kinst: Wait called from the Handler, which the run waits for")
+)
 
 // Start loads the program into the kernel, runs BEGIN and attaches every
 // probe, and returns once they are attached, or once the program ended
 // if BEGIN called exit(). h may be nil to ignore records. A program the
 // kernel refuses to load is an error here: a [runtime.VerifierError]
 // when the verifier rejected a probe, wrapping the kernel's errno
-// otherwise (errors.Is(err, unix.EPERM) without the privilege).
+// otherwise (errors.Is(err, unix.EPERM) without the privilege). Once
+// ctx is done the run ends, and Wait returns ctx's error; Start returns
+// it when ctx is done before the probes are attached.
 //
 // Unlike the kinst command, a Run catches no signal.
 func (p *Program) Start(ctx context.Context, h Handler) (*Run, error) {
@@ -90,14 +131,16 @@ func (p *Program) Start(ctx context.Context, h Handler) (*Run, error) {
 // StartWith starts the program as Start does, with ro saying how the run
 // prints; nil ro is the zero RunOptions.
 func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Run, error) {
+	if p == nil || p.out == nil {
+		return nil, errNoProgram
+	}
 	if ro == nil {
 		ro = &RunOptions{}
 	}
 	if h != nil && ro.Output != nil {
 		return nil, errors.New("kinst: records go to RunOptions.Output: no Handler is called then")
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	r := &Run{cancel: cancel, done: make(chan struct{})}
+	r := &Run{stop: make(chan struct{}), done: make(chan struct{}), printed: ro.Output != nil}
 	attached := make(chan struct{})
 	opts := p.runOptions()
 	opts.Out, opts.Stdout, opts.Quiet = ro.Output, ro.Stdout, ro.Quiet
@@ -107,12 +150,18 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 	if ro.JSON {
 		opts.Format = runtime.JSON
 	}
-	opts.Buffering, opts.Signals = ro.Buffering, ro.Signals
+	opts.Buffering, opts.Signals, opts.Stop = ro.Buffering, ro.Signals, r.stop
 	if ro.Output == nil {
 		opts.Out, opts.Stdout, opts.Quiet = io.Discard, io.Discard, true
 		opts.Records = func(rec *runtime.Record) error {
-			if h != nil {
+			switch {
+			case h == nil:
+			case !r.dropping.Load():
 				h(convertRecord(rec))
+			case rec.Kind == runtime.RecLost:
+				r.dropped += rec.Lost
+			default:
+				r.dropped++
 			}
 			return nil
 		}
@@ -143,23 +192,47 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 		}
 		close(attached)
 	}
+	started := make(chan struct{})
 	go func() {
-		r.err = runtime.Run(ctx, p.out, &opts)
+		r.gid = goid()
+		close(started)
+		err := runtime.Run(ctx, p.out, &opts)
 		r.mu.Lock()
 		r.finished = true
+		for _, f := range r.unwatch {
+			f()
+		}
+		if r.dropped > 0 {
+			var de error = &DropError{Count: r.dropped, Err: r.dropErr}
+			if err != nil {
+				de = errors.Join(err, de)
+			}
+			err = de
+		}
 		r.mu.Unlock()
+		r.err = err
 		close(r.done)
 	}()
+	<-started
 	select {
 	case <-attached:
 		return r, nil
 	case <-r.done:
 		if r.err != nil {
-			cancel()
 			return nil, r.err
 		}
 		return r, nil
 	}
+}
+
+// goid returns the calling goroutine's id, which Go gives only in the
+// first line of a stack trace: "goroutine 7 [running]:".
+func goid() uint64 {
+	var buf [32]byte
+	n := goruntime.Stack(buf[:], false)
+	f := bytes.Fields(buf[:n])
+	id, _ := strconv.ParseUint(string(f[1]), 10, 64)
+	return id
 }
 
 // runOptions are the runtime's options for a run or a load of p, from
@@ -177,19 +250,73 @@ func (p *Program) runOptions() runtime.Options {
 	return o
 }
 
-// Stop ends the run: it detaches the probes, runs END, reads the maps a
-// last time and returns what Wait returns. Stopping a run that has
-// ended does nothing more.
+// Stop ends the run: it detaches the probes, runs END, hands the
+// records still queued to the handler, reads the maps a last time and
+// returns what Wait returns. Stopping a run that has ended does nothing
+// more. Called by the handler, Stop asks the run to end and returns nil
+// at once; the run ends once the handler has returned.
 func (r *Run) Stop() error {
-	r.cancel()
+	return r.StopContext(context.Background())
+}
+
+// StopContext ends the run as Stop does, but hands records to the
+// handler only until ctx is done: those still queued then, and those END
+// sends, are dropped, and the run's error is a [*DropError] counting
+// them that matches ctx's error. ctx bounds the records handed over, not
+// the handler's call in progress, END, or detaching the probes. A
+// context already done ends the run without handing over any more
+// records. It bounds as well the end of a run already ending, as one
+// whose Start context is done. With RunOptions.Output, every record is
+// printed, whatever ctx says. Called by the handler, StopContext asks
+// the run to end and returns nil at once.
+func (r *Run) StopContext(ctx context.Context) error {
+	if r == nil || r.done == nil {
+		return errNoRun
+	}
+	r.mu.Lock()
+	switch {
+	case r.finished:
+	case ctx.Err() != nil:
+		// Not a record more, not even while an AfterFunc starts.
+		r.dropLocked(ctx)
+	default:
+		r.unwatch = append(r.unwatch, context.AfterFunc(ctx, func() {
+			r.mu.Lock()
+			r.dropLocked(ctx)
+			r.mu.Unlock()
+		}))
+	}
+	r.mu.Unlock()
+	r.stopOnce.Do(func() { close(r.stop) })
+	if goid() == r.gid {
+		return nil
+	}
 	return r.Wait()
 }
 
+// dropLocked makes the run drop the records it has not handed over yet,
+// for ctx's end; r.mu is held.
+func (r *Run) dropLocked(ctx context.Context) {
+	if r.dropErr == nil {
+		r.dropErr = ctx.Err()
+	}
+	r.dropping.Store(true)
+}
+
 // Wait waits for the run to end and returns why it failed, if it did.
-// A run ends when the program calls exit() or is stopped.
+// A run ends when the program calls exit() or is stopped. When ctx
+// given to Start ended it, that is ctx's error
+// (errors.Is(err, context.Canceled)); when the program called exit()
+// with a code other than 0, an *[ExitError] carrying it; when
+// StopContext dropped records, a *[DropError].
 func (r *Run) Wait() error {
+	switch {
+	case r == nil || r.done == nil:
+		return errNoRun
+	case goid() == r.gid:
+		return errWaitInRun
+	}
 	<-r.done
-	r.cancel()
 	return r.err
 }
 
@@ -198,11 +325,14 @@ func (r *Run) Wait() error {
 // once it has ended (unless they went to RunOptions.Output). A name the
 // program does not use is an error matching [ErrNoMap].
 func (r *Run) Map(name string) (*Map, error) {
+	if r == nil || r.done == nil {
+		return nil, errNoRun
+	}
 	r.mu.Lock()
 	final, reader, finished := r.final, r.reader, r.finished
 	r.mu.Unlock()
 	switch {
-	case final == nil && finished && r.err == nil:
+	case final == nil && finished && r.printed:
 		return nil, fmt.Errorf("map %s: the run has ended and printed its maps to RunOptions.Output", name)
 	case final == nil && finished:
 		return nil, fmt.Errorf("map %s: the run failed before reading it: %w", name, r.err)

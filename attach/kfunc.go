@@ -44,8 +44,8 @@ var featureFor = map[string]kernel.Feature{
 // the kernel's reason alone; it matches ErrUnsupported.
 type forbidden string
 
-func (f forbidden) Error() string        { return string(f) }
-func (f forbidden) Is(target error) bool { return target == ErrUnsupported }
+func (f forbidden) Error() string { return string(f) }
+func (f forbidden) Unwrap() error { return ErrUnsupported }
 
 // kernelFuncs resolves kprobe, kretprobe, fentry, fexit and fmod_ret
 // attach points: KIND:FUNC, KIND:MODULE:FUNC, with * wildcards, and for

@@ -17,8 +17,14 @@ import (
 	"kinst.dev/kinst/syntax"
 )
 
-// ErrUnsupported marks probe types this kernel or kinst cannot attach.
-var ErrUnsupported = errors.New("not supported")
+// ErrUnsupported marks probe types this kernel or kinst cannot attach;
+// it matches the standard library's errors.ErrUnsupported too.
+var ErrUnsupported error = unsupported{}
+
+type unsupported struct{}
+
+func (unsupported) Error() string { return "not supported" }
+func (unsupported) Unwrap() error { return errors.ErrUnsupported }
 
 // Resolver resolves attach points against the running system. It
 // implements check.Resolver.

@@ -91,7 +91,7 @@ func breakpoint(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if c.Show {
 		return c.run(ctx, "break", src, runHooks{}, stdout, stderr)
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	b := &breaker{core: *core, count: *n, gdb: *gdb, stop: *stop, cancel: cancel, stderr: stderr, fn: t.Spec, waitsCommand: c.Command != ""}
 	hooks := runHooks{
@@ -100,7 +100,9 @@ func breakpoint(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		},
 		ExitMaps: func(io.Writer, []*output.Map) error { return nil },
 	}
-	if err := c.run(ctx, "break", src, hooks, stdout, stderr); err != nil {
+	// The breaker cancels the run once it has its hits: that end is
+	// no error, unlike the end of ctx.
+	if err := c.run(runCtx, "break", src, hooks, stdout, stderr); err != nil && (ctx.Err() != nil || !errors.Is(err, context.Canceled)) {
 		return err
 	}
 	if b.err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -64,10 +65,10 @@ type Options struct {
 // buffer's size and the preprocessor's cache.
 func (o *Options) FromEnv() error {
 	var err error
-	if o.StrLen, err = envInt(0, "KINST_STRLEN", "BPFTRACE_STRLEN"); err != nil {
+	if o.StrLen, err = envInt(check.MaxStrLen, "KINST_STRLEN", "BPFTRACE_STRLEN"); err != nil {
 		return err
 	}
-	if o.MapEntries, err = envInt(0, "KINST_MAP_KEYS_MAX", "BPFTRACE_MAP_KEYS_MAX"); err != nil {
+	if o.MapEntries, err = envInt(math.MaxUint32, "KINST_MAP_KEYS_MAX", "BPFTRACE_MAP_KEYS_MAX"); err != nil {
 		return err
 	}
 	kb, err := envInt(0, "KINST_BUFFER_KB")
@@ -124,9 +125,9 @@ func perfPages() (int, error) {
 // BPFTRACE_MAX_PROBES allows.
 var ErrTooManyProbes = errors.New("too many probes")
 
-// envInt reads the first of names that is set, as a positive integer,
-// or def when none is.
-func envInt(def int, names ...string) (int, error) {
+// envInt reads the first of names that is set, as a positive integer
+// of at most max (no bound when 0), or 0 when none is.
+func envInt(max int, names ...string) (int, error) {
 	for _, n := range names {
 		v := os.Getenv(n)
 		if v == "" {
@@ -136,9 +137,12 @@ func envInt(def int, names ...string) (int, error) {
 		if err != nil || i < 1 {
 			return 0, fmt.Errorf("%s=%q is not a positive integer", n, v)
 		}
+		if max > 0 && i > max {
+			return 0, fmt.Errorf("%s=%q is more than %d", n, v, max)
+		}
 		return i, nil
 	}
-	return def, nil
+	return 0, nil
 }
 
 // ValidStage reports whether s names stages to print.

@@ -63,8 +63,7 @@ func (s *Session) handle(rec []byte) {
 	case codegen.ActZero:
 		err = s.clearMap(a.Map, true)
 	case codegen.ActExit:
-		s.exited = true
-		s.stopping.Store(true)
+		s.exit(a, body)
 	case codegen.ActHelperError:
 		if s.opts.NoWarnings {
 			break
@@ -98,6 +97,16 @@ func (s *Session) handle(rec []byte) {
 	}
 	if err != nil && s.outw.err == nil {
 		fmt.Fprintf(s.opts.Stderr, "kinst: %s: %v\n", a.Kind, err)
+	}
+}
+
+// exit ends the run for exit(), keeping the code it was given: its one
+// argument, where it has one.
+func (s *Session) exit(a *codegen.Action, body []byte) {
+	s.exited = true
+	s.stopping.Store(true)
+	if a.Args != nil {
+		s.exitCode = int(s.dec.value(a.Args.Elems[0], body[a.Args.Offsets[0]:], asArg).Int())
 	}
 }
 
@@ -223,6 +232,7 @@ type Record struct {
 	Map     *output.Map // print(@map)
 	Elems   []string    // join()
 	Lost    uint64      // RecLost: records the ring buffer refused
+	Code    int         // RecExit: the code exit() was given
 }
 
 // RecordKind says what a Record is.
@@ -278,8 +288,8 @@ func (s *Session) record(a *codegen.Action, body []byte) error {
 		return s.unwatch(a, body)
 	case codegen.ActExit:
 		r.Kind = RecExit
-		s.exited = true
-		s.stopping.Store(true)
+		s.exit(a, body)
+		r.Code = s.exitCode
 	case codegen.ActCore:
 		r.Kind, r.Command = RecSystem, "core "+a.Text
 		r.Text, err = s.dumpCore(a, body)

@@ -108,6 +108,9 @@ type Options struct {
 	// Attached, when set, is called once every probe is attached, before
 	// the first record after BEGIN's is handled.
 	Attached func()
+	// Stop, once closed, stops the run as a first signal does, without
+	// making it an error: the API's Run.Stop.
+	Stop <-chan struct{}
 }
 
 // Format is an output format.
@@ -145,6 +148,8 @@ type Session struct {
 	printNow atomic.Bool                    // SIGUSR1 asks for the maps
 	reader   atomic.Pointer[ringbuf.Reader] // rd, for other goroutines to wake
 	exited   bool                           // exit() was called
+	exitCode int                            // the code exit() was given
+	byCtx    atomic.Bool                    // Run's context stopped the run
 	packets  *packets                       // skboutput()'s, while they are written
 	lost     uint64                         // lost records already reported
 	args     [][]output.Value               // per action, the decoded arguments, reused
@@ -153,6 +158,14 @@ type Session struct {
 	noWatch  bool                           // detach took the watchpoints: no more are set
 	stopped  bool                           // a watchpoint setup stopped the traced process
 }
+
+// An ExitError reports a program that ended by calling exit() with a
+// code other than 0.
+type ExitError struct {
+	Code int
+}
+
+func (e *ExitError) Error() string { return fmt.Sprintf("the program exited with code %d", e.Code) }
 
 // An InterruptError says a signal ended the run before any probe ran:
 // nothing was printed, and what was loaded is unloaded again.
@@ -163,8 +176,11 @@ type InterruptError struct {
 func (e *InterruptError) Error() string { return "interrupted by " + e.Signal.String() }
 
 // Run runs a compiled program until it exits, its -c command ends, a
-// signal arrives or ctx is done. Whatever happens, probes are detached
-// and maps printed before it returns.
+// signal arrives, opts.Stop is closed or ctx is done. Whatever happens,
+// probes are detached and maps printed before it returns. Unless
+// something failed, when ctx's end stopped the run Run returns ctx's
+// error, and when the program called exit() with a code other than 0,
+// an *ExitError: the caller asked for neither end.
 //
 // The signals on opts.Signals count from the start. One arriving before
 // BEGIN runs unloads what was loaded and makes Run return an
@@ -185,12 +201,20 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	var cancel context.CancelFunc
 	s.ctx, cancel = context.WithCancel(ctx)
 	defer cancel()
-	unwatch := context.AfterFunc(s.ctx, s.stop)
+	// A signal and opts.Stop cancel s.ctx too, but leave ctx alone; a
+	// ctx done once the run was ending anyway did not stop it, and one
+	// done when opts.Stop is closed did.
+	unwatch := context.AfterFunc(s.ctx, func() {
+		if ctx.Err() != nil && !s.stopping.Swap(true) {
+			s.byCtx.Store(true)
+		}
+		s.stop()
+	})
 	defer unwatch()
 	s.outw = &outputWriter{w: opts.Out}
 	ended := make(chan struct{})
 	defer close(ended)
-	go s.watch(opts.Signals, cancel, ended)
+	go s.watch(opts.Signals, opts.Stop, cancel, ended)
 
 	s.buf = bufio.NewWriterSize(s.outw, 64<<10)
 	if opts.Format == JSON {
@@ -317,7 +341,22 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		// One sentence for the failed output, not one per record.
 		return errors.Join(fmt.Errorf("write output: %w", s.outw.err), detachErr)
 	}
-	return errors.Join(s.readErr, s.runErr, printErr, detachErr)
+	if err := errors.Join(s.readErr, s.runErr, printErr, detachErr); err != nil {
+		return err
+	}
+	return s.endErr(ctx)
+}
+
+// endErr says why the run ended when the caller did not ask for it to:
+// ctx ended it, or exit() was given a code other than 0.
+func (s *Session) endErr(ctx context.Context) error {
+	switch {
+	case s.byCtx.Load():
+		return ctx.Err()
+	case s.exitCode != 0:
+		return &ExitError{Code: s.exitCode}
+	}
+	return nil
 }
 
 // stopPackets writes the packets skboutput() queued and closes its
@@ -334,9 +373,9 @@ func (s *Session) stopPackets() error {
 	return err
 }
 
-// watch handles the signals: SIGUSR1 asks for the maps, the first stop
-// signal stops the run, a later one forces the exit.
-func (s *Session) watch(sigs <-chan os.Signal, cancel context.CancelFunc, ended <-chan struct{}) {
+// watch handles the signals and Options.Stop: SIGUSR1 asks for the
+// maps, the first stop signal stops the run, a later one forces the exit.
+func (s *Session) watch(sigs <-chan os.Signal, stop <-chan struct{}, cancel context.CancelFunc, ended <-chan struct{}) {
 	var stalls <-chan time.Time
 	var first os.Signal
 	var blocked int64 // the write in progress at the last tick
@@ -345,6 +384,11 @@ func (s *Session) watch(sigs <-chan os.Signal, cancel context.CancelFunc, ended 
 		select {
 		case <-ended:
 			return
+		case <-stop:
+			// The run's context stops the run, and says whether ctx
+			// was done first.
+			stop = nil
+			cancel()
 		case <-stalls:
 			// The output has not taken a write since well after the
 			// signal: a reader that stopped reading would hold kinst
