@@ -188,7 +188,7 @@ func ExampleMap() {
 // A program's probes and maps are known before it runs.
 func ExampleProgram_Probes() {
 	prog, err := kinst.Compile("probes.bt", []byte(`
-		BEGIN { @start = nsecs }
+		begin { @start = nsecs }
 		tracepoint:sched:sched_process_exec { @execs[comm] = count() }
 		interval:s:1 { exit() }
 	`), nil)
@@ -202,7 +202,7 @@ func ExampleProgram_Probes() {
 		fmt.Println(m.Name, m.Kind, m.Keys, m.Value)
 	}
 	// Output:
-	// BEGIN [BEGIN] test_run
+	// begin [begin] test_run
 	// tracepoint:sched:sched_process_exec [tracepoint:sched:sched_process_exec] tracepoint
 	// interval:s:1 [interval:s:1] perf_event
 	// @start integer [] uint64
