@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf/features"
 	"golang.org/x/sys/unix"
 
+	"kinst.dev/kinst/internal/hwbp"
 	"kinst.dev/kinst/internal/inject"
 )
 
@@ -32,6 +33,7 @@ const (
 	FeatRawTracepointWritable                // raw_tracepoint_writable programs
 	FeatPerfEvent                            // perf_event programs (profile:, interval:, software:)
 	FeatPerfHardware                         // hardware perf counters (hardware:)
+	FeatWatchpoint                           // hardware breakpoints (watchpoint:) that fire
 	FeatKprobe
 	FeatKretprobe
 	FeatKprobeMulti
@@ -80,6 +82,7 @@ var featureInfos = [numFeatures]featureInfo{
 	FeatRawTracepointWritable: {"raw_tracepoint_writable", "writable raw tracepoints", true},
 	FeatPerfEvent:             {"perf_event", "perf event programs", true},
 	FeatPerfHardware:          {"perf_hardware", "hardware perf events", true},
+	FeatWatchpoint:            {"watchpoint", "hardware watchpoints", true},
 	FeatKprobe:                {"kprobe", "kprobes", true},
 	FeatKretprobe:             {"kretprobe", "kretprobes", true},
 	FeatKprobeMulti:           {"kprobe_multi", "kprobe.multi links", true},
@@ -327,6 +330,12 @@ func probe(f Feature) Status {
 		return f.fromErr(features.HaveProgramType(ebpf.PerfEvent))
 	case FeatPerfHardware:
 		return probeHardware()
+	case FeatWatchpoint:
+		err := hwbp.Probe()
+		if errors.Is(err, hwbp.ErrNeverFires) {
+			return f.no(err.Error())
+		}
+		return f.fromErr(err)
 	case FeatKprobe, FeatKretprobe:
 		return probeKprobe(f)
 	case FeatKprobeMulti:

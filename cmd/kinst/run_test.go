@@ -211,7 +211,7 @@ func lockDebugRegisters(t *testing.T) {
 // 20 times, and calls kinst_add 3 times.
 func TestWatchpoints(t *testing.T) {
 	t.Parallel()
-	testenv.Require(t, testenv.PerfEvent, testenv.Ringbuf)
+	testenv.Require(t, testenv.PerfEvent, testenv.Ringbuf, testenv.Watchpoint)
 	lockDebugRegisters(t)
 	bin := target(t)
 	f, err := elf.Open(bin)
@@ -252,7 +252,7 @@ func TestWatchpoints(t *testing.T) {
 // says it.
 func TestWatchpointOnArgument(t *testing.T) {
 	t.Parallel()
-	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf, testenv.Watchpoint)
 	lockDebugRegisters(t)
 	bin := target(t)
 	tests := []struct {
@@ -294,7 +294,7 @@ func TestWatchpointOnArgument(t *testing.T) {
 // watched (bpftrace 0.17 leaves such a process stopped).
 func TestWatchpointOnArgumentOtherProcess(t *testing.T) {
 	t.Parallel()
-	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf, testenv.Watchpoint)
 	lockDebugRegisters(t)
 	bin := targetCopy(t)
 	other := exec.Command(bin, "watchloop", "5")
@@ -323,7 +323,7 @@ func TestWatchpointOnArgumentOtherProcess(t *testing.T) {
 // are counted. Only the number of records printed depends on the reader.
 func TestWatchpointOnArgumentSetupLost(t *testing.T) {
 	t.Parallel()
-	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf, testenv.Watchpoint)
 	lockDebugRegisters(t)
 	if why := emulatedCPU(); why != "" {
 		t.Skip(why) // 21 hits of 20 writes seen in the 6.1 guest
@@ -364,7 +364,7 @@ func TestWatchpointOnArgumentSetupLost(t *testing.T) {
 // command that cannot end, it prints the maps and the command ends.
 func TestWatchpointSignalStoppedCommand(t *testing.T) {
 	t.Parallel()
-	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf, testenv.Watchpoint)
 	lockDebugRegisters(t)
 	cmd := exec.Command(testenv.Kinst(t), "-e", "watchpoint:kinst_watch+arg0:8:w { @a = count(); }", "-c", target(t)+" watchloop 5")
 	cmd.Env = append(os.Environ(), "__BPFTRACE_NOTIFY_PROBES_ATTACHED=")
@@ -411,7 +411,7 @@ func TestWatchpointSignalStoppedCommand(t *testing.T) {
 // are taken, and unwatch().
 func TestWatchpointOnArgumentAsBpftrace(t *testing.T) {
 	t.Parallel()
-	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf, testenv.Watchpoint)
 	lockDebugRegisters(t)
 	bpftrace, err := exec.LookPath("bpftrace")
 	if err != nil {
@@ -464,7 +464,7 @@ func emulatedCPU() string {
 // kinst_watch(&a, &b) and writes a 5 times, every 10 milliseconds.
 func TestWatchpointOnArgumentPid(t *testing.T) {
 	t.Parallel()
-	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf)
+	testenv.Require(t, testenv.Uprobe, testenv.PerfEvent, testenv.Ringbuf, testenv.Watchpoint)
 	lockDebugRegisters(t)
 	proc := exec.Command(target(t), "watchloop", "5")
 	if err := proc.Start(); err != nil {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
+
+	"kinst.dev/kinst/internal/hwbp"
 )
 
 // A Feature is a kernel facility that a test may need.
@@ -33,6 +35,7 @@ const (
 	ForEachMapElem                     // bpf_for_each_map_elem helper
 	MapLookupPercpuElem                // bpf_map_lookup_percpu_elem helper
 	Loop                               // bpf_loop helper
+	Watchpoint                         // hardware breakpoints that fire
 	numFeatures
 )
 
@@ -64,6 +67,20 @@ var features = [numFeatures]featureInfo{
 	ForEachMapElem:      {"bpf_for_each_map_elem", version{5, 13}, []string{"CONFIG_BPF_SYSCALL"}, probeForEachMapElem},
 	MapLookupPercpuElem: {"bpf_map_lookup_percpu_elem", version{5, 19}, []string{"CONFIG_BPF_SYSCALL"}, probeMapLookupPercpuElem},
 	Loop:                {"bpf_loop", version{5, 17}, []string{"CONFIG_BPF_SYSCALL"}, probeLoop},
+	Watchpoint:          {"watchpoint", version{2, 6}, []string{"CONFIG_HAVE_HW_BREAKPOINT"}, probeWatchpoint},
+}
+
+// errMachine marks a probe's failure as the machine's, not the kernel's:
+// a kernel built for breakpoints on a machine whose debug registers do
+// not trap. Tests skip there.
+var errMachine = errors.New("this machine lacks it")
+
+func probeWatchpoint() error {
+	err := hwbp.Probe()
+	if errors.Is(err, hwbp.ErrNeverFires) {
+		return fmt.Errorf("%w: %w", errMachine, err)
+	}
+	return err
 }
 
 // tracingConfigs are what fentry, fexit and fmod_ret programs need: BTF to
@@ -136,6 +153,8 @@ func decide(k kernelInfo, info featureInfo, probe func() error) (skip, fail stri
 	switch {
 	case err == nil:
 		return "", ""
+	case errors.Is(err, errMachine):
+		return fmt.Sprintf("%s unavailable on this machine: %v", info.name, err), ""
 	case errors.Is(err, unix.EPERM):
 		return fmt.Sprintf("%s refused by policy (EPERM) on Linux %s: %v", info.name, k.release, err), ""
 	case k.config == nil && errors.Is(err, ebpf.ErrNotSupported):
