@@ -1,0 +1,153 @@
+package codegen
+
+import (
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/kernel"
+)
+
+// familyMin is how many syscalls tracepoints of one direction a probe
+// must name, at least, to attach them all as one program on raw_syscalls.
+// Closing the perf event of each tracepoint costs the kernel an RCU grace
+// period, tens of milliseconds, and closes of tracepoints are serialized;
+// the raw_syscalls program instead runs, and looks its table up, on every
+// system call of the machine, the ones not traced too. Under this many,
+// the grace periods cost less than that on a busy machine.
+const familyMin = 8
+
+// syscallOf reports whether t is a syscalls tracepoint whose system call
+// kinst knows the number of, and which of raw_syscalls's tracepoints,
+// sys_enter or sys_exit, fires with the same record for it.
+func syscallOf(t *check.Target) (dir string, nr int, ok bool) {
+	cat, name, _ := strings.Cut(t.Name, ":")
+	if t.Provider != "tracepoint" || cat != "syscalls" {
+		return "", 0, false
+	}
+	for _, dir := range []string{"sys_enter", "sys_exit"} {
+		if call, found := strings.CutPrefix(name, dir+"_"); found {
+			nr, ok := kernel.SyscallNumber(call)
+			return dir, nr, ok
+		}
+	}
+	return "", 0, false
+}
+
+// splitSyscalls puts a tracepoint probe's syscalls tracepoints of one
+// direction into a probe of their own where there are familyMin of them
+// or more, to run as one raw_syscalls program; the other targets stay
+// together, in their order.
+func (c *compiler) splitSyscalls(p *check.Probe) []*check.Probe {
+	if p.Provider != "tracepoint" || !c.compatKnown() {
+		return []*check.Probe{p}
+	}
+	byDir := map[string][]*check.Target{}
+	for _, t := range p.Targets {
+		if dir, _, ok := syscallOf(t); ok {
+			byDir[dir] = append(byDir[dir], t)
+		}
+	}
+	var parts []*check.Probe
+	var rest []*check.Target
+	for _, t := range p.Targets {
+		dir, _, ok := syscallOf(t)
+		switch {
+		case !ok || len(byDir[dir]) < familyMin:
+			rest = append(rest, t)
+		case byDir[dir][0] == t:
+			part := *p
+			part.Targets = byDir[dir]
+			parts = append(parts, &part)
+		}
+	}
+	if len(parts) == 0 {
+		return []*check.Probe{p}
+	}
+	if len(rest) > 0 {
+		part := *p
+		part.Targets = rest
+		parts = append(parts, &part)
+	}
+	return parts
+}
+
+// syscallFamily reports whether targets are familyMin syscalls
+// tracepoints or more of one direction, all with known numbers, and
+// names the raw_syscalls tracepoint that serves them.
+func (c *compiler) syscallFamily(targets []*check.Target) (string, bool) {
+	if len(targets) < familyMin || !c.compatKnown() {
+		return "", false
+	}
+	first, _, ok := syscallOf(targets[0])
+	for _, t := range targets[1:] {
+		dir, _, known := syscallOf(t)
+		ok = ok && known && dir == first
+	}
+	return first, ok
+}
+
+// compatKnown reports whether the kernel says where a task marks a 32-bit
+// system call, which a raw_syscalls program must skip.
+func (c *compiler) compatKnown() bool {
+	if !c.compatAsked {
+		c.compatAsked = true
+		c.compatOff = -1
+		if c.opts.CompatStatus != nil {
+			if off, err := c.opts.CompatStatus(); err == nil {
+				c.compatOff = off
+			}
+		}
+	}
+	return c.compatOff >= 0
+}
+
+// syscallTable is the array map of a raw_syscalls program: by system
+// call number, 1 + the id of its target, and 0 for the calls the probe
+// does not name.
+func syscallTable(name string, targets []*check.Target, ids []uint64) *ebpf.MapSpec {
+	spec := &ebpf.MapSpec{Name: mapName("", name), Type: ebpf.Array, KeySize: 4, ValueSize: 4}
+	for i, t := range targets {
+		_, nr, _ := syscallOf(t)
+		spec.MaxEntries = max(spec.MaxEntries, uint32(nr)+1)
+		spec.Contents = append(spec.Contents, ebpf.MapKV{Key: uint32(nr), Value: uint32(ids[i] + 1)})
+	}
+	return spec
+}
+
+// syscallFilter begins a raw_syscalls program: it ends the run at once
+// for a system call the probe does not name, and for a 32-bit one, which
+// raw_syscalls reports under its 32-bit number while syscalls
+// tracepoints stay silent; it keeps the target's id in g.idSlot.
+func (g *gen) syscallFilter() {
+	tmp := g.allocStack(4)
+	g.emit(
+		// The record's id, a long at 8 in raw_syscalls's sys_enter and
+		// sys_exit alike.
+		asm.LoadMem(asm.R1, regCtx, 8, asm.DWord),
+		asm.JGE.Imm(asm.R1, int32(g.table.MaxEntries), g.exitLabel),
+		asm.StoreMem(asm.R10, tmp.off, asm.R1, asm.Word),
+	)
+	g.mapPtr(asm.R1, g.tableName)
+	g.addr(asm.R2, tmp)
+	g.emit(
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, g.exitLabel),
+		asm.LoadMem(asm.R0, asm.R0, 0, asm.Word),
+		asm.JEq.Imm(asm.R0, 0, g.exitLabel),
+		asm.Add.Imm(asm.R0, -1),
+		asm.StoreMem(asm.R10, g.idSlot, asm.R0, asm.DWord),
+		asm.FnGetCurrentTask.Call(),
+		asm.Mov.Reg(asm.R3, asm.R0),
+		asm.Add.Imm(asm.R3, int32(g.c.compatOff)),
+	)
+	g.addr(asm.R1, tmp)
+	g.emit(
+		asm.Mov.Imm(asm.R2, 4),
+		asm.FnProbeReadKernel.Call(),
+		asm.LoadMem(asm.R0, asm.R10, tmp.off, asm.Word),
+		asm.JSet.Imm(asm.R0, kernel.TSCompat, g.exitLabel),
+	)
+}
