@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"encoding/binary"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -108,17 +109,30 @@ func (c *compiler) compatKnown() bool {
 	return c.compatOff >= 0
 }
 
-// syscallTable is the array map of a raw_syscalls program: by system
-// call number, 1 + the id of its target, and 0 for the calls the probe
-// does not name.
+// syscallTable is the table of a raw_syscalls program, one word per
+// system call number: 1 + the id of its target, and 0 for the calls the
+// probe does not name. It is the value of a single-entry array, which
+// the program reads by address without a helper call, and which an ELF
+// object writes as a data section.
 func syscallTable(name string, targets []*check.Target, ids []uint64) *ebpf.MapSpec {
-	spec := &ebpf.MapSpec{Name: mapName("", name), Type: ebpf.Array, KeySize: 4, ValueSize: 4}
+	nrs := make([]int, len(targets))
+	size := 0
 	for i, t := range targets {
-		_, nr, _ := syscallOf(t)
-		spec.MaxEntries = max(spec.MaxEntries, uint32(nr)+1)
-		spec.Contents = append(spec.Contents, ebpf.MapKV{Key: uint32(nr), Value: uint32(ids[i] + 1)})
+		_, nrs[i], _ = syscallOf(t)
+		size = max(size, nrs[i]+1)
 	}
-	return spec
+	table := make([]byte, 4*size)
+	for i, nr := range nrs {
+		binary.NativeEndian.PutUint32(table[4*nr:], uint32(ids[i]+1))
+	}
+	return &ebpf.MapSpec{
+		Name:       mapName("", name),
+		Type:       ebpf.Array,
+		KeySize:    4,
+		ValueSize:  uint32(len(table)),
+		MaxEntries: 1,
+		Contents:   []ebpf.MapKV{{Key: uint32(0), Value: table}},
+	}
 }
 
 // syscallFilter begins a raw_syscalls program: it ends the run at once
@@ -131,14 +145,10 @@ func (g *gen) syscallFilter() {
 		// The record's id, a long at 8 in raw_syscalls's sys_enter and
 		// sys_exit alike.
 		asm.LoadMem(asm.R1, regCtx, 8, asm.DWord),
-		asm.JGE.Imm(asm.R1, int32(g.table.MaxEntries), g.exitLabel),
-		asm.StoreMem(asm.R10, tmp.off, asm.R1, asm.Word),
-	)
-	g.mapPtr(asm.R1, g.tableName)
-	g.addr(asm.R2, tmp)
-	g.emit(
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, g.exitLabel),
+		asm.JGE.Imm(asm.R1, int32(g.table.ValueSize/4), g.exitLabel),
+		asm.LSh.Imm(asm.R1, 2),
+		asm.LoadMapValue(asm.R0, 0, 0).WithReference(g.tableName),
+		asm.Add.Reg(asm.R0, asm.R1),
 		asm.LoadMem(asm.R0, asm.R0, 0, asm.Word),
 		asm.JEq.Imm(asm.R0, 0, g.exitLabel),
 		asm.Add.Imm(asm.R0, -1),
