@@ -19,8 +19,8 @@ import (
 // raw_syscalls event. That program, though, runs on every system call
 // of the machine, the ones not traced too, and adds about 0.15 µs to
 // each over what the syscalls tracepoints' perf handler costs them. At
-// 8 tracepoints the 170 ms saved pay for a million and more system
-// calls, seconds to minutes of a machine's run; under that, the perf
+// 8 tracepoints the 150 ms saved pay for a million system calls and
+// more, seconds to minutes of a machine's run; under that, the perf
 // events are the cheaper choice for all but short runs.
 const familyMin = 8
 
@@ -135,8 +135,8 @@ func syscallTable(name string, targets []*check.Target, ids []uint64) *ebpf.MapS
 	}
 }
 
-// syscallFilter begins a raw_syscalls program: it ends the run at once
-// for a system call the probe does not name, and for a 32-bit one, which
+// syscallFilter begins a raw_syscalls program: it returns at once for a
+// system call the probe does not name, and for a 32-bit one, which
 // raw_syscalls reports under its 32-bit number while syscalls
 // tracepoints stay silent; it keeps the target's id in g.idSlot.
 func (g *gen) syscallFilter() {
