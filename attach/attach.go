@@ -24,7 +24,9 @@ type Options struct {
 	// IDs holds each target's id, which its cookie carries.
 	IDs []uint64
 	// Multi attaches all targets with one kprobe.multi or uprobe.multi
-	// link; the program must have been loaded for it.
+	// link, the program loaded for it, or syscalls tracepoints of one
+	// direction with one perf event on raw_syscalls, the program telling
+	// the system calls apart by number.
 	Multi bool
 	// Trampoline attaches a kprobe target's program, loaded as fentry or
 	// fexit for its function, through a BPF trampoline.
@@ -239,6 +241,18 @@ func attachMulti(prog *ebpf.Program, targets []*check.Target, opts Options) ([]i
 		cookies = opts.IDs
 	}
 	switch first := targets[0].Attach.(type) {
+	case Tracepoint:
+		dir := "sys_enter"
+		if strings.HasPrefix(first.Name, "sys_exit_") {
+			dir = "sys_exit"
+		}
+		for _, t := range targets {
+			tp, ok := t.Attach.(Tracepoint)
+			if !ok || tp.Category != "syscalls" || !strings.HasPrefix(tp.Name, dir+"_") {
+				return nil, fmt.Errorf("one raw_syscalls:%s perf event serves syscalls:%s_* tracepoints, not %s", dir, dir, t.FullName())
+			}
+		}
+		return one(link.Tracepoint("raw_syscalls", dir, prog, nil))
 	case Kprobe:
 		syms := make([]string, len(targets))
 		for i, t := range targets {

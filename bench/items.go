@@ -19,6 +19,7 @@ const (
 	progHeader = "#include <sys/socket.h>\nBEGIN { @ = AF_INET; exit(); }"
 	progOpenat = "tracepoint:syscalls:sys_enter_openat { @[comm] = count(); }"
 	progCount  = "tracepoint:syscalls:sys_enter_getppid { @[comm] = count(); }"
+	progAllSys = "tracepoint:syscalls:sys_enter_* { @[probe] = count(); }"
 	progPrintf = `tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { printf("%d %s\n", tid, comm); }`
 )
 
@@ -192,6 +193,29 @@ func (b *bench) tracepoint() []*row {
 		wall.row("openat count -c /bin/true wall", nanos, kinstMedianAtMost(100e6, "kinst <= 100 ms")),
 		rss.row("openat count -c /bin/true peak RSS", byteSize, kinstPeakAtMost(30*mib, "kinst <= 30 MiB")),
 	}
+}
+
+// syscalls times a program on every syscalls tracepoint around
+// /bin/true: attaching and detaching hundreds of tracepoints, which one
+// perf event each makes seconds of the kernel's grace periods.
+func (b *bench) syscalls() []*row {
+	wall := figures{}
+	b.repeat("syscalls", b.order, func(tool string, rep int) error {
+		r, err := b.runner.run([]string{b.tools[tool], "-e", progAllSys, "-c", "/bin/true"}, "")
+		if err != nil {
+			return err
+		}
+		// Every process that ends calls exit_group, /bin/true too.
+		if _, ok := r.out.mapValue("@[tracepoint:syscalls:sys_enter_exit_group]"); !ok {
+			return fmt.Errorf("no @[tracepoint:syscalls:sys_enter_exit_group] in the map printed: %q", r.out.maps)
+		}
+		b.logRun("syscalls", tool, rep, "wall %v", ns(r.wall()))
+		if rep >= 0 {
+			wall.add(tool, float64(r.wall()))
+		}
+		return nil
+	})
+	return []*row{wall.row("sys_enter_* count -c /bin/true wall", nanos, kinstMedianAtMost(2e9, "kinst <= 2 s"))}
 }
 
 // latency measures how long after its -c command ends a tool prints the

@@ -48,6 +48,7 @@ var items = []struct {
 	{"event", (*bench).perEvent, false},
 	{"printf", (*bench).printf, false},
 	{"soak", (*bench).soak, true},
+	{"syscalls", (*bench).syscalls, true},
 }
 
 func mainBench(args []string, stdout, stderr io.Writer) int {
@@ -56,7 +57,7 @@ func mainBench(args []string, stdout, stderr io.Writer) int {
 	var (
 		short        = fs.Bool("short", false, "a quick run: 5 repetitions and smaller workloads")
 		reps         = fs.Int("n", 0, "repetitions per tool and item (default 20, 5 with -short)")
-		only         = fs.String("run", "", "comma-separated items to measure: "+itemNames()+" (default all but soak)")
+		only         = fs.String("run", "", "comma-separated items to measure: "+itemNames()+" (default all but soak and syscalls)")
 		kinstPath    = fs.String("kinst", "", "kinst binary (default bin/kinst at the module root, built if absent)")
 		bpftracePath = fs.String("bpftrace", "", `bpftrace binary (default bpftrace on PATH; "none" measures kinst alone)`)
 		workload     = fs.String("workload", "", "workload binary (default bin/workload at the module root, built if absent)")

@@ -12,7 +12,7 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"-run", "begin,bogus"}, `bench: unknown item "bogus" in -run: use size,begin,header,tracepoint,latency,event,printf,soak`},
+		{[]string{"-run", "begin,bogus"}, `bench: unknown item "bogus" in -run: use size,begin,header,tracepoint,latency,event,printf,soak,syscalls`},
 		{[]string{"-n", "-1"}, "bench: -n, -events, -printf-events and -soak-rate must be positive, -soak at least 1s"},
 		{[]string{"-soak", "500ms"}, "bench: -n, -events, -printf-events and -soak-rate must be positive, -soak at least 1s"},
 		{[]string{"-soak-rate", "0"}, "bench: -n, -events, -printf-events and -soak-rate must be positive, -soak at least 1s"},
@@ -105,7 +105,7 @@ func TestBenchKinst(t *testing.T) {
 	var out, errs strings.Builder
 	code := mainBench([]string{"-n", "1", "-bpftrace", "none", "-kinst", kinst, "-workload", workload,
 		"-events", "20000", "-printf-events", "2000", "-soak", "2s", "-soak-rate", "20000",
-		"-run", "begin,header,tracepoint,latency,event,printf,soak"}, &out, &errs)
+		"-run", "begin,header,tracepoint,latency,event,printf,soak,syscalls"}, &out, &errs)
 	if code != 0 {
 		t.Fatalf("exit status %d\n%s\n%s", code, out.String(), errs.String())
 	}
@@ -121,6 +121,7 @@ func TestBenchKinst(t *testing.T) {
 		"#include <sys/socket.h> BEGIN wall",
 		"openat count -c /bin/true wall",
 		"openat count -c /bin/true peak RSS",
+		"sys_enter_* count -c /bin/true wall",
 		"-c command exit after tool start",
 		"maps printed after -c command exit",
 		"tool exit after -c command exit",

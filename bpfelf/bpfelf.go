@@ -217,7 +217,7 @@ func (o *object) maps(specs map[string]*ebpf.MapSpec) error {
 	}
 	for _, key := range slices.Sorted(maps.Keys(specs)) {
 		m := specs[key]
-		if len(m.Contents) > 0 || m.InnerMap != nil || m.Pinning != ebpf.PinNone || m.MapExtra != 0 {
+		if !byValue[key] && len(m.Contents) > 0 || m.InnerMap != nil || m.Pinning != ebpf.PinNone || m.MapExtra != 0 {
 			return fmt.Errorf("map %s: initial contents, an inner map, pinning or extra: %w", key, ErrUnsupported)
 		}
 		if !byValue[key] {
@@ -227,9 +227,25 @@ func (o *object) maps(specs map[string]*ebpf.MapSpec) error {
 		if byAddr[key] || m.Type != ebpf.Array || m.KeySize != 4 || m.MaxEntries != 1 || m.Flags&^unixMmapable != 0 {
 			return fmt.Errorf("map %s: the programs read it by address, which an object says only of a data section, and only a single-entry array read no other way can be one: %w", key, ErrUnsupported)
 		}
+		if _, err := sectionData(m); err != nil {
+			return fmt.Errorf("map %s: %w", key, err)
+		}
 		o.dataMaps = append(o.dataMaps, key)
 	}
 	return nil
+}
+
+// sectionData is what a data section holds: the bytes of its map's one
+// value, zero unless the spec gives them.
+func sectionData(m *ebpf.MapSpec) ([]byte, error) {
+	if len(m.Contents) == 0 {
+		return make([]byte, m.ValueSize), nil
+	}
+	v, ok := m.Contents[0].Value.([]byte)
+	if len(m.Contents) != 1 || !ok || len(v) != int(m.ValueSize) {
+		return nil, fmt.Errorf("a data section's contents are the %d bytes of its one value: %w", m.ValueSize, ErrUnsupported)
+	}
+	return v, nil
 }
 
 // unixMmapable is BPF_F_MMAPABLE, which loaders set on data sections
@@ -376,7 +392,8 @@ func (o *object) write(w io.Writer) error {
 	}
 	dataIdx := make([]uint32, len(o.dataMaps))
 	for i, key := range o.dataMaps {
-		dataIdx[i] = add(&section{name: DataSection(key), typ: elf.SHT_PROGBITS, flags: elf.SHF_ALLOC | elf.SHF_WRITE, data: make([]byte, o.specs[key].ValueSize), align: 8})
+		data, _ := sectionData(o.specs[key])
+		dataIdx[i] = add(&section{name: DataSection(key), typ: elf.SHT_PROGBITS, flags: elf.SHF_ALLOC | elf.SHF_WRITE, data: data, align: 8})
 	}
 	symtab := &section{name: ".symtab", typ: elf.SHT_SYMTAB, align: 8, entsize: 24}
 	symIdx := add(symtab)

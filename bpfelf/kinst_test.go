@@ -30,6 +30,9 @@ func TestKinstPrograms(t *testing.T) {
 		{`tracepoint:syscalls:sys_enter_getppid /pid == 1/ { @n = count(); @h[kstack] = hist(pid); printf("%d\n", tid); }`,
 			[]string{"tracepoint/syscalls/sys_enter_getppid"}, testenv.Tracepoint},
 		{`tracepoint:syscalls:sys_enter_getp* { @[probe] = count(); }`, []string{"tracepoint"}, testenv.Tracepoint},
+		// Many syscalls tracepoints are one program on raw_syscalls,
+		// whose table of system calls is a data section.
+		{`tracepoint:syscalls:sys_exit_* { @[probe] = sum(args->ret); }`, []string{"tracepoint/raw_syscalls/sys_exit"}, testenv.Tracepoint},
 		{`BEGIN { printf("hi\n"); exit(); } END { @x = 1; }`, []string{"raw_tracepoint", "raw_tracepoint"}, testenv.RawTracepoint},
 		{`profile:hz:99 { @[cpu] = count(); } interval:s:1 { print(@); }`, []string{"perf_event", "perf_event"}, testenv.PerfEvent},
 		{`rawtracepoint:sched_switch { @s = sum(arg0); }`, []string{"raw_tracepoint/sched_switch"}, testenv.RawTracepoint},

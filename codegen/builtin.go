@@ -105,10 +105,15 @@ func (g *gen) constValue(off int) operand {
 }
 
 // targetIndex is the index in Output.Targets of the target that fired:
-// a constant for a program of one target, the attach cookie for several.
+// a constant for a program of one target, what a raw_syscalls program
+// found in its table, the attach cookie for several others.
 func (g *gen) targetIndex() operand {
 	if len(g.p.Targets) == 1 {
 		return immOp(int64(g.firstID))
+	}
+	if g.mech == MechSyscalls {
+		g.emit(asm.LoadMem(asm.R0, asm.R10, g.idSlot, asm.DWord))
+		return g.fromReg(asm.R0)
 	}
 	g.cookies = true
 	g.emit(asm.Mov.Reg(asm.R1, regCtx))

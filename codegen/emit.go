@@ -3,6 +3,8 @@ package codegen
 import (
 	"fmt"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/cilium/ebpf/asm"
 
 	"kinst.dev/kinst/check"
@@ -34,6 +36,11 @@ type gen struct {
 	firstID uint64 // what probe yields for the first target
 
 	exitLabel string
+	// A raw_syscalls program's table of system calls (declared in the
+	// collection as tableName), and where it keeps its target's id.
+	table     *ebpf.MapSpec
+	tableName string
+	idSlot    int16
 	retSlot   int16 // fmod_ret: stack slot holding the return value; 0 if none
 
 	// Callbacks of for ($kv : @map) loops, put after the program's exit.

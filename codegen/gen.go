@@ -35,6 +35,10 @@ type Options struct {
 	// sum() map adds up that many copies of each element. 0 means ask
 	// the kernel, when such a loop needs it.
 	CPUs int
+	// CompatStatus gives the offset in a task_struct of the word whose
+	// TS_COMPAT bit marks a 32-bit system call (kernel.CompatStatusOffset);
+	// without it, syscalls tracepoints attach one perf event each.
+	CompatStatus func() (int, error)
 	// HasLoop says whether the kernel has the bpf_loop helper (5.17),
 	// which runs a range loop whose bounds are not constants; without
 	// it the verifier must bound such a loop itself. It is asked only
@@ -91,7 +95,11 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 		maps: map[*check.Map]*Map{},
 	}
 	c.declareMaps()
+	var probes []*check.Probe
 	for _, p := range c.mergeProbes(splitUSDT(prog.Probes)) {
+		probes = append(probes, c.splitSyscalls(p)...)
+	}
+	for _, p := range probes {
 		mech, why := c.choose(p)
 		if (mech.IsTrampoline() || mech == MechRawTracepoint) && len(p.Targets) > 1 {
 			// A trampoline program is bound to one function when it is
@@ -123,6 +131,8 @@ type compiler struct {
 	errs syntax.ErrorList
 
 	nprogs      int // programs generated so far, for naming
+	compatAsked bool
+	compatOff   int // CompatStatus's answer, or -1
 	scratchSize int // total scratch, summed over programs
 	kstackDepth int // deepest kstack asked for
 	ustackDepth int
@@ -253,13 +263,20 @@ func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firs
 	g := &gen{c: c, p: p, mech: mech, vars: map[string]mem{}, aliases: map[string]string{}, firstID: ids[0]}
 	g.scratchBase = c.scratchSize
 	g.exitLabel = g.newLabel("exit")
+	name := fmt.Sprintf("probe%d", c.nprogs+1)
+	if mech == MechSyscalls {
+		g.tableName = "sysnr_" + name
+		g.table = syscallTable(g.tableName, p.Targets, ids)
+	}
 	g.body()
 	if len(g.insns) == 0 {
 		return nil
 	}
 	c.scratchSize += g.scratch.max
 	c.nprogs++
-	name := fmt.Sprintf("probe%d", c.nprogs)
+	if g.table != nil {
+		c.out.Collection.Maps[g.tableName] = g.table
+	}
 	ret := p.Provider == "kretprobe" || p.Provider == "uretprobe"
 	ptype, atype := programType(mech, ret)
 	spec := &ebpf.ProgramSpec{

@@ -18,6 +18,7 @@ const (
 	MechTestRun       Mechanism = "test_run"       // BEGIN and END, run by kinst itself
 	MechTracepoint    Mechanism = "tracepoint"     // a perf event on a tracepoint
 	MechRawTracepoint Mechanism = "raw_tracepoint" // a raw tracepoint link
+	MechSyscalls      Mechanism = "raw_syscalls"   // one perf event on raw_syscalls for many syscalls tracepoints
 	MechPerfEvent     Mechanism = "perf_event"     // profile and interval clocks
 	MechKprobe        Mechanism = "kprobe"         // one int3 kprobe link per function
 	MechKprobeMulti   Mechanism = "kprobe.multi"   // one fprobe link for every function
@@ -66,6 +67,9 @@ func (c *compiler) choose(p *check.Probe) (Mechanism, string) {
 	case "BEGIN", "END":
 		return MechTestRun, "BEGIN and END run once, in kinst's own context"
 	case "tracepoint":
+		if dir, ok := c.syscallFamily(p.Targets); ok {
+			return MechSyscalls, fmt.Sprintf("one perf event on raw_syscalls:%s serves all %d syscalls tracepoints, told apart by system call number", dir, len(p.Targets))
+		}
 		return MechTracepoint, "tracepoints attach through perf events"
 	case "rawtracepoint":
 		return MechRawTracepoint, "raw tracepoints attach by name"
@@ -150,7 +154,7 @@ func programType(m Mechanism, ret bool) (ebpf.ProgramType, ebpf.AttachType) {
 	switch m {
 	case MechTestRun, MechRawTracepoint:
 		return ebpf.RawTracepoint, ebpf.AttachNone
-	case MechTracepoint:
+	case MechTracepoint, MechSyscalls:
 		return ebpf.TracePoint, ebpf.AttachNone
 	case MechPerfEvent:
 		return ebpf.PerfEvent, ebpf.AttachNone

@@ -24,6 +24,9 @@ func (g *gen) body() {
 	if g.mech == MechFmodRet {
 		g.retSlot = g.allocStack(8).off
 	}
+	if g.mech == MechSyscalls {
+		g.idSlot = g.allocStack(8).off
+	}
 	if g.mech == MechIter {
 		// The kernel calls an iterator's program once more after the
 		// last object, with none; bpftrace's probes never see that call.
@@ -102,6 +105,9 @@ func (g *gen) prologue() {
 	g.pending = ""
 	g.cur = g.p.Syntax.Pos()
 	g.emit(asm.Mov.Reg(regCtx, asm.R1))
+	if g.mech == MechSyscalls {
+		g.syscallFilter()
+	}
 	if g.usesScratch {
 		key := g.allocStack(4)
 		g.storeImm(asm.R10, key.off, 0, asm.Word)

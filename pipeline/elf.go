@@ -54,6 +54,12 @@ func sectionName(p *codegen.Program) string {
 		return "uprobe.multi"
 	case codegen.MechTracepoint:
 		kind, target = "tracepoint", strings.Replace(t.Name, ":", "/", 1)
+	case codegen.MechSyscalls:
+		// One tracepoint serves every target.
+		if strings.HasPrefix(t.Func, "sys_exit_") {
+			return "tracepoint/raw_syscalls/sys_exit"
+		}
+		return "tracepoint/raw_syscalls/sys_enter"
 	case codegen.MechRawTracepoint:
 		if t.Provider != "rawtracepoint" {
 			return ""

@@ -227,6 +227,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		Supports:     Supports,
 		Force:        opts.Force,
 		HelperChecks: opts.HelperChecks,
+		CompatStatus: kernel.CompatStatusOffset,
 		HasLoop:      func() bool { return kernel.Available(kernel.FeatLoop) },
 	})
 	if err != nil {

@@ -642,7 +642,7 @@ func (s *Session) attach(p *codegen.Program) (*attach.Attached, error) {
 	}
 	a, err := attach.Attach(s.ctx, s.coll.Programs[p.Name], p.Targets, attach.Options{
 		IDs:        p.IDs,
-		Multi:      p.Mechanism == codegen.MechKprobeMulti || p.Mechanism == codegen.MechUprobeMulti,
+		Multi:      p.Mechanism == codegen.MechKprobeMulti || p.Mechanism == codegen.MechUprobeMulti || p.Mechanism == codegen.MechSyscalls,
 		Trampoline: p.Mechanism.IsTrampoline(),
 		Pid:        s.opts.Pid,
 		Cpid:       s.cmd.pid(),

@@ -32,6 +32,10 @@
  *	                      kinst:mem, kinst:twice (two sites), other:tick
  *	                      and, when enabled, kinst:gated for i = 1..N
  *	target usdtloop       fire them for i = 1 every millisecond, for ever
+ *	target getppid N      N getppid(2) calls
+ *	target int80 N        one getppid(2) call, then N through int $0x80, the
+ *	                      32-bit system call entry, where getppid's number
+ *	                      (64) is semget's in x86-64's table
  *
  * It is built static, so that the QEMU guests can run it too:
  *	gcc -O1 -g -static -o kinst-target target.c
@@ -43,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -247,9 +252,28 @@ static void usdt(long n)
 	}
 }
 
+/* getppid calls, as the usage above says; each must give the first's
+ * answer, or the status is 1. A kernel that runs no 32-bit system calls
+ * kills the process with SIGSEGV at the first int $0x80. */
+static int getppids(long n, int compat)
+{
+	long want = syscall(SYS_getppid);
+	for (long i = compat ? 0 : 1; i < n; i++) {
+		long got = compat ? 64 : SYS_getppid;
+		/* int $0x80 clobbers r8-r11 in a 64-bit process. */
+		if (compat)
+			__asm__ volatile("int $0x80" : "+a"(got) : : "r8", "r9", "r10", "r11", "memory");
+		else
+			got = syscall(got);
+		if (got != want)
+			return 1;
+	}
+	return 0;
+}
+
 static int usage(void)
 {
-	fprintf(stderr, "usage: target add N | stack N | move N | greet WORD... | linger MS WORD | later MS WORD | writes A B | write SIZE... | sleep MS | touch N | watch N | watcharg N | unwatch N | watchmany N | watchloop N | usdt N | usdtloop\n");
+	fprintf(stderr, "usage: target add N | stack N | move N | greet WORD... | linger MS WORD | later MS WORD | writes A B | write SIZE... | sleep MS | touch N | watch N | watcharg N | unwatch N | watchmany N | watchloop N | usdt N | usdtloop | getppid N | int80 N\n");
 	return 2;
 }
 
@@ -340,5 +364,7 @@ int main(int argc, char **argv)
 		return watchmany(atol(argv[2]));
 	if (strcmp(cmd, "watchloop") == 0 && argc == 3)
 		return watchloop(atol(argv[2]));
+	if ((strcmp(cmd, "getppid") == 0 || strcmp(cmd, "int80") == 0) && argc == 3)
+		return getppids(atol(argv[2]), cmd[0] == 'i');
 	return usage();
 }
