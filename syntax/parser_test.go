@@ -161,6 +161,8 @@ END { print(@opens); clear(@opens); }`,
 		"BEGIN{@=hist(1);@s=lhist(5,0,10,1);exit()}",
 		"BEGIN { for ($i : 0..5) { if ($i == 2) { continue; } for ($j : ($i - 1)..@n[$i]) { break } } for ($kv : @m) { print($kv.1) } }",
 		"i:s:1 { time(\"%H\\n\"); }",
+		`config = { max_strlen = 16; stack_mode = perf; license = "GPL"; } let @m = lruhash(10); let @n = percpuarray(1);
+BEGIN { let $x: string[8] = "a"; let $y; let $p: struct task_struct *; let $u: uint16 = 3; if !$x { } for $i : 0..2 { } for $kv : @m { } while @m[1] { } unroll 2 { } }`,
 		"profile:hz:99 /cpu == 0/ { @[kstack] = count(); }",
 		"struct a { int x; } BEGIN { } union u { long l; char c[2][3]; }; END { }",
 		"typedef struct { unsigned int f : 3, : 5; void (*cb)(int, char *); } t, *pt; enum e { A, B = 1 << 3 }; struct fwd; BEGIN { }",
