@@ -21,6 +21,9 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 		c.aggregate(m, call)
 		return
 	}
+	if v, ok := s.Lhs.(*syntax.VarExpr); ok && s.Op == syntax.ASSIGN {
+		c.scopeVar(v)
+	}
 	var t *Type
 	if s.Op == syntax.ASSIGN {
 		t = c.expr(s.Rhs)
@@ -72,6 +75,11 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 		v := c.probe.Vars[lhs.Name]
 		if v == nil {
 			v = c.defineVar(lhs, t)
+		} else if v.Declared {
+			if !c.fitsDeclared(v.Type, t, s.Rhs) {
+				c.errorf(s, "Type mismatch for $%s: a %s value does not fit its declared type %s", lhs.Name, t, v.Type)
+				return
+			}
 		} else if u, ok := unify(v.Type, t); !ok {
 			c.errorf(s, "$%s holds %s values; cannot assign %s", lhs.Name, v.Type, t)
 			return
