@@ -2,8 +2,8 @@ package attach
 
 import (
 	"errors"
-	"math"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
