@@ -98,7 +98,7 @@ func (o *Options) FromEnv() error {
 			return err
 		}
 		if o.EventsSize, err = ringSize(pages); err != nil {
-			return fmt.Errorf("BPFTRACE_PERF_RB_PAGES: %w", err)
+			return fmt.Errorf("BPFTRACE_PERF_RB_PAGES=%q is not a power of two", os.Getenv("BPFTRACE_PERF_RB_PAGES"))
 		}
 	}
 	if o.MaxProbes, err = envInt(0, "BPFTRACE_MAX_PROBES"); err != nil {
