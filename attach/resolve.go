@@ -3,7 +3,6 @@ package attach
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -268,9 +267,9 @@ func timer(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		// bpftrace 0.26.1's interval:1s, profile:100ms, interval:5000: a
 		// period in nanoseconds, with an optional unit, taken in
 		// microseconds.
-		ns, err := parseDuration(ap.Parts[0])
+		ns, err := syntax.ParseDuration(ap.Parts[0])
 		if err != nil {
-			return nil, fmt.Errorf("invalid rate of %s probe: %w", ap.Provider, err)
+			return nil, fmt.Errorf("invalid rate of %s probe: %q is not a whole number of ns, us, ms, s, m, h or d", ap.Provider, ap.Parts[0])
 		}
 		if ns < 1000 {
 			return nil, fmt.Errorf("invalid rate of %s probe: the minimum is 1000 or 1us, not %d nanoseconds", ap.Provider, ns)
@@ -463,29 +462,4 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		}
 	}
 	return []*check.Target{t}, nil
-}
-
-// durationUnits are the suffixes of bpftrace 0.26.1's durations, in
-// nanoseconds.
-var durationUnits = []struct {
-	suffix string
-	ns     uint64
-}{{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}, {"d", 86400e9}}
-
-// parseDuration reads a whole number with an optional unit as
-// nanoseconds: 100ms, 1s, 5000.
-func parseDuration(s string) (uint64, error) {
-	mult := uint64(1)
-	num := s
-	for _, u := range durationUnits {
-		if n, ok := strings.CutSuffix(s, u.suffix); ok && n != "" && n[len(n)-1] >= '0' && n[len(n)-1] <= '9' {
-			num, mult = n, u.ns
-			break
-		}
-	}
-	n, err := strconv.ParseUint(strings.ReplaceAll(num, "_", ""), 10, 64)
-	if err != nil || n > math.MaxUint64/mult {
-		return 0, fmt.Errorf("%q is not a whole number of ns, us, ms, s, m, h or d", s)
-	}
-	return n * mult, nil
 }

@@ -1,6 +1,10 @@
 package syntax
 
-import "strings"
+import (
+	"math"
+	"strconv"
+	"strings"
+)
 
 // bpftrace 0.26.1's declarations: a config block and map declarations
 // at the top of a program, let statements in probes.
@@ -209,4 +213,45 @@ func (p *parser) parseBareCond() Expr {
 		}
 	}
 	return x
+}
+
+// durationUnits are the suffixes of bpftrace 0.26.1's durations, in
+// nanoseconds; a longer suffix comes before its own last letter.
+var durationUnits = []struct {
+	suffix string
+	ns     uint64
+}{{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}, {"d", 86400e9}}
+
+// durationSuffix returns the unit a duration such as 100ms ends in after
+// its digits, or "".
+func durationSuffix(s string) string {
+	for _, u := range durationUnits {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok && n != "" && isDigit(n[len(n)-1]) {
+			return u.suffix
+		}
+	}
+	return ""
+}
+
+// ParseDuration reads a whole decimal number with an optional unit (ns,
+// us, ms, s, m, h, d) as nanoseconds: 100ms, 1s, 5000. bpftrace 0.26.1
+// writes durations so in literals and in interval and profile probes.
+// The error is a *strconv.NumError.
+func ParseDuration(s string) (uint64, error) {
+	num, mult := s, uint64(1)
+	if suf := durationSuffix(s); suf != "" {
+		for _, u := range durationUnits {
+			if u.suffix == suf {
+				num, mult = strings.TrimSuffix(s, suf), u.ns
+			}
+		}
+	}
+	n, err := strconv.ParseUint(strings.ReplaceAll(num, "_", ""), 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	if n > math.MaxUint64/mult {
+		return 0, &strconv.NumError{Func: "ParseDuration", Num: s, Err: strconv.ErrRange}
+	}
+	return n * mult, nil
 }

@@ -815,6 +815,9 @@ func (p *parser) parsePostfix(x Expr) Expr {
 // u, l, ul and ll suffixes on decimal and octal literals, and scientific
 // notation with a one-digit coefficient, such as 5e3.
 func parseInt(lit string) (uint64, error) {
+	if durationSuffix(lit) != "" && !strings.HasPrefix(lit, "0x") && !strings.HasPrefix(lit, "0X") {
+		return ParseDuration(lit)
+	}
 	if !strings.HasPrefix(lit, "0x") && !strings.HasPrefix(lit, "0X") {
 		lit = trimIntSuffix(lit)
 		if mant, exp, ok := strings.Cut(strings.ToLower(lit), "e"); ok && len(mant) == 1 && isDigit(mant[0]) && exp != "" {

@@ -137,6 +137,11 @@ func TestDeclarations(t *testing.T) {
 			stderr: "-e:1:47: a condition without parentheses must be a single term such as $x, !$x or @m[1]: put the whole condition in ( )\nBEGIN { $x = 0; if !$x { printf(\"a\"); } while $x < 1 { $x++; } }\n                                              ^~~~\n",
 		},
 		{
+			name:   "duration literals",
+			prog:   `BEGIN { printf("%d %d %d\n", 1ms, 2s, 1_000us); exit(); }`,
+			stdout: "1000000 2000000000 1000000\n\n\n",
+		},
+		{
 			name:   "interval with a duration",
 			prog:   `interval:10ms { @n++; if (@n == 3) { printf("%s\n", probe); exit(); } }`,
 			stdout: "interval:us:10000\n\n\n@n: 3\n",
