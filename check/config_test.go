@@ -115,3 +115,50 @@ func TestUnusedMapDeclaration(t *testing.T) {
 		t.Errorf("warnings:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestStackMode: stack_mode sets the mode of kstack and ustack where
+// the call does not name one.
+func TestStackMode(t *testing.T) {
+	for _, tt := range []struct{ mode, src, want string }{
+		{"", "kprobe:f { @x = kstack; }", "bpftrace"},
+		{"perf", "kprobe:f { @x = kstack; }", "perf"},
+		{"perf", "kprobe:f { @x = kstack(); }", "perf"},
+		{"perf", "kprobe:f { @x = kstack(bpftrace); }", "bpftrace"},
+	} {
+		prog, err := checkSrc(t, tt.src, &Config{StackMode: tt.mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := prog.Map("x").Value.StackMode; got != tt.want {
+			t.Errorf("%s with stack_mode %q: mode %s, want %s", tt.src, tt.mode, got, tt.want)
+		}
+	}
+}
+
+// TestMissingProbes: what an attach point that names nothing does
+// beside one that resolves, as missing_probes says.
+func TestMissingProbes(t *testing.T) {
+	src := "kprobe:f, tracepoint:a:b { }"
+	for _, tt := range []struct{ mode, warning, err string }{
+		{"", "t:1:11: warning: tracepoint a:b does not exist; left out of the probe", ""},
+		{"warn", "t:1:11: warning: tracepoint a:b does not exist; left out of the probe", ""},
+		{"ignore", "", ""},
+		{"error", "", "t:1:11: tracepoint a:b does not exist; if this is expected, set the 'missing_probes' config variable to 'warn'"},
+	} {
+		var warnings []string
+		_, err := checkSrc(t, src, &Config{MissingProbes: tt.mode, Warn: func(e *syntax.Error) { warnings = append(warnings, e.Error()) }})
+		if got := strings.Join(warnings, "\n"); got != tt.warning {
+			t.Errorf("missing_probes %q: warnings %q, want %q", tt.mode, got, tt.warning)
+		}
+		if got := fmtErr(err); got != tt.err {
+			t.Errorf("missing_probes %q: error %q, want %q", tt.mode, got, tt.err)
+		}
+	}
+}
+
+func fmtErr(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
