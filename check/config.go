@@ -126,6 +126,10 @@ func ReadConfig(prog *syntax.Program, warn func(*syntax.Error)) (Settings, error
 			errs.Add(prog.File, it.Pos(), it.End(), "%s: %v", it.Key, err)
 			continue
 		}
+		if n, ok := v.(uint64); ok && key == "max_strlen" && (n < 1 || n > MaxStrLen) {
+			errs.Add(prog.File, it.Pos(), it.End(), "%s: kinst's strings hold 1 to %d bytes, not %d", it.Key, MaxStrLen, n)
+			continue
+		}
 		if opt.ignored != "" {
 			warnings.Add(prog.File, it.Pos(), it.End(), "warning: %s has no effect: %s", it.Key, opt.ignored)
 		}

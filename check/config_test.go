@@ -58,6 +58,11 @@ func TestReadConfig(t *testing.T) {
 				"t:1:30: missing_probes: Invalid value for missing_probes: valid values are ignore, warn, and error.\nconfig = { max_strlen = big; missing_probes = 1 } BEGIN { }\n                             ^~~~~~~~~~~~~~~~~~",
 		},
 		{
+			name: "a string size kinst cannot hold",
+			src:  "config = { max_strlen = 4096 } BEGIN { }",
+			err:  "t:1:12: max_strlen: kinst's strings hold 1 to 1024 bytes, not 4096\nconfig = { max_strlen = 4096 } BEGIN { }\n           ^~~~~~~~~~~~~~~~~",
+		},
+		{
 			name: "a stack mode kinst lacks",
 			src:  "config = { stack_mode = raw } BEGIN { }",
 			err:  "t:1:12: stack_mode: kinst cannot print stacks in raw mode: use bpftrace or perf\nconfig = { stack_mode = raw } BEGIN { }\n           ^~~~~~~~~~~~~~~~",
