@@ -228,6 +228,7 @@ func Compile(name string, src []byte, opts *Options) (*Program, error) {
 		return nil, err
 	}
 	p.out = out
+	p.run.Configure(out.Settings)
 	return p, nil
 }
 

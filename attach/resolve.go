@@ -266,11 +266,26 @@ func (r *Resolver) rawTracepoint(ap *syntax.AttachPoint) ([]*check.Target, error
 
 // timer resolves interval:UNIT:N and profile:UNIT:N.
 func timer(ap *syntax.AttachPoint) ([]*check.Target, error) {
-	form := ap.Provider + ":s|ms|us|hz:N"
-	if len(ap.Parts) != 2 {
+	form := ap.Provider + ":s|ms|us|hz:N or " + ap.Provider + ":DURATION"
+	var unit, num string
+	switch len(ap.Parts) {
+	case 1:
+		// bpftrace 0.26.1's interval:1s, profile:100ms, interval:5000: a
+		// period in nanoseconds, with an optional unit, taken in
+		// microseconds.
+		ns, err := syntax.ParseDuration(ap.Parts[0])
+		if err != nil {
+			return nil, fmt.Errorf("invalid rate of %s probe: %q is not a whole number of ns, us, ms, s, m, h or d", ap.Provider, ap.Parts[0])
+		}
+		if ns < 1000 {
+			return nil, fmt.Errorf("invalid rate of %s probe: the minimum is 1000 or 1us, not %d nanoseconds", ap.Provider, ns)
+		}
+		unit, num = "us", strconv.FormatUint(ns/1000, 10)
+	case 2:
+		unit, num = ap.Parts[0], ap.Parts[1]
+	default:
 		return nil, fmt.Errorf("%s probes are written %s", ap.Provider, form)
 	}
-	unit, num := ap.Parts[0], ap.Parts[1]
 	n, err := strconv.ParseUint(num, 10, 64)
 	if err != nil || n == 0 {
 		return nil, fmt.Errorf("%s rate %q must be a positive whole number", ap.Provider, num)

@@ -62,7 +62,7 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 			c.errorf(id, "%s has no meaning in %s: no code was interrupted", name, p.Provider)
 			return nil
 		}
-		return &Type{Kind: Stack, Size: 8, User: name == "ustack", Frames: defaultFrames, StackMode: "bpftrace"}
+		return &Type{Kind: Stack, Size: 8, User: name == "ustack", Frames: defaultFrames, StackMode: c.stackMode()}
 	case "func":
 		if !has(funcProviders, p.Provider) {
 			c.errorf(id, "func is only available in %s probes", strings.Join(funcProviders, ", "))

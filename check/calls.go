@@ -812,7 +812,7 @@ func (c *checker) checkStack(x *syntax.CallExpr, call *Call) *Type {
 		c.errorf(x, "%s has no meaning in %s: no code was interrupted", x.Fun.Name, c.probe.Provider)
 		return nil
 	}
-	t := &Type{Kind: Stack, Size: 8, User: x.Fun.Name == "ustack", Frames: defaultFrames, StackMode: "bpftrace"}
+	t := &Type{Kind: Stack, Size: 8, User: x.Fun.Name == "ustack", Frames: defaultFrames, StackMode: c.stackMode()}
 	args := x.Args
 	if len(args) > 0 {
 		if id, ok := args[0].(*syntax.Ident); ok {
@@ -858,4 +858,13 @@ func (c *checker) checkPtrSpace(x *syntax.CallExpr, call *Call) *Type {
 	}
 	nt.Space = space
 	return &nt
+}
+
+// stackMode is the mode of a kstack or ustack that does not name one:
+// the config block's stack_mode, or bpftrace.
+func (c *checker) stackMode() string {
+	if c.conf.StackMode != "" {
+		return c.conf.StackMode
+	}
+	return "bpftrace"
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/internal/chunked"
 	"kinst.dev/kinst/syntax"
 )
@@ -200,7 +201,11 @@ func TestCheckErrors(t *testing.T) {
 		for _, c := range chunked.Read(t, file) {
 			prog, err := syntax.Parse(chunked.Name, c.Source)
 			if err == nil {
-				_, err = Check(prog, &Config{Resolver: fakeResolver{}, Kernel: fakeKernel{}})
+				conf := &Config{Resolver: fakeResolver{}, Kernel: fakeKernel{}}
+				if strings.HasSuffix(file, "_017.bt") {
+					conf.Compat = compat.V017
+				}
+				_, err = Check(prog, conf)
 				if _, ok := err.(syntax.ErrorList); err != nil && !ok {
 					t.Errorf("error is %T, not an ErrorList: %v", err, err)
 				}

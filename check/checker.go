@@ -39,6 +39,14 @@ type Config struct {
 	Warn func(*syntax.Error)
 	// Compat is the bpftrace release whose meaning the program has.
 	Compat compat.Version
+	// MissingProbes is bpftrace 0.26.1's missing_probes: what an attach
+	// point that names nothing does in a probe whose other points
+	// resolve. "error" fails the check, "ignore" leaves it out quietly,
+	// and "warn" or "" leaves it out with a warning.
+	MissingProbes string
+	// StackMode is how kstack and ustack print when their call does not
+	// say: "bpftrace" (or "") or "perf".
+	StackMode string
 }
 
 // Kernel describes the running kernel's types and symbols, for casts,
@@ -114,6 +122,7 @@ func Check(prog *syntax.Program, conf *Config) (*Program, error) {
 			c.defaultInts = true
 		}
 	}
+	c.mapDecls(prog)
 	if len(c.errs) > 0 {
 		c.errs.Sort()
 		return nil, c.errs
@@ -151,6 +160,8 @@ type checker struct {
 	// seen holds the expressions checked so far, so that a call that
 	// fails can check the arguments it did not get to.
 	seen map[syntax.Expr]bool
+	// scopes holds the variables each enclosing block declares.
+	scopes []map[string]bool
 }
 
 func (c *checker) errorf(n syntax.Node, format string, args ...any) {
@@ -234,6 +245,12 @@ func (c *checker) resolve(prog *syntax.Program) (units []unit, skipped []*syntax
 		switch {
 		case len(mine) == 0:
 			c.errs = append(c.errs, absent...)
+		case len(absent) > 0 && c.conf.MissingProbes == "error":
+			for _, e := range absent {
+				e.Msg += "; if this is expected, set the 'missing_probes' config variable to 'warn'"
+			}
+			c.errs = append(c.errs, absent...)
+		case c.conf.MissingProbes == "ignore":
 		case len(absent) == 1:
 			e := absent[0]
 			e.Msg = "warning: " + e.Msg + "; left out of the probe"
@@ -406,6 +423,8 @@ func (c *checker) checkProbe(u unit) {
 	c.probe = p
 	c.failedVars = map[string]bool{}
 	c.seen = map[syntax.Expr]bool{}
+	c.scopes = nil
+	c.pushScope()
 	if u.probe.Pred != nil {
 		t := c.expr(u.probe.Pred)
 		if t != nil && !t.IsInt() {
@@ -417,9 +436,11 @@ func (c *checker) checkProbe(u unit) {
 }
 
 func (c *checker) block(b *syntax.Block) {
+	c.pushScope()
 	for _, s := range b.Stmts {
 		c.stmt(s)
 	}
+	c.popScope()
 }
 
 func (c *checker) stmt(s syntax.Stmt) {
@@ -451,7 +472,17 @@ func (c *checker) stmt(s syntax.Stmt) {
 		c.block(s.Body)
 		c.inLoop--
 	case *syntax.ForStmt:
-		c.forStmt(s)
+		// The loop's variable lives in the loop.
+		c.pushScope()
+		if c.blockScoped() && c.visible(s.Var.Name) {
+			c.errorf(s.Var, "Loop declaration shadows existing variable: $%s", s.Var.Name)
+		} else {
+			c.scopeVar(s.Var)
+			c.forStmt(s)
+		}
+		c.popScope()
+	case *syntax.LetStmt:
+		c.letStmt(s)
 	case *syntax.JumpStmt:
 		if s.Tok != syntax.RETURN && c.inLoop == 0 {
 			c.errorf(s, "%s is only allowed inside a loop", s.Tok)

@@ -38,6 +38,9 @@ func (c *checker) expr1(x syntax.Expr) *Type {
 	case *syntax.Ident:
 		return c.builtin(x)
 	case *syntax.VarExpr:
+		if !c.reachable(x) {
+			return nil
+		}
 		v := c.probe.Vars[x.Name]
 		if v == nil {
 			if !c.failedVars[x.Name] {
@@ -242,6 +245,7 @@ func (c *checker) incDec(x *syntax.IncDecExpr) *Type {
 		}
 		return m.Value
 	case *syntax.VarExpr:
+		c.scopeVar(target)
 		v := c.probe.Vars[target.Name]
 		if v == nil {
 			v = c.defineVar(target, TInt64)

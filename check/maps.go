@@ -21,6 +21,9 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 		c.aggregate(m, call)
 		return
 	}
+	if v, ok := s.Lhs.(*syntax.VarExpr); ok && s.Op == syntax.ASSIGN {
+		c.scopeVar(v)
+	}
 	var t *Type
 	if s.Op == syntax.ASSIGN {
 		t = c.expr(s.Rhs)
@@ -34,9 +37,9 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 			c.errorf(s.Rhs, "a %s value cannot be stored", t)
 			return
 		}
-	} else if m, ok := s.Lhs.(*syntax.MapExpr); ok && c.prog.mapIndex[m.Name] == nil {
+	} else if c.startsAtZero(s.Lhs) {
 		// @x op= y on a map not yet typed starts it from zero, as an
-		// integer of y's type.
+		// integer of y's type; so does $x op= y after let $x.
 		t = c.expr(s.Rhs)
 		if t == nil {
 			return
@@ -72,6 +75,11 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 		v := c.probe.Vars[lhs.Name]
 		if v == nil {
 			v = c.defineVar(lhs, t)
+		} else if v.Declared {
+			if !c.fitsDeclared(v.Type, t, s.Rhs) {
+				c.errorf(s, "Type mismatch for $%s: a %s value does not fit its declared type %s", lhs.Name, t, v.Type)
+				return
+			}
 		} else if u, ok := unify(v.Type, t); !ok {
 			c.errorf(s, "$%s holds %s values; cannot assign %s", lhs.Name, v.Type, t)
 			return
@@ -326,4 +334,17 @@ func (c *checker) aggregate(x *syntax.MapExpr, call *syntax.CallExpr) {
 	c.probe.Types[x] = m.Value
 	c.probe.Calls[call] = &Call{Func: name, Map: m}
 	c.probe.Types[call] = m.Value
+}
+
+// startsAtZero reports whether x is a map no statement has typed yet, or
+// a variable a bare let declared and nothing has assigned yet: op=
+// starts either from zero.
+func (c *checker) startsAtZero(x syntax.Expr) bool {
+	switch x := x.(type) {
+	case *syntax.MapExpr:
+		return c.prog.mapIndex[x.Name] == nil
+	case *syntax.VarExpr:
+		return c.probe.Vars[x.Name] == nil && c.visible(x.Name)
+	}
+	return false
 }

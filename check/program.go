@@ -156,6 +156,9 @@ type Probe struct {
 type Var struct {
 	Name string
 	Type *Type
+	// Declared is set for a let with a type annotation: the type is
+	// fixed, and every value stored must fit it.
+	Declared bool
 }
 
 // A Map is a BPF map named in the program.
@@ -168,6 +171,11 @@ type Map struct {
 	// Read is set when some probe reads the map's elements, which rules
 	// out per-CPU storage for non-aggregations.
 	Read bool
+	// Kind and Entries are what a declaration (let @m = lruhash(100))
+	// says: the kernel map kind, and its size; "" and 0 for a map the
+	// program does not declare.
+	Kind    string
+	Entries int
 }
 
 // Display is the map's name as output shows it: "@name" or "@".

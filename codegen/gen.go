@@ -177,6 +177,15 @@ func (c *compiler) declareMaps() {
 		if gm.PerCPU {
 			mapType = ebpf.PerCPUHash
 		}
+		// A declaration (let @m = lruhash(N)) picks the LRU kinds and
+		// the size; the checker has matched its per-CPU-ness to the values.
+		if m.Kind == "lruhash" || m.Kind == "percpulruhash" {
+			mapType = map[bool]ebpf.MapType{false: ebpf.LRUHash, true: ebpf.LRUCPUHash}[gm.PerCPU]
+		}
+		entries := c.opts.MapEntries
+		if m.Entries > 0 {
+			entries = m.Entries
+		}
 		gm.Key = key
 		gm.ValueSize = valueSize
 		c.maps[m] = gm
@@ -186,7 +195,7 @@ func (c *compiler) declareMaps() {
 			Type:       mapType,
 			KeySize:    uint32(key.Size),
 			ValueSize:  uint32(valueSize),
-			MaxEntries: uint32(c.opts.MapEntries),
+			MaxEntries: uint32(entries),
 		}
 	}
 }

@@ -57,6 +57,8 @@ type Output struct {
 	SkbOutputs []*SkbOutput
 	// Compat is the bpftrace release whose output the program prints.
 	Compat compat.Version
+	// Settings are the program's config block's, for the run.
+	Settings check.Settings
 }
 
 // An SkbOutput is one skboutput() call: its packets go to a pcap file.

@@ -174,6 +174,15 @@ func (g *gen) stmt(s syntax.Stmt, lp *loop) {
 		}
 	case *syntax.AssignStmt:
 		g.assign(s)
+	case *syntax.LetStmt:
+		// let $x = e stores as an assignment does; a bare let $x starts
+		// the variable at zero each time it runs, as in a loop's body.
+		switch v, ok := g.vars[s.Var.Name]; {
+		case s.Rhs != nil:
+			g.assign(&syntax.AssignStmt{Lhs: s.Var, OpPos: s.Let, Op: syntax.ASSIGN, Rhs: s.Rhs})
+		case ok:
+			g.zero(v)
+		}
 	case *syntax.IfStmt:
 		els, done := g.newLabel("else"), g.newLabel("endif")
 		c := g.scalar(s.Cond)

@@ -58,6 +58,13 @@ type Options struct {
 	// Compat is the bpftrace release the program is written for;
 	// FromEnv sets it from KINST_COMPAT.
 	Compat compat.Version
+	// MissingProbes and StackMode are bpftrace 0.26.1's missing_probes
+	// and stack_mode (see check.Config), from BPFTRACE_MISSING_PROBES
+	// and BPFTRACE_STACK_MODE; "" leaves them to the program's config
+	// block and then the defaults: missing_probes is error in the
+	// default mode and warn in 0.17's.
+	MissingProbes string
+	StackMode     string
 }
 
 // FromEnv reads the settings users give through the environment: the
@@ -65,11 +72,21 @@ type Options struct {
 // buffer's size and the preprocessor's cache.
 func (o *Options) FromEnv() error {
 	var err error
-	if o.StrLen, err = envInt(check.MaxStrLen, "KINST_STRLEN", "BPFTRACE_STRLEN"); err != nil {
+	if o.StrLen, err = envInt(check.MaxStrLen, "KINST_STRLEN", "BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN"); err != nil {
 		return err
 	}
-	if o.MapEntries, err = envInt(math.MaxUint32, "KINST_MAP_KEYS_MAX", "BPFTRACE_MAP_KEYS_MAX"); err != nil {
+	if o.MapEntries, err = envInt(math.MaxUint32, "KINST_MAP_KEYS_MAX", "BPFTRACE_MAX_MAP_KEYS", "BPFTRACE_MAP_KEYS_MAX"); err != nil {
 		return err
+	}
+	switch o.MissingProbes = strings.ToLower(os.Getenv("BPFTRACE_MISSING_PROBES")); o.MissingProbes {
+	case "", "error", "warn", "ignore":
+	default:
+		return fmt.Errorf("BPFTRACE_MISSING_PROBES=%q: want error, warn or ignore", o.MissingProbes)
+	}
+	switch o.StackMode = os.Getenv("BPFTRACE_STACK_MODE"); o.StackMode {
+	case "", "bpftrace", "perf":
+	default:
+		return fmt.Errorf("BPFTRACE_STACK_MODE=%q: kinst prints stacks in bpftrace or perf mode", o.StackMode)
 	}
 	kb, err := envInt(0, "KINST_BUFFER_KB")
 	if err != nil || kb != 0 && (kb < 4 || kb&(kb-1) != 0) {
@@ -77,8 +94,12 @@ func (o *Options) FromEnv() error {
 	}
 	o.EventsSize = kb << 10
 	if o.EventsSize == 0 {
-		if o.EventsSize, err = perfPages(); err != nil {
+		pages, err := envInt(0, "BPFTRACE_PERF_RB_PAGES")
+		if err != nil {
 			return err
+		}
+		if o.EventsSize, err = ringSize(pages); err != nil {
+			return fmt.Errorf("BPFTRACE_PERF_RB_PAGES=%q is not a power of two", os.Getenv("BPFTRACE_PERF_RB_PAGES"))
 		}
 	}
 	if o.MaxProbes, err = envInt(0, "BPFTRACE_MAX_PROBES"); err != nil {
@@ -99,13 +120,12 @@ func (o *Options) FromEnv() error {
 	return nil
 }
 
-// perfPages sizes the ring buffer from BPFTRACE_PERF_RB_PAGES, the pages
-// per CPU bpftrace gives its perf buffers: as many pages for every CPU
-// in one ring, rounded up to a power of two. It returns 0 when unset.
-func perfPages() (int, error) {
-	pages, err := envInt(0, "BPFTRACE_PERF_RB_PAGES")
-	if err != nil || pages&(pages-1) != 0 {
-		return 0, fmt.Errorf("BPFTRACE_PERF_RB_PAGES=%q is not a power of two", os.Getenv("BPFTRACE_PERF_RB_PAGES"))
+// ringSize sizes the ring buffer from perf_rb_pages, the pages per CPU
+// bpftrace gives its perf buffers: as many pages for every CPU in one
+// ring, rounded up to a power of two. It returns 0 for 0 pages.
+func ringSize(pages int) (int, error) {
+	if pages&(pages-1) != 0 {
+		return 0, fmt.Errorf("%d pages is not a power of two", pages)
 	}
 	if pages == 0 {
 		return 0, nil
@@ -201,6 +221,13 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	if opts.Warnings != nil {
 		warn = func(w *syntax.Error) { fmt.Fprintln(opts.Warnings, w.Detail()) }
 	}
+	settings, err := check.ReadConfig(parsed, warn)
+	if err != nil {
+		return nil, err
+	}
+	if opts, err = configure(opts, settings); err != nil {
+		return nil, err
+	}
 	strLen := opts.StrLen
 	if strLen == 0 {
 		strLen = check.DefaultStrLen
@@ -214,6 +241,9 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		StrLen:   strLen,
 		Warn:     warn,
 		Compat:   opts.Compat,
+
+		MissingProbes: opts.MissingProbes,
+		StackMode:     opts.StackMode,
 	})
 	if err != nil {
 		return nil, err
@@ -233,6 +263,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	out.Settings = settings
 	if opts.dumps("bpf") {
 		DumpBPF(opts.Dump, out)
 	}
@@ -374,4 +405,38 @@ func dumpMaps(w io.Writer, out *codegen.Output) {
 		}
 		fmt.Fprintf(w, "  %d: %s%s, %d bytes\n", a.ID, a.Kind, where, a.RecordSize())
 	}
+}
+
+// configure returns opts with what the program's config block sets
+// where opts (from the caller or the environment) leaves a setting
+// unset.
+func configure(opts *Options, s check.Settings) (*Options, error) {
+	o := *opts
+	for _, f := range []struct {
+		key string
+		to  *int
+	}{
+		{"max_strlen", &o.StrLen}, {"max_map_keys", &o.MapEntries}, {"max_probes", &o.MaxProbes},
+	} {
+		if v, ok := s.Int(f.key); ok && *f.to == 0 {
+			*f.to = int(min(v, 1<<31))
+		}
+	}
+	if v, ok := s.Int("perf_rb_pages"); ok && o.EventsSize == 0 {
+		size, err := ringSize(int(min(v, 1<<20)))
+		if err != nil {
+			return nil, fmt.Errorf("perf_rb_pages: %w", err)
+		}
+		o.EventsSize = size
+	}
+	if o.MissingProbes == "" {
+		o.MissingProbes, _ = s.Str("missing_probes")
+	}
+	if o.MissingProbes == "" && o.Compat != compat.V017 {
+		o.MissingProbes = "error"
+	}
+	if o.StackMode == "" {
+		o.StackMode, _ = s.Str("stack_mode")
+	}
+	return &o, nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+
+	"kinst.dev/kinst/check"
 )
 
 // Buffering is when output reaches its destination, bpftrace's -B.
@@ -66,19 +68,53 @@ func (o *Options) FromEnv() error {
 	default:
 		return fmt.Errorf("BPFTRACE_CACHE_USER_SYMBOLS=%q: want 0 or 1", v)
 	}
-	if v := os.Getenv("BPFTRACE_CAT_BYTES_MAX"); v != "" {
+	for _, name := range []string{"BPFTRACE_MAX_CAT_BYTES", "BPFTRACE_CAT_BYTES_MAX"} {
+		v := os.Getenv(name)
+		if v == "" {
+			continue
+		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			return fmt.Errorf("BPFTRACE_CAT_BYTES_MAX=%q is not a number of bytes", v)
+			return fmt.Errorf("%s=%q is not a number of bytes", name, v)
 		}
 		o.CatMax, o.NoCat = n, n == 0
+		break
 	}
 	on, err := envBool("BPFTRACE_NO_USER_SYMBOLS")
 	if err != nil {
 		return err
 	}
 	o.NoUserSymbols = on
+	switch v := os.Getenv("BPFTRACE_PRINT_MAPS_ON_EXIT"); v {
+	case "", "1", "true":
+	case "0", "false":
+		o.NoExitMaps = true
+	default:
+		return fmt.Errorf("BPFTRACE_PRINT_MAPS_ON_EXIT=%q: want true, false, 1 or 0", v)
+	}
 	return nil
+}
+
+// Configure applies the settings of a program's config block (bpftrace
+// 0.26.1) that concern its runs, where the environment has not set
+// them: the environment overrides the block, as in bpftrace, and
+// check.ReadConfig has left out what the environment sets.
+func (o *Options) Configure(s check.Settings) {
+	if v, ok := s.Int("log_size"); ok && v > 0 {
+		o.LogSize = uint32(min(v, 1<<32-1))
+	}
+	if v, ok := s.Int("max_cat_bytes"); ok {
+		o.CatMax, o.NoCat = int64(min(v, 1<<62)), v == 0
+	}
+	if v, ok := s.Int("perf_rb_pages"); ok && v > 0 {
+		o.PacketPages = int(min(v, 1<<20))
+	}
+	if v, ok := s.Str("cache_user_symbols"); ok {
+		o.NoSymbolCache = v == "none"
+	}
+	if v, ok := s.Bool("print_maps_on_exit"); ok {
+		o.NoExitMaps = !v
+	}
 }
 
 // envBool reads a 0 or 1 setting; unset is 0.

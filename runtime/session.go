@@ -68,6 +68,9 @@ type Options struct {
 	// NoWarnings drops warnings: -k reports, skipped targets and full
 	// maps.
 	NoWarnings bool
+	// NoExitMaps leaves the maps unprinted at exit (bpftrace 0.26.1's
+	// print_maps_on_exit = false).
+	NoExitMaps bool
 	// LogSize is the verifier log's first size in bytes; 0 for the
 	// default. The log grows as the verifier needs.
 	LogSize uint32
@@ -846,6 +849,10 @@ func (s *Session) fullTotals() ([]uint64, error) {
 // printMaps prints every map, as bpftrace does at exit and on SIGUSR1,
 // where it leaves out the blank lines it prints before them at exit.
 func (s *Session) printMaps(exit bool) error {
+	if exit && s.opts.NoExitMaps {
+		io.WriteString(s.opts.Stdout, output.ExitSeparator)
+		return nil
+	}
 	maps := make([]*output.Map, 0, len(s.out.Maps))
 	var errs []error
 	for _, gm := range s.out.Maps {

@@ -20,9 +20,12 @@ type Stmt interface {
 
 // A Program is a whole source file.
 type Program struct {
-	File   *File
-	Decls  []*Decl // C type declarations, in source order
-	Probes []*Probe
+	File  *File
+	Decls []*Decl // C type declarations, in source order
+	// Config is the config block's items, nil without one.
+	Config   []*ConfigItem
+	MapDecls []*MapDecl
+	Probes   []*Probe
 }
 
 // A Probe is a header of attach points, an optional predicate and a body.
@@ -283,7 +286,9 @@ type (
 		Kind    Token // IDENT, STRUCT, UNION or ENUM
 		Name    string
 		Ptr     int
-		EndPos  Pos
+		// Len is N in a let annotation string[N], else 0.
+		Len    int
+		EndPos Pos
 	}
 )
 

@@ -171,6 +171,10 @@ func (p *parser) parseProgram() (prog *Program) {
 	}()
 	for p.tok != EOF {
 		start := p.pos
+		if kw := topKeyword(p.lit); p.tok == PROBESPEC && kw != "" {
+			p.parseTopDecl(prog, kw)
+			continue
+		}
 		if p.tok == PROBESPEC && p.isDeclStart() {
 			// Read the keyword again as an ordinary token.
 			p.s.off = p.file.Offset(p.pos)
@@ -426,6 +430,10 @@ func (p *parser) parseStmt() Stmt {
 		return b
 	case SEMICOLON:
 		return nil
+	case IDENT:
+		if p.lit == "let" && p.peek() == VAR {
+			return p.parseLet()
+		}
 	}
 	x := p.parseExpr()
 	if p.tok.IsAssign() {
@@ -442,16 +450,15 @@ func (p *parser) parseStmt() Stmt {
 	return &ExprStmt{X: x}
 }
 
-// parseCond parses the parenthesised expression after if, while and
-// unroll. When the '(' is missing, so is the ')' most likely: that is
-// one mistake, reported once.
+// parseCond parses the expression after if, while and unroll:
+// parenthesised, or a single term without parentheses.
 func (p *parser) parseCond() Expr {
-	open := p.tok == LPAREN
-	p.expect(LPAREN)
-	x := p.parseExpr()
-	if open || p.tok == RPAREN {
-		p.expect(RPAREN)
+	if p.tok != LPAREN {
+		return p.parseBareCond()
 	}
+	p.next()
+	x := p.parseExpr()
+	p.expect(RPAREN)
 	return x
 }
 
@@ -459,7 +466,10 @@ func (p *parser) parseCond() Expr {
 func (p *parser) parseFor() Stmt {
 	s := &ForStmt{For: p.pos}
 	p.next()
-	p.expect(LPAREN)
+	open := p.tok == LPAREN
+	if open {
+		p.next()
+	}
 	if p.tok != VAR {
 		p.errorExpected("a variable such as $i")
 	}
@@ -475,7 +485,12 @@ func (p *parser) parseFor() Stmt {
 	} else {
 		p.error(x.Pos(), x.End(), "for iterates over a range A..B or a map @name")
 	}
-	p.expect(RPAREN)
+	if open || p.tok == RPAREN {
+		p.expect(RPAREN)
+		if !open {
+			p.error(s.Var.Pos(), s.Var.End(), "expected '(' before $%s, as the ')' after the range needs", s.Var.Name)
+		}
+	}
 	s.Body = p.parseBlock()
 	p.next()
 	return s
@@ -800,6 +815,9 @@ func (p *parser) parsePostfix(x Expr) Expr {
 // u, l, ul and ll suffixes on decimal and octal literals, and scientific
 // notation with a one-digit coefficient, such as 5e3.
 func parseInt(lit string) (uint64, error) {
+	if durationSuffix(lit) != "" && !strings.HasPrefix(lit, "0x") && !strings.HasPrefix(lit, "0X") {
+		return ParseDuration(lit)
+	}
 	if !strings.HasPrefix(lit, "0x") && !strings.HasPrefix(lit, "0X") {
 		lit = trimIntSuffix(lit)
 		if mant, exp, ok := strings.Cut(strings.ToLower(lit), "e"); ok && len(mant) == 1 && isDigit(mant[0]) && exp != "" {

@@ -112,6 +112,8 @@ func TestIntLiterals(t *testing.T) {
 	}{
 		{"0", 0}, {"42", 42}, {"0x2a", 42}, {"052", 42}, {"1_000_000", 1000000},
 		{"18446744073709551615", 1<<64 - 1},
+		{"1s", 1e9}, {"100ms", 1e8}, {"5us", 5000}, {"7ns", 7}, {"1m", 60e9}, {"2h", 7200e9}, {"1d", 86400e9}, {"1_000ms", 1e9},
+		{"10u", 10}, {"10ul", 10},
 	}
 	for _, tt := range tests {
 		x, err := ParseExpr(tt.src)
@@ -161,6 +163,8 @@ END { print(@opens); clear(@opens); }`,
 		"BEGIN{@=hist(1);@s=lhist(5,0,10,1);exit()}",
 		"BEGIN { for ($i : 0..5) { if ($i == 2) { continue; } for ($j : ($i - 1)..@n[$i]) { break } } for ($kv : @m) { print($kv.1) } }",
 		"i:s:1 { time(\"%H\\n\"); }",
+		`config = { max_strlen = 16; stack_mode = perf; license = "GPL"; } let @m = lruhash(10); let @n = percpuarray(1);
+BEGIN { let $x: string[8] = "a"; let $y; let $p: struct task_struct *; let $u: uint16 = 3; if !$x { } for $i : 0..2 { } for $kv : @m { } while @m[1] { } unroll 2 { } }`,
 		"profile:hz:99 /cpu == 0/ { @[kstack] = count(); }",
 		"struct a { int x; } BEGIN { } union u { long l; char c[2][3]; }; END { }",
 		"typedef struct { unsigned int f : 3, : 5; void (*cb)(int, char *); } t, *pt; enum e { A, B = 1 << 3 }; struct fwd; BEGIN { }",

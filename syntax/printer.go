@@ -45,6 +45,20 @@ func (p *printer) node(n Node) {
 			p.decl(d)
 			p.b.WriteString("\n\n")
 		}
+		if n.Config != nil {
+			p.b.WriteString("config = {")
+			for _, c := range n.Config {
+				p.printf(" %s = ", c.Key)
+				p.expr(c.Value, 0)
+				p.b.WriteByte(';')
+			}
+			p.b.WriteString(" }\n\n")
+		}
+		for _, d := range n.MapDecls {
+			p.printf("let @%s = %s(", d.Map.Name, d.Kind.Name)
+			p.expr(d.Size, 0)
+			p.b.WriteString(");\n\n")
+		}
 		for i, pr := range n.Probes {
 			if i > 0 {
 				p.b.WriteString("\n\n")
@@ -135,6 +149,16 @@ func (p *printer) stmt(s Stmt) {
 		p.block(s.Body)
 	case *JumpStmt:
 		p.b.WriteString(s.Tok.String())
+	case *LetStmt:
+		p.printf("let $%s", s.Var.Name)
+		if s.Type != nil {
+			p.b.WriteString(": ")
+			p.typ(s.Type)
+		}
+		if s.Rhs != nil {
+			p.b.WriteString(" = ")
+			p.expr(s.Rhs, 0)
+		}
 	case *Block:
 		p.block(s)
 	}
@@ -284,6 +308,9 @@ func (p *printer) typ(t *TypeExpr) {
 		p.b.WriteByte(' ')
 		p.b.WriteString(strings.Repeat("*", t.Ptr))
 	}
+	if t.Len > 0 {
+		p.printf("[%d]", t.Len)
+	}
 }
 
 // Quote returns s as a double-quoted literal with C escapes.
@@ -366,6 +393,12 @@ func describeNode(n Node) string {
 		return "for $" + n.Var.Name
 	case *JumpStmt:
 		return n.Tok.String()
+	case *ConfigItem:
+		return "config " + n.Key
+	case *MapDecl:
+		return "declare map @" + n.Map.Name + " " + n.Kind.Name
+	case *LetStmt:
+		return "let $" + n.Var.Name
 	case *IntLit:
 		return "int " + n.Raw
 	case *StringLit:

@@ -33,6 +33,12 @@ func children(n Node) []Node {
 		for _, d := range n.Decls {
 			add(d)
 		}
+		for _, c := range n.Config {
+			add(c)
+		}
+		for _, d := range n.MapDecls {
+			add(d)
+		}
 		for _, p := range n.Probes {
 			add(p)
 		}
@@ -52,6 +58,18 @@ func children(n Node) []Node {
 		add(n.X)
 	case *AssignStmt:
 		add(n.Lhs, n.Rhs)
+	case *ConfigItem:
+		add(n.Value)
+	case *MapDecl:
+		add(n.Map, n.Kind, n.Size)
+	case *LetStmt:
+		add(n.Var)
+		if n.Type != nil {
+			add(n.Type)
+		}
+		if n.Rhs != nil {
+			add(n.Rhs)
+		}
 	case *IfStmt:
 		add(n.Cond, n.Then)
 		if n.Else != nil {

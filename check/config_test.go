@@ -1,0 +1,169 @@
+package check
+
+import (
+	"maps"
+	"strings"
+	"testing"
+
+	"kinst.dev/kinst/syntax"
+)
+
+func TestReadConfig(t *testing.T) {
+	tests := []struct {
+		name     string
+		src      string
+		env      map[string]string
+		want     Settings
+		warnings []string
+		err      string
+	}{
+		{
+			name: "every spelling of a key",
+			src:  `config = { max_strlen = 16; MAX_MAP_KEYS = 5; BPFTRACE_MAX_PROBES = 7; missing_probes = "WARN"; print_maps_on_exit = false; stack_mode = perf; license = "Dual BSD/GPL"; cache_user_symbols = NONE; unstable_tseries = enable; } BEGIN { }`,
+			want: Settings{"max_strlen": uint64(16), "max_map_keys": uint64(5), "max_probes": uint64(7), "missing_probes": "warn",
+				"print_maps_on_exit": false, "stack_mode": "perf", "license": "Dual BSD/GPL", "cache_user_symbols": "none", "unstable_tseries": true},
+		},
+		{
+			name: "the environment overrides the block",
+			src:  "config = { max_strlen = 16; log_size = 100 } BEGIN { }",
+			env:  map[string]string{"BPFTRACE_MAX_STRLEN": "20"},
+			want: Settings{"log_size": uint64(100)},
+		},
+		{
+			name:     "renamed and deprecated keys",
+			src:      "config = { strlen = 16; unstable_map_decl = 1 } BEGIN { }",
+			want:     Settings{"max_strlen": uint64(16)},
+			warnings: []string{"t:1:12: warning: strlen has been renamed, please use max_strlen\nconfig = { strlen = 16; unstable_map_decl = 1 } BEGIN { }\n           ^~~~~~~~~~~", "t:1:25: warning: unstable_map_decl is deprecated and has no effect\nconfig = { strlen = 16; unstable_map_decl = 1 } BEGIN { }\n                        ^~~~~~~~~~~~~~~~~~~~~"},
+		},
+		{
+			name:     "a key kinst takes without following it",
+			src:      `config = { str_trunc_trailer = "..." } BEGIN { }`,
+			want:     Settings{"str_trunc_trailer": "..."},
+			warnings: []string{"t:1:12: warning: str_trunc_trailer has no effect: kinst truncates strings without a trailer\nconfig = { str_trunc_trailer = \"...\" } BEGIN { }\n           ^~~~~~~~~~~~~~~~~~~~~~~~~"},
+		},
+		{
+			name: "unknown key",
+			src:  "config = { bad_config = 1 } BEGIN { }",
+			err:  "t:1:12: bad_config: not a known configuration option\nconfig = { bad_config = 1 } BEGIN { }\n           ^~~~~~~~~~~~~~",
+		},
+		{
+			name: "environment only",
+			src:  "config = { BPFTRACE_VMLINUX = \"/x\" } BEGIN { }",
+			err:  "t:1:12: BPFTRACE_VMLINUX: can only be set as an environment variable\nconfig = { BPFTRACE_VMLINUX = \"/x\" } BEGIN { }\n           ^~~~~~~~~~~~~~~~~~~~~~~",
+		},
+		{
+			name: "bad values",
+			src:  "config = { max_strlen = big; missing_probes = 1 } BEGIN { }",
+			err: "t:1:12: max_strlen: expecting a number, got big\nconfig = { max_strlen = big; missing_probes = 1 } BEGIN { }\n           ^~~~~~~~~~~~~~~~\n" +
+				"t:1:30: missing_probes: Invalid value for missing_probes: valid values are ignore, warn, and error.\nconfig = { max_strlen = big; missing_probes = 1 } BEGIN { }\n                             ^~~~~~~~~~~~~~~~~~",
+		},
+		{
+			name: "a string size kinst cannot hold",
+			src:  "config = { max_strlen = 4096 } BEGIN { }",
+			err:  "t:1:12: max_strlen: kinst's strings hold 1 to 1024 bytes, not 4096\nconfig = { max_strlen = 4096 } BEGIN { }\n           ^~~~~~~~~~~~~~~~~",
+		},
+		{
+			name: "a stack mode kinst lacks",
+			src:  "config = { stack_mode = raw } BEGIN { }",
+			err:  "t:1:12: stack_mode: kinst cannot print stacks in raw mode: use bpftrace or perf\nconfig = { stack_mode = raw } BEGIN { }\n           ^~~~~~~~~~~~~~~~",
+		},
+		{
+			name: "license",
+			src:  `config = { license = "MIT" } BEGIN { }`,
+			err:  "t:1:12: license: Invalid value for license. Found: MIT. Valid values: GPL, GPL v2, GPL and additional rights, Dual BSD/GPL, Dual MIT/GPL, Dual MPL/GPL\nconfig = { license = \"MIT\" } BEGIN { }\n           ^~~~~~~~~~~~~~~",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			prog, err := syntax.Parse("t", []byte(tt.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var warnings []string
+			got, err := ReadConfig(prog, func(e *syntax.Error) { warnings = append(warnings, e.Detail()) })
+			if tt.err != "" {
+				var details []string
+				if list, ok := err.(syntax.ErrorList); ok {
+					for _, e := range list {
+						details = append(details, e.Detail())
+					}
+				}
+				if msg := strings.Join(details, "\n"); msg != tt.err {
+					t.Fatalf("error:\n%s\nwant\n%s", msg, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(got, tt.want) {
+				t.Errorf("settings %v, want %v", got, tt.want)
+			}
+			if strings.Join(warnings, "\n") != strings.Join(tt.warnings, "\n") {
+				t.Errorf("warnings:\n%s\nwant\n%s", strings.Join(warnings, "\n"), strings.Join(tt.warnings, "\n"))
+			}
+		})
+	}
+}
+
+func TestUnusedMapDeclaration(t *testing.T) {
+	var warnings []string
+	_, err := checkSrc(t, "let @a = hash(2);\nlet @b = lruhash(3);\nBEGIN { @b[1] = 2; }", &Config{Warn: func(e *syntax.Error) { warnings = append(warnings, e.Detail()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "t:1:1: warning: Unused map: @a\nlet @a = hash(2);\n^~~~~~~~~~~~~~~~"
+	if got := strings.Join(warnings, "\n"); got != want {
+		t.Errorf("warnings:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestStackMode: stack_mode sets the mode of kstack and ustack where
+// the call does not name one.
+func TestStackMode(t *testing.T) {
+	for _, tt := range []struct{ mode, src, want string }{
+		{"", "kprobe:f { @x = kstack; }", "bpftrace"},
+		{"perf", "kprobe:f { @x = kstack; }", "perf"},
+		{"perf", "kprobe:f { @x = kstack(); }", "perf"},
+		{"perf", "kprobe:f { @x = kstack(bpftrace); }", "bpftrace"},
+	} {
+		prog, err := checkSrc(t, tt.src, &Config{StackMode: tt.mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := prog.Map("x").Value.StackMode; got != tt.want {
+			t.Errorf("%s with stack_mode %q: mode %s, want %s", tt.src, tt.mode, got, tt.want)
+		}
+	}
+}
+
+// TestMissingProbes: what an attach point that names nothing does
+// beside one that resolves, as missing_probes says.
+func TestMissingProbes(t *testing.T) {
+	src := "kprobe:f, tracepoint:a:b { }"
+	for _, tt := range []struct{ mode, warning, err string }{
+		{"", "t:1:11: warning: tracepoint a:b does not exist; left out of the probe", ""},
+		{"warn", "t:1:11: warning: tracepoint a:b does not exist; left out of the probe", ""},
+		{"ignore", "", ""},
+		{"error", "", "t:1:11: tracepoint a:b does not exist; if this is expected, set the 'missing_probes' config variable to 'warn'"},
+	} {
+		var warnings []string
+		_, err := checkSrc(t, src, &Config{MissingProbes: tt.mode, Warn: func(e *syntax.Error) { warnings = append(warnings, e.Error()) }})
+		if got := strings.Join(warnings, "\n"); got != tt.warning {
+			t.Errorf("missing_probes %q: warnings %q, want %q", tt.mode, got, tt.warning)
+		}
+		if got := fmtErr(err); got != tt.err {
+			t.Errorf("missing_probes %q: error %q, want %q", tt.mode, got, tt.err)
+		}
+	}
+}
+
+func fmtErr(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
