@@ -139,7 +139,6 @@ var errnoText = [...]string{
 	133: "Memory page has hardware error",
 }
 
-
 // strerror returns glibc's message for errno, as strerror(3) does; errno is
 // first narrowed to a C int, as bpftrace passes its 64-bit value on.
 func strerror(errno int64) string {
