@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,4 +212,27 @@ func TestSignalUSR1Current(t *testing.T) {
 	<-done
 	res := result{stdout: stdout.String(), stderr: stderr.String(), code: exitCode(t, *waitErr)}
 	res.want(t, 0, "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n\n\n@a: 1\n@b[1, x]: 2\n", "Attached 2 probes\n")
+}
+
+// TestLostEventsCurrent: 0.26.1 says "Lost N events" on standard error,
+// and its begin-only program ends once begin has run. (TestLostEvents is
+// 0.17's.)
+func TestLostEventsCurrent(t *testing.T) {
+	tracing(t)
+	const n = 1000
+	prog := fmt.Sprintf(`begin { $i = 0; while ($i < %d) { printf("x %%d\n", $i); $i++; } }`, n)
+	r := kinstEnv(t, append(current, "KINST_BUFFER_KB=4"), "-q", "-e", prog)
+	out, ok := strings.CutSuffix(r.stdout, "\n\n")
+	if r.code != 0 || !ok {
+		t.Fatalf("exit status %d, stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	got := lines(t, out)
+	for i, line := range got {
+		if want := fmt.Sprintf("x %d", i); line != want {
+			t.Fatalf("line %d is %q, want %q", i+1, line, want)
+		}
+	}
+	if want := fmt.Sprintf("Lost %d events\n", n-len(got)); r.stderr != want || len(got) == n {
+		t.Errorf("%d lines printed, stderr %q; want %q", len(got), r.stderr, want)
+	}
 }
