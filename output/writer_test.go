@@ -42,6 +42,7 @@ func TestMessages(t *testing.T) {
 			"Attaching 0 probes...\n", `{"type": "attached_probes", "data": {"probes": 0}}` + "\n"},
 		{"lost", func(w *Writer) error { return w.Lost(12) },
 			"Lost 12 events\n", `{"type": "lost_events", "data": {"events": 12}}` + "\n"},
+		{"end", func(w *Writer) error { return w.End() }, "", ""},
 		{"join", func(w *Writer) error { return w.Join([]string{"ls", "-l", `a"b`}, " ") },
 			"ls -l a\"b\n", `{"type": "join", "data": "ls -l a\"b"}` + "\n"},
 		{"join empty", func(w *Writer) error { return w.Join(nil, ",") },
