@@ -33,8 +33,9 @@ type Options struct {
 	// JSON.
 	Out    io.Writer
 	Format Format
-	// Stdout receives the blank lines bpftrace prints before the maps at
-	// exit, which go to standard output even when Out is a file.
+	// Stdout receives what bpftrace writes to standard output even when
+	// Out is a file: in the 0.17 mode the blank lines before the maps at
+	// exit, otherwise the NotifyAttached line.
 	Stdout io.Writer
 	// Stderr receives warnings, and in the text format of bpftrace
 	// 0.26.1 the "Attached N probes" and "Lost N events" lines.
