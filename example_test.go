@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -241,7 +242,7 @@ func ExampleProgram_StartWith() {
 		log.Fatal(err)
 	}
 	// Output:
-	// {"type": "attached_probes", "data": {"probes": 1}}
+	// {"type": "attached_probes", "count": 1, "data": {"probes": 1}}
 	// {"type": "printf", "data": "hello\n"}
 	// {"type": "map", "data": {"@n": {"1": 2}}}
 }
@@ -256,15 +257,20 @@ func ExampleOptions_command() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	run, err := prog.StartWith(context.Background(), nil, &kinst.RunOptions{Output: os.Stdout, Stdout: io.Discard, Quiet: true})
+	var out strings.Builder
+	run, err := prog.StartWith(context.Background(), nil, &kinst.RunOptions{Output: &out, Quiet: true})
 	if err != nil {
 		log.Fatal(err)
 	}
 	if err := run.Wait(); err != nil {
 		log.Fatal(err)
 	}
+	// Two blank lines come before the maps, which an example's output
+	// cannot show.
+	fmt.Print(strings.Replace(out.String(), "\n\n\n", "\n--\n", 1))
 	// Output:
 	// true exits
+	// --
 	// @exits: 1
 }
 

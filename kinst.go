@@ -93,10 +93,11 @@ type Options struct {
 	// attaching and detaching took, and adds the verifier's log to load
 	// errors.
 	Verbose bool
-	// Stderr receives what Verbose adds and, when Environment finds
-	// __BPFTRACE_NOTIFY_PROBES_ATTACHED set, that line once every probe
-	// is attached; the run's warnings go there too unless Warnings is
-	// nil. nil means Warnings.
+	// Stderr receives what Verbose adds and, in the 0.17 mode when
+	// Environment finds __BPFTRACE_NOTIFY_PROBES_ATTACHED set, that line
+	// once every probe is attached (RunOptions.Stdout does otherwise);
+	// the run's warnings go there too unless Warnings is nil. nil means
+	// Warnings.
 	Stderr io.Writer
 }
 

@@ -129,29 +129,35 @@ func exported(r kinst.Record) kinst.Record {
 }
 
 // TestHelperChecks reads through a bad pointer with HelperChecks: the
-// failure is a warning with its source line, and the records go on.
+// failure is a warning with its source line, in the words of the release
+// the program follows, and the records go on.
 func TestHelperChecks(t *testing.T) {
 	testenv.Root(t)
-	var warnings strings.Builder
 	src := `BEGIN { printf("%d\n", *(int64*)8); exit() }`
-	prog, err := kinst.Compile("k.bt", []byte(src), &kinst.Options{HelperChecks: 2, Warnings: &warnings})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []kinst.Record
-	run, err := prog.Start(context.Background(), func(r kinst.Record) { got = append(got, r) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := run.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	want := "k.bt:1:24: WARNING: Failed to probe_read: Bad address (-14)\n" + src + "\n" + strings.Repeat(" ", 23) + "^\n"
-	if warnings.String() != want {
-		t.Errorf("warnings:\n%s\nwant:\n%s", warnings.String(), want)
-	}
-	if len(got) != 2 || got[0].(*kinst.Printf).Text != "0\n" {
-		t.Errorf("records: %s", show(got))
+	caret := src + "\n" + strings.Repeat(" ", 23) + "^\n"
+	for _, tc := range []struct{ compat, want string }{
+		{"0.17", "k.bt:1:24: WARNING: Failed to probe_read: Bad address (-14)\n" + caret},
+		{"", "k.bt:1:24: WARNING: Bad address\nAdditional Info - helper: probe_read, retcode: -14\n" + caret},
+	} {
+		var warnings strings.Builder
+		prog, err := kinst.Compile("k.bt", []byte(src), &kinst.Options{HelperChecks: 2, Warnings: &warnings, Compat: tc.compat})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []kinst.Record
+		run, err := prog.Start(context.Background(), func(r kinst.Record) { got = append(got, r) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := run.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if warnings.String() != tc.want {
+			t.Errorf("%q: warnings:\n%s\nwant:\n%s", tc.compat, warnings.String(), tc.want)
+		}
+		if len(got) != 2 || got[0].(*kinst.Printf).Text != "0\n" {
+			t.Errorf("%q: records: %s", tc.compat, show(got))
+		}
 	}
 }
 
@@ -266,11 +272,12 @@ func TestErrors(t *testing.T) {
 }
 
 // Signals handed over on RunOptions.Signals act as on the kinst command:
-// SIGUSR1 prints the maps and the run goes on, SIGINT stops it with END
-// run and the maps printed; none reaches the process itself.
+// SIGUSR1 prints the maps and the run goes on (in the 0.17 mode), SIGINT
+// stops it with END run and the maps printed; none reaches the process
+// itself.
 func TestSignals(t *testing.T) {
 	testenv.Root(t)
-	prog, err := kinst.Compile("sig.bt", []byte(`BEGIN { @a = 1; } interval:s:100 { } END { printf("end\n"); }`), nil)
+	prog, err := kinst.Compile("sig.bt", []byte(`BEGIN { @a = 1; } interval:s:100 { } END { printf("end\n"); }`), &kinst.Options{Compat: "0.17"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,12 +43,14 @@ type RunOptions struct {
 	JSON      bool
 	Buffering runtime.Buffering
 	Quiet     bool
-	// Stdout receives the two blank lines bpftrace prints before the
-	// maps at the end, to standard output even when -o names a file;
-	// nil means Output.
+	// Stdout receives what bpftrace writes to standard output even when
+	// -o names a file: in the 0.17 mode the two blank lines before the
+	// maps at the end, otherwise the __BPFTRACE_NOTIFY_PROBES_ATTACHED
+	// line; nil means Output.
 	Stdout io.Writer
 	// Signals carries the signals the caller caught for the run: the
-	// package catches none. SIGUSR1 prints the maps to Output. Any other
+	// package catches none. SIGUSR1 prints the maps to Output in the 0.17
+	// mode, and does nothing by itself otherwise. Any other
 	// arriving before BEGIN ran makes Start fail with a
 	// [runtime.InterruptError]; after, the first stops the run as Stop
 	// does, and a second one, or one arriving while the run ends by

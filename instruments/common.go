@@ -193,6 +193,10 @@ func (c *common) run(ctx context.Context, name, src string, hooks runHooks, stdo
 		Environment: true,
 		Warnings:    stderr,
 		Verbose:     c.Verbose,
+		// The instruments' programs, and the maps they leave to kinst
+		// to print, are written for bpftrace 0.17's forms, whatever
+		// KINST_COMPAT says.
+		Compat: "0.17",
 	}
 	p, err := kinst.Compile(name, []byte(src), opts)
 	if err != nil {

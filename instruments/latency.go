@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/output"
 )
 
@@ -46,9 +47,9 @@ func latency(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	src := latencyProgram(&c, targets, *perProcess)
 	hooks := runHooks{ExitMaps: func(w io.Writer, maps []*output.Map) error {
-		ow := output.NewText(w)
+		ow := output.NewText(w, compat.V017)
 		if c.Format == "json" {
-			ow = output.NewJSON(w)
+			ow = output.NewJSON(w, compat.V017)
 		}
 		return ow.Maps(mergeLatency(maps, targets))
 	}}

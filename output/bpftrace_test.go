@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"kinst.dev/kinst/compat"
 )
 
 // A bpftraceCase is a bpftrace 0.17 program and the Go code that prints
@@ -40,9 +42,9 @@ func (c *bpftraceCase) goldenPath(json bool) string {
 func (c *bpftraceCase) expected(t *testing.T, json bool) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w := NewText(&buf)
+	w := NewText(&buf, compat.V017)
 	if json {
-		w = NewJSON(&buf)
+		w = NewJSON(&buf, compat.V017)
 	}
 	probes := c.probes
 	if probes == 0 {

@@ -447,7 +447,7 @@ func helperErrorCase() bpftraceCase {
 		print: func(w *Writer) ([]*Map, error) {
 			// 0.17 locates the failed update at the assigned value.
 			e := HelperError{Helper: "map_update_elem", Retcode: -7, Line: 1, Column: 26}
-			e.Warning = "stdin:1:26-27: WARNING: " + e.Message() + "\n" + prog + "\n" + strings.Repeat(" ", 25) + "~\n"
+			e.Warning = "stdin:1:26-27: WARNING: " + e.Message(true) + "\n" + prog + "\n" + strings.Repeat(" ", 25) + "~\n"
 			if err := w.HelperError(e); err != nil {
 				return nil, err
 			}

@@ -139,9 +139,6 @@ var errnoText = [...]string{
 	133: "Memory page has hardware error",
 }
 
-// Errno returns glibc's message for an error number, as strerror(3).
-func Errno(errno int64) string { return strerror(errno) }
-
 // strerror returns glibc's message for errno, as strerror(3) does; errno is
 // first narrowed to a C int, as bpftrace passes its 64-bit value on.
 func strerror(errno int64) string {

@@ -534,7 +534,7 @@ func (v *Verb) appendString(b []byte, a Value) ([]byte, error) {
 		text = appendStack(nil, a, valueStackIndent)
 	} else {
 		var err error
-		if text, err = appendValue(nil, a, 1, false); err != nil {
+		if text, err = appendValue(nil, a, 1, style{}); err != nil {
 			return b, err
 		}
 	}

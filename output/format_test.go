@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"kinst.dev/kinst/compat"
 )
 
 func TestParseFormatVerbs(t *testing.T) {
@@ -150,7 +152,7 @@ func TestFormatAppendErrors(t *testing.T) {
 func TestPrintfAllocations(t *testing.T) {
 	f := ParseFormat("pid %-6d comm %-16s ret %5lld %x %c\n")
 	args := []Value{Int(1234), String("systemd-journal"), Int(-2), Uint(0xdead), Int('A')}
-	for _, w := range []*Writer{NewText(discard{}), NewJSON(discard{})} {
+	for _, w := range []*Writer{NewText(discard{}, compat.V017), NewJSON(discard{}, compat.V017)} {
 		if err := w.Printf(f, args); err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +172,7 @@ func BenchmarkPrintf(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		w    *Writer
-	}{{"text", NewText(discard{})}, {"json", NewJSON(discard{})}} {
+	}{{"text", NewText(discard{}, compat.V017)}, {"json", NewJSON(discard{}, compat.V017)}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

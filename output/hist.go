@@ -177,9 +177,12 @@ func lhistRange(l *lhist) (last int, max int32, start, end int) {
 func (l *lhist) nbuckets() int { return int((uint64(l.max) - uint64(l.min)) / uint64(l.step)) }
 
 // lhistLabel is lhist_index_label: n, or n/1024 with K or n/1048576 with M
-// when it divides exactly.
-func lhistLabel(b []byte, n int64) []byte {
+// when it divides exactly. 0.26.1 uses the suffixes only when the step is
+// a multiple of 1024; 0.17 (old) whatever the step.
+func lhistLabel(b []byte, n, step int64, old bool) []byte {
 	switch {
+	case !old && step%1024 != 0:
+		return strconv.AppendInt(b, n, 10)
 	case n == 0:
 		return append(b, '0')
 	case n%1048576 == 0:
@@ -190,9 +193,9 @@ func lhistLabel(b []byte, n int64) []byte {
 	return strconv.AppendInt(b, n, 10)
 }
 
-// appendLhistText appends lhist()'s table; 0.17 ignores print()'s divisor
-// for lhist.
-func appendLhistText(b []byte, l *lhist) []byte {
+// appendLhistText appends lhist()'s table; bpftrace ignores print()'s
+// divisor for lhist.
+func appendLhistText(b []byte, l *lhist, old bool) []byte {
 	last, max, start, end := lhistRange(l)
 	if last == -1 {
 		return b
@@ -203,17 +206,17 @@ func appendLhistText(b []byte, l *lhist) []byte {
 		switch i {
 		case 0:
 			label = append(label, "(..., "...)
-			label = lhistLabel(label, l.min)
+			label = lhistLabel(label, l.min, l.step, old)
 			label = append(label, ')')
 		case l.nbuckets() + 1:
 			label = append(label, '[')
-			label = lhistLabel(label, l.max)
+			label = lhistLabel(label, l.max, l.step, old)
 			label = append(label, ", ...)"...)
 		default:
 			label = append(label, '[')
-			label = lhistLabel(label, int64(i-1)*l.step+l.min)
+			label = lhistLabel(label, int64(i-1)*l.step+l.min, l.step, old)
 			label = append(label, ", "...)
-			label = lhistLabel(label, int64(i)*l.step+l.min)
+			label = lhistLabel(label, int64(i)*l.step+l.min, l.step, old)
 			label = append(label, ')')
 		}
 		b = appendRow(b, string(label), l.buckets[i], l.buckets[i], max)

@@ -12,6 +12,13 @@ const (
 	keyStackIndent   = 4
 )
 
+// A style is how values are printed: as text or JSON, in the forms of
+// bpftrace 0.26.1 or, when old, of 0.17.
+type style struct {
+	json bool
+	old  bool
+}
+
 // quotedInJSON reports whether bpftrace 0.17 quotes a value of kind k in
 // JSON. It does not quote strftime() results, strerror() texts, MAC
 // addresses or cgroup paths, so those come out as bare (invalid) JSON, as
@@ -28,10 +35,10 @@ func quotedInJSON(k Kind) bool {
 // appendValue appends v as bpftrace prints a map value or a print()ed
 // value, with integers divided by div (print's third argument; 1 when
 // absent). Tuples and arrays pass div on to their elements, as 0.17 does.
-func appendValue(b []byte, v Value, div uint64, json bool) ([]byte, error) {
-	if json && quotedInJSON(v.kind) {
+func appendValue(b []byte, v Value, div uint64, st style) ([]byte, error) {
+	if st.json && quotedInJSON(v.kind) {
 		start := len(b)
-		b, err := appendValue(b, v, div, false)
+		b, err := appendValue(b, v, div, style{old: st.old})
 		if err != nil {
 			return b, err
 		}
@@ -40,15 +47,15 @@ func appendValue(b []byte, v Value, div uint64, json bool) ([]byte, error) {
 	}
 	switch v.kind {
 	case KindInt, KindSum:
-		return appendInt(b, v.n, v.signed, div), nil
+		return appendInt(b, v.n, v.signed, div, st), nil
 	case KindCount:
-		return strconv.AppendUint(b, v.n/div, 10), nil
+		return appendInt(b, v.n, false, div, st), nil
 	case KindMin, KindMax:
-		return appendInt(b, v.n, true, div), nil
+		return appendInt(b, v.n, true, div, st), nil
 	case KindAvg:
-		return strconv.AppendInt(b, v.average()/int64(div), 10), nil
+		return appendInt(b, uint64(v.average()/int64(div)), true, 1, st), nil
 	case KindStats:
-		return appendStats(b, v, json), nil
+		return appendStats(b, v, st), nil
 	case KindString, KindUsername, KindProbe, KindTimestamp, KindMacAddr,
 		KindCgroupPath, KindInet:
 		return append(b, v.s...), nil
@@ -65,24 +72,27 @@ func appendValue(b []byte, v Value, div uint64, json bool) ([]byte, error) {
 		return strconv.AppendUint(b, v.n, 16), nil
 	case KindTuple:
 		open, sep, close := "(", ", ", ")"
-		if json {
+		if st.json {
 			open, sep, close = "[", ",", "]"
 		}
-		return appendElems(b, v.elems(), open, sep, close, div, json)
+		return appendElems(b, v.elems(), open, sep, close, div, st)
 	case KindArray:
-		return appendElems(b, v.elems(), "[", ",", "]", div, json)
+		return appendElems(b, v.elems(), "[", ",", "]", div, st)
 	case KindRecord:
-		return appendRecord(b, v, div, json)
+		return appendRecord(b, v, div, st)
 	}
 	return b, fmt.Errorf("cannot print a %s value", v.kind)
 }
 
-// appendRecord prints a struct as 0.17 does: "{ .a = 1, .b = 2 }", or in
-// JSON as "{ "a": 1, "b": 2 }".
-func appendRecord(b []byte, v Value, div uint64, json bool) ([]byte, error) {
+// appendRecord prints a struct as bpftrace does: "{ .a = 1, .b = 2 }", or
+// in JSON as "{ "a": 1, "b": 2 }" (0.17) or "{"a": 1, "b": 2}" (0.26.1).
+func appendRecord(b []byte, v Value, div uint64, st style) ([]byte, error) {
 	open, eq, sep, close := "{ ", " = ", ", ", " }"
-	if json {
+	if st.json {
 		eq = ": "
+		if !st.old {
+			open, close = "{", "}"
+		}
 	}
 	b = append(b, open...)
 	names := v.fieldNames()
@@ -90,51 +100,83 @@ func appendRecord(b []byte, v Value, div uint64, json bool) ([]byte, error) {
 		if i > 0 {
 			b = append(b, sep...)
 		}
-		if json {
+		if st.json {
 			b = appendJSONString(b, names[i])
 		} else {
 			b = append(append(b, '.'), names[i]...)
 		}
 		b = append(b, eq...)
 		var err error
-		if b, err = appendValue(b, e, div, json); err != nil {
+		if b, err = appendValue(b, e, div, st); err != nil {
 			return b, err
 		}
 	}
 	return append(b, close...), nil
 }
 
-func appendElems(b []byte, elems []Value, open, sep, close string, div uint64, json bool) ([]byte, error) {
+func appendElems(b []byte, elems []Value, open, sep, close string, div uint64, st style) ([]byte, error) {
 	b = append(b, open...)
 	for i, e := range elems {
 		if i > 0 {
 			b = append(b, sep...)
 		}
 		var err error
-		if b, err = appendValue(b, e, div, json); err != nil {
+		if b, err = appendValue(b, e, div, st); err != nil {
 			return b, err
 		}
 	}
 	return append(b, close...), nil
 }
 
-func appendInt(b []byte, n uint64, signed bool, div uint64) []byte {
+// appendInt appends an integer divided by div. 0.26.1's JSON quotes one
+// that a double cannot hold exactly, as JSON readers keep numbers in
+// doubles.
+func appendInt(b []byte, n uint64, signed bool, div uint64, st style) []byte {
+	var exact bool
 	if signed {
-		return strconv.AppendInt(b, int64(n)/int64(div), 10)
+		n = uint64(int64(n) / int64(div))
+		exact = int64(float64(int64(n))) == int64(n) && float64(int64(n)) != 0x1p63
+	} else {
+		n /= div
+		exact = uint64(float64(n)) == n && float64(n) != 0x1p64
 	}
-	return strconv.AppendUint(b, n/div, 10)
+	quote := st.json && !st.old && !exact
+	if quote {
+		b = append(b, '"')
+	}
+	if signed {
+		b = strconv.AppendInt(b, int64(n), 10)
+	} else {
+		b = strconv.AppendUint(b, n, 10)
+	}
+	if quote {
+		b = append(b, '"')
+	}
+	return b
 }
 
-func appendStats(b []byte, v Value, json bool) []byte {
+// appendStats appends a stats() value: "count 1, average 5, total 5" in
+// 0.17's text, a record "{ .count = 1, .average = 5, .total = 5 }" in
+// 0.26.1's, an object in JSON.
+func appendStats(b []byte, v Value, st style) []byte {
 	count, avg, total := int64(v.n), v.average(), v.m
-	if json {
+	switch {
+	case st.json:
 		b = append(b, `{"count": `...)
-		b = strconv.AppendInt(b, count, 10)
+		b = appendInt(b, uint64(count), true, 1, st)
 		b = append(b, `, "average": `...)
-		b = strconv.AppendInt(b, avg, 10)
+		b = appendInt(b, uint64(avg), true, 1, st)
 		b = append(b, `, "total": `...)
-		b = strconv.AppendInt(b, total, 10)
+		b = appendInt(b, uint64(total), true, 1, st)
 		return append(b, '}')
+	case !st.old:
+		b = append(b, "{ .count = "...)
+		b = strconv.AppendInt(b, count, 10)
+		b = append(b, ", .average = "...)
+		b = strconv.AppendInt(b, avg, 10)
+		b = append(b, ", .total = "...)
+		b = strconv.AppendInt(b, total, 10)
+		return append(b, " }"...)
 	}
 	b = append(b, "count "...)
 	b = strconv.AppendInt(b, count, 10)
@@ -144,9 +186,10 @@ func appendStats(b []byte, v Value, json bool) []byte {
 	return strconv.AppendInt(b, total, 10)
 }
 
-// appendKey appends one element of a map key as bpftrace 0.17 prints keys:
-// integers always signed, stacks indented by 4.
-func appendKey(b []byte, v Value) ([]byte, error) {
+// appendKey appends one element of a map key as bpftrace prints keys:
+// integers always signed, stacks indented by 4, structs without spaces in
+// 0.17 ("{.a=1,.b=2}") and as values in 0.26.1.
+func appendKey(b []byte, v Value, old bool) ([]byte, error) {
 	switch v.kind {
 	case KindInt:
 		return strconv.AppendInt(b, int64(v.n), 10), nil
@@ -159,28 +202,32 @@ func appendKey(b []byte, v Value) ([]byte, error) {
 				b = append(b, ',')
 			}
 			var err error
-			if b, err = appendKey(b, e); err != nil {
+			if b, err = appendKey(b, e, old); err != nil {
 				return b, err
 			}
 		}
 		return append(b, ']'), nil
 	case KindRecord:
-		b = append(b, '{')
+		open, eq, sep, close := "{", "=", ",", "}"
+		if !old {
+			open, eq, sep, close = "{ ", " = ", ", ", " }"
+		}
+		b = append(b, open...)
 		names := v.fieldNames()
 		for i, e := range v.elems() {
 			if i > 0 {
-				b = append(b, ',')
+				b = append(b, sep...)
 			}
-			b = append(append(append(b, '.'), names[i]...), '=')
+			b = append(append(append(b, '.'), names[i]...), eq...)
 			var err error
-			if b, err = appendKey(b, e); err != nil {
+			if b, err = appendKey(b, e, old); err != nil {
 				return b, err
 			}
 		}
-		return append(b, '}'), nil
+		return append(b, close...), nil
 	case KindString, KindBuffer, KindKsym, KindUsym, KindInet, KindUsername,
 		KindProbe, KindTimestamp, KindMacAddr, KindPointer:
-		return appendValue(b, v, 1, false)
+		return appendValue(b, v, 1, style{old: old})
 	}
 	// 0.17 aborts ("invalid mapkey argument type") on any other key.
 	return b, fmt.Errorf("a %s value cannot be a map key", v.kind)

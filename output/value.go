@@ -332,9 +332,9 @@ func (v Value) LhistBounds() (min, max, step int64) {
 	return 0, 0, 0
 }
 
-// KeyText returns v as bpftrace prints it as an element of a map key.
+// KeyText returns v as bpftrace 0.17 prints it as an element of a map key.
 func (v Value) KeyText() (string, error) {
-	b, err := appendKey(nil, v)
+	b, err := appendKey(nil, v, true)
 	return string(b), err
 }
 

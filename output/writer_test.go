@@ -6,17 +6,25 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"kinst.dev/kinst/compat"
 )
 
-// both runs print against a text and a JSON Writer and returns what each
-// wrote.
+// both runs print against a text and a JSON Writer of 0.17 and returns
+// what each wrote.
 func both(t *testing.T, print func(w *Writer) error) (text, json string) {
 	t.Helper()
+	return bothIn(t, compat.V017, print)
+}
+
+// bothIn is both for release v.
+func bothIn(t *testing.T, v compat.Version, print func(w *Writer) error) (text, json string) {
+	t.Helper()
 	var tb, jb bytes.Buffer
-	if err := print(NewText(&tb)); err != nil {
+	if err := print(NewText(&tb, v)); err != nil {
 		t.Fatal(err)
 	}
-	if err := print(NewJSON(&jb)); err != nil {
+	if err := print(NewJSON(&jb, v)); err != nil {
 		t.Fatal(err)
 	}
 	return tb.String(), jb.String()
@@ -34,6 +42,7 @@ func TestMessages(t *testing.T) {
 			"Attaching 0 probes...\n", `{"type": "attached_probes", "data": {"probes": 0}}` + "\n"},
 		{"lost", func(w *Writer) error { return w.Lost(12) },
 			"Lost 12 events\n", `{"type": "lost_events", "data": {"events": 12}}` + "\n"},
+		{"end", func(w *Writer) error { return w.End() }, "", ""},
 		{"join", func(w *Writer) error { return w.Join([]string{"ls", "-l", `a"b`}, " ") },
 			"ls -l a\"b\n", `{"type": "join", "data": "ls -l a\"b"}` + "\n"},
 		{"join empty", func(w *Writer) error { return w.Join(nil, ",") },
@@ -53,7 +62,7 @@ func TestMessages(t *testing.T) {
 			`{"type": "value", "data": [unified:/,memory:/,01:02:03:04:05:AB,12:00,No such file or directory,"q"]}` + "\n"},
 		{"helper error", func(w *Writer) error {
 			e := HelperError{Helper: "probe_read", Retcode: -14, Line: 2, Column: 3}
-			e.Warning = "stdin:2:3-9: WARNING: " + e.Message() + "\n"
+			e.Warning = "stdin:2:3-9: WARNING: " + e.Message(true) + "\n"
 			return w.HelperError(e)
 		}, "stdin:2:3-9: WARNING: Failed to probe_read: Bad address (-14)\n",
 			`{"type": "helper_error", "helper": "probe_read", "retcode": -14, "line": 2, "col": 3}` + "\n"},
@@ -75,7 +84,7 @@ func TestHelperErrorMessage(t *testing.T) {
 		{HelperError{Helper: "probe_read_str", Retcode: -1000}, "Failed to probe_read_str: Unknown error 1000 (-1000)"},
 		{HelperError{Helper: "x", Retcode: 3}, "Failed to x: 3"},
 	} {
-		if got := tc.e.Message(); got != tc.want {
+		if got := tc.e.Message(true); got != tc.want {
 			t.Errorf("%+v.Message() = %q, want %q", tc.e, got, tc.want)
 		}
 	}
@@ -84,7 +93,7 @@ func TestHelperErrorMessage(t *testing.T) {
 func TestTimeFailure(t *testing.T) {
 	var buf bytes.Buffer
 	for _, f := range []string{"", "%c %c %c"} {
-		if err := NewText(&buf).Time(f, fixedTime); !errors.Is(err, ErrStrftime) {
+		if err := NewText(&buf, compat.V017).Time(f, fixedTime); !errors.Is(err, ErrStrftime) {
 			t.Errorf("Time(%q) = %v, want ErrStrftime", f, err)
 		}
 	}
@@ -202,7 +211,7 @@ func TestIntN(t *testing.T) {
 		{1<<64 - 1, 8, false, "18446744073709551615"},
 	} {
 		var buf bytes.Buffer
-		if err := NewText(&buf).Value(IntN(tc.raw, tc.size, tc.signed)); err != nil || buf.String() != tc.want+"\n" {
+		if err := NewText(&buf, compat.V017).Value(IntN(tc.raw, tc.size, tc.signed)); err != nil || buf.String() != tc.want+"\n" {
 			t.Errorf("IntN(%#x, %d, %v) prints %q, %v; want %q", tc.raw, tc.size, tc.signed, buf.String(), err, tc.want)
 		}
 	}
@@ -234,7 +243,7 @@ func TestValueErrors(t *testing.T) {
 	for _, v := range []Value{{}, IntN(1, 3, false), histOf(1), Lhist(0, 10, 0, make([]uint64, 20)),
 		Lhist(0, 10, 1, make([]uint64, 11)), Tuple(Int(1), Value{})} {
 		var buf bytes.Buffer
-		if err := NewText(&buf).Value(v); err == nil || buf.Len() != 0 {
+		if err := NewText(&buf, compat.V017).Value(v); err == nil || buf.Len() != 0 {
 			t.Errorf("print(%v) wrote %q, %v; want an error and nothing written", v.Kind(), buf.String(), err)
 		}
 	}
@@ -248,7 +257,7 @@ func TestHistTable(t *testing.T) {
 	buckets[42] = 7           // [1T, 2T)
 	buckets[64] = 1<<32 + 104 // 0.17 reads this count as a C int: 104
 	var buf bytes.Buffer
-	if err := NewText(&buf).Map(&Map{Name: "@h", Kind: KindHist, Entries: scalar(Hist(buckets))}, 0, 0); err != nil {
+	if err := NewText(&buf, compat.V017).Map(&Map{Name: "@h", Kind: KindHist, Entries: scalar(Hist(buckets))}, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(buf.String(), "\n")
@@ -266,7 +275,7 @@ func TestHistTable(t *testing.T) {
 		}
 	}
 	var js bytes.Buffer
-	if err := NewJSON(&js).Map(&Map{Name: "@h", Kind: KindHist, Entries: scalar(Hist(buckets))}, 0, 0); err != nil {
+	if err := NewJSON(&js, compat.V017).Map(&Map{Name: "@h", Kind: KindHist, Entries: scalar(Hist(buckets))}, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -283,14 +292,19 @@ func TestHistTable(t *testing.T) {
 
 func TestLhistLabels(t *testing.T) {
 	for _, tc := range []struct {
-		n    int64
-		want string
+		n, step int64
+		old     bool
+		want    string
 	}{
-		{0, "0"}, {1, "1"}, {1000, "1000"}, {1024, "1K"}, {3072, "3K"}, {1536, "1536"},
-		{1048576, "1M"}, {5242880, "5M"}, {1049600, "1025K"}, {-1024, "-1K"}, {-1048576, "-1M"}, {-7, "-7"},
+		{0, 1, true, "0"}, {1, 1, true, "1"}, {1000, 1000, true, "1000"}, {1024, 512, true, "1K"}, {3072, 1, true, "3K"},
+		{1536, 512, true, "1536"}, {1048576, 1, true, "1M"}, {5242880, 1, true, "5M"}, {1049600, 1, true, "1025K"},
+		{-1024, 1, true, "-1K"}, {-1048576, 1, true, "-1M"}, {-7, 1, true, "-7"},
+		// 0.26.1 uses the suffixes only for steps that are multiples of 1024.
+		{1024, 512, false, "1024"}, {1048576, 1, false, "1048576"}, {0, 1024, false, "0"}, {1024, 1024, false, "1K"},
+		{1536, 1024, false, "1536"}, {3072, 1024, false, "3K"}, {2097152, 2048, false, "2M"}, {-1024, 1024, false, "-1K"},
 	} {
-		if got := string(lhistLabel(nil, tc.n)); got != tc.want {
-			t.Errorf("lhistLabel(%d) = %q, want %q", tc.n, got, tc.want)
+		if got := string(lhistLabel(nil, tc.n, tc.step, tc.old)); got != tc.want {
+			t.Errorf("lhistLabel(%d, step %d, old %v) = %q, want %q", tc.n, tc.step, tc.old, got, tc.want)
 		}
 	}
 }
@@ -303,18 +317,18 @@ func TestMapErrors(t *testing.T) {
 		{Name: "@x", Kind: KindInt, Entries: []Entry{{Value: Int(1)}, {Value: Int(2)}}},
 	} {
 		var buf bytes.Buffer
-		if err := NewText(&buf).Map(m, 0, 0); !errors.Is(err, ErrMapKind) || buf.Len() != 0 {
+		if err := NewText(&buf, compat.V017).Map(m, 0, 0); !errors.Is(err, ErrMapKind) || buf.Len() != 0 {
 			t.Errorf("Map(%+v) wrote %q, %v; want ErrMapKind", m, buf.String(), err)
 		}
 	}
 	// 0.17 aborts on these keys; an error is kinder.
 	var buf bytes.Buffer
 	m := &Map{Name: "@e", Kind: KindInt, Entries: []Entry{{Key: []Value{Strerror(2)}, Value: Int(1)}}}
-	if err := NewText(&buf).Map(m, 0, 0); err == nil || buf.Len() != 0 {
+	if err := NewText(&buf, compat.V017).Map(m, 0, 0); err == nil || buf.Len() != 0 {
 		t.Errorf("a strerror key printed %q, %v", buf.String(), err)
 	}
 	dup := []*Map{{Name: "@a", Kind: KindInt}, {Name: "@a", Kind: KindInt}}
-	if err := NewText(&buf).Maps(dup); !errors.Is(err, ErrMapKind) {
+	if err := NewText(&buf, compat.V017).Maps(dup); !errors.Is(err, ErrMapKind) {
 		t.Errorf("Maps with a name twice: %v, want ErrMapKind", err)
 	}
 }
@@ -325,7 +339,7 @@ func TestMapsOrderByName(t *testing.T) {
 		maps = append(maps, &Map{Name: name, Kind: KindInt, Entries: scalar(Int(1))})
 	}
 	var buf bytes.Buffer
-	if err := NewText(&buf).Maps(maps); err != nil {
+	if err := NewText(&buf, compat.V017).Maps(maps); err != nil {
 		t.Fatal(err)
 	}
 	want := "@: 1\n@B: 1\n@_x: 1\n@a: 1\n@a1: 1\n@b: 1\n"
@@ -340,7 +354,7 @@ func TestMapsOrderByName(t *testing.T) {
 // Example prints a printf message and a keyed count map, as a program like
 // `kprobe:vfs_read { @[comm] = count(); printf(...); print(@) }` would.
 func Example() {
-	w := NewText(os.Stdout)
+	w := NewText(os.Stdout, compat.V017)
 	_ = w.AttachedProbes(1)
 	f := ParseFormat("%-8s %5d\n")
 	if err := f.Check("printf", []Kind{KindString, KindInt}); err != nil {

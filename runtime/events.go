@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/syntax"
 )
@@ -69,8 +70,16 @@ func (s *Session) handle(rec []byte) {
 			break
 		}
 		errno := int64(le.Uint64(body[a.Args.Offsets[0]:]))
-		w := &syntax.Error{File: s.out.File, Pos: a.Pos, End: a.Pos,
-			Msg: fmt.Sprintf("WARNING: Failed to %s: %s (%d)", a.Text, output.Errno(-errno), errno)}
+		old := s.out.Compat == compat.V017
+		he := output.HelperError{Helper: a.Text, Retcode: errno}
+		if !old && s.opts.Format == JSON {
+			// 0.26.1 reports it in the output, as an object there.
+			p, _ := s.out.File.Locate(a.Pos)
+			he.File, he.Line, he.Column = s.out.File.Name, p.Line, p.Column
+			err = s.w.HelperError(he)
+			break
+		}
+		w := &syntax.Error{File: s.out.File, Pos: a.Pos, End: a.Pos, Msg: "WARNING: " + he.Message(old)}
 		s.buf.Flush()
 		fmt.Fprintln(s.opts.Stderr, w.Detail())
 	case codegen.ActCore:

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/internal/testenv"
 	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/runtime"
@@ -19,7 +20,8 @@ import (
 func TestVerifierRejection(t *testing.T) {
 	testenv.Root(t)
 	src := "BEGIN { $i = 0; while ($i < 100000000) { $i = $i + nsecs % 2; } exit(); }"
-	out, err := pipeline.Compile("-e", []byte(src), &pipeline.Options{})
+	// The messages name probes as bpftrace 0.17 does.
+	out, err := pipeline.Compile("-e", []byte(src), &pipeline.Options{Compat: compat.V017})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func TestVerifierComplexity(t *testing.T) {
 			"BPF program is too large. Processed 1000001 insn"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := pipeline.Compile("-e", []byte(tc.src), &pipeline.Options{})
+			out, err := pipeline.Compile("-e", []byte(tc.src), &pipeline.Options{Compat: compat.V017})
 			if err != nil {
 				t.Fatal(err)
 			}

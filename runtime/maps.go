@@ -11,6 +11,7 @@ import (
 
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/output"
 )
 
@@ -95,8 +96,9 @@ func (s *Session) readMap(gm *codegen.Map, dec *decoder) (*output.Map, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", gm.Display(), err)
 	}
-	// bpftrace shows a count map without keys as 0 until it counts.
-	if vt.Kind == check.Count && !keyed && len(om.Entries) == 0 {
+	// bpftrace 0.17 shows a count map without keys as 0 until it counts,
+	// and after clear().
+	if vt.Kind == check.Count && !keyed && len(om.Entries) == 0 && s.out.Compat == compat.V017 {
 		om.Entries = append(om.Entries, output.Entry{Value: output.Count(0)})
 	}
 	for _, k := range order {

@@ -20,6 +20,7 @@ import (
 
 	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/output"
@@ -32,12 +33,14 @@ type Options struct {
 	// JSON.
 	Out    io.Writer
 	Format Format
-	// Stdout receives the blank lines bpftrace prints before the maps at
-	// exit, which go to standard output even when Out is a file.
+	// Stdout receives what bpftrace writes to standard output even when
+	// Out is a file: in the 0.17 mode the blank lines before the maps at
+	// exit, otherwise the NotifyAttached line.
 	Stdout io.Writer
-	// Stderr receives warnings.
+	// Stderr receives warnings, and in the text format of bpftrace
+	// 0.26.1 the "Attached N probes" and "Lost N events" lines.
 	Stderr io.Writer
-	// Quiet drops the "Attaching N probes..." line.
+	// Quiet drops the "Attaching N probes..." ("Attached N probes") line.
 	Quiet bool
 	// Verbose adds the verifier's log to load errors.
 	Verbose bool
@@ -52,7 +55,8 @@ type Options struct {
 	FileActivation bool
 	// Signals carries the signals the caller caught for the run, which
 	// catches none itself; nil means none reach it. SIGUSR1 prints the
-	// maps; any other stops the run, as Run says.
+	// maps in the 0.17 mode and does nothing by itself otherwise; any
+	// other stops the run, as Run says.
 	Signals <-chan os.Signal
 	// Buffering says when output reaches Out (bpftrace's -B).
 	Buffering Buffering
@@ -78,7 +82,8 @@ type Options struct {
 	// each CPU; 0 for DefaultPacketPages.
 	PacketPages int
 	// NotifyAttached prints bpftrace's __BPFTRACE_NOTIFY_PROBES_ATTACHED
-	// line on Stderr once every probe is attached.
+	// line once every probe is attached: on Stdout, or on Stderr in the
+	// 0.17 mode.
 	NotifyAttached bool
 
 	// Printf, when set, receives every printf record in place of the
@@ -135,6 +140,7 @@ type Session struct {
 	coll    *ebpf.Collection
 	dec     *decoder
 	w       *output.Writer
+	errw    *output.Writer // Stderr's, for 0.26.1's text messages there
 	buf     *bufio.Writer
 	rd      *ringbuf.Reader
 	links   []io.Closer
@@ -155,6 +161,7 @@ type Session struct {
 	byCtx    atomic.Bool                    // Run's context stopped the run
 	packets  *packets                       // skboutput()'s, while they are written
 	lost     uint64                         // lost records already reported
+	attached uint64                         // targets attached
 	args     [][]output.Value               // per action, the decoded arguments, reused
 	watchMu  sync.Mutex                     // watches: END's unwatch() runs while the run detaches
 	watches  map[watchKey][]io.Closer       // watchpoints set at run time
@@ -192,7 +199,8 @@ func (e *InterruptError) Error() string { return "interrupted by " + e.Signal.St
 // are printed as at any other end. One arriving while the run is already ending, or the
 // second, ends the process at once with ExitBySignal: descriptors own
 // everything kinst put into the kernel, and the -c command dies with it.
-// SIGUSR1 prints the maps and the run goes on, as in bpftrace.
+// SIGUSR1 prints the maps and the run goes on, as in bpftrace 0.17; in
+// the 0.26.1 mode it does nothing by itself.
 func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	s := &Session{out: out, opts: opts, args: make([][]output.Value, len(out.Actions))}
 	if opts.Stderr == nil {
@@ -221,9 +229,14 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 
 	s.buf = bufio.NewWriterSize(s.outw, 64<<10)
 	if opts.Format == JSON {
-		s.w = output.NewJSON(s.buf)
+		s.w = output.NewJSON(s.buf, out.Compat)
+		s.errw = s.w
 	} else {
-		s.w = output.NewText(s.buf)
+		s.w = output.NewText(s.buf, out.Compat)
+		s.errw = s.w
+		if out.Compat != compat.V017 {
+			s.errw = output.NewText(opts.Stderr, out.Compat)
+		}
 	}
 	defer s.buf.Flush()
 	if s.ncpu, err = ebpf.PossibleCPU(); err != nil {
@@ -272,31 +285,45 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		return err
 	}
 
-	if !opts.Quiet {
+	old := out.Compat == compat.V017
+	if !opts.Quiet && old {
 		s.w.AttachedProbes(uint64(len(out.Targets)))
 		s.buf.Flush()
 	}
 	// BEGIN runs before anything else attaches, so that what it sets up
-	// is in place when the first event fires.
+	// is in place when the first event fires. 0.17 prints what it sent
+	// and stops at its exit() before attaching; 0.26.1 attaches all the
+	// same, and prints it after saying so.
 	if err := s.runSpecial("BEGIN"); err != nil {
 		return err
 	}
-	s.drain()
+	if old {
+		s.drain()
+	}
 	if !s.exited {
 		if err := s.attachAll(); err != nil {
 			s.detach()
 			return err
+		}
+		if !old && !s.stopping.Load() {
+			s.attachedNow()
 		}
 		if err := s.runIterators(); err != nil {
 			s.detach()
 			return err
 		}
 	}
-	if !s.stopping.Load() || s.exited {
-		if opts.NotifyAttached {
-			// bpftrace's test engine waits for this line on standard
-			// error before it starts its workload.
-			fmt.Fprintln(opts.Stderr, "__BPFTRACE_NOTIFY_PROBES_ATTACHED")
+	if old && (!s.stopping.Load() || s.exited) && opts.NotifyAttached {
+		// bpftrace's test engine waits for this line on standard error
+		// before it starts its workload.
+		fmt.Fprintln(opts.Stderr, "__BPFTRACE_NOTIFY_PROBES_ATTACHED")
+	}
+	if !old {
+		s.drain()
+		if !s.stopping.Load() && s.onlySpecial() {
+			// 0.26.1 ends a program that has only BEGIN and END probes
+			// once BEGIN has run.
+			s.stop()
 		}
 	}
 	if !s.stopping.Load() {
@@ -362,6 +389,39 @@ func (s *Session) endErr(ctx context.Context) error {
 	return nil
 }
 
+// attachedNow says, as 0.26.1 does once every probe is attached, how many
+// are: one per function or other target attached, and one per BEGIN and
+// END program. The line goes to standard error in the text format.
+func (s *Session) attachedNow() {
+	if !s.opts.Quiet {
+		s.buf.Flush()
+		s.errw.AttachedProbes(s.attached + uint64(s.special()))
+		s.buf.Flush()
+	}
+	if s.opts.NotifyAttached {
+		// bpftrace's test engine waits for this line on standard output
+		// before it starts its workload.
+		fmt.Fprintln(s.opts.Stdout, "__BPFTRACE_NOTIFY_PROBES_ATTACHED")
+	}
+}
+
+// special counts the BEGIN and END programs.
+func (s *Session) special() int {
+	n := 0
+	for _, p := range s.loaded {
+		if p.Probe.Provider == "BEGIN" || p.Probe.Provider == "END" {
+			n++
+		}
+	}
+	return n
+}
+
+// onlySpecial reports whether the program has BEGIN or END probes and
+// nothing else attached.
+func (s *Session) onlySpecial() bool {
+	return s.attached == 0 && s.special() > 0
+}
+
 // stopPackets writes the packets skboutput() queued and closes its
 // files; it does nothing once done.
 func (s *Session) stopPackets() error {
@@ -409,8 +469,11 @@ func (s *Session) watch(sigs <-chan os.Signal, stop <-chan struct{}, cancel cont
 			}
 		case sig := <-sigs:
 			if sig == syscall.SIGUSR1 {
-				s.printNow.Store(true)
-				s.wake()
+				// 0.26.1 leaves SIGUSR1 to self:signal probes.
+				if s.out.Compat == compat.V017 {
+					s.printNow.Store(true)
+					s.wake()
+				}
 				continue
 			}
 			if s.stopping.Load() {
@@ -580,6 +643,7 @@ func (s *Session) attachAll() error {
 		if err != nil {
 			return s.locate(p, err)
 		}
+		s.attached += uint64(len(p.Targets) - len(a.Skipped))
 		if n := len(a.Skipped); n > 0 {
 			s.warnf("kinst: warning: %d of the %d targets of %s could not be attached and are skipped; the first: %v\n",
 				n, len(p.Targets), p.Probe.Syntax.Points[0].Raw, a.Skipped[0])
@@ -790,7 +854,8 @@ func (s *Session) reportLost() {
 		} else if s.opts.Lost != nil {
 			s.opts.Lost(total - s.lost)
 		} else {
-			s.w.Lost(total - s.lost)
+			s.buf.Flush()
+			s.errw.Lost(total - s.lost)
 		}
 		s.lost = total
 	}
@@ -870,8 +935,10 @@ func (s *Session) printMaps(exit bool) error {
 	if s.opts.ExitMaps != nil {
 		return errors.Join(append(errs, s.opts.ExitMaps(maps))...)
 	}
-	if exit {
+	if exit && s.out.Compat == compat.V017 {
 		io.WriteString(s.opts.Stdout, output.ExitSeparator)
+	} else if exit {
+		errs = append(errs, s.w.End())
 	}
 	errs = append(errs, s.w.Maps(maps), s.buf.Flush())
 	return errors.Join(errs...)

@@ -14,7 +14,8 @@
 // at once, as it ends any process; after, it stops the run (rolling back
 // an attach in progress), runs END and prints the maps; a second one, or
 // one while the run already ends, ends kinst at once. SIGUSR1 prints the
-// maps and tracing goes on.
+// maps and tracing goes on under --compat 0.17; bpftrace 0.26.1 gives it
+// no action of its own.
 //
 // Exit status: 0 when the run ends normally or by a first signal once
 // attached; 1 when compiling, loading, attaching, the -c command or
@@ -292,7 +293,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	runhook.Set(ro, func(out *codegen.Output, ro *runtime.Options) {
 		if stackMaps != nil {
-			writeProfile(ro, w, stdout, stackMaps)
+			writeProfile(ro, out.Compat, w, stdout, stackMaps)
 		}
 		if srv != nil {
 			srv.Feed(out, ro)
@@ -342,8 +343,8 @@ func stackKeyed(p *api.Program) []string {
 }
 
 // writeProfile makes the run write the maps called names as a pprof
-// profile to w at exit, and print the others to stdout.
-func writeProfile(opts *runtime.Options, w, stdout io.Writer, names []string) {
+// profile to w at exit, and print the others to stdout as release v does.
+func writeProfile(opts *runtime.Options, v compat.Version, w, stdout io.Writer, names []string) {
 	start := time.Now()
 	opts.Out = stdout
 	opts.ExitMaps = func(maps []*output.Map) error {
@@ -352,8 +353,13 @@ func writeProfile(opts *runtime.Options, w, stdout io.Writer, names []string) {
 		if err != nil || len(rest) == 0 {
 			return err
 		}
-		io.WriteString(stdout, output.ExitSeparator)
-		return output.NewText(stdout).Maps(rest)
+		ow := output.NewText(stdout, v)
+		if v == compat.V017 {
+			io.WriteString(stdout, output.ExitSeparator)
+		} else if err := ow.End(); err != nil {
+			return err
+		}
+		return ow.Maps(rest)
 	}
 }
 

@@ -98,7 +98,8 @@ func TestDifferential(t *testing.T) {
 			var want, got result
 			var wg sync.WaitGroup
 			wg.Go(func() { want = run(t.Context(), bpftrace, argv, p.Env) })
-			wg.Go(func() { got = run(t.Context(), kinst, argv, p.Env) })
+			// kinst follows 0.17 in its 0.17 mode.
+			wg.Go(func() { got = run(t.Context(), kinst, argv, append([]string{"KINST_COMPAT=0.17"}, p.Env...)) })
 			wg.Wait()
 			if want.err != nil {
 				t.Fatalf("bpftrace %s: %v\nstderr:\n%s", strings.Join(argv, " "), want.err, want.stderr)
