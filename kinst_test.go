@@ -52,7 +52,7 @@ func TestRecords(t *testing.T) {
 			&kinst.PrintMap{Map: &kinst.Map{Name: "@m", Entries: []kinst.Entry{{Key: []any{"y"}, Value: int64(1)}, {Key: []any{"x"}, Value: int64(3)}}}, Top: 1, Div: 1},
 			&kinst.PrintMap{Map: &kinst.Map{Name: "@m", Entries: []kinst.Entry{}}},
 			&kinst.Exit{},
-		}, "@m[x]: 3\n\n"},
+		}, "@m[x]: 3\n"},
 		{`BEGIN { cat("` + file + `"); exit() }`, false, []kinst.Record{
 			&kinst.Cat{Path: file, Text: "contents\n"},
 			&kinst.Exit{},

@@ -3,6 +3,7 @@ package kinst
 import (
 	"strings"
 
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/runtime"
 )
@@ -86,32 +87,32 @@ func (r *Time) String() string     { return r.Text }
 func (r *Exit) String() string     { return "" }
 
 func (r *Join) String() string {
-	return text(func(w *output.Writer) error { return w.Join(r.Elems, r.Sep) })
+	return text(compat.Current, func(w *output.Writer) error { return w.Join(r.Elems, r.Sep) })
 }
 
 func (r *Lost) String() string {
-	return text(func(w *output.Writer) error { return w.Lost(r.Count) })
+	return text(compat.Current, func(w *output.Writer) error { return w.Lost(r.Count) })
 }
 
-// text returns what write writes in bpftrace's text format; what it
-// cannot print, it leaves out.
-func text(write func(w *output.Writer) error) string {
+// text returns what write writes in the text format of bpftrace release
+// v; what it cannot print, it leaves out.
+func text(v compat.Version, write func(w *output.Writer) error) string {
 	var b strings.Builder
-	write(output.NewText(&b))
+	write(output.NewText(&b, v))
 	return b.String()
 }
 
 // convertRecord copies a runtime record, whose values are reused, into
 // a Record.
-func convertRecord(r *runtime.Record) Record {
+func convertRecord(r *runtime.Record, v compat.Version) Record {
 	switch r.Kind {
 	case runtime.RecPrintf:
 		return &Printf{Format: r.Action.Format.String(), Args: convertValues(r.Args), Text: r.Text}
 	case runtime.RecPrint:
-		return &Print{Value: convertValue(r.Args[0]), text: text(func(w *output.Writer) error { return w.Value(r.Args[0]) })}
+		return &Print{Value: convertValue(r.Args[0]), text: text(v, func(w *output.Writer) error { return w.Value(r.Args[0]) })}
 	case runtime.RecPrintMap:
 		return &PrintMap{Map: convertMap(r.Map), Top: r.Action.Top, Div: r.Action.Div,
-			text: text(func(w *output.Writer) error { return w.Map(r.Map, uint32(r.Action.Top), uint32(r.Action.Div)) })}
+			text: text(v, func(w *output.Writer) error { return w.Map(r.Map, uint32(r.Action.Top), uint32(r.Action.Div)) })}
 	case runtime.RecSystem:
 		return &System{Command: r.Command, Output: r.Text}
 	case runtime.RecCat:

@@ -159,7 +159,7 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 			switch {
 			case h == nil:
 			case !r.dropping.Load():
-				h(convertRecord(rec))
+				h(convertRecord(rec, p.out.Compat))
 			case rec.Kind == runtime.RecLost:
 				r.dropped += rec.Lost
 			default:
