@@ -189,6 +189,9 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := syntax.Expand(parsed); err != nil {
+		return nil, err
+	}
 	if opts.dumps("ast") {
 		fmt.Fprintln(opts.Dump, "syntax tree:")
 		syntax.Dump(opts.Dump, parsed)

@@ -23,6 +23,9 @@ type Program struct {
 	File   *File
 	Decls  []*Decl // C type declarations, in source order
 	Probes []*Probe
+	// Macros are bpftrace 0.26's macro definitions; Expand substitutes
+	// their calls and empties the list.
+	Macros []*Macro
 }
 
 // A Probe is a header of attach points, an optional predicate and a body.

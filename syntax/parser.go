@@ -171,6 +171,12 @@ func (p *parser) parseProgram() (prog *Program) {
 	}()
 	for p.tok != EOF {
 		start := p.pos
+		if p.isMacroStart() {
+			if m := p.parseMacro(); m != nil {
+				prog.Macros = append(prog.Macros, m)
+			}
+			continue
+		}
 		if p.tok == PROBESPEC && p.isDeclStart() {
 			// Read the keyword again as an ordinary token.
 			p.s.off = p.file.Offset(p.pos)
