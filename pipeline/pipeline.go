@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -187,6 +188,15 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	}
 	parsed, err := syntax.ParseFile(pre.File)
 	if err != nil {
+		return nil, err
+	}
+	// Imports are relative to the program's folder, or to the working
+	// directory for a program given with -e.
+	dir := "."
+	if _, err := os.Stat(name); err == nil {
+		dir = filepath.Dir(name)
+	}
+	if parsed, err = syntax.ResolveImports(parsed, dir); err != nil {
 		return nil, err
 	}
 	if err := syntax.Expand(parsed); err != nil {

@@ -26,6 +26,9 @@ type Program struct {
 	// Macros are bpftrace 0.26's macro definitions; Expand substitutes
 	// their calls and empties the list.
 	Macros []*Macro
+	// Imports are the files the program imports (bpftrace 0.26);
+	// ResolveImports reads them.
+	Imports []*Import
 }
 
 // A Probe is a header of attach points, an optional predicate and a body.

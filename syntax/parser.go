@@ -171,6 +171,10 @@ func (p *parser) parseProgram() (prog *Program) {
 	}()
 	for p.tok != EOF {
 		start := p.pos
+		if p.isImportStart() {
+			prog.Imports = append(prog.Imports, p.parseImport())
+			continue
+		}
 		if p.isMacroStart() {
 			if m := p.parseMacro(); m != nil {
 				prog.Macros = append(prog.Macros, m)
