@@ -65,6 +65,8 @@ func (c *compiler) choose(p *check.Probe) (Mechanism, string) {
 	switch p.Provider {
 	case "BEGIN", "END":
 		return MechTestRun, "BEGIN and END run once, in kinst's own context"
+	case "self":
+		return MechTestRun, "self:signal probes run in kinst's own context when kinst receives the signal"
 	case "tracepoint":
 		return MechTracepoint, "tracepoints attach through perf events"
 	case "rawtracepoint":

@@ -139,19 +139,20 @@ type Session struct {
 	loaded []*codegen.Program
 	cmd    *command
 
-	ctx      context.Context                // done once a signal stops the run
-	stopping atomic.Bool                    // a signal, the command's end or exit()
-	signal   atomic.Pointer[os.Signal]      // the signal that stopped the run
-	printNow atomic.Bool                    // SIGUSR1 asks for the maps
-	reader   atomic.Pointer[ringbuf.Reader] // rd, for other goroutines to wake
-	exited   bool                           // exit() was called
-	packets  *packets                       // skboutput()'s, while they are written
-	lost     uint64                         // lost records already reported
-	args     [][]output.Value               // per action, the decoded arguments, reused
-	watchMu  sync.Mutex                     // watches: END's unwatch() runs while the run detaches
-	watches  map[watchKey][]io.Closer       // watchpoints set at run time
-	noWatch  bool                           // detach took the watchpoints: no more are set
-	stopped  bool                           // a watchpoint setup stopped the traced process
+	ctx       context.Context                // done once a signal stops the run
+	stopping  atomic.Bool                    // a signal, the command's end or exit()
+	signal    atomic.Pointer[os.Signal]      // the signal that stopped the run
+	printNow  atomic.Bool                    // SIGUSR1 asks for the maps (bpftrace 0.17)
+	signalNow atomic.Bool                    // SIGUSR1 asks for the self:signal probes
+	reader    atomic.Pointer[ringbuf.Reader] // rd, for other goroutines to wake
+	exited    bool                           // exit() was called
+	packets   *packets                       // skboutput()'s, while they are written
+	lost      uint64                         // lost records already reported
+	args      [][]output.Value               // per action, the decoded arguments, reused
+	watchMu   sync.Mutex                     // watches: END's unwatch() runs while the run detaches
+	watches   map[watchKey][]io.Closer       // watchpoints set at run time
+	noWatch   bool                           // detach took the watchpoints: no more are set
+	stopped   bool                           // a watchpoint setup stopped the traced process
 }
 
 // An InterruptError says a signal ended the run before any probe ran:
@@ -362,8 +363,7 @@ func (s *Session) watch(sigs <-chan os.Signal, cancel context.CancelFunc, ended 
 			}
 		case sig := <-sigs:
 			if sig == syscall.SIGUSR1 {
-				s.printNow.Store(true)
-				s.wake()
+				s.usr1()
 				continue
 			}
 			if s.stopping.Load() {
@@ -650,6 +650,9 @@ func (s *Session) loop() {
 		if s.printNow.Swap(false) {
 			s.drain()
 			s.printMaps(false)
+		}
+		if s.signalNow.Swap(false) {
+			s.runSignalProbes()
 		}
 		if time.Since(lostCheck) > time.Second {
 			s.reportLost()

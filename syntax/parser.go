@@ -308,6 +308,7 @@ var providers = map[string]string{
 	"fmod_ret":        "fmod_ret",
 	"iter":            "iter",
 	"it":              "iter",
+	"self":            "self", // self:signal:SIGUSR1, bpftrace 0.26
 }
 
 // parseAttachPoint splits the current PROBESPEC token into provider and
