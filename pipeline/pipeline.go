@@ -202,6 +202,14 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	if err := syntax.Expand(parsed); err != nil {
 		return nil, err
 	}
+	params := opts.Params
+	if opts.Compat != compat.V017 {
+		var named []string
+		params, named = splitOptions(params)
+		if err := syntax.ResolveGetopt(parsed, named); err != nil {
+			return nil, err
+		}
+	}
 	if opts.dumps("ast") {
 		fmt.Fprintln(opts.Dump, "syntax tree:")
 		syntax.Dump(opts.Dump, parsed)
@@ -217,7 +225,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	checked, err := check.Check(parsed, &check.Config{
 		Resolver: &attach.Resolver{Pid: opts.Pid, Command: opts.Command, StrLen: strLen},
 		Kernel:   attach.Kernel{},
-		Params:   opts.Params,
+		Params:   params,
 		Unsafe:   opts.Unsafe,
 		Cpid:     opts.Cpid,
 		StrLen:   strLen,
