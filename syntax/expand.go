@@ -32,7 +32,8 @@ func (f *File) writeExpansions(b *strings.Builder, p Pos) {
 // sees a macro. A call is NAME(args) with as many arguments as the
 // macro has parameters, or a bare NAME for a macro without parameters.
 //
-// A call used as a statement becomes the body's statements. A call in
+// A call used as a statement becomes the body's statements, and its
+// value if that is a call or an increment. A call in
 // an expression becomes the body's final expression, and its
 // statements run before the statement the call is in; where that would
 // change what runs (a predicate, a loop's condition, the right of && or
@@ -163,7 +164,10 @@ func (e *expander) stmt(s Stmt) []Stmt {
 		if m, args := e.stmtCall(s.X); m != nil {
 			stmts, result, _ := e.expand(s.X, m, args)
 			stmts = append(pre, stmts...)
-			if result != nil {
+			// A value nobody uses is dropped, unless computing it does
+			// something.
+			switch result.(type) {
+			case *CallExpr, *IncDecExpr:
 				stmts = append(stmts, &ExprStmt{X: result})
 			}
 			return stmts
@@ -458,7 +462,10 @@ func (c *cloner) stmt(s Stmt) Stmt {
 	case *Block:
 		return c.block(s)
 	}
-	panic(fmt.Sprintf("syntax: cannot copy %T", s))
+	// A statement this copy does not know yet (one a later syntax
+	// adds) is refused rather than shared between calls.
+	c.e.errorf(c.pos(s.Pos()), c.pos(s.End()), "kinst cannot expand a macro holding this statement yet")
+	return s
 }
 
 func (c *cloner) exprs(xs []Expr) []Expr {
@@ -534,7 +541,8 @@ func (c *cloner) expr(x Expr) Expr {
 	case *BadExpr:
 		return &BadExpr{From: c.pos(x.From), To: c.pos(x.To)}
 	}
-	panic(fmt.Sprintf("syntax: cannot copy %T", x))
+	c.e.errorf(c.pos(x.Pos()), c.pos(x.End()), "kinst cannot expand a macro holding this expression yet")
+	return x
 }
 
 func (c *cloner) typ(t *TypeExpr) *TypeExpr {
