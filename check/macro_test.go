@@ -27,7 +27,7 @@ func TestCheckExpandedMacros(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		if err := syntax.Expand(prog); err != nil {
+		if err := syntax.Expand(prog, nil); err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
 		_, err = Check(prog, &Config{Resolver: fakeResolver{}})

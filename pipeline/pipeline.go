@@ -199,7 +199,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	if parsed, err = syntax.ResolveImports(parsed, dir); err != nil {
 		return nil, err
 	}
-	if err := syntax.Expand(parsed); err != nil {
+	if err := syntax.Expand(parsed, check.IsBuiltin); err != nil {
 		return nil, err
 	}
 	params := opts.Params

@@ -43,18 +43,21 @@ func (f *File) writeExpansions(b *strings.Builder, p Pos) {
 // prog.File, whose positions resolve to the body as written, so that an
 // error in an expanded body points into the macro and names the call.
 // Variables the body assigns are renamed apart for each call, so that
-// they are the macro's own.
+// they are the macro's own. A call whose arguments no definition takes
+// is an error, unless builtin (which may be nil) reports its name as a
+// builtin's: that call is the builtin's.
 // The returned error, if any, is an ErrorList.
-func Expand(prog *Program) error {
+func Expand(prog *Program, builtin func(name string) bool) error {
 	if len(prog.Macros) == 0 {
 		return nil
 	}
 	orig := prog.File
 	e := &expander{
-		orig:   orig,
-		src:    append([]byte(nil), orig.Src...),
-		spans:  []Span{{Off: 0, Orig: orig, OrigOff: 0}},
-		macros: map[string][]*Macro{},
+		orig:    orig,
+		src:     append([]byte(nil), orig.Src...),
+		spans:   []Span{{Off: 0, Orig: orig, OrigOff: 0}},
+		macros:  map[string][]*Macro{},
+		builtin: builtin,
 	}
 	for _, m := range prog.Macros {
 		if prev := e.lookup(m.Name, len(m.Params)); prev != nil {
@@ -88,8 +91,9 @@ type expander struct {
 	spans      []Span
 	expansions []expansion
 	macros     map[string][]*Macro // by name, one per number of parameters
-	stack      []*Macro            // the calls being expanded, outermost first
-	n          int                 // expansions so far, to rename variables apart
+	builtin    func(name string) bool
+	stack      []*Macro // the calls being expanded, outermost first
+	n          int      // expansions so far, to rename variables apart
 	errs       ErrorList
 }
 
@@ -228,8 +232,11 @@ func (e *expander) callOf(x Expr) (*Macro, []Expr) {
 			if m := e.lookup(x.Fun.Name, len(x.Args)); m != nil {
 				return m, x.Args
 			}
-			// A macro of that name takes other arguments: say so
-			// rather than let the call reach the builtins.
+			// A macro of that name takes other arguments: say so,
+			// unless the call is a builtin's.
+			if e.builtin != nil && e.builtin(x.Fun.Name) {
+				return nil, nil
+			}
 			m := ms[0]
 			e.errorf(x.Pos(), x.End(), "macro %s takes %s, not %d", m.Name, count(len(m.Params), "argument"), len(x.Args))
 		}

@@ -32,7 +32,7 @@ func TestResolveGetopt(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		if err := Expand(prog); err != nil {
+		if err := Expand(prog, nil); err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
 		var got string

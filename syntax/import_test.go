@@ -51,7 +51,7 @@ func TestResolveImports(t *testing.T) {
 		var got string
 		if err != nil {
 			got = err.(ErrorList).Detail()
-		} else if err = Expand(prog); err != nil {
+		} else if err = Expand(prog, nil); err != nil {
 			got = err.(ErrorList).Detail()
 		} else {
 			got = String(prog)
