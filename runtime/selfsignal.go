@@ -13,7 +13,7 @@ func (s *Session) usr1() {
 	if s.out.Compat == compat.V017 {
 		s.printNow.Store(true)
 	}
-	s.signalNow.Store(true)
+	s.usr1Now.Store(true)
 	s.wake()
 }
 

@@ -51,8 +51,9 @@ type Options struct {
 	// the probe's file, where kinst raises them itself.
 	FileActivation bool
 	// Signals carries the signals the caller caught for the run, which
-	// catches none itself; nil means none reach it. SIGUSR1 prints the
-	// maps; any other stops the run, as Run says.
+	// catches none itself; nil means none reach it. SIGUSR1 runs the
+	// self:signal:SIGUSR1 probes (and prints the maps in the 0.17
+	// mode); any other stops the run, as Run says.
 	Signals <-chan os.Signal
 	// Buffering says when output reaches Out (bpftrace's -B).
 	Buffering Buffering
@@ -139,20 +140,20 @@ type Session struct {
 	loaded []*codegen.Program
 	cmd    *command
 
-	ctx       context.Context                // done once a signal stops the run
-	stopping  atomic.Bool                    // a signal, the command's end or exit()
-	signal    atomic.Pointer[os.Signal]      // the signal that stopped the run
-	printNow  atomic.Bool                    // SIGUSR1 asks for the maps (bpftrace 0.17)
-	signalNow atomic.Bool                    // SIGUSR1 asks for the self:signal probes
-	reader    atomic.Pointer[ringbuf.Reader] // rd, for other goroutines to wake
-	exited    bool                           // exit() was called
-	packets   *packets                       // skboutput()'s, while they are written
-	lost      uint64                         // lost records already reported
-	args      [][]output.Value               // per action, the decoded arguments, reused
-	watchMu   sync.Mutex                     // watches: END's unwatch() runs while the run detaches
-	watches   map[watchKey][]io.Closer       // watchpoints set at run time
-	noWatch   bool                           // detach took the watchpoints: no more are set
-	stopped   bool                           // a watchpoint setup stopped the traced process
+	ctx      context.Context                // done once a signal stops the run
+	stopping atomic.Bool                    // a signal, the command's end or exit()
+	signal   atomic.Pointer[os.Signal]      // the signal that stopped the run
+	printNow atomic.Bool                    // SIGUSR1 asks for the maps (bpftrace 0.17)
+	usr1Now  atomic.Bool                    // SIGUSR1 asks for the self:signal probes
+	reader   atomic.Pointer[ringbuf.Reader] // rd, for other goroutines to wake
+	exited   bool                           // exit() was called
+	packets  *packets                       // skboutput()'s, while they are written
+	lost     uint64                         // lost records already reported
+	args     [][]output.Value               // per action, the decoded arguments, reused
+	watchMu  sync.Mutex                     // watches: END's unwatch() runs while the run detaches
+	watches  map[watchKey][]io.Closer       // watchpoints set at run time
+	noWatch  bool                           // detach took the watchpoints: no more are set
+	stopped  bool                           // a watchpoint setup stopped the traced process
 }
 
 // An InterruptError says a signal ended the run before any probe ran:
@@ -174,7 +175,8 @@ func (e *InterruptError) Error() string { return "interrupted by " + e.Signal.St
 // are printed as at any other end. One arriving while the run is already ending, or the
 // second, ends the process at once with ExitBySignal: descriptors own
 // everything kinst put into the kernel, and the -c command dies with it.
-// SIGUSR1 prints the maps and the run goes on, as in bpftrace.
+// SIGUSR1 runs the self:signal:SIGUSR1 probes, and in the 0.17 mode
+// prints the maps, and the run goes on, as in bpftrace.
 func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	s := &Session{out: out, opts: opts, args: make([][]output.Value, len(out.Actions))}
 	if opts.Stderr == nil {
@@ -335,7 +337,7 @@ func (s *Session) stopPackets() error {
 	return err
 }
 
-// watch handles the signals: SIGUSR1 asks for the maps, the first stop
+// watch handles the signals: SIGUSR1 is usr1's, the first stop
 // signal stops the run, a later one forces the exit.
 func (s *Session) watch(sigs <-chan os.Signal, cancel context.CancelFunc, ended <-chan struct{}) {
 	var stalls <-chan time.Time
@@ -651,7 +653,7 @@ func (s *Session) loop() {
 			s.drain()
 			s.printMaps(false)
 		}
-		if s.signalNow.Swap(false) {
+		if s.usr1Now.Swap(false) {
 			s.runSignalProbes()
 		}
 		if time.Since(lostCheck) > time.Second {
