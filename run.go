@@ -49,8 +49,8 @@ type RunOptions struct {
 	// line; nil means Output.
 	Stdout io.Writer
 	// Signals carries the signals the caller caught for the run: the
-	// package catches none. SIGUSR1 prints the maps to Output in the 0.17
-	// mode, and does nothing by itself otherwise. Any other
+	// package catches none. SIGUSR1 runs the self:signal:SIGUSR1 probes
+	// (and prints the maps to Output in the 0.17 mode). Any other
 	// arriving before BEGIN ran makes Start fail with a
 	// [runtime.InterruptError]; after, the first stops the run as Stop
 	// does, and a second one, or one arriving while the run ends by

@@ -308,6 +308,8 @@ func (c *checker) resolvePoint(ap *syntax.AttachPoint) ([]*Target, error) {
 			t.Label = strings.ToLower(ap.Provider)
 		}
 		return []*Target{t}, nil
+	case "self":
+		return selfTargets(ap)
 	}
 	if c.conf.Resolver == nil {
 		return nil, fmt.Errorf("no resolver for %s probes", ap.Provider)

@@ -66,6 +66,8 @@ func (c *compiler) choose(p *check.Probe) (Mechanism, string) {
 	switch p.Provider {
 	case "BEGIN", "END":
 		return MechTestRun, "BEGIN and END run once, in kinst's own context"
+	case "self":
+		return MechTestRun, "self:signal probes run in kinst's own context when kinst receives the signal"
 	case "tracepoint":
 		if dir, ok := c.syscallFamily(p.Targets); ok {
 			return MechSyscalls, fmt.Sprintf("one perf event on raw_syscalls:%s serves all %d syscalls tracepoints, told apart by system call number", dir, len(p.Targets))

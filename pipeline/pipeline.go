@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -213,6 +214,26 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Imports are relative to the program's folder, or to the working
+	// directory for a program given with -e.
+	dir := "."
+	if _, err := os.Stat(name); err == nil {
+		dir = filepath.Dir(name)
+	}
+	if parsed, err = syntax.ResolveImports(parsed, dir); err != nil {
+		return nil, err
+	}
+	if err := syntax.Expand(parsed, check.IsBuiltin); err != nil {
+		return nil, err
+	}
+	params := opts.Params
+	if opts.Compat != compat.V017 {
+		var named []string
+		params, named = splitOptions(params)
+		if err := syntax.ResolveGetopt(parsed, named); err != nil {
+			return nil, err
+		}
+	}
 	if opts.dumps("ast") {
 		fmt.Fprintln(opts.Dump, "syntax tree:")
 		syntax.Dump(opts.Dump, parsed)
@@ -235,7 +256,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	checked, err := check.Check(parsed, &check.Config{
 		Resolver: &attach.Resolver{Pid: opts.Pid, Command: opts.Command, StrLen: strLen},
 		Kernel:   attach.Kernel{},
-		Params:   opts.Params,
+		Params:   params,
 		Unsafe:   opts.Unsafe,
 		Cpid:     opts.Cpid,
 		StrLen:   strLen,

@@ -54,9 +54,9 @@ type Options struct {
 	// the probe's file, where kinst raises them itself.
 	FileActivation bool
 	// Signals carries the signals the caller caught for the run, which
-	// catches none itself; nil means none reach it. SIGUSR1 prints the
-	// maps in the 0.17 mode and does nothing by itself otherwise; any
-	// other stops the run, as Run says.
+	// catches none itself; nil means none reach it. SIGUSR1 runs the
+	// self:signal:SIGUSR1 probes (and prints the maps in the 0.17
+	// mode); any other stops the run, as Run says.
 	Signals <-chan os.Signal
 	// Buffering says when output reaches Out (bpftrace's -B).
 	Buffering Buffering
@@ -154,7 +154,8 @@ type Session struct {
 	ctx      context.Context                // done once a signal stops the run
 	stopping atomic.Bool                    // a signal, the command's end or exit()
 	signal   atomic.Pointer[os.Signal]      // the signal that stopped the run
-	printNow atomic.Bool                    // SIGUSR1 asks for the maps
+	printNow atomic.Bool                    // SIGUSR1 asks for the maps (bpftrace 0.17)
+	usr1Now  atomic.Bool                    // SIGUSR1 asks for the self:signal probes
 	reader   atomic.Pointer[ringbuf.Reader] // rd, for other goroutines to wake
 	exited   bool                           // exit() was called
 	exitCode int                            // the code exit() was given
@@ -199,8 +200,8 @@ func (e *InterruptError) Error() string { return "interrupted by " + e.Signal.St
 // are printed as at any other end. One arriving while the run is already ending, or the
 // second, ends the process at once with ExitBySignal: descriptors own
 // everything kinst put into the kernel, and the -c command dies with it.
-// SIGUSR1 prints the maps and the run goes on, as in bpftrace 0.17; in
-// the 0.26.1 mode it does nothing by itself.
+// SIGUSR1 runs the self:signal:SIGUSR1 probes, and in the 0.17 mode
+// prints the maps, and the run goes on, as in bpftrace.
 func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	s := &Session{out: out, opts: opts, args: make([][]output.Value, len(out.Actions))}
 	if opts.Stderr == nil {
@@ -436,8 +437,7 @@ func (s *Session) stopPackets() error {
 	return err
 }
 
-// watch handles the signals and Options.Stop: SIGUSR1 asks for the
-// maps, the first stop signal stops the run, a later one forces the exit.
+// watch handles the signals and Options.Stop: SIGUSR1 is usr1's, the first stop signal stops the run, a later one forces the exit.
 func (s *Session) watch(sigs <-chan os.Signal, stop <-chan struct{}, cancel context.CancelFunc, ended <-chan struct{}) {
 	var stalls <-chan time.Time
 	var first os.Signal
@@ -469,11 +469,7 @@ func (s *Session) watch(sigs <-chan os.Signal, stop <-chan struct{}, cancel cont
 			}
 		case sig := <-sigs:
 			if sig == syscall.SIGUSR1 {
-				// 0.26.1 leaves SIGUSR1 to self:signal probes.
-				if s.out.Compat == compat.V017 {
-					s.printNow.Store(true)
-					s.wake()
-				}
+				s.usr1()
 				continue
 			}
 			if s.stopping.Load() {
@@ -761,6 +757,9 @@ func (s *Session) loop() {
 		if s.printNow.Swap(false) {
 			s.drain()
 			s.printMaps(false)
+		}
+		if s.usr1Now.Swap(false) {
+			s.runSignalProbes()
 		}
 		if time.Since(lostCheck) > time.Second {
 			s.reportLost()

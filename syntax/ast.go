@@ -26,6 +26,12 @@ type Program struct {
 	Config   []*ConfigItem
 	MapDecls []*MapDecl
 	Probes   []*Probe
+	// Macros are bpftrace 0.26's macro definitions; Expand substitutes
+	// their calls and empties the list.
+	Macros []*Macro
+	// Imports are the files the program imports (bpftrace 0.26);
+	// ResolveImports reads them.
+	Imports []*Import
 }
 
 // A Probe is a header of attach points, an optional predicate and a body.

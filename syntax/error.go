@@ -58,6 +58,7 @@ func (e *Error) Detail() string {
 	for i := 1; i < n; i++ {
 		b.WriteByte('~')
 	}
+	e.File.writeExpansions(&b, e.Pos)
 	return b.String()
 }
 

@@ -171,6 +171,16 @@ func (p *parser) parseProgram() (prog *Program) {
 	}()
 	for p.tok != EOF {
 		start := p.pos
+		if p.isImportStart() {
+			prog.Imports = append(prog.Imports, p.parseImport())
+			continue
+		}
+		if p.isMacroStart() {
+			if m := p.parseMacro(); m != nil {
+				prog.Macros = append(prog.Macros, m)
+			}
+			continue
+		}
 		if kw := topKeyword(p.lit); p.tok == PROBESPEC && kw != "" {
 			p.parseTopDecl(prog, kw)
 			continue
@@ -302,6 +312,7 @@ var providers = map[string]string{
 	"fmod_ret":        "fmod_ret",
 	"iter":            "iter",
 	"it":              "iter",
+	"self":            "self", // self:signal:SIGUSR1, bpftrace 0.26
 }
 
 // parseAttachPoint splits the current PROBESPEC token into provider and

@@ -24,6 +24,9 @@ type File struct {
 	// spans, when a preprocessor made Src, say where each run of its
 	// bytes was written, so that positions name the original files.
 	spans []Span
+	// expansions say which macro call each copy of a macro's body in
+	// Src stands for, so that errors there name the call.
+	expansions []expansion
 }
 
 // A Span says that the bytes of a preprocessed File from Off on, up to

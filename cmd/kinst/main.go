@@ -13,9 +13,9 @@
 // Signals: SIGINT or SIGTERM before the probes are attached ends kinst
 // at once, as it ends any process; after, it stops the run (rolling back
 // an attach in progress), runs END and prints the maps; a second one, or
-// one while the run already ends, ends kinst at once. SIGUSR1 prints the
-// maps and tracing goes on under --compat 0.17; bpftrace 0.26.1 gives it
-// no action of its own.
+// one while the run already ends, ends kinst at once. SIGUSR1 runs the
+// self:signal:SIGUSR1 probes (and prints the maps in the 0.17 mode) and
+// tracing goes on.
 //
 // Exit status: 0 when the run ends normally or by a first signal once
 // attached; 1 when compiling, loading, attaching, the -c command or
