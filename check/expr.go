@@ -44,7 +44,7 @@ func (c *checker) expr1(x syntax.Expr) *Type {
 		v := c.probe.Vars[x.Name]
 		if v == nil {
 			if !c.failedVars[x.Name] {
-				c.errorf(x, "variable $%s is used before it is assigned", x.Name)
+				c.errorf(x, "variable $%s is used before it is assigned", syntax.SourceName(x.Name))
 			}
 			return nil
 		}

@@ -49,7 +49,7 @@ func (c *checker) reachable(x *syntax.VarExpr) bool {
 	if !c.blockScoped() || c.visible(x.Name) || c.failedVars[x.Name] {
 		return true
 	}
-	c.errorf(x, "Undefined or undeclared variable: $%s", x.Name)
+	c.errorf(x, "Undefined or undeclared variable: $%s", syntax.SourceName(x.Name))
 	return false
 }
 

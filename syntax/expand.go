@@ -360,7 +360,7 @@ func (e *expander) expand(call Expr, m *Macro, args []Expr) (stmts []Stmt, resul
 		m:      m,
 		args:   args,
 		delta:  Pos(off) - Pos(start),
-		suffix: "'" + strconv.Itoa(e.n),
+		suffix: macroMark + strconv.Itoa(e.n),
 		e:      e,
 	}
 	stmts = make([]Stmt, len(m.Body.Stmts))
@@ -557,4 +557,17 @@ func (c *cloner) typ(t *TypeExpr) *TypeExpr {
 		return nil
 	}
 	return &TypeExpr{NamePos: c.pos(t.NamePos), Kind: t.Kind, Name: t.Name, Ptr: t.Ptr, EndPos: c.pos(t.EndPos)}
+}
+
+// macroMark starts the suffix that renames a macro's variables apart for
+// each call; no variable of a program's own can hold it.
+const macroMark = "'"
+
+// SourceName is a variable's name as its source wrote it, without the
+// suffix a macro expansion gave it.
+func SourceName(name string) string {
+	if i := strings.Index(name, macroMark); i >= 0 {
+		return name[:i]
+	}
+	return name
 }
