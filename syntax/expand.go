@@ -180,6 +180,8 @@ func (e *expander) stmt(s Stmt) []Stmt {
 	case *AssignStmt:
 		s.Lhs = e.expr(s.Lhs, &pre, "")
 		s.Rhs = e.expr(s.Rhs, &pre, "")
+	case *LetStmt:
+		s.Rhs = e.expr(s.Rhs, &pre, "")
 	case *IfStmt:
 		s.Cond = e.expr(s.Cond, &pre, "")
 		s.Then = e.block(s.Then)
@@ -468,6 +470,9 @@ func (c *cloner) stmt(s Stmt) Stmt {
 		return &JumpStmt{TokPos: c.pos(s.TokPos), Tok: s.Tok}
 	case *Block:
 		return c.block(s)
+	case *LetStmt:
+		// A variable the macro declares is its own, as one it assigns.
+		return &LetStmt{Let: c.pos(s.Let), Var: c.expr(s.Var).(*VarExpr), Type: c.typ(s.Type), Rhs: c.expr(s.Rhs)}
 	}
 	// A statement this copy does not know yet (one a later syntax
 	// adds) is refused rather than shared between calls.
