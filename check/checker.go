@@ -157,6 +157,10 @@ type checker struct {
 	// failedVars names the variables whose first assignment had an
 	// error, so that their uses do not report it again.
 	failedVars map[string]bool
+	// kept names the variables an if/else chain assigns in every branch,
+	// which stay in reach after it (see ifStmt), and whether a read of
+	// each was warned about.
+	kept map[string]bool
 	// seen holds the expressions checked so far, so that a call that
 	// fails can check the arguments it did not get to.
 	seen map[syntax.Expr]bool
@@ -424,6 +428,7 @@ func (c *checker) checkProbe(u unit) {
 	}
 	c.probe = p
 	c.failedVars = map[string]bool{}
+	c.kept = map[string]bool{}
 	c.seen = map[syntax.Expr]bool{}
 	c.scopes = nil
 	c.pushScope()
@@ -437,12 +442,14 @@ func (c *checker) checkProbe(u unit) {
 	c.prog.Probes = append(c.prog.Probes, p)
 }
 
-func (c *checker) block(b *syntax.Block) {
+// block checks b in a scope of its own and returns the variables b
+// declares, in the default mode.
+func (c *checker) block(b *syntax.Block) map[string]bool {
 	c.pushScope()
 	for _, s := range b.Stmts {
 		c.stmt(s)
 	}
-	c.popScope()
+	return c.popScope()
 }
 
 func (c *checker) stmt(s syntax.Stmt) {
@@ -452,11 +459,7 @@ func (c *checker) stmt(s syntax.Stmt) {
 	case *syntax.AssignStmt:
 		c.assign(s)
 	case *syntax.IfStmt:
-		c.cond(s.Cond, "if condition")
-		c.block(s.Then)
-		if s.Else != nil {
-			c.stmt(s.Else)
-		}
+		c.ifStmt(s)
 	case *syntax.UnrollStmt:
 		t := c.expr(s.Count)
 		v, ok := c.probe.Consts[s.Count]

@@ -19,10 +19,49 @@ func (c *checker) pushScope() {
 	}
 }
 
-func (c *checker) popScope() {
-	if c.blockScoped() {
-		c.scopes = c.scopes[:len(c.scopes)-1]
+// popScope leaves the innermost scope and returns what it declared.
+func (c *checker) popScope() map[string]bool {
+	if !c.blockScoped() {
+		return nil
 	}
+	top := c.scopes[len(c.scopes)-1]
+	c.scopes = c.scopes[:len(c.scopes)-1]
+	return top
+}
+
+// ifStmt checks an if/else chain. A variable that every branch of a
+// chain ending in else assigns first stays in reach after it, as in
+// bpftrace 0.17, whose tools set an address in both branches of an
+// IPv4/IPv6 test and print it after; bpftrace 0.26.1 refuses the read,
+// so kinst warns at it. A variable only some branches assign is out of
+// reach, as in 0.26.1.
+func (c *checker) ifStmt(s *syntax.IfStmt) {
+	for name := range c.branches(s) {
+		c.scopes[len(c.scopes)-1][name] = true
+		if _, ok := c.kept[name]; !ok {
+			c.kept[name] = false
+		}
+	}
+}
+
+// branches checks the branches of s and returns the variables all of
+// them declare: none where the chain has no final else.
+func (c *checker) branches(s *syntax.IfStmt) map[string]bool {
+	c.cond(s.Cond, "if condition")
+	then := c.block(s.Then)
+	var els map[string]bool
+	switch e := s.Else.(type) {
+	case *syntax.Block:
+		els = c.block(e)
+	case *syntax.IfStmt:
+		els = c.branches(e)
+	}
+	for name := range then {
+		if !els[name] {
+			delete(then, name)
+		}
+	}
+	return then
 }
 
 func (c *checker) visible(name string) bool {
@@ -46,7 +85,14 @@ func (c *checker) scopeVar(x *syntax.VarExpr) {
 // reports the error if not. In 0.17 mode the read is left to the check
 // of assignment order.
 func (c *checker) reachable(x *syntax.VarExpr) bool {
-	if !c.blockScoped() || c.visible(x.Name) || c.failedVars[x.Name] {
+	if !c.blockScoped() || c.failedVars[x.Name] {
+		return true
+	}
+	if c.visible(x.Name) {
+		if warned, ok := c.kept[x.Name]; ok && !warned {
+			c.kept[x.Name] = true
+			c.warnf(x, "$%s is assigned in every branch of an if/else but declared before none: bpftrace 0.26.1 refuses to read it after the if, as bpftrace 0.17 did not (declare it first with let $%s;)", syntax.SourceName(x.Name), syntax.SourceName(x.Name))
+		}
 		return true
 	}
 	c.errorf(x, "Undefined or undeclared variable: $%s", syntax.SourceName(x.Name))

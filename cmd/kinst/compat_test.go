@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"kinst.dev/kinst/internal/testenv"
@@ -40,4 +41,17 @@ func TestCompatSwitch(t *testing.T) {
 func TestVerifyLLVMIR(t *testing.T) {
 	testenv.Root(t)
 	kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "--verify-llvm-ir", "-q", "-e", `BEGIN { printf("ok\n"); exit(); }`).want(t, 0, "ok\n\n\n", "")
+}
+
+// TestKeptAfterIf: a variable every branch of an if/else assigns is read
+// after it, as bpftrace 0.17's tools do, with a warning in the default
+// mode, where bpftrace 0.26.1 refuses it; none in the 0.17 mode.
+func TestKeptAfterIf(t *testing.T) {
+	testenv.Root(t)
+	const prog = `BEGIN { if (1) { $a = "v4"; } else { $a = "v6"; } printf("%s\n", $a); exit(); }`
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", prog).want(t, 0, "v4\n\n\n", `-e:1:66: warning: $a is assigned in every branch of an if/else but declared before none: bpftrace 0.26.1 refuses to read it after the if, as bpftrace 0.17 did not (declare it first with let $a;)
+BEGIN { if (1) { $a = "v4"; } else { $a = "v6"; } printf("%s\n", $a); exit(); }
+`+strings.Repeat(" ", 65)+`^~
+`)
+	kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "-q", "-e", prog).want(t, 0, "v4\n\n\n", "")
 }
