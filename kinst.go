@@ -26,7 +26,8 @@ var ErrNotSupported = attach.ErrUnsupported
 type Options struct {
 	// Params are the positional parameters $1, $2, …
 	Params []string
-	// Pid restricts uprobes and usdt probes to one process, as -p does.
+	// Pid restricts uprobes and usdt probes to one process, as -p does;
+	// a run ends when that process exits.
 	Pid int
 	// Unsafe allows system(), signal() and override(), as --unsafe does.
 	Unsafe bool

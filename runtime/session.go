@@ -45,7 +45,7 @@ type Options struct {
 	// every probe is attached (to exec, where the stub serves: see
 	// execstub.go), and waited for.
 	Command []string
-	// Pid restricts uprobes to one process.
+	// Pid restricts uprobes to one process; the run ends when it exits.
 	Pid int
 	// FileActivation raises USDT semaphores in every process mapping
 	// the probe's file, where kinst raises them itself.
@@ -162,8 +162,8 @@ type InterruptError struct {
 
 func (e *InterruptError) Error() string { return "interrupted by " + e.Signal.String() }
 
-// Run runs a compiled program until it exits, its -c command ends, a
-// signal arrives or ctx is done. Whatever happens, probes are detached
+// Run runs a compiled program until it exits, its -c command or its
+// Pid's process ends, a signal arrives or ctx is done. Whatever happens, probes are detached
 // and maps printed before it returns.
 //
 // The signals on opts.Signals count from the start. One arriving before
@@ -238,6 +238,11 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		}
 		defer s.cmd.kill()
 	}
+	var proc *procWatch
+	if opts.Pid != 0 {
+		proc = watchProcess(opts.Pid)
+		defer proc.close()
+	}
 	if err := s.setConsts(); err != nil {
 		return err
 	}
@@ -281,6 +286,13 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 			go func() {
 				s.cmd.wait()
 				s.stop()
+			}()
+		}
+		if proc != nil {
+			go func() {
+				if proc.wait() {
+					s.stop()
+				}
 			}()
 		}
 		if opts.Attached != nil {

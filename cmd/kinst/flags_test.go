@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf/btf"
 
@@ -112,6 +113,37 @@ func TestPidNoSuchProcess(t *testing.T) {
 	}
 	pid := strconv.Itoa(cmd.Process.Pid)
 	kinst(t, "-p", pid, "-e", "BEGIN {}").want(t, 2, "", "kinst: pid "+pid+": no such process\n")
+}
+
+// The run under -p ends when its process exits, END running and the
+// maps printing as at any end, as in bpftrace.
+func TestPidExitEndsRun(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Ringbuf, testenv.PerfEvent)
+	proc := exec.Command("sleep", "20000")
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
+	cmd := exec.Command(testenv.Kinst(t), "-p", strconv.Itoa(proc.Process.Pid), "-e", `BEGIN { @a = 1; } interval:s:100 { @b = count(); } END { @c = 2; }`)
+	cmd.Env = append(os.Environ(), "__BPFTRACE_NOTIFY_PROBES_ATTACHED=1")
+	var stdout, stderr testenv.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	done, waitErr := background(t, cmd)
+	for deadline := time.Now().Add(runTimeout); !strings.Contains(stderr.String(), "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("kinst did not attach within %v\nstderr:\n%s", runTimeout, stderr.String())
+		}
+	}
+	proc.Process.Kill()
+	proc.Wait()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("kinst -p still runs 10 s after its process exited\nstdout:\n%s", stdout.String())
+	}
+	res := result{stdout: stdout.String(), stderr: stderr.String(), code: exitCode(t, *waitErr)}
+	res.want(t, 0, "Attaching 3 probes...\n\n\n@a: 1\n@b: 0\n@c: 2\n", "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n")
 }
 
 // Every -B mode prints the same output; only when it is written differs.
