@@ -113,6 +113,9 @@ func (c *common) check() error {
 	if c.Pid < 0 {
 		return fmt.Errorf("--pid %d is not a process id", c.Pid)
 	}
+	if c.Pid != 0 && !c.Show {
+		return runtime.CheckPid(c.Pid)
+	}
 	return nil
 }
 

@@ -10,6 +10,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// CheckPid refuses a pid that names no process, for -p and the
+// instruments' --pid alike: a run restricted to it would trace nothing.
+func CheckPid(pid int) error {
+	if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("pid %d: no such process", pid)
+	}
+	return nil
+}
+
 // A procWatch waits for a process to exit: the run under -p ends with
 // the process it is restricted to, as in bpftrace.
 type procWatch struct {

@@ -270,7 +270,7 @@ func TestBreakErrors(t *testing.T) {
 		{"no unsafe", []string{u, "--stop"}, 1, "kinst: break stops processes: run it with --unsafe\n"},
 		{"unwritable", []string{u, "--core", "/nonexistent/core", "--unsafe"}, 1,
 			"kinst: cannot write a core file in /nonexistent: no such file or directory\n"},
-		{"no process", []string{"--pid", "2147483647", "--core", "c", "--unsafe"}, 1, "kinst: no process 2147483647\n"},
+		{"no process", []string{"--pid", "2147483647", "--core", "c", "--unsafe"}, 2, "kinst break: pid 2147483647: no such process\n"},
 		{"bad target", []string{"uprobe:" + bin + ":kinst_none", "--stop", "--unsafe"}, 1,
 			"kinst: break uprobe:" + bin + ":kinst_none: no such function: kinst_none in " + bin + " (did you mean kinst_move?)\n"},
 	} {

@@ -104,7 +104,8 @@ func TestInfo(t *testing.T) {
 	}
 }
 
-// -p of a process that has ended is refused before anything compiles.
+// -p of a process that has ended is refused before anything compiles,
+// and so is the instruments' --pid.
 func TestPidNoSuchProcess(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command("true")
@@ -112,7 +113,19 @@ func TestPidNoSuchProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := strconv.Itoa(cmd.Process.Pid)
-	kinst(t, "-p", pid, "-e", "BEGIN {}").want(t, 2, "", "kinst: pid "+pid+": no such process\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-p", pid, "-e", "BEGIN {}"}, "kinst: pid " + pid + ": no such process\n"},
+		{[]string{"count", "--pid", pid, "syscall:getppid"}, "kinst count: pid " + pid + ": no such process\n"},
+		{[]string{"profile", "--pid", pid}, "kinst profile: pid " + pid + ": no such process\n"},
+		{[]string{"latency", "--pid", pid, "syscall:read"}, "kinst latency: pid " + pid + ": no such process\n"},
+		{[]string{"trace", "--pid", pid, "syscall:read"}, "kinst trace: pid " + pid + ": no such process\n"},
+		{[]string{"break", "--pid", pid, "--core", "c", "--unsafe"}, "kinst break: pid " + pid + ": no such process\n"},
+	} {
+		kinst(t, tc.args...).want(t, 2, "", tc.want)
+	}
 }
 
 // The run under -p ends when its process exits, END running and the
