@@ -67,9 +67,9 @@ func Open(path string) (*File, error) {
 // open reads the ELF file at openPath, which may be a /proc alias, and
 // names it path, whose directory is where .gnu_debuglink points.
 func open(openPath, path string) (*File, error) {
-	ef, err := elf.Open(openPath)
+	ef, err := openELF(openPath, path)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
 	defer ef.Close()
 	f := &File{Path: path, BuildID: buildID(ef), Class: ef.Class, Machine: ef.Machine}

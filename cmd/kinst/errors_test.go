@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -252,6 +253,10 @@ func loadFentry() error {
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	usage := usageText(t)
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(data, []byte("BEGIN {}\x00\x01\x02"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name   string
 		env    []string
@@ -276,6 +281,8 @@ func TestUsageErrors(t *testing.T) {
 		{"user symbols", []string{"BPFTRACE_NO_USER_SYMBOLS=yes"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_NO_USER_SYMBOLS=\"yes\": want 0 or 1\n"},
 		{"no program", nil, nil, "kinst: no program: give -e PROGRAM or a file (kinst -h for help)\n"},
 		{"missing file", nil, []string{"testdata/nonexistent.bt"}, "kinst: open testdata/nonexistent.bt: no such file or directory\n"},
+		{"program file", nil, []string{testenv.Kinst(t)}, "kinst: " + testenv.Kinst(t) + " is an ELF executable, not a bpftrace program: to trace it, run it with -c or name it in a uprobe\n"},
+		{"binary file", nil, []string{data}, "kinst: " + data + " is a binary file, not a bpftrace program\n"},
 		{"output format", nil, []string{"-f", "xml", "-e", "BEGIN {}"}, "kinst: unknown output format \"xml\": use text, json or pprof\n"},
 		{"dump stage", nil, []string{"--dump", "ast,nope", "-e", "BEGIN {}"}, "kinst: unknown stage in --dump \"ast,nope\": use ast, types, bpf, maps or all, or several separated by commas\n"},
 		{"-d with a stage", nil, []string{"-d", "bpf", "prog.bt"}, "kinst: -d takes no stage, as in bpftrace: print stage bpf with --dump bpf\n"},

@@ -28,6 +28,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"debug/elf"
 	"errors"
 	"flag"
 	"fmt"
@@ -372,12 +373,32 @@ func source(prog string, rest []string) (name string, src []byte, params []strin
 	if len(rest) == 0 {
 		return "", nil, nil, errors.New("no program: give -e PROGRAM or a file (kinst -h for help)")
 	}
-	if rest[0] == "-" {
+	name = rest[0]
+	if name == "-" {
+		name = "stdin"
 		src, err = io.ReadAll(os.Stdin)
-		return "stdin", src, rest[1:], err
+	} else {
+		src, err = os.ReadFile(name)
 	}
-	src, err = os.ReadFile(rest[0])
-	return rest[0], src, rest[1:], err
+	if err != nil {
+		return "", nil, nil, err
+	}
+	// The compiler would report every byte of a binary as a token.
+	switch {
+	case bytes.HasPrefix(src, []byte(elf.ELFMAG)):
+		return "", nil, nil, fmt.Errorf("%s is an ELF %s, not a bpftrace program: to trace it, run it with -c or name it in a uprobe", name, elfKind(src))
+	case bytes.IndexByte(src, 0) >= 0:
+		return "", nil, nil, fmt.Errorf("%s is a binary file, not a bpftrace program", name)
+	}
+	return name, src, rest[1:], nil
+}
+
+// elfKind names what an ELF file is, by its type.
+func elfKind(data []byte) string {
+	if f, err := elf.NewFile(bytes.NewReader(data)); err == nil && (f.Type == elf.ET_EXEC || f.Type == elf.ET_DYN) {
+		return "executable"
+	}
+	return "file"
 }
 
 // report prints err as users should see it and returns the exit status,
