@@ -320,27 +320,6 @@ func TestPrefer(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	tests := []struct {
-		a, b  string
-		limit int
-		want  int
-	}{
-		{"malloc", "malloc", 5, 0},
-		{"mallc", "malloc", 5, 1},
-		{"mallco", "malloc", 5, 2},
-		{"", "abc", 5, 3},
-		{"kitten", "sitting", 5, 3},
-		{"kitten", "sitting", 2, 2},
-		{"a", "abcdefgh", 3, 3},
-	}
-	for _, tt := range tests {
-		if got := editDistance(tt.a, tt.b, tt.limit); got != tt.want {
-			t.Errorf("editDistance(%q, %q, %d) = %d, want %d", tt.a, tt.b, tt.limit, got, tt.want)
-		}
-	}
-}
-
 func TestOpenErrors(t *testing.T) {
 	if _, err := Open("/nonexistent/kinst"); err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Open(missing) error = %v", err)
