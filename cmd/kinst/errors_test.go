@@ -281,6 +281,10 @@ func TestUsageErrors(t *testing.T) {
 		{"user symbols", []string{"BPFTRACE_NO_USER_SYMBOLS=yes"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_NO_USER_SYMBOLS=\"yes\": want 0 or 1\n"},
 		{"no program", nil, nil, "kinst: no program: give -e PROGRAM or a file (kinst -h for help)\n"},
 		{"missing file", nil, []string{"testdata/nonexistent.bt"}, "kinst: open testdata/nonexistent.bt: no such file or directory\n"},
+		{"misspelt instrument", nil, []string{"latncy", "syscall:read"}, "kinst: no instrument or file latncy (did you mean latency?)\n"},
+		{"unknown word", nil, []string{"frobnicate"}, "kinst: no instrument or file frobnicate: kinst -h lists the instruments\n"},
+		{"help misspelt", nil, []string{"help", "cuont"}, "kinst help: no instrument cuont (did you mean count?)\n"},
+		{"help two", nil, []string{"help", "count", "trace"}, "kinst help: name one instrument\n"},
 		{"program file", nil, []string{testenv.Kinst(t)}, "kinst: " + testenv.Kinst(t) + " is an ELF executable, not a bpftrace program: to trace it, run it with -c or name it in a uprobe\n"},
 		{"binary file", nil, []string{data}, "kinst: " + data + " is a binary file, not a bpftrace program\n"},
 		{"output format", nil, []string{"-f", "xml", "-e", "BEGIN {}"}, "kinst: unknown output format \"xml\": use text, json or pprof\n"},
@@ -313,6 +317,18 @@ func usageText(t *testing.T) string {
 		t.Fatalf("kinst --help: exit status %d, stdout:\n%s\nwant what -h prints", long.code, long.stdout)
 	}
 	return r.stdout
+}
+
+// "kinst help" prints the usage as -h does, and "kinst help NAME" what
+// "kinst NAME -h" prints, both on standard output.
+func TestHelpCommand(t *testing.T) {
+	t.Parallel()
+	kinst(t, "help").want(t, 0, usageText(t), "")
+	own := kinst(t, "count", "-h")
+	if own.code != 0 || !strings.HasPrefix(own.stderr, "usage: kinst count ") {
+		t.Fatalf("kinst count -h: exit status %d, stderr:\n%s", own.code, own.stderr)
+	}
+	kinst(t, "help", "count").want(t, 0, own.stderr, "")
 }
 
 // A -c command that cannot start is an error before anything attaches.

@@ -26,6 +26,7 @@ const usage = `USAGE:
     kinst -l [-v] [search]
     kinst features [-f text|json]
     kinst INSTRUMENT [options]
+    kinst help [INSTRUMENT]
 
 OPTIONS:
     -B MODE        output buffering mode ('line', 'full', 'none')

@@ -7,6 +7,8 @@
 //	kinst [options] FILE [ARGS...]
 //	kinst -l [PATTERN]
 //	kinst features
+//	kinst INSTRUMENT [options]
+//	kinst help [INSTRUMENT]
 //
 // Run "kinst -h" for the options.
 //
@@ -45,6 +47,7 @@ import (
 	"kinst.dev/kinst/instruments"
 	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/internal/runhook"
+	"kinst.dev/kinst/internal/spell"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/runtime"
@@ -58,6 +61,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "features" {
 		return features(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "help" {
+		return help(args[1:], stdout, stderr)
 	}
 	if len(args) > 0 {
 		if c := instruments.Lookup(args[0]); c != nil {
@@ -191,6 +197,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kinst: -d takes no stage, as in bpftrace: print stage %s with --dump %s\n", rest[0], rest[0])
 		return 2
 	}
+	if err != nil && *prog == "" && errors.Is(err, os.ErrNotExist) && isWord(rest[0]) {
+		fmt.Fprintf(stderr, "kinst: %s\n", noInstrument("instrument or file", rest[0]))
+		return 2
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "kinst: %v\n", err)
 		return 2
@@ -303,6 +313,47 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return report(err, *verbose, stderr)
+}
+
+// help is "kinst help", which prints the usage, and "kinst help NAME",
+// which prints what "kinst NAME -h" prints, on standard output.
+func help(args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		printUsage(stdout)
+		return 0
+	case len(args) > 1:
+		fmt.Fprintf(stderr, "kinst help: name one instrument\n")
+		return 2
+	}
+	c := instruments.Lookup(args[0])
+	if c == nil {
+		fmt.Fprintf(stderr, "kinst help: %s\n", noInstrument("instrument", args[0]))
+		return 2
+	}
+	c.Run(context.Background(), []string{"-h"}, stdout, stdout)
+	return 0
+}
+
+// isWord reports whether arg looks like an instrument's name rather
+// than a file's: letters, digits, '-' and '_' only.
+func isWord(arg string) bool {
+	return arg != "" && strings.IndexFunc(arg, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}) < 0
+}
+
+// noInstrument says that no instrument (nor file, as what says) is
+// called name, and which one was likely meant.
+func noInstrument(what, name string) string {
+	var names []string
+	for _, c := range instruments.Commands() {
+		names = append(names, c.Name)
+	}
+	if near := spell.Nearest(name, names); near != "" {
+		return fmt.Sprintf("no %s %s (did you mean %s?)", what, name, near)
+	}
+	return fmt.Sprintf("no %s %s: kinst -h lists the instruments", what, name)
 }
 
 // writeELF writes --emit-elf's object file, which is all a run with it
