@@ -176,6 +176,7 @@ func (e *InterruptError) Error() string { return "interrupted by " + e.Signal.St
 // SIGUSR1 prints the maps and the run goes on, as in bpftrace.
 func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	s := &Session{out: out, opts: opts, args: make([][]output.Value, len(out.Actions))}
+	defer func() { err = s.fileLimit(err) }()
 	if opts.Stderr == nil {
 		opts.Stderr = os.Stderr
 	}

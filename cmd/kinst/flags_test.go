@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -334,4 +335,45 @@ func TestStrcontainsSizes(t *testing.T) {
 	kinstEnv(t, env, "--dry-run", "-e", long).want(t, 1, "",
 		"-e:1:44: strcontains(): searching 1024 bytes for up to 10 is 10240 comparisons, more than the 4096 the verifier is known to accept; shorten the strings with str(s, N)\n"+
 			long+"\n"+strings.Repeat(" ", 43)+"^"+strings.Repeat("~", 44)+"\n")
+}
+
+// Probes that need more descriptors than the open-file limit allows say
+// so, with both numbers, whether loading (one program per probe) or
+// attaching (one link per target of a wildcard) runs out first, rather
+// than as a verifier refusal without a reason.
+func TestOpenFileLimit(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Tracepoint, testenv.PerfEvent)
+	var many strings.Builder
+	for range 200 {
+		many.WriteString("tracepoint:syscalls:sys_enter_getppid { @a = count(); }\n")
+	}
+	const limit = 150
+	for _, tc := range []struct {
+		name, prog string
+		probes     int // 0: as many as the "Attaching" line says
+	}{
+		{"load", many.String(), 201},
+		{"attach", "tracepoint:syscalls:sys_enter_* { @[probe] = count(); }", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prog := tc.prog + "interval:ms:100 { exit(); }\n"
+			cmd := exec.Command("sh", "-c", `ulimit -n `+strconv.Itoa(limit)+` && exec "$0" -e "$1"`, testenv.Kinst(t), prog)
+			out, err := cmd.Output()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Fatalf("exit: %v, want status 1\nstdout:\n%s", err, out)
+			}
+			probes := tc.probes
+			if probes == 0 {
+				if _, err := fmt.Sscanf(string(out), "Attaching %d probes...\n", &probes); err != nil || probes <= limit {
+					t.Fatalf("stdout %q: want more than %d probes attaching", out, limit)
+				}
+			}
+			want := fmt.Sprintf("kinst: %d probes exceed the open-file limit of %d (each takes a file descriptor or more): raise it with ulimit -n, or trace fewer\n", probes, limit)
+			if got := string(ee.Stderr); got != want {
+				t.Errorf("stderr:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
 }
