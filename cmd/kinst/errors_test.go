@@ -106,6 +106,14 @@ func TestCompileErrors(t *testing.T) {
 			"-e:1:1: software count \"0\" must be a positive whole number\n" +
 				"s:faults:0 { }\n" +
 				"^~~~~~~~~~\n"},
+		{"software event count out of range", []string{"-e", "software:page-faults:99999999999999999999999 { }"}, false,
+			"-e:1:1: software count \"99999999999999999999999\" is out of range: at most 9223372036854775807\n" +
+				"software:page-faults:99999999999999999999999 { }\n" +
+				"^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n"},
+		{"interval out of range", []string{"-e", "interval:s:10000000000 { }"}, false,
+			"-e:1:1: interval rate \"10000000000\" is out of range: at most 9223372036\n" +
+				"interval:s:10000000000 { }\n" +
+				"^~~~~~~~~~~~~~~~~~~~~~\n"},
 		{"positional parameter missing in a probe", []string{"-e", "interval:ms:$1 { }"}, false,
 			"-e:1:1: interval:ms:$1 uses positional parameter $1, but 0 were given\n" +
 				"interval:ms:$1 { }\n" +
