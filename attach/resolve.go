@@ -93,6 +93,11 @@ func (r *Resolver) Resolve(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	case "watchpoint", "asyncwatchpoint":
 		return r.watchpoints(ap)
 	case "iter":
+		if r.Pid != 0 {
+			// The kernel restricts only task iterators to a process, and
+			// only since 6.1, ignoring the request elsewhere.
+			return nil, fmt.Errorf("iter probes take no -p: they walk every object; test the process in a predicate instead, as /ctx.task.tgid == %d/ in a task iterator", r.Pid)
+		}
 		return iterators(ap)
 	case "uprobe", "uretprobe":
 		return r.uprobes(ap)

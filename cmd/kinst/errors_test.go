@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -22,6 +23,7 @@ import (
 // empty: not even the Attaching line).
 func TestCompileErrors(t *testing.T) {
 	t.Parallel()
+	self := strconv.Itoa(os.Getpid())
 	tests := []struct {
 		name   string
 		args   []string
@@ -154,6 +156,10 @@ func TestCompileErrors(t *testing.T) {
 			"-e:1:21: core() takes the core file's path as a string literal\n" +
 				"interval:s:1 { core(comm); }\n" +
 				"                    ^~~~\n"},
+		{"iter with -p", []string{"-p", self, "-e", "iter:task { }"}, false,
+			"-e:1:1: iter probes take no -p: they walk every object; test the process in a predicate instead, as /ctx.task.tgid == " + self + "/ in a task iterator\n" +
+				"iter:task { }\n" +
+				"^~~~~~~~~\n"},
 		{"uprobe on a missing binary", []string{"-e", "uprobe:/nonexistent/bin:f { }"}, true,
 			"-e:1:1: resolve /nonexistent/bin: no such binary or library: stat /nonexistent/bin: no such file or directory\n" +
 				"uprobe:/nonexistent/bin:f { }\n" +
