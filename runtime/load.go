@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 
+	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/kernel"
@@ -267,9 +268,7 @@ func (e *FileLimitError) Unwrap() error { return unix.EMFILE }
 // fileLimit turns err into a *FileLimitError when it comes of the
 // open-file limit.
 func (s *Session) fileLimit(err error) error {
-	// cilium/ebpf formats some errors with %v, perf links' among them,
-	// which leaves only the errno's text to know them by.
-	if err == nil || !errors.Is(err, unix.EMFILE) && !strings.Contains(err.Error(), unix.EMFILE.Error()) {
+	if !attach.IsErrno(err, unix.EMFILE) {
 		return err
 	}
 	var lim unix.Rlimit

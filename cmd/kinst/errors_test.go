@@ -379,3 +379,20 @@ func TestKaddrVariable(t *testing.T) {
 		col, prog, strings.Repeat(" ", col-1), strings.Repeat("~", len(`"avenrun"`)-1))
 	r.want(t, 1, "", want)
 }
+
+// A 65th program on one tracepoint meets the kernel's limit, which the
+// error names rather than giving E2BIG's "argument list too long". The
+// tracepoint is one nothing else traces.
+func TestTracepointProgramLimit(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Tracepoint, testenv.PerfEvent)
+	const probe = "tracepoint:syscalls:sys_enter_sethostname { @a = count(); }"
+	prog := strings.Repeat(probe+"\n", 70) + "interval:ms:100 { exit(); }\n"
+	file := filepath.Join(t.TempDir(), "many.bt")
+	if err := os.WriteFile(file, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kinst(t, file).want(t, 1, "Attaching 71 probes...\n",
+		file+":65:1: attach tracepoint:syscalls:sys_enter_sethostname: the kernel allows at most 64 BPF programs per tracepoint, this program's and other tools' together (E2BIG)\n"+
+			probe+"\n^"+strings.Repeat("~", len("tracepoint:syscalls:sys_enter_sethostname")-1)+"\n")
+}
