@@ -170,9 +170,11 @@ func (e *InterruptError) Error() string { return "interrupted by " + e.Signal.St
 // BEGIN runs unloads what was loaded and makes Run return an
 // *InterruptError. Once BEGIN has run, the first stops the run where it
 // is: an attach in progress is rolled back, and END runs and the maps
-// are printed as at any other end. One arriving while the run is already ending, or the
-// second, ends the process at once with ExitBySignal: descriptors own
-// everything kinst put into the kernel, and the -c command dies with it.
+// are printed as at any other end. One arriving while the run is already
+// ending (after exit() or the -c command's end), or the second signal,
+// ends the process at once with ExitBySignal, the second no sooner than
+// a second after the first: descriptors own everything kinst put into
+// the kernel, and the -c command dies with it.
 // SIGUSR1 prints the maps and the run goes on, as in bpftrace.
 func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	s := &Session{out: out, opts: opts, args: make([][]output.Value, len(out.Actions))}
@@ -348,16 +350,21 @@ func (s *Session) stopPackets() error {
 }
 
 // watch handles the signals: SIGUSR1 asks for the maps, the first stop
-// signal stops the run, a later one forces the exit.
+// signal stops the run, a later one forces the exit, but no sooner than
+// forceAfter after the first.
 func (s *Session) watch(sigs <-chan os.Signal, cancel context.CancelFunc, ended <-chan struct{}) {
 	var stalls <-chan time.Time
-	var first os.Signal
-	var blocked int64 // the write in progress at the last tick
-	var ticks int     // ticks that found it still blocked
+	var first, second os.Signal
+	var firstAt time.Time
+	var force <-chan time.Time // the forced exit a second signal put off
+	var blocked int64          // the write in progress at the last tick
+	var ticks int              // ticks that found it still blocked
 	for {
 		select {
 		case <-ended:
 			return
+		case <-force:
+			ExitBySignal(second)
 		case <-stalls:
 			// The output has not taken a write since well after the
 			// signal: a reader that stopped reading would hold kinst
@@ -380,9 +387,19 @@ func (s *Session) watch(sigs <-chan os.Signal, cancel context.CancelFunc, ended 
 				continue
 			}
 			if s.stopping.Load() {
-				ExitBySignal(sig)
+				// timeout(1) signals kinst, then its process group,
+				// kinst among it, milliseconds later: a second signal
+				// that soon leaves the first its moment to end the run.
+				wait := forceAfter - time.Since(firstAt)
+				if first == nil || wait <= 0 {
+					ExitBySignal(sig)
+				}
+				if force == nil {
+					second, force = sig, time.After(wait)
+				}
+				continue
 			}
-			first = sig
+			first, firstAt = sig, time.Now()
 			s.signal.Store(&sig)
 			cancel()
 			s.stop()
@@ -392,6 +409,10 @@ func (s *Session) watch(sigs <-chan os.Signal, cancel context.CancelFunc, ended 
 		}
 	}
 }
+
+// forceAfter is how long after the first stop signal a second one
+// forces the exit: one sooner waits for that long.
+const forceAfter = time.Second
 
 // stallLimit is how long a write to the output may block once a signal
 // has stopped the run before kinst gives up on the output and exits;

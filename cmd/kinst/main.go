@@ -14,8 +14,10 @@
 //
 // Signals: SIGINT or SIGTERM before the probes are attached ends kinst
 // at once, as it ends any process; after, it stops the run (rolling back
-// an attach in progress), runs END and prints the maps; a second one, or
-// one while the run already ends, ends kinst at once. SIGUSR1 prints the
+// an attach in progress), runs END and prints the maps; a second one (no
+// sooner than a second after the first, so that timeout(1)'s signal to
+// the process and then to its group does not cut the maps short), or one
+// while the run already ends, ends kinst at once. SIGUSR1 prints the
 // maps and tracing goes on.
 //
 // Exit status: 0 when the run ends normally or by a first signal once
