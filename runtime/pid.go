@@ -23,14 +23,14 @@ func CheckPid(pid int) error {
 // the process it is restricted to, as in bpftrace.
 type procWatch struct {
 	pid  int
-	fd   *os.File // a pidfd, nil where the kernel has no PIDFD_NONBLOCK (before 5.10)
+	fd   *os.File // a pidfd; nil before Linux 5.10, which has no PIDFD_NONBLOCK
 	gone bool     // the process had exited when the watch began
 	done chan struct{}
 	once sync.Once
 }
 
-// pidPoll is how often a kernel without pollable pidfds is asked whether the
-// process still lives.
+// pidPoll is how often a kernel without pollable pidfds is asked
+// whether the process still lives.
 const pidPoll = 100 * time.Millisecond
 
 // watchProcess begins watching process pid. A pidfd taken now makes
