@@ -31,7 +31,7 @@ type Options struct {
 	// Params are the positional parameters $1, $2, …
 	Params []string
 	// Pid restricts uprobes and usdt probes to one process, as -p does;
-	// 0 means none.
+	// 0 means none; a run ends when that process exits.
 	Pid int
 	// Unsafe allows system(), signal() and override(), as --unsafe does.
 	Unsafe bool

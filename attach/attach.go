@@ -108,16 +108,26 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // exhausted reports whether err says kinst ran out of a resource: the
 // targets after it would fail the same way, so it is not one target's
-// refusal to skip. cilium/ebpf formats some errors, such as a failed
-// perf link, with %v, so the errno is looked for in the text too.
+// refusal to skip.
 func exhausted(err error) bool {
 	for _, errno := range []unix.Errno{unix.EMFILE, unix.ENFILE, unix.ENOMEM} {
-		if errors.Is(err, errno) || strings.HasSuffix(err.Error(), ": "+errno.Error()) {
+		if IsErrno(err, errno) {
 			return true
 		}
 	}
 	return false
 }
+
+// IsErrno reports whether err comes of errno. cilium/ebpf formats some
+// errors, such as a failed perf link, with %v, so the errno is looked
+// for in the text too.
+func IsErrno(err error, errno unix.Errno) bool {
+	return err != nil && (errors.Is(err, errno) || strings.HasSuffix(err.Error(), ": "+errno.Error()))
+}
+
+// maxTracepointProgs is the kernel's limit of BPF programs on one
+// tracepoint (BPF_TRACE_MAX_PROGS), all users' together.
+const maxTracepointProgs = 64
 
 func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options) ([]io.Closer, error) {
 	pid := opts.Pid
@@ -128,6 +138,11 @@ func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options)
 	switch a := t.Attach.(type) {
 	case Tracepoint:
 		l, err := link.Tracepoint(a.Category, a.Name, prog, &link.TracepointOptions{Cookie: cookie})
+		if IsErrno(err, unix.E2BIG) {
+			// The errno's own text, "argument list too long", says
+			// nothing of a limit.
+			err = fmt.Errorf("the kernel allows at most %d BPF programs per tracepoint, this program's and other tools' together (E2BIG)", maxTracepointProgs)
+		}
 		return one(l, err)
 	case RawTracepoint:
 		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: a.Name, Program: prog})

@@ -3,8 +3,8 @@ package attach
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -71,9 +71,9 @@ func perfEvents(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	ev := events[i]
 	count := ev.Count
 	if len(ap.Parts) == 2 {
-		n, err := strconv.ParseUint(ap.Parts[1], 10, 64)
-		if err != nil || n == 0 {
-			return nil, fmt.Errorf("%s count %q must be a positive whole number", ap.Provider, ap.Parts[1])
+		n, err := positive(ap.Provider+" count", ap.Parts[1], math.MaxInt64)
+		if err != nil {
+			return nil, err
 		}
 		count = n
 	}

@@ -3,6 +3,7 @@ package attach
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -98,6 +99,11 @@ func (r *Resolver) Resolve(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	case "watchpoint", "asyncwatchpoint":
 		return r.watchpoints(ap)
 	case "iter":
+		if r.Pid != 0 {
+			// The kernel restricts only task iterators to a process, and
+			// only since 6.1, ignoring the request elsewhere.
+			return nil, fmt.Errorf("iter probes take no -p: they walk every object; test the process in a predicate instead, as /ctx.task.tgid == %d/ in a task iterator", r.Pid)
+		}
 		return iterators(ap)
 	case "uprobe", "uretprobe":
 		return r.uprobes(ap)
@@ -286,29 +292,37 @@ func timer(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	default:
 		return nil, fmt.Errorf("%s probes are written %s", ap.Provider, form)
 	}
-	n, err := strconv.ParseUint(num, 10, 64)
-	if err != nil || n == 0 {
-		return nil, fmt.Errorf("%s rate %q must be a positive whole number", ap.Provider, num)
+	perUnit := map[string]uint64{"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1, "hz": 1}[unit]
+	if perUnit == 0 {
+		return nil, fmt.Errorf("unknown %s unit %q: use s, ms, us or hz", ap.Provider, unit)
+	}
+	n, err := positive(ap.Provider+" rate", num, math.MaxInt64/perUnit)
+	if err != nil {
+		return nil, err
 	}
 	ev := PerfEvent{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK, AllCPUs: ap.Provider == "profile"}
-	switch unit {
-	case "s":
-		ev.Period = n * 1e9
-	case "ms":
-		ev.Period = n * 1e6
-	case "us":
-		ev.Period = n * 1e3
-	case "ns":
-		ev.Period = n
-	case "hz":
+	if unit == "hz" {
 		ev.Freq = n
-	default:
-		return nil, fmt.Errorf("unknown %s unit %q: use s, ms, us or hz", ap.Provider, unit)
+	} else {
+		ev.Period = n * perUnit
 	}
 	if ev.Period != 0 && ev.Period < 10000 {
 		return nil, fmt.Errorf("%s period of %dns is too short: at least 10us keeps the system usable", ap.Provider, ev.Period)
 	}
 	return []*check.Target{{Provider: ap.Provider, Name: unit + ":" + num, Func: unit + ":" + num, Attach: ev}}, nil
+}
+
+// positive parses the whole number s, what a probe calls it, from 1 to
+// max: the kernel takes sample periods below 2^63.
+func positive(what, s string, max uint64) (uint64, error) {
+	n, err := strconv.ParseUint(s, 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange) || err == nil && n > max:
+		return 0, fmt.Errorf("%s %q is out of range: at most %d", what, s, max)
+	case err != nil || n == 0:
+		return 0, fmt.Errorf("%s %q must be a positive whole number", what, s)
+	}
+	return n, nil
 }
 
 // loadedBy finds the library that exports name for lib, a shared

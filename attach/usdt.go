@@ -2,10 +2,8 @@ package attach
 
 import (
 	"bufio"
-	"debug/elf"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -145,13 +143,10 @@ func (r *Resolver) usdtFiles(bin string) ([]usdtFile, error) {
 	var files []usdtFile
 	for _, path := range paths {
 		probes, err := usdt.Read(path)
-		var format *elf.FormatError
 		switch {
 		case err == nil:
 			files = append(files, usdtFile{path, probes})
 		case !named:
-		case errors.As(err, &format) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-			return nil, fmt.Errorf("%s is not an ELF file", path)
 		case errors.Is(err, usdt.ErrNoNotes):
 			return nil, fmt.Errorf("%s has no USDT probes", path)
 		default:

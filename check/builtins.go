@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"kinst.dev/kinst/cconst"
+	"kinst.dev/kinst/internal/spell"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -140,7 +141,7 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 	if c.decls.broken[name] {
 		return nil // an enum constant whose declaration failed
 	}
-	if near := nearest(name, builtinNames); near != "" {
+	if near := spell.Nearest(name, builtinNames); near != "" {
 		c.errorf(id, "unknown identifier %s (did you mean %s?)", name, near)
 	} else {
 		c.errorf(id, "unknown identifier %s", name)

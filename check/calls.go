@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"kinst.dev/kinst/internal/spell"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/syntax"
 )
@@ -83,7 +84,7 @@ func (c *checker) call(x *syntax.CallExpr, stmt bool) *Type {
 	}
 	f := functions[name]
 	if f == nil {
-		if near := nearest(name, functionNames()); near != "" {
+		if near := spell.Nearest(name, functionNames()); near != "" {
 			c.errorf(x.Fun, "unknown function %s (did you mean %s?)", name, near)
 		} else {
 			c.errorf(x.Fun, "unknown function %s", name)

@@ -125,9 +125,28 @@ func Check(prog *syntax.Program, conf *Config) (*Program, error) {
 	c.mapDecls(prog)
 	if len(c.errs) > 0 {
 		c.errs.Sort()
-		return nil, c.errs
+		return nil, once(c.errs)
 	}
 	return c.prog, nil
+}
+
+// once drops the repeats of an error at the same place: a probe whose
+// attach points differ in their args layout is checked once per layout,
+// and a mistake that does not depend on the layout is found in each.
+// An error whose text names the layout stays, once per layout.
+func once(errs syntax.ErrorList) syntax.ErrorList {
+	type key struct {
+		file     *syntax.File
+		pos, end syntax.Pos
+		msg      string
+	}
+	seen := map[key]bool{}
+	return slices.DeleteFunc(errs, func(e *syntax.Error) bool {
+		k := key{e.File, e.Pos, e.End, e.Msg}
+		dup := seen[k]
+		seen[k] = true
+		return dup
+	})
 }
 
 type checker struct {
@@ -185,7 +204,7 @@ func (c *checker) warned() {
 		return
 	}
 	c.warnings.Sort()
-	for _, w := range c.warnings {
+	for _, w := range once(c.warnings) {
 		c.conf.Warn(w)
 	}
 }

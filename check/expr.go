@@ -2,8 +2,8 @@ package check
 
 import (
 	"strconv"
-	"strings"
 
+	"kinst.dev/kinst/internal/spell"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -576,7 +576,7 @@ func (c *checker) field(x *syntax.FieldExpr) *Type {
 			// definition lacks the field.
 			msg = "%s in this kernel's BTF has no field %s"
 		}
-		if near := nearest(x.Name, rec.FieldNames()); near != "" {
+		if near := spell.Nearest(x.Name, rec.FieldNames()); near != "" {
 			c.errorf(x, msg+" (did you mean %s?)", rec, x.Name, near)
 		} else {
 			c.errorf(x, msg, rec, x.Name)
@@ -621,36 +621,4 @@ func (c *checker) index(x *syntax.IndexExpr) *Type {
 	}
 	c.errorf(x, "cannot index %s", t)
 	return nil
-}
-
-// nearest returns the candidate closest to name by edit distance, if
-// it is close enough to be a likely typo.
-func nearest(name string, candidates []string) string {
-	best, bestDist := "", len(name)/2+1
-	for _, cand := range candidates {
-		if d := editDistance(strings.ToLower(name), strings.ToLower(cand)); d < bestDist {
-			best, bestDist = cand, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -19,7 +19,8 @@ type Options struct {
 	// EventsSize is the ring buffer's size in bytes, a power of two and a
 	// multiple of the page size; 0 means DefaultEventsSize.
 	EventsSize int
-	// StackEntries bounds the stack-trace maps; 0 means DefaultMapEntries.
+	// StackEntries bounds the stack-trace maps; 0 means
+	// DefaultStackEntries.
 	StackEntries int
 	// Supports says whether the kernel offers a mechanism; it is asked
 	// only about the mechanisms a probe could use, since the answer costs
@@ -46,10 +47,14 @@ type Options struct {
 	HasLoop func() bool
 }
 
-// Defaults. bpftrace caps maps at 4096 keys too.
+// Defaults. bpftrace caps maps at 4096 keys too, and gives its
+// stack-trace maps 128 Ki entries: stacks are hashed into buckets, and
+// a stack whose bucket holds another is dropped, so a map sized as the
+// others loses stacks under load.
 const (
-	DefaultMapEntries = 4096
-	DefaultEventsSize = 2 << 20
+	DefaultMapEntries   = 4096
+	DefaultStackEntries = 128 << 10
+	DefaultEventsSize   = 2 << 20
 )
 
 // Frame budget: the BPF stack is 512 bytes; buffers beyond this much of
@@ -78,7 +83,7 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 		o.EventsSize = DefaultEventsSize
 	}
 	if o.StackEntries == 0 {
-		o.StackEntries = DefaultMapEntries
+		o.StackEntries = DefaultStackEntries
 	}
 	c := &compiler{
 		prog: prog,

@@ -2,7 +2,6 @@ package elfsym
 
 import (
 	"debug/dwarf"
-	"debug/elf"
 	"errors"
 	"fmt"
 
@@ -34,9 +33,9 @@ type Debug struct {
 // separate debug file (by build ID or .gnu_debuglink, as for symbols);
 // the error wraps ErrNoDebugInfo when neither has any.
 func OpenDebug(path string) (*Debug, error) {
-	ef, err := elf.Open(path)
+	ef, err := OpenELF(path)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
 	defer ef.Close()
 	if ef.Section(".debug_info") == nil {
@@ -44,8 +43,8 @@ func OpenDebug(path string) (*Debug, error) {
 		if dbg == "" {
 			return nil, fmt.Errorf("%s: %w", path, ErrNoDebugInfo)
 		}
-		if ef, err = elf.Open(dbg); err != nil {
-			return nil, fmt.Errorf("open %s: %w", dbg, err)
+		if ef, err = OpenELF(dbg); err != nil {
+			return nil, err
 		}
 		defer ef.Close()
 		if ef.Section(".debug_info") == nil {

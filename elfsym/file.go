@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"kinst.dev/kinst/internal/spell"
 	"kinst.dev/kinst/kernel"
 )
 
@@ -67,9 +68,9 @@ func Open(path string) (*File, error) {
 // open reads the ELF file at openPath, which may be a /proc alias, and
 // names it path, whose directory is where .gnu_debuglink points.
 func open(openPath, path string) (*File, error) {
-	ef, err := elf.Open(openPath)
+	ef, err := openELF(openPath, path)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
 	defer ef.Close()
 	f := &File{Path: path, BuildID: buildID(ef), Class: ef.Class, Machine: ef.Machine}
@@ -304,48 +305,11 @@ func (f *File) nearest(name string) string {
 		if i > 0 && f.byName[i-1].Name == s.Name {
 			continue
 		}
-		if d := editDistance(name, s.Name, bestDist); d < bestDist {
+		if d := spell.Distance(name, s.Name, bestDist); d < bestDist {
 			best, bestDist = s.Name, d
 		}
 	}
 	return best
-}
-
-// editDistance returns the Levenshtein distance between a and b, or limit
-// when it is limit or more.
-func editDistance(a, b string, limit int) int {
-	if abs(len(a)-len(b)) >= limit {
-		return limit
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			rowMin = min(rowMin, cur[j])
-		}
-		if rowMin >= limit {
-			return limit
-		}
-		prev, cur = cur, prev
-	}
-	return min(prev[len(b)], limit)
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
 
 // findDebugFile locates the separate debug file of ef: by build ID under

@@ -15,7 +15,7 @@ var ErrNoObject = errors.New("no such variable")
 // the file, the running address only for executables not built position
 // independent.
 func Object(path, name string) (addr, size uint64, err error) {
-	ef, err := elf.Open(path)
+	ef, err := OpenELF(path)
 	if err != nil {
 		return 0, 0, fmt.Errorf("variable %s: %w", name, err)
 	}

@@ -48,17 +48,22 @@ func breakpoint(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	actions := 0
-	for _, on := range []bool{*core != "", *gdb, *stop} {
-		if on {
-			actions++
+	var actions []string
+	for _, a := range []struct {
+		on   bool
+		name string
+	}{{*core != "", "--core"}, {*gdb, "--gdb"}, {*stop, "--stop"}} {
+		if a.on {
+			actions = append(actions, a.name)
 		}
 	}
 	switch {
 	case len(pos) > 1:
 		return usageError("name one target")
-	case actions != 1:
+	case len(actions) == 0:
 		return usageError("say what to do at the breakpoint: --core FILE, --gdb or --stop")
+	case len(actions) > 1:
+		return usageError("%s conflict: give only one of --core FILE, --gdb or --stop", andList(actions))
 	case *n < 1:
 		return usageError("--count %d: give a positive number of hits", *n)
 	case *n > 1 && *core == "":

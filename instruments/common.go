@@ -51,12 +51,15 @@ func (c *common) formats() []string {
 	return c.Formats
 }
 
-// orList joins words as "a, b or c".
-func orList(words []string) string {
+// orList joins words as "a, b or c", andList as "a, b and c".
+func orList(words []string) string  { return joinList(words, "or") }
+func andList(words []string) string { return joinList(words, "and") }
+
+func joinList(words []string, conj string) string {
 	if len(words) < 2 {
 		return strings.Join(words, "")
 	}
-	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+	return strings.Join(words[:len(words)-1], ", ") + " " + conj + " " + words[len(words)-1]
 }
 
 // addFlags registers the common options on fs.
@@ -112,6 +115,9 @@ func (c *common) check() error {
 	}
 	if c.Pid < 0 {
 		return fmt.Errorf("--pid %d is not a process id", c.Pid)
+	}
+	if c.Pid != 0 && !c.Show {
+		return runtime.CheckPid(c.Pid)
 	}
 	return nil
 }

@@ -200,9 +200,9 @@ func TestCountPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `# HELP kinst_calls count map @calls of the kinst program.
-# TYPE kinst_calls counter
-kinst_calls{probe="tracepoint:syscalls:sys_enter_getppid"} 1500
+	want := `# HELP kinst_calls_total count map @calls of the kinst program.
+# TYPE kinst_calls_total counter
+kinst_calls_total{probe="tracepoint:syscalls:sys_enter_getppid"} 1500
 # HELP kinst_lost_events_total Records probes sent that the ring buffer refused because it was full.
 # TYPE kinst_lost_events_total counter
 kinst_lost_events_total 0

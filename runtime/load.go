@@ -10,7 +10,9 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
+	"golang.org/x/sys/unix"
 
+	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/kernel"
@@ -240,8 +242,36 @@ func (s *Session) explain(prog *codegen.Program, err error) error {
 func Load(out *codegen.Output, opts *Options) error {
 	s := &Session{out: out, opts: opts, ctx: context.Background()}
 	if err := s.load(); err != nil {
-		return err
+		return s.fileLimit(err)
 	}
 	s.coll.Close()
 	return nil
+}
+
+// A FileLimitError says that the probes need more file descriptors than
+// the open-file limit allows: each program, map and link is one. Go
+// raises the soft limit to the hard one at start, so the hard limit is
+// the one to raise. The kernel's EMFILE would otherwise surface as a
+// verifier refusal with no reason, or as the error of whichever step
+// met it; the error matches unix.EMFILE only, not the step's error.
+type FileLimitError struct {
+	Probes int    // the probes the program attaches
+	Limit  uint64 // RLIMIT_NOFILE, soft
+}
+
+func (e *FileLimitError) Error() string {
+	return fmt.Sprintf("%d probes exceed the open-file limit of %d (each takes a file descriptor or more): raise it with ulimit -n, or trace fewer", e.Probes, e.Limit)
+}
+
+func (e *FileLimitError) Unwrap() error { return unix.EMFILE }
+
+// fileLimit turns err into a *FileLimitError when it comes of the
+// open-file limit.
+func (s *Session) fileLimit(err error) error {
+	if !attach.IsErrno(err, unix.EMFILE) {
+		return err
+	}
+	var lim unix.Rlimit
+	unix.Getrlimit(unix.RLIMIT_NOFILE, &lim)
+	return &FileLimitError{Probes: len(s.out.Targets), Limit: lim.Cur}
 }

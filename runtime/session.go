@@ -48,7 +48,7 @@ type Options struct {
 	// every probe is attached (to exec, where the stub serves: see
 	// execstub.go), and waited for.
 	Command []string
-	// Pid restricts uprobes to one process.
+	// Pid restricts uprobes to one process; the run ends when it exits.
 	Pid int
 	// FileActivation raises USDT semaphores in every process mapping
 	// the probe's file, where kinst raises them itself.
@@ -186,8 +186,8 @@ type InterruptError struct {
 
 func (e *InterruptError) Error() string { return "interrupted by " + e.Signal.String() }
 
-// Run runs a compiled program until it exits, its -c command ends, a
-// signal arrives, opts.Stop is closed or ctx is done. Whatever happens,
+// Run runs a compiled program until it exits, its -c command or its
+// Pid's process ends, a signal arrives, opts.Stop is closed or ctx is done. Whatever happens,
 // probes are detached and maps printed before it returns. Unless
 // something failed, when ctx's end stopped the run Run returns ctx's
 // error, and when the program called exit() with a code other than 0,
@@ -197,13 +197,16 @@ func (e *InterruptError) Error() string { return "interrupted by " + e.Signal.St
 // BEGIN runs unloads what was loaded and makes Run return an
 // *InterruptError. Once BEGIN has run, the first stops the run where it
 // is: an attach in progress is rolled back, and END runs and the maps
-// are printed as at any other end. One arriving while the run is already ending, or the
-// second, ends the process at once with ExitBySignal: descriptors own
-// everything kinst put into the kernel, and the -c command dies with it.
+// are printed as at any other end. One arriving while the run is already
+// ending (after exit() or the -c command's end), or the second signal,
+// ends the process at once with ExitBySignal, the second no sooner than
+// a second after the first: descriptors own everything kinst put into
+// the kernel, and the -c command dies with it.
 // SIGUSR1 runs the self:signal:SIGUSR1 probes, and in the 0.17 mode
 // prints the maps, and the run goes on, as in bpftrace.
 func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	s := &Session{out: out, opts: opts, args: make([][]output.Value, len(out.Actions))}
+	defer func() { err = s.fileLimit(err) }()
 	if opts.Stderr == nil {
 		opts.Stderr = os.Stderr
 	}
@@ -279,6 +282,11 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		}
 		defer s.cmd.kill()
 	}
+	var proc *procWatch
+	if opts.Pid != 0 {
+		proc = watchProcess(opts.Pid)
+		defer proc.close()
+	}
 	if err := s.setConsts(); err != nil {
 		return err
 	}
@@ -336,6 +344,13 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 			go func() {
 				s.cmd.wait()
 				s.stop()
+			}()
+		}
+		if proc != nil {
+			go func() {
+				if proc.wait() {
+					s.stop()
+				}
 			}()
 		}
 		if opts.Attached != nil {
@@ -437,12 +452,16 @@ func (s *Session) stopPackets() error {
 	return err
 }
 
-// watch handles the signals and Options.Stop: SIGUSR1 is usr1's, the first stop signal stops the run, a later one forces the exit.
+// watch handles the signals and Options.Stop: SIGUSR1 is usr1's, the
+// first stop signal stops the run, a later one forces the exit, but no
+// sooner than forceAfter after the first.
 func (s *Session) watch(sigs <-chan os.Signal, stop <-chan struct{}, cancel context.CancelFunc, ended <-chan struct{}) {
 	var stalls <-chan time.Time
-	var first os.Signal
-	var blocked int64 // the write in progress at the last tick
-	var ticks int     // ticks that found it still blocked
+	var first, second os.Signal
+	var firstAt time.Time
+	var force <-chan time.Time // the forced exit a second signal put off
+	var blocked int64          // the write in progress at the last tick
+	var ticks int              // ticks that found it still blocked
 	for {
 		select {
 		case <-ended:
@@ -452,6 +471,8 @@ func (s *Session) watch(sigs <-chan os.Signal, stop <-chan struct{}, cancel cont
 			// was done first.
 			stop = nil
 			cancel()
+		case <-force:
+			ExitBySignal(second)
 		case <-stalls:
 			// The output has not taken a write since well after the
 			// signal: a reader that stopped reading would hold kinst
@@ -473,9 +494,19 @@ func (s *Session) watch(sigs <-chan os.Signal, stop <-chan struct{}, cancel cont
 				continue
 			}
 			if s.stopping.Load() {
-				ExitBySignal(sig)
+				// timeout(1) signals kinst, then its process group,
+				// kinst among it, milliseconds later: a second signal
+				// that soon leaves the first its moment to end the run.
+				wait := forceAfter - time.Since(firstAt)
+				if first == nil || wait <= 0 {
+					ExitBySignal(sig)
+				}
+				if force == nil {
+					second, force = sig, time.After(wait)
+				}
+				continue
 			}
-			first = sig
+			first, firstAt = sig, time.Now()
 			s.signal.Store(&sig)
 			cancel()
 			s.stop()
@@ -485,6 +516,10 @@ func (s *Session) watch(sigs <-chan os.Signal, stop <-chan struct{}, cancel cont
 		}
 	}
 }
+
+// forceAfter is how long after the first stop signal a second one
+// forces the exit: one sooner waits for that long.
+const forceAfter = time.Second
 
 // stallLimit is how long a write to the output may block once a signal
 // has stopped the run before kinst gives up on the output and exits;

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"kinst.dev/kinst/elfsym"
 )
 
 // ErrNoNotes is returned by Read for a file without USDT probes.
@@ -36,9 +38,9 @@ func (p *Probe) FullName() string { return p.Provider + ":" + p.Name }
 
 // Read returns the USDT probes of the ELF file at path, in note order.
 func Read(path string) ([]Probe, error) {
-	f, err := elf.Open(path)
+	f, err := elfsym.OpenELF(path)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
 	defer f.Close()
 	probes, err := probesOf(f)

@@ -9,8 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
+
+	"kinst.dev/kinst/elfsym"
 )
 
 func TestParseArgs(t *testing.T) {
@@ -218,8 +219,7 @@ func TestReadErrors(t *testing.T) {
 	dir := t.TempDir()
 	text := filepath.Join(dir, "text")
 	os.WriteFile(text, []byte("not an ELF file\n"), 0o644)
-	var format *elf.FormatError
-	if _, err := Read(text); !errors.As(err, &format) || !strings.HasPrefix(err.Error(), "open "+text+": ") {
+	if _, err := Read(text); !errors.Is(err, elfsym.ErrNotELF) || err.Error() != text+" is not an ELF file" {
 		t.Errorf("Read of a text file: %v", err)
 	}
 	if _, err := Read(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {

@@ -260,7 +260,8 @@ func TestBreakErrors(t *testing.T) {
 		want string
 	}{
 		{"no action", []string{u, "--unsafe"}, 2, "kinst break: say what to do at the breakpoint: --core FILE, --gdb or --stop\n"},
-		{"two actions", []string{u, "--stop", "--gdb", "--unsafe"}, 2, "kinst break: say what to do at the breakpoint: --core FILE, --gdb or --stop\n"},
+		{"two actions", []string{u, "--stop", "--gdb", "--unsafe"}, 2, "kinst break: --gdb and --stop conflict: give only one of --core FILE, --gdb or --stop\n"},
+		{"three actions", []string{u, "--gdb", "--core", "c", "--stop", "--unsafe"}, 2, "kinst break: --core, --gdb and --stop conflict: give only one of --core FILE, --gdb or --stop\n"},
 		{"two targets", []string{u, u, "--stop", "--unsafe"}, 2, "kinst break: name one target\n"},
 		{"count zero", []string{u, "--core", "c", "--count", "0", "--unsafe"}, 2, "kinst break: --count 0: give a positive number of hits\n"},
 		{"count with stop", []string{u, "--stop", "--count", "2", "--unsafe"}, 2, "kinst break: --count applies to --core: --gdb and --stop act on the first hit\n"},
@@ -270,7 +271,7 @@ func TestBreakErrors(t *testing.T) {
 		{"no unsafe", []string{u, "--stop"}, 1, "kinst: break stops processes: run it with --unsafe\n"},
 		{"unwritable", []string{u, "--core", "/nonexistent/core", "--unsafe"}, 1,
 			"kinst: cannot write a core file in /nonexistent: no such file or directory\n"},
-		{"no process", []string{"--pid", "2147483647", "--core", "c", "--unsafe"}, 1, "kinst: no process 2147483647\n"},
+		{"no process", []string{"--pid", "2147483647", "--core", "c", "--unsafe"}, 2, "kinst break: pid 2147483647: no such process\n"},
 		{"bad target", []string{"uprobe:" + bin + ":kinst_none", "--stop", "--unsafe"}, 1,
 			"kinst: break uprobe:" + bin + ":kinst_none: no such function: kinst_none in " + bin + " (did you mean kinst_move?)\n"},
 	} {

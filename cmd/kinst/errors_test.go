@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -21,6 +23,7 @@ import (
 // empty: not even the Attaching line).
 func TestCompileErrors(t *testing.T) {
 	t.Parallel()
+	self := strconv.Itoa(os.Getpid())
 	tests := []struct {
 		name   string
 		args   []string
@@ -105,6 +108,14 @@ func TestCompileErrors(t *testing.T) {
 			"-e:1:1: software count \"0\" must be a positive whole number\n" +
 				"s:faults:0 { }\n" +
 				"^~~~~~~~~~\n"},
+		{"software event count out of range", []string{"-e", "software:page-faults:99999999999999999999999 { }"}, false,
+			"-e:1:1: software count \"99999999999999999999999\" is out of range: at most 9223372036854775807\n" +
+				"software:page-faults:99999999999999999999999 { }\n" +
+				"^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n"},
+		{"interval out of range", []string{"-e", "interval:s:10000000000 { }"}, false,
+			"-e:1:1: interval rate \"10000000000\" is out of range: at most 9223372036\n" +
+				"interval:s:10000000000 { }\n" +
+				"^~~~~~~~~~~~~~~~~~~~~~\n"},
 		{"positional parameter missing in a probe", []string{"-e", "interval:ms:$1 { }"}, false,
 			"-e:1:1: interval:ms:$1 uses positional parameter $1, but 0 were given\n" +
 				"interval:ms:$1 { }\n" +
@@ -145,6 +156,10 @@ func TestCompileErrors(t *testing.T) {
 			"-e:1:21: core() takes the core file's path as a string literal\n" +
 				"interval:s:1 { core(comm); }\n" +
 				"                    ^~~~\n"},
+		{"iter with -p", []string{"-p", self, "-e", "iter:task { }"}, false,
+			"-e:1:1: iter probes take no -p: they walk every object; test the process in a predicate instead, as /ctx.task.tgid == " + self + "/ in a task iterator\n" +
+				"iter:task { }\n" +
+				"^~~~~~~~~\n"},
 		{"uprobe on a missing binary", []string{"-e", "uprobe:/nonexistent/bin:f { }"}, true,
 			"-e:1:1: resolve /nonexistent/bin: no such binary or library: stat /nonexistent/bin: no such file or directory\n" +
 				"uprobe:/nonexistent/bin:f { }\n" +
@@ -252,6 +267,10 @@ func loadFentry() error {
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	usage := usageText(t)
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(data, []byte("BEGIN {}\x00\x01\x02"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name   string
 		env    []string
@@ -276,6 +295,12 @@ func TestUsageErrors(t *testing.T) {
 		{"user symbols", []string{"BPFTRACE_NO_USER_SYMBOLS=yes"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_NO_USER_SYMBOLS=\"yes\": want 0 or 1\n"},
 		{"no program", nil, nil, "kinst: no program: give -e PROGRAM or a file (kinst -h for help)\n"},
 		{"missing file", nil, []string{"testdata/nonexistent.bt"}, "kinst: open testdata/nonexistent.bt: no such file or directory\n"},
+		{"misspelt instrument", nil, []string{"latncy", "syscall:read"}, "kinst: no instrument or file latncy (did you mean latency?)\n"},
+		{"unknown word", nil, []string{"frobnicate"}, "kinst: no instrument or file frobnicate: kinst -h lists the instruments\n"},
+		{"help misspelt", nil, []string{"help", "cuont"}, "kinst help: no instrument cuont (did you mean count?)\n"},
+		{"help two", nil, []string{"help", "count", "trace"}, "kinst help: name one instrument\n"},
+		{"program file", nil, []string{testenv.Kinst(t)}, "kinst: " + testenv.Kinst(t) + " is an ELF executable, not a bpftrace program: to trace it, run it with -c or name it in a uprobe\n"},
+		{"binary file", nil, []string{data}, "kinst: " + data + " is a binary file, not a bpftrace program\n"},
 		{"output format", nil, []string{"-f", "xml", "-e", "BEGIN {}"}, "kinst: unknown output format \"xml\": use text, json or pprof\n"},
 		{"dump stage", nil, []string{"--dump", "ast,nope", "-e", "BEGIN {}"}, "kinst: unknown stage in --dump \"ast,nope\": use ast, types, bpf, maps or all, or several separated by commas\n"},
 		{"-d with a stage", nil, []string{"-d", "bpf", "prog.bt"}, "kinst: -d takes no stage, as in bpftrace: print stage bpf with --dump bpf\n"},
@@ -307,6 +332,18 @@ func usageText(t *testing.T) string {
 		t.Fatalf("kinst --help: exit status %d, stdout:\n%s\nwant what -h prints", long.code, long.stdout)
 	}
 	return r.stdout
+}
+
+// "kinst help" prints the usage as -h does, and "kinst help NAME" what
+// "kinst NAME -h" prints, both on standard output.
+func TestHelpCommand(t *testing.T) {
+	t.Parallel()
+	kinst(t, "help").want(t, 0, usageText(t), "")
+	own := kinst(t, "count", "-h")
+	if own.code != 0 || !strings.HasPrefix(own.stderr, "usage: kinst count ") {
+		t.Fatalf("kinst count -h: exit status %d, stderr:\n%s", own.code, own.stderr)
+	}
+	kinst(t, "help", "count").want(t, 0, own.stderr, "")
 }
 
 // A -c command that cannot start is an error before anything attaches.
@@ -342,4 +379,21 @@ func TestKaddrVariable(t *testing.T) {
 	want := fmt.Sprintf("-e:1:%d: kaddr(): no kernel symbol avenrun: this kernel's kallsyms lists no variables (it was built without CONFIG_KALLSYMS_ALL)\n%s\n%s^%s\n",
 		col, prog, strings.Repeat(" ", col-1), strings.Repeat("~", len(`"avenrun"`)-1))
 	r.want(t, 1, "", want)
+}
+
+// A 65th program on one tracepoint meets the kernel's limit, which the
+// error names rather than giving E2BIG's "argument list too long". The
+// tracepoint is one nothing else traces.
+func TestTracepointProgramLimit(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Tracepoint, testenv.PerfEvent)
+	const probe = "tracepoint:syscalls:sys_enter_sethostname { @a = count(); }"
+	prog := strings.Repeat(probe+"\n", 70) + "interval:ms:100 { exit(); }\n"
+	file := filepath.Join(t.TempDir(), "many.bt")
+	if err := os.WriteFile(file, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kinst(t, file).want(t, 1, "Attaching 71 probes...\n",
+		file+":65:1: attach tracepoint:syscalls:sys_enter_sethostname: the kernel allows at most 64 BPF programs per tracepoint, this program's and other tools' together (E2BIG)\n"+
+			probe+"\n^"+strings.Repeat("~", len("tracepoint:syscalls:sys_enter_sethostname")-1)+"\n")
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/instruments"
+	kruntime "kinst.dev/kinst/runtime"
 )
 
 // version is kinst's release, set at link time with
@@ -25,6 +26,7 @@ const usage = `USAGE:
     kinst -l [-v] [search]
     kinst features [-f text|json]
     kinst INSTRUMENT [options]
+    kinst help [INSTRUMENT]
 
 OPTIONS:
     -B MODE        output buffering mode ('line', 'full', 'none')
@@ -214,8 +216,8 @@ func (p *pidFlag) Set(s string) error {
 	if n < 1 || n > pidMaxLimit {
 		return fmt.Errorf("pid '%s' out of valid pid range [1,%d]", s, pidMaxLimit)
 	}
-	if err := unix.Kill(int(n), 0); errors.Is(err, unix.ESRCH) {
-		return fmt.Errorf("pid %d: no such process", n)
+	if err := kruntime.CheckPid(int(n)); err != nil {
+		return err
 	}
 	*p = pidFlag(n)
 	return nil

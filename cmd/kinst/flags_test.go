@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf/btf"
 
@@ -103,7 +105,8 @@ func TestInfo(t *testing.T) {
 	}
 }
 
-// -p of a process that has ended is refused before anything compiles.
+// -p of a process that has ended is refused before anything compiles,
+// and so is the instruments' --pid.
 func TestPidNoSuchProcess(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command("true")
@@ -111,7 +114,50 @@ func TestPidNoSuchProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := strconv.Itoa(cmd.Process.Pid)
-	kinst(t, "-p", pid, "-e", "BEGIN {}").want(t, 2, "", "kinst: pid "+pid+": no such process\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-p", pid, "-e", "BEGIN {}"}, "kinst: pid " + pid + ": no such process\n"},
+		{[]string{"count", "--pid", pid, "syscall:getppid"}, "kinst count: pid " + pid + ": no such process\n"},
+		{[]string{"profile", "--pid", pid}, "kinst profile: pid " + pid + ": no such process\n"},
+		{[]string{"latency", "--pid", pid, "syscall:read"}, "kinst latency: pid " + pid + ": no such process\n"},
+		{[]string{"trace", "--pid", pid, "syscall:read"}, "kinst trace: pid " + pid + ": no such process\n"},
+		{[]string{"break", "--pid", pid, "--core", "c", "--unsafe"}, "kinst break: pid " + pid + ": no such process\n"},
+	} {
+		kinst(t, tc.args...).want(t, 2, "", tc.want)
+	}
+}
+
+// The run under -p ends when its process exits, END running and the
+// maps printing as at any end, as in bpftrace.
+func TestPidExitEndsRun(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Ringbuf, testenv.PerfEvent)
+	proc := exec.Command("sleep", "20000")
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
+	cmd := exec.Command(testenv.Kinst(t), "-p", strconv.Itoa(proc.Process.Pid), "-e", `BEGIN { @a = 1; } interval:s:100 { @b = count(); } END { @c = 2; }`)
+	cmd.Env = append(os.Environ(), "__BPFTRACE_NOTIFY_PROBES_ATTACHED=1")
+	var stdout, stderr testenv.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	done, waitErr := background(t, cmd)
+	for deadline := time.Now().Add(runTimeout); !strings.Contains(stderr.String(), "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("kinst did not attach within %v\nstderr:\n%s", runTimeout, stderr.String())
+		}
+	}
+	proc.Process.Kill()
+	proc.Wait()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("kinst -p still runs 10 s after its process exited\nstdout:\n%s", stdout.String())
+	}
+	res := result{stdout: stdout.String(), stderr: stderr.String(), code: exitCode(t, *waitErr)}
+	res.want(t, 0, "Attaching 3 probes...\n\n\n@a: 1\n@b: 0\n@c: 2\n", "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n")
 }
 
 // Every -B mode prints the same output; only when it is written differs.
@@ -289,4 +335,45 @@ func TestStrcontainsSizes(t *testing.T) {
 	kinstEnv(t, env, "--dry-run", "-e", long).want(t, 1, "",
 		"-e:1:44: strcontains(): searching 1024 bytes for up to 10 is 10240 comparisons, more than the 4096 the verifier is known to accept; shorten the strings with str(s, N)\n"+
 			long+"\n"+strings.Repeat(" ", 43)+"^"+strings.Repeat("~", 44)+"\n")
+}
+
+// Probes that need more descriptors than the open-file limit allows say
+// so, with both numbers, whether loading (one program per probe) or
+// attaching (one link per target of a wildcard) runs out first, rather
+// than as a verifier refusal without a reason.
+func TestOpenFileLimit(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Tracepoint, testenv.PerfEvent)
+	var many strings.Builder
+	for range 200 {
+		many.WriteString("tracepoint:syscalls:sys_enter_getppid { @a = count(); }\n")
+	}
+	const limit = 150
+	for _, tc := range []struct {
+		name, prog string
+		probes     int // 0: as many as the "Attaching" line says
+	}{
+		{"load", many.String(), 201},
+		{"attach", "tracepoint:syscalls:sys_enter_* { @[probe] = count(); }", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prog := tc.prog + "interval:ms:100 { exit(); }\n"
+			cmd := exec.Command("sh", "-c", `ulimit -n `+strconv.Itoa(limit)+` && exec "$0" -e "$1"`, testenv.Kinst(t), prog)
+			out, err := cmd.Output()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Fatalf("exit: %v, want status 1\nstdout:\n%s", err, out)
+			}
+			probes := tc.probes
+			if probes == 0 {
+				if _, err := fmt.Sscanf(string(out), "Attaching %d probes...\n", &probes); err != nil || probes <= limit {
+					t.Fatalf("stdout %q: want more than %d probes attaching", out, limit)
+				}
+			}
+			want := fmt.Sprintf("kinst: %d probes exceed the open-file limit of %d (each takes a file descriptor or more): raise it with ulimit -n, or trace fewer\n", probes, limit)
+			if got := string(ee.Stderr); got != want {
+				t.Errorf("stderr:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
 }

@@ -7,13 +7,17 @@
 //	kinst [options] FILE [ARGS...]
 //	kinst -l [PATTERN]
 //	kinst features
+//	kinst INSTRUMENT [options]
+//	kinst help [INSTRUMENT]
 //
 // Run "kinst -h" for the options.
 //
 // Signals: SIGINT or SIGTERM before the probes are attached ends kinst
 // at once, as it ends any process; after, it stops the run (rolling back
-// an attach in progress), runs END and prints the maps; a second one, or
-// one while the run already ends, ends kinst at once. SIGUSR1 runs the
+// an attach in progress), runs END and prints the maps; a second one (no
+// sooner than a second after the first, so that timeout(1)'s signal to
+// the process and then to its group does not cut the maps short), or one
+// while the run already ends, ends kinst at once. SIGUSR1 runs the
 // self:signal:SIGUSR1 probes (and prints the maps in the 0.17 mode) and
 // tracing goes on.
 //
@@ -29,6 +33,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"debug/elf"
 	"errors"
 	"flag"
 	"fmt"
@@ -46,6 +51,7 @@ import (
 	"kinst.dev/kinst/instruments"
 	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/internal/runhook"
+	"kinst.dev/kinst/internal/spell"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/runtime"
@@ -59,6 +65,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "features" {
 		return features(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "help" {
+		return help(args[1:], stdout, stderr)
 	}
 	if len(args) > 0 {
 		if c := instruments.Lookup(args[0]); c != nil {
@@ -201,6 +210,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kinst: -d takes no stage, as in bpftrace: print stage %s with --dump %s\n", rest[0], rest[0])
 		return 2
 	}
+	if err != nil && *prog == "" && errors.Is(err, os.ErrNotExist) && isWord(rest[0]) {
+		fmt.Fprintf(stderr, "kinst: %s\n", noInstrument("instrument or file", rest[0]))
+		return 2
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "kinst: %v\n", err)
 		return 2
@@ -316,6 +329,47 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return report(err, *verbose, stderr)
 }
 
+// help is "kinst help", which prints the usage, and "kinst help NAME",
+// which prints what "kinst NAME -h" prints, on standard output.
+func help(args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		printUsage(stdout)
+		return 0
+	case len(args) > 1:
+		fmt.Fprintf(stderr, "kinst help: name one instrument\n")
+		return 2
+	}
+	c := instruments.Lookup(args[0])
+	if c == nil {
+		fmt.Fprintf(stderr, "kinst help: %s\n", noInstrument("instrument", args[0]))
+		return 2
+	}
+	c.Run(context.Background(), []string{"-h"}, stdout, stdout)
+	return 0
+}
+
+// isWord reports whether arg looks like an instrument's name rather
+// than a file's: letters, digits, '-' and '_' only.
+func isWord(arg string) bool {
+	return arg != "" && strings.IndexFunc(arg, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}) < 0
+}
+
+// noInstrument says that no instrument (nor file, as what says) is
+// called name, and which one was likely meant.
+func noInstrument(what, name string) string {
+	var names []string
+	for _, c := range instruments.Commands() {
+		names = append(names, c.Name)
+	}
+	if near := spell.Nearest(name, names); near != "" {
+		return fmt.Sprintf("no %s %s (did you mean %s?)", what, name, near)
+	}
+	return fmt.Sprintf("no %s %s: kinst -h lists the instruments", what, name)
+}
+
 // writeELF writes --emit-elf's object file, which is all a run with it
 // does, as in bpftrace.
 func writeELF(path string, p *api.Program, stderr io.Writer) int {
@@ -389,12 +443,32 @@ func source(prog string, rest []string) (name string, src []byte, params []strin
 	if len(rest) == 0 {
 		return "", nil, nil, errors.New("no program: give -e PROGRAM or a file (kinst -h for help)")
 	}
-	if rest[0] == "-" {
+	name = rest[0]
+	if name == "-" {
+		name = "stdin"
 		src, err = io.ReadAll(os.Stdin)
-		return "stdin", src, rest[1:], err
+	} else {
+		src, err = os.ReadFile(name)
 	}
-	src, err = os.ReadFile(rest[0])
-	return rest[0], src, rest[1:], err
+	if err != nil {
+		return "", nil, nil, err
+	}
+	// The compiler would report every byte of a binary as a token.
+	switch {
+	case bytes.HasPrefix(src, []byte(elf.ELFMAG)):
+		return "", nil, nil, fmt.Errorf("%s is an ELF %s, not a bpftrace program: to trace it, run it with -c or name it in a uprobe", name, elfKind(src))
+	case bytes.IndexByte(src, 0) >= 0:
+		return "", nil, nil, fmt.Errorf("%s is a binary file, not a bpftrace program", name)
+	}
+	return name, src, rest[1:], nil
+}
+
+// elfKind names what an ELF file is, by its type.
+func elfKind(data []byte) string {
+	if f, err := elf.NewFile(bytes.NewReader(data)); err == nil && (f.Type == elf.ET_EXEC || f.Type == elf.ET_DYN) {
+		return "executable"
+	}
+	return "file"
 }
 
 // report prints err as users should see it and returns the exit status,

@@ -114,9 +114,9 @@ func TestPrometheusMetrics(t *testing.T) {
 # TYPE kinst_avg summary
 kinst_avg_sum{comm="` + name + `"} 230
 kinst_avg_count{comm="` + name + `"} 5
-# HELP kinst_bytes sum map @bytes of the kinst program.
-# TYPE kinst_bytes counter
-kinst_bytes 230
+# HELP kinst_bytes_total sum map @bytes of the kinst program.
+# TYPE kinst_bytes_total counter
+kinst_bytes_total 230
 # HELP kinst_last integer map @last of the kinst program.
 # TYPE kinst_last gauge
 kinst_last 100
@@ -144,9 +144,9 @@ kinst_map_full_total{map="@writes"} 0
 ` + sizes.String() + `kinst_sizes_bucket{le="+Inf"} 5
 kinst_sizes_sum NaN
 kinst_sizes_count 5
-# HELP kinst_writes count map @writes of the kinst program.
-# TYPE kinst_writes counter
-kinst_writes{comm="` + name + `"} 5
+# HELP kinst_writes_total count map @writes of the kinst program.
+# TYPE kinst_writes_total counter
+kinst_writes_total{comm="` + name + `"} 5
 `
 	if got != want {
 		t.Errorf("/metrics:\n%s\nwant:\n%s", got, want)
@@ -194,7 +194,7 @@ func TestPrometheusServerScrapes(t *testing.T) {
 		server.Wait()
 	}()
 
-	query := "http://" + promAddr + "/api/v1/query?query=" + url.QueryEscape(`kinst_writes{job="kinst",comm="`+name+`"}`)
+	query := "http://" + promAddr + "/api/v1/query?query=" + url.QueryEscape(`kinst_writes_total{job="kinst",comm="`+name+`"}`)
 	deadline := time.Now().Add(runTimeout)
 	for {
 		value, err := queryValue(query)
@@ -262,7 +262,7 @@ kinst_map_full_total{map="@m"} 5
 		if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if got = string(body); strings.Contains(got, want) && strings.Count(got, "\nkinst_m{i=") == 10 && strings.Count(got, "\nkinst_c{i=") == 10 {
+			if got = string(body); strings.Contains(got, want) && strings.Count(got, "\nkinst_m{i=") == 10 && strings.Count(got, "\nkinst_c_total{i=") == 10 {
 				break
 			}
 		}

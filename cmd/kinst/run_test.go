@@ -869,6 +869,23 @@ ring buffer records:
 `, "")
 }
 
+// The stack-trace maps hold 128 Ki stacks, as bpftrace's: a stack whose
+// hash bucket another holds is dropped, and with 4096 buckets kernel
+// stacks went missing under load.
+func TestStackMapSize(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	r := kinst(t, "-dd", "-e", "profile:hz:99 { @k[kstack] = count(); @u[ustack(5)] = count(); }")
+	for _, want := range []string{
+		"\n  kstacks (kstacks): StackTrace, key 4, value 1016, 131072 entries\n",
+		"\n  ustacks (ustacks): StackTrace, key 4, value 40, 131072 entries\n",
+	} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("kinst -dd: exit status %d, stdout lacks %q:\n%s", r.code, want, r.stdout)
+		}
+	}
+}
+
 // When the ring buffer is full, every record is either printed, in
 // order, or counted in one "Lost N events" line. BEGIN fills a one-page
 // buffer before kinst starts reading it.

@@ -306,3 +306,60 @@ func TestSignalWithStalledOutput(t *testing.T) {
 		t.Errorf("stderr:\n%s", s)
 	}
 }
+
+// A second SIGINT milliseconds after the first, as timeout -s INT sends
+// one to kinst and then one to its process group, leaves the first its
+// moment to print the maps; one the first has not made good a second
+// later still forces the exit then.
+func TestSignalTwiceAtOnce(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Ringbuf, testenv.PerfEvent)
+	for _, tc := range []struct {
+		name   string
+		inject string // KINST_INJECT
+		killed bool   // ended by the second signal
+		stdout string
+	}{
+		// END held a moment, as a large map's printing would hold it.
+		{"maps print", "end.delay=300ms", false, "Attaching 3 probes...\n\n\n@a: 1\n@end: 2\n"},
+		// END held a minute: the second signal ends kinst after a second.
+		{"end held", "end.delay=1m", true, "Attaching 3 probes...\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(testenv.Kinst(t), "-e", `BEGIN { @a = 1; } interval:s:100 { } END { @end = 2; }`)
+			cmd.Env = append(os.Environ(), "KINST_INJECT="+tc.inject, "__BPFTRACE_NOTIFY_PROBES_ATTACHED=1")
+			var stdout, stderr testenv.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			done, waitErr := background(t, cmd)
+			for deadline := time.Now().Add(runTimeout); !strings.Contains(stderr.String(), "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n"); time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("kinst did not attach within %v\nstderr:\n%s", runTimeout, stderr.String())
+				}
+			}
+			sent := time.Now()
+			cmd.Process.Signal(syscall.SIGINT)
+			time.Sleep(5 * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGINT)
+			select {
+			case <-done:
+			case <-time.After(runTimeout):
+				t.Fatalf("kinst did not end within %v of two SIGINTs", runTimeout)
+			}
+			took := time.Since(sent)
+			var ee *exec.ExitError
+			killed := errors.As(*waitErr, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGINT
+			switch {
+			case killed != tc.killed:
+				t.Errorf("kinst ended with %v; want an end by SIGINT: %v", *waitErr, tc.killed)
+			case !tc.killed && *waitErr != nil:
+				t.Errorf("kinst ended with %v, want status 0", *waitErr)
+			case tc.killed && (took < time.Second || took > time.Second+stopBound):
+				t.Errorf("kinst ended %v after the first signal, want a second after it", took)
+			}
+			if got := stdout.String(); got != tc.stdout {
+				t.Errorf("stdout:\n%s\nwant:\n%s", got, tc.stdout)
+			}
+		})
+	}
+}

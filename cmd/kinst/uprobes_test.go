@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -136,5 +138,20 @@ func TestUprobeInLoadedLibrary(t *testing.T) {
 	r = kinst(t, "-e", "uprobe:"+bin+":pthread_create { }")
 	if want := "-e:1:1: no such function: pthread_create in " + bin + "\n"; r.code != 1 || !strings.HasPrefix(r.stderr, want) {
 		t.Errorf("exit status %d, stderr:\n%s\nwant status 1 and\n%s", r.code, r.stderr, want)
+	}
+}
+
+// A uprobe on a file that is not ELF says so, where debug/elf gives
+// the bytes it found in place of the magic number.
+func TestUprobeNotELF(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe)
+	text := filepath.Join(t.TempDir(), "header.h")
+	if err := os.WriteFile(text, []byte("#define N 1\n"+strings.Repeat("/* a header, not a program */\n", 8)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, prog := range []string{"uprobe:" + text + ":main { }", "uretprobe:" + text + ":main { }"} {
+		caret := "^" + strings.Repeat("~", strings.Index(prog, " {")-1)
+		kinst(t, "-e", prog).want(t, 1, "", fmt.Sprintf("-e:1:1: %s is not an ELF file\n%s\n%s\n", text, prog, caret))
 	}
 }

@@ -4,7 +4,8 @@
 // alone is kinst_map), its keys labels named after what the program puts
 // in them (@[comm, args->fd] gives comm and fd; see KeyLabels) or, where
 // that gives no name, after their place: key (one key) or key0, key1, …
-// count() maps and sums of unsigned values are counters; other integers,
+// count() maps and sums of unsigned values are counters, their names
+// ending in _total (@calls is kinst_calls_total); other integers,
 // signed sums, min() and max() gauges; avg() and stats() summaries
 // without quantiles (their _sum and _count); hist() and lhist()
 // histograms whose le bounds are bpftrace's buckets. hist() keeps no

@@ -207,6 +207,10 @@ func mapFamily(m *output.Map, names []string) (*dto.MetricFamily, error) {
 		f.Type = typ.Enum()
 		f.Metric = append(f.Metric, metric)
 	}
+	// Prometheus names a counter for what it counts, with _total.
+	if f.GetType() == dto.MetricType_COUNTER && !strings.HasSuffix(f.GetName(), "_total") {
+		f.Name = proto.String(f.GetName() + "_total")
+	}
 	return f, nil
 }
 

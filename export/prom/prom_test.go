@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,16 +58,16 @@ func TestMetrics(t *testing.T) {
 		{"count by two keys", &output.Map{Name: "@calls", Kind: output.KindCount, Entries: []output.Entry{
 			{Key: []output.Value{output.String("sh"), output.Int(7)}, Value: output.Count(3)},
 			{Key: []output.Value{output.String("ls"), output.Int(-1)}, Value: output.Count(12)},
-		}}, `# HELP kinst_calls count map @calls of the kinst program.
-# TYPE kinst_calls counter
-kinst_calls{key0="ls",key1="-1"} 12
-kinst_calls{key0="sh",key1="7"} 3
+		}}, `# HELP kinst_calls_total count map @calls of the kinst program.
+# TYPE kinst_calls_total counter
+kinst_calls_total{key0="ls",key1="-1"} 12
+kinst_calls_total{key0="sh",key1="7"} 3
 `},
 		{"unnamed map", &output.Map{Name: "@", Kind: output.KindCount, Entries: []output.Entry{{Value: output.Count(9)}}},
-			"# HELP kinst_map count map @ of the kinst program.\n# TYPE kinst_map counter\nkinst_map 9\n"},
+			"# HELP kinst_map_total count map @ of the kinst program.\n# TYPE kinst_map_total counter\nkinst_map_total 9\n"},
 		{"unsigned sum", &output.Map{Name: "@bytes", Kind: output.KindSum, Entries: []output.Entry{
 			{Key: []output.Value{output.Ksym(0xffff, "vfs_read")}, Value: output.Sum(4096, false)},
-		}}, "# HELP kinst_bytes sum map @bytes of the kinst program.\n# TYPE kinst_bytes counter\nkinst_bytes{key=\"vfs_read\"} 4096\n"},
+		}}, "# HELP kinst_bytes_total sum map @bytes of the kinst program.\n# TYPE kinst_bytes_total counter\nkinst_bytes_total{key=\"vfs_read\"} 4096\n"},
 		{"signed sum", &output.Map{Name: "@delta", Kind: output.KindSum, Entries: []output.Entry{{Value: output.Sum(uint64(1<<64-10), true)}}},
 			"# HELP kinst_delta sum map @delta of the kinst program.\n# TYPE kinst_delta gauge\nkinst_delta -10\n"},
 		{"min and max", &output.Map{Name: "@lo", Kind: output.KindMin, Entries: []output.Entry{{Value: output.Min(-3)}}},
@@ -78,8 +79,8 @@ kinst_calls{key0="sh",key1="7"} 3
 kinst_lat_sum{key="read"} 1000
 kinst_lat_count{key="read"} 4
 `},
-		{"stats", &output.Map{Name: "@s", Kind: output.KindStats, Entries: []output.Entry{{Value: output.Stats(2, -8)}}},
-			"# HELP kinst_s stats map @s of the kinst program.\n# TYPE kinst_s summary\nkinst_s_sum -8\nkinst_s_count 2\n"},
+		{"stats", &output.Map{Name: "@sizes", Kind: output.KindStats, Entries: []output.Entry{{Value: output.Stats(2, -8)}}},
+			"# HELP kinst_sizes stats map @sizes of the kinst program.\n# TYPE kinst_sizes summary\nkinst_sizes_sum -8\nkinst_sizes_count 2\n"},
 		{"lhist", &output.Map{Name: "@l", Kind: output.KindLhist, Entries: []output.Entry{
 			{Value: output.Lhist(10, 40, 10, []uint64{1, 2, 0, 3, 4})},
 		}}, `# HELP kinst_l lhist map @l of the kinst program.
@@ -97,17 +98,34 @@ kinst_l_count 10
 		}}, "# HELP kinst_name string map @name of the kinst program.\n# TYPE kinst_name gauge\nkinst_name{key=\"42\",value=\"bash\"} 1\n"},
 		{"stack keys", &output.Map{Name: "@st", Kind: output.KindCount, Entries: []output.Entry{
 			{Key: []output.Value{output.Kstack(output.StackBpftrace, []output.Frame{{Symbol: "a", Offset: 1}, {Symbol: "b", Offset: 2}})}, Value: output.Count(1)},
-		}}, "# HELP kinst_st count map @st of the kinst program.\n# TYPE kinst_st counter\nkinst_st{key=\"a+1\\nb+2\"} 1\n"},
+		}}, "# HELP kinst_st_total count map @st of the kinst program.\n# TYPE kinst_st_total counter\nkinst_st_total{key=\"a+1\\nb+2\"} 1\n"},
 	}
 	const lost = "# HELP kinst_lost_events_total Records probes sent that the ring buffer refused because it was full.\n# TYPE kinst_lost_events_total counter\nkinst_lost_events_total 0\n"
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := scrape(t, &source{maps: []*output.Map{tt.m}})
+			promtool(t, got)
 			got = strings.Replace(got, lost, "", 1)
 			if got != tt.want {
 				t.Errorf("got:\n%s\nwant:\n%s", got, tt.want)
 			}
 		})
+	}
+}
+
+// promtool lints metrics as Prometheus's own checker does, where the
+// prometheus package is installed: counters end in _total, among
+// others.
+func promtool(t *testing.T, metrics string) {
+	t.Helper()
+	path, err := exec.LookPath("promtool")
+	if err != nil {
+		return
+	}
+	cmd := exec.Command(path, "check", "metrics")
+	cmd.Stdin = strings.NewReader(metrics)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s\nmetrics:\n%s", err, out, metrics)
 	}
 }
 
@@ -164,7 +182,7 @@ func TestUnservableMaps(t *testing.T) {
 		{&output.Map{Name: "@f", Kind: output.KindCount, Entries: []output.Entry{
 			{Key: []output.Value{output.Ksym(0xff01, "vfs_read")}, Value: output.Count(1)},
 			{Key: []output.Value{output.Ksym(0xff02, "vfs_read")}, Value: output.Count(2)},
-		}}, `kinst_f: two entries give the labels {key="vfs_read"}`},
+		}}, `kinst_f_total: two entries give the labels {key="vfs_read"}`},
 		{&output.Map{Name: "@c", Kind: output.KindCount, Entries: []output.Entry{
 			{Key: []output.Value{output.String("a\xff")}, Value: output.Count(1)},
 		}}, "map @c: a label value is not UTF-8"},
