@@ -1,0 +1,36 @@
+package main
+
+import "testing"
+
+// TestBpftraceBehaviours runs programs whose standard output under -q is
+// what bpftrace 0.17 prints for them here, and compares kinst's.
+func TestBpftraceBehaviours(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	tests := []struct {
+		name, prog, stdout string
+	}{
+		// Any expression is a statement; ++ inside one still counts.
+		{"expression statements",
+			`BEGIN { @x = 1; @x++ + 1; curtask->pid; curtask->comm; (1, "a"); exit(); }`,
+			"\n\n@x: 2\n"},
+		{"ternary of calls",
+			`BEGIN { nsecs ? printf("yes\n") : printf("no\n"); $z = 0; $z ? printf("yes\n") : printf("no\n"); $z ? @a++ : @b++; exit(); }`,
+			"yes\nno\n\n\n\n@b: 1\n"}, // @a, empty, prints as a blank line
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			kinst(t, "-q", "-e", tt.prog).want(t, 0, tt.stdout, "")
+		})
+	}
+}
+
+// A field read on its own is a statement, as in bpftrace's tools.
+func TestFieldReadStatements(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	prog := `tracepoint:syscalls:sys_enter_clock_nanosleep /pid == cpid/ { args->rqtp->tv_sec; @n = count(); }`
+	kinst(t, "-q", "-e", prog, "-c", target(t)+" sleep 1").want(t, 0, "\n\n@n: 1\n", "")
+	kinst(t, "--dry-run", "-e", `tracepoint:napi:napi_poll { args->napi->dev->name; }`).want(t, 0, "", "")
+}
