@@ -333,6 +333,8 @@ func TestKernelTypes(t *testing.T) {
 	}{
 		{"struct task_struct { char pad[3]; short x; }", "offsetof(struct task_struct, x)", 4},
 		{"struct holder { struct thread_info ti; int y; }", "sizeof(struct holder)", 16},
+		// Unused, the redefinition takes nothing from the others.
+		{"struct task_struct { int x; } struct holder { struct thread_info ti; int y; }", "sizeof(struct holder)", 16},
 	} {
 		prog, err = checkSrc(t, tt.src+" kprobe:f { @x = "+tt.expr+" }", &Config{Kernel: fakeKernel{}})
 		if err != nil {

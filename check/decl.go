@@ -20,8 +20,8 @@ type declared struct {
 	// whose declaration had an error, already reported: a use of one
 	// fails without a second error.
 	broken map[string]bool
-	// redefined is a kernel type the program defines anew, if any.
-	// bpftrace's clang then sees no kernel type at all: while
+	// redefined is a kernel type the program defines anew and uses,
+	// if any. bpftrace's clang then sees no kernel type at all: while
 	// declarations are laid out, BTF supplies none of their members.
 	redefined string
 	inDecls   bool
@@ -68,22 +68,44 @@ func (c *checker) declare(prog *syntax.Program) {
 }
 
 // redefinedKernelType gives the name of the first struct, union, enum
-// or typedef the program defines that the kernel's BTF also has, or "".
+// or typedef the program defines, the kernel's BTF also has and the
+// probes use (in a cast, sizeof or offsetof, or as curtask's type), or
+// "". bpftrace's clang then gets no kernel type: its header of the
+// kernel types a program uses would define that one a second time.
 func (c *checker) redefinedKernelType(prog *syntax.Program) string {
 	if c.conf.Kernel == nil {
 		return ""
 	}
+	used := map[string]bool{}
+	for _, p := range prog.Probes {
+		syntax.Inspect(p, func(n syntax.Node) bool {
+			switch n := n.(type) {
+			case *syntax.TypeExpr:
+				used[typeName(n.Kind, n.Name)] = true
+			case *syntax.Ident:
+				if n.Name == "curtask" {
+					used["struct task_struct"] = true
+				}
+			}
+			return true
+		})
+	}
+	defined := func(kind syntax.Token, name string) bool {
+		if !used[typeName(kind, name)] {
+			return false
+		}
+		_, err := c.conf.Kernel.Type(kind, name)
+		return err == nil
+	}
 	for _, d := range prog.Decls {
 		if d.Typedef {
 			for _, n := range d.Names {
-				if _, err := c.conf.Kernel.Type(syntax.IDENT, n.Name); err == nil {
+				if defined(syntax.IDENT, n.Name) {
 					return n.Name
 				}
 			}
-		} else if d.Type.Body && d.Type.Name != "" {
-			if _, err := c.conf.Kernel.Type(d.Type.Kind, d.Type.Name); err == nil {
-				return typeName(d.Type.Kind, d.Type.Name)
-			}
+		} else if d.Type.Body && d.Type.Name != "" && defined(d.Type.Kind, d.Type.Name) {
+			return typeName(d.Type.Kind, d.Type.Name)
 		}
 	}
 	return ""
