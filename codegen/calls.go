@@ -230,8 +230,8 @@ func (g *gen) strncmp(x *syntax.CallExpr) operand {
 	mark := g.mark()
 	defer g.release(mark)
 	a, b := g.memOf(x.Args[0]), g.memOf(x.Args[1])
-	n := int(g.p.Consts[x.Args[2]].Int)
-	n = min(n, a.size, b.size)
+	want := int(g.p.Consts[x.Args[2]].Int)
+	n := min(want, a.size, b.size)
 	if n == 0 {
 		// Nothing to compare is a match; the code below would leave
 		// its "differ" branch unreachable, which the verifier rejects.
@@ -245,6 +245,14 @@ func (g *gen) strncmp(x *syntax.CallExpr) operand {
 			asm.JNE.Reg(asm.R1, asm.R2, diff),
 			asm.JEq.Imm(asm.R1, 0, same),
 		)
+	}
+	// The shorter string ended at its size without a NUL: the strings
+	// differ if the longer goes on.
+	switch {
+	case want > n && a.size > n:
+		g.emit(asm.LoadMem(asm.R1, a.base, a.off+int16(n), asm.Byte), asm.JNE.Imm(asm.R1, 0, diff))
+	case want > n && b.size > n:
+		g.emit(asm.LoadMem(asm.R1, b.base, b.off+int16(n), asm.Byte), asm.JNE.Imm(asm.R1, 0, diff))
 	}
 	g.place(same)
 	g.emit(asm.Mov.Imm(asm.R0, 0), asm.Ja.Label(done))

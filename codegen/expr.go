@@ -333,9 +333,10 @@ func (g *gen) strEqual(x *syntax.BinaryExpr) operand {
 	a := g.memOf(left)
 	if v, ok := g.p.Consts[right]; ok && v.IsStr {
 		// Against a constant: compare each byte with an immediate,
-		// including the terminating NUL.
+		// including the terminating NUL when a has room for it (a
+		// char[N] may be full).
 		lit := v.Str
-		if len(lit) >= a.size {
+		if len(lit) > a.size {
 			// Too long to fit: never equal. A jump to ne would leave the
 			// code for eq unreachable, which the verifier rejects.
 			if x.Op == syntax.NEQ {
@@ -343,7 +344,7 @@ func (g *gen) strEqual(x *syntax.BinaryExpr) operand {
 			}
 			return immOp(0)
 		}
-		for i := 0; i <= len(lit); i++ {
+		for i := 0; i <= len(lit) && i < a.size; i++ {
 			var c byte
 			if i < len(lit) {
 				c = lit[i]

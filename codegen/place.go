@@ -269,10 +269,8 @@ func (g *gen) readMem(l loc, t *check.Type, f *check.Field, dst mem) {
 	if dst.size > n {
 		g.zero(dst.at(n, dst.size-n))
 	}
-	if t.Kind == check.Str && n == dst.size && n > 0 {
-		// A full array may lack its NUL; strings always end in one.
-		g.storeImm(dst.base, dst.off+int16(n-1), 0, asm.Byte)
-	}
+	// A char[N] with no NUL keeps all N bytes, as in bpftrace: whatever
+	// reads a string stops at its size.
 }
 
 // readDataLoc reads a tracepoint __data_loc string: a 32-bit word in the

@@ -34,3 +34,24 @@ func TestFieldReadStatements(t *testing.T) {
 	kinst(t, "-q", "-e", prog, "-c", target(t)+" sleep 1").want(t, 0, "\n\n@n: 1\n", "")
 	kinst(t, "--dry-run", "-e", `tracepoint:napi:napi_poll { args->napi->dev->name; }`).want(t, 0, "", "")
 }
+
+// A char[N] holding no NUL is N bytes long, as a string and as
+// macaddr()'s argument: bpftrace 0.17 prints these lines for the first
+// call of kinst_move, on a point whose y is 7 and whose name is "alpha".
+// Its comparisons do not load in 0.17; kinst's see the same N bytes.
+func TestFullCharArrays(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	bin := target(t)
+	prog := `struct m { int x; short y0; char mac[6]; } struct n { int x, y; char s[4]; }
+uprobe:` + bin + `:kinst_move {
+	$m = (struct m *)arg0; $n = (struct n *)arg0;
+	printf("%s %s|\n", macaddr($m->mac), $n->s);
+	@k[macaddr($m->mac)] = macaddr($m->mac); @s[$n->s] = $n->s;
+	@eq = ($n->s == "alph", $n->s == "alp", $n->s != "alphx", strncmp($n->s, "alphx", 5), strncmp($n->s, "alph", 4));
+}`
+	kinst(t, "-q", "-e", prog, "-c", bin+" move 1").want(t, 0, "00:00:61:6C:70:68 alph|\n\n\n"+
+		"@eq: (1, 0, 1, 1, 0)\n"+
+		"@k[00:00:61:6C:70:68]: 00:00:61:6C:70:68\n"+
+		"@s[alph]: alph\n", "")
+}
