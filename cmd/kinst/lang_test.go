@@ -55,3 +55,26 @@ uprobe:` + bin + `:kinst_move {
 		"@k[00:00:61:6C:70:68]: 00:00:61:6C:70:68\n"+
 		"@s[alph]: alph\n", "")
 }
+
+// A tuple lays a struct out as bytes and an array as its elements, as
+// bpftrace 0.17 does: these sizes and values are what it prints for the
+// first call of kinst_move (x 0, y 7, name "alpha"). A field of a struct
+// packed so is read all the same.
+func TestTupleLayout(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	bin := target(t)
+	prog := `struct a { int a[4]; } struct p { int x; int y; } struct l { long x; } struct s { short a[3]; }
+uprobe:` + bin + `:kinst_move {
+	$a = (struct a *)arg0; $p = (struct p *)arg0; $l = (struct l *)arg0; $s = (struct s *)arg0;
+	printf("%d %d %d %d %d %d\n", sizeof(((int32)1, $a->a)), sizeof(((int32)1, *$p)), sizeof(((int8)1, $a->a)),
+		sizeof(((int8)1, *$l)), sizeof(((int8)1, $s->a)), sizeof((*$p, (int8)1)));
+	$t = ((int8)1, *$l, (int8)2); print($t); print($t.1.x);
+	@m[1] = ((int32)5, $a->a); @n = ((int8)1, *$p); @o = $t;
+}`
+	kinst(t, "-q", "-e", prog, "-c", bin+" move 1").want(t, 0, "20 12 20 9 8 9\n"+
+		"(1, { .x = 30064771072 }, 2)\n30064771072\n\n\n"+
+		"@m[1]: (5, [0,7,1752198241,97])\n"+
+		"@n: (1, { .x = 0, .y = 7 })\n"+
+		"@o: (1, { .x = 30064771072 }, 2)\n", "")
+}
