@@ -731,12 +731,18 @@ func (c *checker) checkNtop(x *syntax.CallExpr, call *Call) *Type {
 	}
 	addr := x.Args[len(x.Args)-1]
 	if len(x.Args) == 2 {
-		af, ok := c.constInt(x.Args[0], "ntop() address family")
-		if !ok {
+		// A family known only at run time, as bpftrace takes it, prints
+		// an address of any other as an empty string.
+		ft := c.expr(x.Args[0])
+		if ft == nil {
 			return nil
 		}
-		if af != 2 && af != 10 {
-			c.errorf(x.Args[0], "ntop() address family must be AF_INET (2) or AF_INET6 (10), not %d", af)
+		if v, ok := c.probe.Consts[x.Args[0]]; ok && !v.IsStr && v.Int != 2 && v.Int != 10 {
+			c.errorf(x.Args[0], "ntop() address family must be AF_INET (2) or AF_INET6 (10), not %d", int64(v.Int))
+			return nil
+		}
+		if ft.Kind != Int {
+			c.errorf(x.Args[0], "ntop() address family must be an integer, not %s", ft)
 			return nil
 		}
 	}

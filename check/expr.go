@@ -293,6 +293,15 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 		}
 		return TInt64
 	}
+	// Buffers too, byte by byte with their length: bpftrace compares
+	// those of one size.
+	if lt.Kind == Buffer || rt.Kind == Buffer {
+		if !lt.Equal(rt) || (op != syntax.EQL && op != syntax.NEQ) {
+			c.errorf(x, "invalid operation: %s %s %s (buffers support only == and != with a buffer of the same length)", lt, op, rt)
+			return nil
+		}
+		return TInt64
+	}
 	// Pointers take + and - with integers, and compare with anything
 	// that is an address.
 	if lt.Kind == Ptr || rt.Kind == Ptr {

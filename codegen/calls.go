@@ -408,30 +408,52 @@ func (g *gen) ntop(x *syntax.CallExpr, c *check.Call, dst mem) {
 	addr := x.Args[len(x.Args)-1]
 	at := g.typeOf(addr)
 	family := int64(2)
-	if len(x.Args) == 2 {
-		family = int64(g.p.Consts[x.Args[0]].Int)
-	} else if (at.Kind == check.Array || at.Kind == check.Str) && at.Size == 16 {
+	v, known := g.p.Consts[x.Args[0]]
+	switch {
+	case len(x.Args) == 2 && !known:
+		family = 0 // in the first word of dst
+		op := g.scalar(x.Args[0])
+		g.emit(asm.StoreMem(dst.base, dst.off, g.reg(op, asm.R0), asm.DWord))
+		g.free(op)
+	case len(x.Args) == 2:
+		family = int64(v.Int)
+	case (at.Kind == check.Array || at.Kind == check.Str) && at.Size == 16:
 		family = 10
 	}
-	g.storeImm(dst.base, dst.off, family, asm.DWord)
+	if family != 0 {
+		g.storeImm(dst.base, dst.off, family, asm.DWord)
+	}
 	body := dst.at(8, 16)
 	switch {
 	case at.Kind == check.Array || at.Kind == check.Str:
 		g.readMem(g.placeOf(addr), at, nil, body.at(0, at.Size))
-	case at.Kind == check.Int && family == 2:
+	case at.Kind == check.Int && family != 10:
+		// An integer is an IPv4 address whatever the family says.
 		op := g.scalar(addr)
 		g.emit(asm.StoreMem(body.base, body.off, g.reg(op, asm.R0), asm.Word))
 		g.free(op)
 	default:
 		ptr := g.scalar(addr)
-		size := int32(4)
-		if family == 10 {
-			size = 16
-		}
 		g.load(asm.R3, ptr)
 		g.free(ptr)
 		g.addr(asm.R1, body)
-		g.emit(asm.Mov.Imm(asm.R2, size))
+		switch family {
+		case 0:
+			six, read := g.newLabel("ntop6"), g.newLabel("ntopread")
+			g.emit(
+				asm.LoadMem(asm.R2, dst.base, dst.off, asm.DWord),
+				asm.JEq.Imm(asm.R2, 10, six),
+				asm.Mov.Imm(asm.R2, 4),
+				asm.Ja.Label(read),
+			)
+			g.place(six)
+			g.emit(asm.Mov.Imm(asm.R2, 16))
+			g.place(read)
+		case 10:
+			g.emit(asm.Mov.Imm(asm.R2, 16))
+		default:
+			g.emit(asm.Mov.Imm(asm.R2, 4))
+		}
 		g.call(readHelper(c.Space))
 	}
 }

@@ -130,7 +130,7 @@ func (g *gen) binary(x *syntax.BinaryExpr) operand {
 	if lt.Kind == check.Str {
 		return g.strEqual(x)
 	}
-	if lt.Kind == check.Array {
+	if lt.Kind == check.Array || lt.Kind == check.Buffer {
 		return g.memEqual(x)
 	}
 	signed := lt.Kind == check.Int && rt.Kind == check.Int && lt.Signed && rt.Signed
@@ -385,7 +385,8 @@ func (g *gen) strEqual(x *syntax.BinaryExpr) operand {
 	return g.fromReg(asm.R0)
 }
 
-// memEqual compares two arrays of the same type byte by byte.
+// memEqual compares two arrays or buffers of the same type byte by
+// byte.
 func (g *gen) memEqual(x *syntax.BinaryExpr) operand {
 	mark := g.mark()
 	defer g.release(mark)

@@ -78,3 +78,20 @@ uprobe:` + bin + `:kinst_move {
 		"@n: (1, { .x = 0, .y = 7 })\n"+
 		"@o: (1, { .x = 30064771072 }, 2)\n", "")
 }
+
+// ntop() takes a family known only at run time, and buffers compare with
+// == and !=: bpftrace 0.17 prints these lines for the first call of
+// kinst_move (x 0, y 7, name "alpha").
+func TestRunTimeFamilyAndBufferEquality(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	bin := target(t)
+	prog := `struct u { int x, y; uint8_t s[4]; } struct w { uint8_t a[16]; }
+uprobe:` + bin + `:kinst_move {
+	$u = (struct u *)arg0; $w = (struct w *)arg0; $af = 2; $af6 = $af + 8;
+	printf("%s %s|%s|\n", ntop($af, $u->s), ntop($af6, $w->a), ntop($af + 1, 0x0100007f));
+	$a = buf($u->s, 4); $b = buf(arg0 + 8, 4); $c = buf(arg0, 4);
+	printf("%d %d %d\n", $a == $b, $a != $c, $a == $c);
+}`
+	kinst(t, "-q", "-e", prog, "-c", bin+" move 1").want(t, 0, "97.108.112.104 ::700:0:616c:7068:6100:0||\n1 1 0\n\n\n", "")
+}
