@@ -174,7 +174,9 @@ func (r *Resolver) kernelFuncTarget(provider string, f kernel.Func, off uint64, 
 	} else if args, ret, err := tracingContext(proto); err == nil {
 		// The arguments are numbered by word: a trampoline finds them in
 		// its context array, a kprobe in the argument registers. A
-		// kretprobe has no arguments: by the return they are gone.
+		// kretprobe has no arguments: by the return they are gone. Its
+		// retval is a uint64 unless cast, as in bpftrace, which types
+		// only fexit's.
 		t.Typed, t.NumArgs = true, len(proto.Params)
 		switch provider {
 		case "kprobe":
@@ -184,7 +186,6 @@ func (r *Resolver) kernelFuncTarget(provider string, f kernel.Func, off uint64, 
 		case "fentry":
 			t.Args = args
 		case "kretprobe":
-			t.Ret = ret
 		default:
 			t.Args, t.Ret = args, ret
 		}
