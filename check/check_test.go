@@ -220,6 +220,10 @@ func TestParamsInAttachPoints(t *testing.T) {
 		{"uprobe:$1:$2 { }", []string{"/bin/sh", "main"}, "/bin/sh:main"},
 		{"uprobe:/bin/sh:f$1 { }", []string{"12"}, "/bin/sh:f12"},
 		{"interval:ms:$2 { }", []string{"100"}, "t:1:1: interval:ms:$2 uses positional parameter $2, but 1 were given"},
+		{"BEG$1 { }", []string{"IN"}, ""},
+		{"$1:s:$2 { }", []string{"i", "1"}, "s:1"},
+		{"BEG$2 { }", []string{"IN"}, "t:1:1: BEG$2 uses positional parameter $2, but 1 were given"},
+		{"BEG$1 { }", []string{"UN"}, `t:1:1: unknown probe type "BEGUN" (BEG$1)`},
 	}
 	for _, tt := range tests {
 		prog, err := checkSrc(t, tt.src, &Config{Params: tt.params})

@@ -278,6 +278,20 @@ func feedsOthers(skipped []*syntax.Probe, units []unit) bool {
 }
 
 func (c *checker) resolvePoint(ap *syntax.AttachPoint) ([]*Target, error) {
+	if strings.Contains(ap.Provider, "$") {
+		// A provider made of positional parameters is known now; the
+		// probe's checks go by it.
+		expanded, err := c.expandParams(&syntax.AttachPoint{Raw: ap.Raw, Parts: []string{ap.Provider}})
+		if err != nil {
+			return nil, err
+		}
+		name := expanded.Parts[0]
+		prov, ok := syntax.ProviderName(name)
+		if !ok {
+			return nil, fmt.Errorf("unknown probe type %q (%s)", name, ap.Provider)
+		}
+		ap.Provider = prov
+	}
 	switch ap.Provider {
 	case "BEGIN", "END":
 		if len(ap.Parts) > 0 {

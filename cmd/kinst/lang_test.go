@@ -95,3 +95,17 @@ uprobe:` + bin + `:kinst_move {
 }`
 	kinst(t, "-q", "-e", prog, "-c", bin+" move 1").want(t, 0, "97.108.112.104 ::700:0:616c:7068:6100:0||\n1 1 0\n\n\n", "")
 }
+
+// Positional parameters go wherever bpftrace takes them: in an attach
+// point's provider, as constant strings through str(), and with a
+// constant added inside str().
+func TestParamsAsBpftrace(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	prog := `BEG$1 { printf("%s|%s|%d\n", str($2 + 1), str(($2 + 5), 2), kaddr(str($3)) == kaddr("vfs_read")); exit(); }`
+	kinst(t, "-q", "-e", prog, "IN", "hello", "vfs_read").want(t, 0, "ello||1\n\n\n", "")
+	kinst(t, "-q", "-e", `BEGIN { printf("%s\n", str($1 + 6)); }`, "hello").want(t, 1, "",
+		"-e:1:33: str($1 + N) reads from the Nth byte of $1, which has 5: N must be at most that, not 6\n"+
+			`BEGIN { printf("%s\n", str($1 + 6)); }`+"\n"+
+			"                                ^\n")
+}
