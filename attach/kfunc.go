@@ -40,6 +40,10 @@ var featureFor = map[string]kernel.Feature{
 	"fmod_ret":  kernel.FeatFmodRet,
 }
 
+// bannedKretprobes are the functions bpftrace refuses a kretprobe on,
+// whatever the kernel: the kretprobe's own handling takes their locks.
+var bannedKretprobes = []string{"_raw_spin_lock", "_raw_spin_lock_irqsave", "_raw_spin_unlock_irqrestore", "queued_spin_lock_slowpath"}
+
 // forbidden is a probe type the running kernel refuses, whose message is
 // the kernel's reason alone; it matches ErrUnsupported.
 type forbidden string
@@ -51,6 +55,14 @@ func (f forbidden) Is(target error) bool { return target == ErrUnsupported }
 // attach points: KIND:FUNC, KIND:MODULE:FUNC, with * wildcards, and for
 // kprobe FUNC+OFFSET.
 func (r *Resolver) kernelFuncs(ap *syntax.AttachPoint) ([]*check.Target, error) {
+	if ap.Provider == "kretprobe" && len(ap.Parts) > 0 {
+		spec := ap.Parts[len(ap.Parts)-1]
+		for _, name := range bannedKretprobes {
+			if kernel.Match(spec, name) {
+				return nil, fmt.Errorf("kretprobe:%s can't be used as it might lock up your system", name)
+			}
+		}
+	}
 	if st := kernel.Probe(featureFor[ap.Provider]); !st.Available {
 		msg := st.Reason
 		if tp := coveringTracepoint(ap); tp != "" {

@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestBpftraceBehaviours runs programs whose standard output under -q is
 // what bpftrace 0.17 prints for them here, and compares kinst's.
@@ -108,4 +111,22 @@ func TestParamsAsBpftrace(t *testing.T) {
 		"-e:1:33: str($1 + N) reads from the Nth byte of $1, which has 5: N must be at most that, not 6\n"+
 			`BEGIN { printf("%s\n", str($1 + 6)); }`+"\n"+
 			"                                ^\n")
+}
+
+// bpftrace's banned kretprobes are refused on any kernel, whether it has
+// kprobes or not, with bpftrace's reason; a kprobe on them is not.
+func TestBannedKretprobes(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ spec, name string }{
+		{"_raw_spin_lock", "_raw_spin_lock"},
+		{"_raw_spin_lock_irqsave", "_raw_spin_lock_irqsave"},
+		{"_raw_spin_unlock_irqrestore", "_raw_spin_unlock_irqrestore"},
+		{"queued_spin_lock_slowpath", "queued_spin_lock_slowpath"},
+		{"vmlinux:queued_spin_lock_slowpath", "queued_spin_lock_slowpath"},
+		{"_raw_spin_*irq*", "_raw_spin_lock_irqsave"},
+	} {
+		prog := "kretprobe:" + tt.spec + " { }"
+		kinst(t, "-e", prog).want(t, 1, "", "-e:1:1: kretprobe:"+tt.name+" can't be used as it might lock up your system\n"+
+			prog+"\n^"+strings.Repeat("~", len(prog)-5)+"\n")
+	}
 }
