@@ -59,7 +59,8 @@ func (r *Resolver) kernelFuncs(ap *syntax.AttachPoint) ([]*check.Target, error) 
 		spec := ap.Parts[len(ap.Parts)-1]
 		for _, name := range bannedKretprobes {
 			if kernel.Match(spec, name) {
-				return nil, fmt.Errorf("kretprobe:%s can't be used as it might lock up your system", name)
+				// bpftrace's reason word for word, its "error: " too.
+				return nil, fmt.Errorf("error: kretprobe:%s can't be used as it might lock up your system.", name)
 			}
 		}
 	}

@@ -126,7 +126,7 @@ func TestBannedKretprobes(t *testing.T) {
 		{"_raw_spin_*irq*", "_raw_spin_lock_irqsave"},
 	} {
 		prog := "kretprobe:" + tt.spec + " { }"
-		kinst(t, "-e", prog).want(t, 1, "", "-e:1:1: kretprobe:"+tt.name+" can't be used as it might lock up your system\n"+
+		kinst(t, "-e", prog).want(t, 1, "", "-e:1:1: error: kretprobe:"+tt.name+" can't be used as it might lock up your system.\n"+
 			prog+"\n^"+strings.Repeat("~", len(prog)-5)+"\n")
 	}
 }
