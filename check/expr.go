@@ -293,12 +293,15 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 		}
 		return TInt64
 	}
-	// Buffers too, byte by byte with their length: bpftrace compares
-	// those of one size.
+	// Buffers too, byte by byte with their length; buffers of
+	// different sizes differ.
 	if lt.Kind == Buffer || rt.Kind == Buffer {
-		if !lt.Equal(rt) || (op != syntax.EQL && op != syntax.NEQ) {
-			c.errorf(x, "invalid operation: %s %s %s (buffers support only == and != with a buffer of the same length)", lt, op, rt)
+		if lt.Kind != rt.Kind || (op != syntax.EQL && op != syntax.NEQ) {
+			c.errorf(x, "invalid operation: %s %s %s (buffers support only == and != with a buffer)", lt, op, rt)
 			return nil
+		}
+		if lt.Size != rt.Size {
+			c.setConst(x, Const{Int: b2u(op == syntax.NEQ)})
 		}
 		return TInt64
 	}

@@ -95,8 +95,9 @@ uprobe:` + bin + `:kinst_move {
 	printf("%s %s|%s|\n", ntop($af, $u->s), ntop($af6, $w->a), ntop($af + 1, 0x0100007f));
 	$a = buf($u->s, 4); $b = buf(arg0 + 8, 4); $c = buf(arg0, 4);
 	printf("%d %d %d\n", $a == $b, $a != $c, $a == $c);
+	$d = buf("hi", 2); $e = buf("bye", 3); printf("%d %d\n", $d == $e, $d != $e);
 }`
-	kinst(t, "-q", "-e", prog, "-c", bin+" move 1").want(t, 0, "97.108.112.104 ::700:0:616c:7068:6100:0||\n1 1 0\n\n\n", "")
+	kinst(t, "-q", "-e", prog, "-c", bin+" move 1").want(t, 0, "97.108.112.104 ::700:0:616c:7068:6100:0||\n1 1 0\n0 1\n\n\n", "")
 }
 
 // Positional parameters go wherever bpftrace takes them: in an attach
