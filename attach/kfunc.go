@@ -40,6 +40,10 @@ var featureFor = map[string]kernel.Feature{
 	"fmod_ret":  kernel.FeatFmodRet,
 }
 
+// bannedKretprobes are the functions bpftrace refuses a kretprobe on,
+// whatever the kernel: the kretprobe's own handling takes their locks.
+var bannedKretprobes = []string{"_raw_spin_lock", "_raw_spin_lock_irqsave", "_raw_spin_unlock_irqrestore", "queued_spin_lock_slowpath"}
+
 // forbidden is a probe type the running kernel refuses, whose message is
 // the kernel's reason alone; it matches ErrUnsupported.
 type forbidden string
@@ -51,6 +55,15 @@ func (f forbidden) Unwrap() error { return ErrUnsupported }
 // attach points: KIND:FUNC, KIND:MODULE:FUNC, with * wildcards, and for
 // kprobe FUNC+OFFSET.
 func (r *Resolver) kernelFuncs(ap *syntax.AttachPoint) ([]*check.Target, error) {
+	if ap.Provider == "kretprobe" && len(ap.Parts) > 0 {
+		spec := ap.Parts[len(ap.Parts)-1]
+		for _, name := range bannedKretprobes {
+			if kernel.Match(spec, name) {
+				// bpftrace's reason word for word, its "error: " too.
+				return nil, fmt.Errorf("error: kretprobe:%s can't be used as it might lock up your system.", name)
+			}
+		}
+	}
 	if st := kernel.Probe(featureFor[ap.Provider]); !st.Available {
 		msg := st.Reason
 		if tp := coveringTracepoint(ap); tp != "" {
@@ -174,7 +187,9 @@ func (r *Resolver) kernelFuncTarget(provider string, f kernel.Func, off uint64, 
 	} else if args, ret, err := tracingContext(proto); err == nil {
 		// The arguments are numbered by word: a trampoline finds them in
 		// its context array, a kprobe in the argument registers. A
-		// kretprobe has no arguments: by the return they are gone.
+		// kretprobe has no arguments: by the return they are gone. Its
+		// retval is a uint64 unless cast, as in bpftrace, which types
+		// only fexit's.
 		t.Typed, t.NumArgs = true, len(proto.Params)
 		switch provider {
 		case "kprobe":
@@ -184,7 +199,6 @@ func (r *Resolver) kernelFuncTarget(provider string, f kernel.Func, off uint64, 
 		case "fentry":
 			t.Args = args
 		case "kretprobe":
-			t.Ret = ret
 		default:
 			t.Args, t.Ret = args, ret
 		}

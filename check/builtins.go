@@ -52,6 +52,13 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		}
 		return TUint64
 	case "curtask":
+		// The program's own struct task_struct hides the kernel's.
+		if c.decls.broken["struct task_struct"] {
+			return nil // reported with the declaration
+		}
+		if t := c.decls.tags["struct task_struct"]; t != nil {
+			return &Type{Kind: Ptr, Size: 8, Elem: t, Space: KernelSpace}
+		}
 		if c.conf.Kernel != nil {
 			if t, err := c.conf.Kernel.Type(syntax.STRUCT, "task_struct"); err == nil {
 				return &Type{Kind: Ptr, Size: 8, Elem: t, Space: KernelSpace}

@@ -541,9 +541,13 @@ func (c *checker) checkStr(x *syntax.CallExpr, call *Call) *Type {
 	if !c.nargs(x, 1, 2) {
 		return nil
 	}
-	t := c.expr(x.Args[0])
-	if t == nil {
+	t, ok := c.paramOffset(x.Args[0])
+	if ok && t == nil {
 		return nil
+	} else if !ok {
+		if t = c.expr(x.Args[0]); t == nil {
+			return nil
+		}
 	}
 	if pt, ok := c.paramText(x.Args[0]); ok {
 		// str($1) is the parameter's text even when it reads as a
@@ -574,8 +578,13 @@ func (c *checker) checkStr(x *syntax.CallExpr, call *Call) *Type {
 	switch t.Kind {
 	case Str:
 		// Strings are cut to the string length too, as bpftrace cuts
-		// str($1) of a long parameter.
-		return StrType(min(size, t.Size))
+		// str($1) of a long parameter. A parameter's stays a constant,
+		// for the functions that want one (kaddr(str($1))).
+		size = min(size, t.Size)
+		if v, ok := c.probe.Consts[x.Args[0]]; ok && v.IsStr {
+			c.setConst(x, Const{IsStr: true, Str: v.Str[:min(len(v.Str), size-1)]})
+		}
+		return StrType(size)
 	case Int, Ptr:
 		call.Space = c.spaceOf(t)
 		return StrType(size)
@@ -606,6 +615,38 @@ func (c *checker) paramText(x syntax.Expr) (*Type, bool) {
 		return t, true
 	}
 	return nil, false
+}
+
+// paramOffset types $N + K, a positional parameter that is not a
+// number with a constant added: bpftrace's pointer arithmetic on the
+// parameter's text, which str() reads from the Kth byte on.
+func (c *checker) paramOffset(x syntax.Expr) (*Type, bool) {
+	b, ok := syntax.Unparen(x).(*syntax.BinaryExpr)
+	if !ok || b.Op != syntax.ADD {
+		return nil, false
+	}
+	p, ok := syntax.Unparen(b.X).(*syntax.ParamExpr)
+	if !ok || p.Count {
+		return nil, false
+	}
+	s := c.param(p.N)
+	if _, isInt := paramInt(s); isInt {
+		return nil, false
+	}
+	c.seen[x] = true
+	yt := c.expr(b.Y)
+	v, isConst := c.probe.Consts[b.Y]
+	if yt == nil || yt.Kind != Int || !isConst || v.IsStr || int64(v.Int) < 0 {
+		return nil, false
+	}
+	if v.Int > uint64(len(s)) {
+		c.errorf(b.Y, "str($%d + N) reads from the Nth byte of $%d, which has %d: N must be at most that, not %d", p.N, p.N, len(s), v.Int)
+		return nil, true
+	}
+	s = s[v.Int:]
+	c.setConst(x, Const{IsStr: true, Str: s})
+	c.probe.Types[x] = StrType(len(s) + 1)
+	return StrType(len(s) + 1), true
 }
 
 func (c *checker) checkBuf(x *syntax.CallExpr, call *Call) *Type {
@@ -732,12 +773,18 @@ func (c *checker) checkNtop(x *syntax.CallExpr, call *Call) *Type {
 	}
 	addr := x.Args[len(x.Args)-1]
 	if len(x.Args) == 2 {
-		af, ok := c.constInt(x.Args[0], "ntop() address family")
-		if !ok {
+		// A family known only at run time, as bpftrace takes it, prints
+		// an address of any other as an empty string.
+		ft := c.expr(x.Args[0])
+		if ft == nil {
 			return nil
 		}
-		if af != 2 && af != 10 {
-			c.errorf(x.Args[0], "ntop() address family must be AF_INET (2) or AF_INET6 (10), not %d", af)
+		if v, ok := c.probe.Consts[x.Args[0]]; ok && !v.IsStr && v.Int != 2 && v.Int != 10 {
+			c.errorf(x.Args[0], "ntop() address family must be AF_INET (2) or AF_INET6 (10), not %d", int64(v.Int))
+			return nil
+		}
+		if ft.Kind != Int {
+			c.errorf(x.Args[0], "ntop() address family must be an integer, not %s", ft)
 			return nil
 		}
 	}

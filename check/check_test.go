@@ -225,6 +225,10 @@ func TestParamsInAttachPoints(t *testing.T) {
 		{"uprobe:$1:$2 { }", []string{"/bin/sh", "main"}, "/bin/sh:main"},
 		{"uprobe:/bin/sh:f$1 { }", []string{"12"}, "/bin/sh:f12"},
 		{"interval:ms:$2 { }", []string{"100"}, "t:1:1: interval:ms:$2 uses positional parameter $2, but 1 were given"},
+		{"BEG$1 { }", []string{"IN"}, ""},
+		{"$1:s:$2 { }", []string{"i", "1"}, "s:1"},
+		{"BEG$2 { }", []string{"IN"}, "t:1:1: BEG$2 uses positional parameter $2, but 1 were given"},
+		{"BEG$1 { }", []string{"UN"}, `t:1:1: unknown probe type "BEGUN" (BEG$1)`},
 	}
 	for _, tt := range tests {
 		prog, err := checkSrc(t, tt.src, &Config{Params: tt.params})
@@ -261,7 +265,7 @@ func TestUnitsSplitByContext(t *testing.T) {
 	// that one of them lacks.
 }
 
-// fakeKernel knows one enum constant and one struct.
+// fakeKernel knows one enum constant and two structs.
 type fakeKernel struct{}
 
 var fakeTask = &Type{Kind: Record, Name: "struct task_struct", Size: 64, Fields: []*Field{
@@ -269,9 +273,16 @@ var fakeTask = &Type{Kind: Record, Name: "struct task_struct", Size: 64, Fields:
 	{Name: "comm", Type: StrType(16), Offset: 16},
 }}
 
+var fakeThreadInfo, _ = fromBTF(&btf.Struct{Name: "thread_info", Size: 8, Members: []btf.Member{
+	{Name: "flags", Type: &btf.Int{Name: "unsigned long", Size: 8}},
+}}, KernelSpace)
+
 func (fakeKernel) Type(kind syntax.Token, name string) (*Type, error) {
 	if kind == syntax.STRUCT && name == "task_struct" {
 		return fakeTask, nil
+	}
+	if kind == syntax.STRUCT && name == "thread_info" {
+		return fakeThreadInfo, nil
 	}
 	return nil, fmt.Errorf("unknown kernel type %s", name)
 }
@@ -321,6 +332,35 @@ func TestKernelTypes(t *testing.T) {
 	}
 	if got := prog.Map("p").Value.String(); got != "int32" {
 		t.Errorf("@p is %s", got)
+	}
+	// The program's definition of a kernel type hides the kernel's, as
+	// bpftrace's clang sees it; kernel types remain the members of
+	// declarations that redefine none.
+	for _, tt := range []struct {
+		src, expr string
+		want      uint64
+	}{
+		{"struct task_struct { char pad[3]; short x; }", "offsetof(struct task_struct, x)", 4},
+		{"struct holder { struct thread_info ti; int y; }", "sizeof(struct holder)", 16},
+		// Unused, the redefinition takes nothing from the others.
+		{"struct task_struct { int x; } struct holder { struct thread_info ti; int y; }", "sizeof(struct holder)", 16},
+	} {
+		prog, err = checkSrc(t, tt.src+" kprobe:f { @x = "+tt.expr+" }", &Config{Kernel: fakeKernel{}})
+		if err != nil {
+			t.Errorf("%s: %v", tt.src, err)
+			continue
+		}
+		p := prog.Probes[0]
+		if v := p.Consts[p.Syntax.Body.Stmts[0].(*syntax.AssignStmt).Rhs]; v.Int != tt.want {
+			t.Errorf("%s: %s = %d, want %d", tt.src, tt.expr, v.Int, tt.want)
+		}
+	}
+	prog, err = checkSrc(t, "struct task_struct { char pad[3]; short x; } kprobe:f { @x = curtask->x }", &Config{Kernel: fakeKernel{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := prog.Map("x").Value.String(); got != "int16" {
+		t.Errorf("curtask->x is %s, want int16", got)
 	}
 }
 

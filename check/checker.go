@@ -321,6 +321,20 @@ func feedsOthers(skipped []*syntax.Probe, units []unit) bool {
 }
 
 func (c *checker) resolvePoint(ap *syntax.AttachPoint) ([]*Target, error) {
+	if strings.Contains(ap.Provider, "$") {
+		// A provider made of positional parameters is known now; the
+		// probe's checks go by it.
+		expanded, err := c.expandParams(&syntax.AttachPoint{Raw: ap.Raw, Parts: []string{ap.Provider}})
+		if err != nil {
+			return nil, err
+		}
+		name := expanded.Parts[0]
+		prov, ok := syntax.ProviderName(name)
+		if !ok {
+			return nil, fmt.Errorf("unknown probe type %q (%s)", name, ap.Provider)
+		}
+		ap.Provider = prov
+	}
 	switch ap.Provider {
 	case "BEGIN", "END":
 		if len(ap.Parts) > 0 {
@@ -608,7 +622,10 @@ func (c *checker) cond(x syntax.Expr, what string) {
 	}
 }
 
-// exprStmt checks an expression used as a statement: a call or ++/--.
+// exprStmt checks an expression used as a statement. As in bpftrace,
+// any expression is one (args->rqtp->tv_sec; reads nothing anyone sees),
+// and a ternary's branches are statements themselves, so that they may
+// be calls without a value.
 func (c *checker) exprStmt(x syntax.Expr) {
 	switch x := x.(type) {
 	case *syntax.CallExpr:
@@ -617,11 +634,28 @@ func (c *checker) exprStmt(x syntax.Expr) {
 		}
 	case *syntax.IncDecExpr:
 		c.expr(x)
+	case *syntax.CondExpr:
+		c.cond(x.Cond, "condition")
+		c.exprStmt(x.X)
+		c.exprStmt(x.Y)
 	default:
-		if t := c.expr(x); t != nil {
-			c.errorf(x, "expression result unused: %s is not a statement", syntax.String(x))
+		if t := c.expr(x); t != nil && hasEffect(x) && !t.IsInt() {
+			c.errorf(x, "a statement of type %s cannot change a variable or map: use ++ or -- on their own", t)
 		}
 	}
+}
+
+// hasEffect reports whether an expression changes a variable or map,
+// which a statement that drops its value must still do.
+func hasEffect(x syntax.Expr) bool {
+	effect := false
+	syntax.Inspect(x, func(n syntax.Node) bool {
+		if _, ok := n.(*syntax.IncDecExpr); ok {
+			effect = true
+		}
+		return !effect
+	})
+	return effect
 }
 
 // paramRef matches a positional parameter inside an attach point.

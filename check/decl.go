@@ -20,6 +20,11 @@ type declared struct {
 	// whose declaration had an error, already reported: a use of one
 	// fails without a second error.
 	broken map[string]bool
+	// redefined is a kernel type the program defines anew and uses,
+	// if any. bpftrace's clang then sees no kernel type at all: while
+	// declarations are laid out, BTF supplies none of their members.
+	redefined string
+	inDecls   bool
 }
 
 // declare lays out the program's declarations in order. Each one hides
@@ -34,6 +39,9 @@ func (c *checker) declare(prog *syntax.Program) {
 		complete: map[string]bool{},
 		broken:   map[string]bool{},
 	}
+	c.decls.redefined = c.redefinedKernelType(prog)
+	c.decls.inDecls = true
+	defer func() { c.decls.inDecls = false }()
 	for _, d := range prog.Decls {
 		base := c.ctype(d.Type)
 		if !d.Typedef {
@@ -57,6 +65,50 @@ func (c *checker) declare(prog *syntax.Program) {
 			c.decls.typedefs[n.Name] = t
 		}
 	}
+}
+
+// redefinedKernelType gives the name of the first struct, union, enum
+// or typedef the program defines, the kernel's BTF also has and the
+// probes use (in a cast, sizeof or offsetof, or as curtask's type), or
+// "". bpftrace's clang then gets no kernel type: its header of the
+// kernel types a program uses would define that one a second time.
+func (c *checker) redefinedKernelType(prog *syntax.Program) string {
+	if c.conf.Kernel == nil {
+		return ""
+	}
+	used := map[string]bool{}
+	for _, p := range prog.Probes {
+		syntax.Inspect(p, func(n syntax.Node) bool {
+			switch n := n.(type) {
+			case *syntax.TypeExpr:
+				used[typeName(n.Kind, n.Name)] = true
+			case *syntax.Ident:
+				if n.Name == "curtask" {
+					used["struct task_struct"] = true
+				}
+			}
+			return true
+		})
+	}
+	defined := func(kind syntax.Token, name string) bool {
+		if !used[typeName(kind, name)] {
+			return false
+		}
+		_, err := c.conf.Kernel.Type(kind, name)
+		return err == nil
+	}
+	for _, d := range prog.Decls {
+		if d.Typedef {
+			for _, n := range d.Names {
+				if defined(syntax.IDENT, n.Name) {
+					return n.Name
+				}
+			}
+		} else if d.Type.Body && d.Type.Name != "" && defined(d.Type.Kind, d.Type.Name) {
+			return typeName(d.Type.Kind, d.Type.Name)
+		}
+	}
+	return ""
 }
 
 // isBaseWords reports whether a type name is made of C's base type
@@ -310,7 +362,11 @@ func (c *checker) layout(t *Type, ct *syntax.CType) bool {
 				f.Bits = width
 			}
 			if width < 0 && !complete(ft) {
-				c.errorf(d, "field %s has incomplete type %s", d.Name, ft)
+				if c.decls.redefined != "" {
+					c.errorf(d, "field %s has incomplete type %s: a program that redefines the kernel's %s defines every type its declarations use, as in bpftrace", d.Name, ft, c.decls.redefined)
+				} else {
+					c.errorf(d, "field %s has incomplete type %s", d.Name, ft)
+				}
 				return false
 			}
 			fieldAlign := typeAlign
@@ -456,6 +512,12 @@ func (c *checker) namedType(kind syntax.Token, name string, at syntax.Node) *Typ
 		if t, err := c.probe.Targets[0].UserType(kind, name); err == nil {
 			return t
 		}
+	}
+	if c.decls.inDecls && c.decls.redefined != "" {
+		if at != nil {
+			c.errorf(at, "unknown type %s: a program that redefines the kernel's %s defines every type its declarations use, as in bpftrace", typeName(kind, name), c.decls.redefined)
+		}
+		return nil
 	}
 	if c.conf.Kernel == nil {
 		if at != nil {

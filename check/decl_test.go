@@ -34,6 +34,8 @@ struct holds_empty { struct empty e; int y; };
 struct floats { char c; float f; double d; int i; long double ld; short s; float v[3]; int last; };
 typedef void handler_fn(int sig);
 struct hooks { handler_fn *h; char n; };
+struct nosemi { char c; unsigned long x }
+struct nosemi_nested { struct { int m[1] } y; char z }
 `
 
 func TestDeclLayout(t *testing.T) {
@@ -81,6 +83,10 @@ func TestDeclLayout(t *testing.T) {
 		{"sizeof(((struct floats *)0)->v)", 12},
 		{"offsetof(struct hooks, n)", 8},
 		{"sizeof(struct hooks)", 16},
+		{"offsetof(struct nosemi, x)", 8},
+		{"sizeof(struct nosemi)", 16},
+		{"offsetof(struct nosemi_nested, z)", 4},
+		{"sizeof(struct nosemi_nested)", 8},
 	}
 	for _, tt := range tests {
 		prog, err := checkSrc(t, declSrc+"BEGIN { @x = "+tt.expr+" }", &Config{Kernel: fakeKernel{}})

@@ -297,6 +297,18 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 		}
 		return TInt64
 	}
+	// Buffers too, byte by byte with their length; buffers of
+	// different sizes differ.
+	if lt.Kind == Buffer || rt.Kind == Buffer {
+		if lt.Kind != rt.Kind || (op != syntax.EQL && op != syntax.NEQ) {
+			c.errorf(x, "invalid operation: %s %s %s (buffers support only == and != with a buffer)", lt, op, rt)
+			return nil
+		}
+		if lt.Size != rt.Size {
+			c.setConst(x, Const{Int: b2u(op == syntax.NEQ)})
+		}
+		return TInt64
+	}
 	// Pointers take + and - with integers, and compare with anything
 	// that is an address.
 	if lt.Kind == Ptr || rt.Kind == Ptr {

@@ -174,7 +174,7 @@ func TupleType(elems []*Type) *Type {
 	t := &Type{Kind: Tuple, Elems: elems, Offsets: make([]int, len(elems))}
 	off, maxAlign := 0, 1
 	for i, e := range elems {
-		a := e.Align()
+		a := e.tupleAlign()
 		off = alignUp(off, a)
 		t.Offsets[i] = off
 		off += e.Size
@@ -187,6 +187,25 @@ func TupleType(elems []*Type) *Type {
 }
 
 func alignUp(n, a int) int { return (n + a - 1) / a * a }
+
+// tupleAlign is the alignment of t as a tuple's element, as bpftrace
+// lays tuples out: a struct is a run of bytes, an array aligns as its
+// element.
+func (t *Type) tupleAlign() int {
+	switch t.Kind {
+	case Record:
+		return 1
+	case Array:
+		return t.Elem.tupleAlign()
+	case Tuple:
+		a := 1
+		for _, e := range t.Elems {
+			a = max(a, e.tupleAlign())
+		}
+		return a
+	}
+	return t.Align()
+}
 
 // Align is the alignment kinst gives a value of type t in BPF memory.
 func (t *Type) Align() int {

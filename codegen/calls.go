@@ -230,8 +230,8 @@ func (g *gen) strncmp(x *syntax.CallExpr) operand {
 	mark := g.mark()
 	defer g.release(mark)
 	a, b := g.memOf(x.Args[0]), g.memOf(x.Args[1])
-	n := int(g.p.Consts[x.Args[2]].Int)
-	n = min(n, a.size, b.size)
+	want := int(g.p.Consts[x.Args[2]].Int)
+	n := min(want, a.size, b.size)
 	if n == 0 {
 		// Nothing to compare is a match; the code below would leave
 		// its "differ" branch unreachable, which the verifier rejects.
@@ -245,6 +245,14 @@ func (g *gen) strncmp(x *syntax.CallExpr) operand {
 			asm.JNE.Reg(asm.R1, asm.R2, diff),
 			asm.JEq.Imm(asm.R1, 0, same),
 		)
+	}
+	// The shorter string ended at its size without a NUL: the strings
+	// differ if the longer goes on.
+	switch {
+	case want > n && a.size > n:
+		g.emit(asm.LoadMem(asm.R1, a.base, a.off+int16(n), asm.Byte), asm.JNE.Imm(asm.R1, 0, diff))
+	case want > n && b.size > n:
+		g.emit(asm.LoadMem(asm.R1, b.base, b.off+int16(n), asm.Byte), asm.JNE.Imm(asm.R1, 0, diff))
 	}
 	g.place(same)
 	g.emit(asm.Mov.Imm(asm.R0, 0), asm.Ja.Label(done))
@@ -400,30 +408,52 @@ func (g *gen) ntop(x *syntax.CallExpr, c *check.Call, dst mem) {
 	addr := x.Args[len(x.Args)-1]
 	at := g.typeOf(addr)
 	family := int64(2)
-	if len(x.Args) == 2 {
-		family = int64(g.p.Consts[x.Args[0]].Int)
-	} else if (at.Kind == check.Array || at.Kind == check.Str) && at.Size == 16 {
+	v, known := g.p.Consts[x.Args[0]]
+	switch {
+	case len(x.Args) == 2 && !known:
+		family = 0 // in the first word of dst
+		op := g.scalar(x.Args[0])
+		g.emit(asm.StoreMem(dst.base, dst.off, g.reg(op, asm.R0), asm.DWord))
+		g.free(op)
+	case len(x.Args) == 2:
+		family = int64(v.Int)
+	case (at.Kind == check.Array || at.Kind == check.Str) && at.Size == 16:
 		family = 10
 	}
-	g.storeImm(dst.base, dst.off, family, asm.DWord)
+	if family != 0 {
+		g.storeImm(dst.base, dst.off, family, asm.DWord)
+	}
 	body := dst.at(8, 16)
 	switch {
 	case at.Kind == check.Array || at.Kind == check.Str:
 		g.readMem(g.placeOf(addr), at, nil, body.at(0, at.Size))
-	case at.Kind == check.Int && family == 2:
+	case at.Kind == check.Int && family != 10:
+		// An integer is an IPv4 address whatever the family says.
 		op := g.scalar(addr)
 		g.emit(asm.StoreMem(body.base, body.off, g.reg(op, asm.R0), asm.Word))
 		g.free(op)
 	default:
 		ptr := g.scalar(addr)
-		size := int32(4)
-		if family == 10 {
-			size = 16
-		}
 		g.load(asm.R3, ptr)
 		g.free(ptr)
 		g.addr(asm.R1, body)
-		g.emit(asm.Mov.Imm(asm.R2, size))
+		switch family {
+		case 0:
+			six, read := g.newLabel("ntop6"), g.newLabel("ntopread")
+			g.emit(
+				asm.LoadMem(asm.R2, dst.base, dst.off, asm.DWord),
+				asm.JEq.Imm(asm.R2, 10, six),
+				asm.Mov.Imm(asm.R2, 4),
+				asm.Ja.Label(read),
+			)
+			g.place(six)
+			g.emit(asm.Mov.Imm(asm.R2, 16))
+			g.place(read)
+		case 10:
+			g.emit(asm.Mov.Imm(asm.R2, 16))
+		default:
+			g.emit(asm.Mov.Imm(asm.R2, 4))
+		}
 		g.call(readHelper(c.Space))
 	}
 }

@@ -130,7 +130,7 @@ func (g *gen) binary(x *syntax.BinaryExpr) operand {
 	if lt.Kind == check.Str {
 		return g.strEqual(x)
 	}
-	if lt.Kind == check.Array {
+	if lt.Kind == check.Array || lt.Kind == check.Buffer {
 		return g.memEqual(x)
 	}
 	signed := lt.Kind == check.Int && rt.Kind == check.Int && lt.Signed && rt.Signed
@@ -333,9 +333,10 @@ func (g *gen) strEqual(x *syntax.BinaryExpr) operand {
 	a := g.memOf(left)
 	if v, ok := g.p.Consts[right]; ok && v.IsStr {
 		// Against a constant: compare each byte with an immediate,
-		// including the terminating NUL.
+		// including the terminating NUL when a has room for it (a
+		// char[N] may be full).
 		lit := v.Str
-		if len(lit) >= a.size {
+		if len(lit) > a.size {
 			// Too long to fit: never equal. A jump to ne would leave the
 			// code for eq unreachable, which the verifier rejects.
 			if x.Op == syntax.NEQ {
@@ -343,7 +344,7 @@ func (g *gen) strEqual(x *syntax.BinaryExpr) operand {
 			}
 			return immOp(0)
 		}
-		for i := 0; i <= len(lit); i++ {
+		for i := 0; i <= len(lit) && i < a.size; i++ {
 			var c byte
 			if i < len(lit) {
 				c = lit[i]
@@ -384,7 +385,8 @@ func (g *gen) strEqual(x *syntax.BinaryExpr) operand {
 	return g.fromReg(asm.R0)
 }
 
-// memEqual compares two arrays of the same type byte by byte.
+// memEqual compares two arrays or buffers of the same type byte by
+// byte.
 func (g *gen) memEqual(x *syntax.BinaryExpr) operand {
 	mark := g.mark()
 	defer g.release(mark)

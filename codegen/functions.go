@@ -98,7 +98,10 @@ func (g *gen) macaddr(x *syntax.CallExpr, c *check.Call, dst mem) {
 	at := g.typeOf(x.Args[0])
 	if at.Kind == check.Array || at.Kind == check.Str {
 		if _, ok := syntax.Unparen(x.Args[0]).(*syntax.FieldExpr); ok {
-			g.readMem(g.placeOf(x.Args[0]), at, nil, dst)
+			// A char[6] is read as bytes: as a string, its last byte
+			// would make way for a NUL.
+			bytes := &check.Type{Kind: check.Array, Size: at.Size, Len: at.Size, Elem: check.TUint8}
+			g.readMem(g.placeOf(x.Args[0]), bytes, nil, dst)
 		} else {
 			g.memInto(x.Args[0], dst, at)
 		}

@@ -205,8 +205,16 @@ func (g *gen) readScalar(l loc, t *check.Type, f *check.Field) operand {
 		}
 		g.set(dst, r)
 	case locMem:
+		src := l.m.at(l.off, size)
+		if int(src.off)%size != 0 {
+			// A struct in a tuple is a run of bytes, as bpftrace lays
+			// it out; the verifier wants aligned loads from the stack.
+			buf := g.allocStack(8)
+			g.copyMem(buf.at(0, size), src)
+			src = buf
+		}
 		r := g.work(dst, asm.R0)
-		g.loadInt(r, l.m.base, l.m.off+int16(l.off), intOrWord(t, size))
+		g.loadInt(r, src.base, src.off, intOrWord(t, size))
 		g.set(dst, r)
 	case locPtr:
 		buf := g.allocStack(8)
@@ -269,10 +277,8 @@ func (g *gen) readMem(l loc, t *check.Type, f *check.Field, dst mem) {
 	if dst.size > n {
 		g.zero(dst.at(n, dst.size-n))
 	}
-	if t.Kind == check.Str && n == dst.size && n > 0 {
-		// A full array may lack its NUL; strings always end in one.
-		g.storeImm(dst.base, dst.off+int16(n-1), 0, asm.Byte)
-	}
+	// A char[N] with no NUL keeps all N bytes, as in bpftrace: whatever
+	// reads a string stops at its size.
 }
 
 // readDataLoc reads a tracepoint __data_loc string: a 32-bit word in the

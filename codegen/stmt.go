@@ -158,6 +158,33 @@ func jumps(s syntax.Stmt) bool {
 	return false
 }
 
+// exprStmt generates an expression whose value is dropped. An integer
+// is computed all the same, as bpftrace does, for what ++ and -- inside
+// it change; anything else the checker let through changes nothing.
+func (g *gen) exprStmt(x syntax.Expr) {
+	switch x := x.(type) {
+	case *syntax.CallExpr:
+		g.callStmt(x)
+	case *syntax.IncDecExpr:
+		g.free(g.incDec(x, false))
+	case *syntax.CondExpr:
+		els, done := g.newLabel("else"), g.newLabel("fi")
+		c := g.scalar(x.Cond)
+		r := g.reg(c, asm.R0)
+		g.free(c)
+		g.emit(asm.JEq.Imm(r, 0, els))
+		g.exprStmt(x.X)
+		g.emit(asm.Ja.Label(done))
+		g.place(els)
+		g.exprStmt(x.Y)
+		g.place(done)
+	default:
+		if t := g.typeOf(x); t != nil && t.IsInt() {
+			g.free(g.scalar(x))
+		}
+	}
+}
+
 func (g *gen) stmt(s syntax.Stmt, lp *loop) {
 	saved := g.cur
 	g.cur = s.Pos()
@@ -166,12 +193,7 @@ func (g *gen) stmt(s syntax.Stmt, lp *loop) {
 	defer g.release(mark)
 	switch s := s.(type) {
 	case *syntax.ExprStmt:
-		switch x := s.X.(type) {
-		case *syntax.CallExpr:
-			g.callStmt(x)
-		case *syntax.IncDecExpr:
-			g.free(g.incDec(x, false))
-		}
+		g.exprStmt(s.X)
 	case *syntax.AssignStmt:
 		g.assign(s)
 	case *syntax.LetStmt:

@@ -527,7 +527,9 @@ func (p *parser) parseFields(t *CType) {
 			p.next()
 		}
 		t.Fields = append(t.Fields, f)
-		if p.tok != SEMICOLON {
+		// clang lets the last member go without its ';', and so
+		// bpftrace does.
+		if p.tok != SEMICOLON && p.tok != RBRACE {
 			p.errorExpected("';' after field")
 			for p.tok != SEMICOLON && p.tok != RBRACE && p.tok != EOF {
 				p.next()

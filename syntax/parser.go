@@ -315,6 +315,13 @@ var providers = map[string]string{
 	"self":            "self", // self:signal:SIGUSR1, bpftrace 0.26
 }
 
+// ProviderName gives the provider a probe type or its abbreviation
+// names, as the parser does for an attach point.
+func ProviderName(name string) (string, bool) {
+	prov, ok := providers[name]
+	return prov, ok
+}
+
 // parseAttachPoint splits the current PROBESPEC token into provider and
 // parts. Unknown providers are reported here, where the caret can point
 // at them.
@@ -322,6 +329,11 @@ func (p *parser) parseAttachPoint() *AttachPoint {
 	a := &AttachPoint{SpecPos: p.pos, Raw: p.lit}
 	fields := splitSpec(p.lit)
 	prov, ok := providers[fields[0]]
+	if !ok && strings.Contains(fields[0], "$") {
+		// A positional parameter in the provider, as bpftrace allows:
+		// the checker knows the parameters (see ProviderName).
+		ok, prov = true, fields[0]
+	}
 	if !ok {
 		p.error(p.pos, p.pos+Pos(len(fields[0])), "unknown probe type %q", fields[0])
 		prov = fields[0]

@@ -56,10 +56,10 @@ func TestCompileErrors(t *testing.T) {
 				"-e:1:18: expected '{' or a /predicate/, found end of program\n" +
 				"BEGIN { @ = 1 } @\n" +
 				"                 ^\n"},
-		{"malformed declaration", []string{"-e", "struct s { int x }; BEGIN { }"}, false,
-			"-e:1:18: expected ';' after field, found '}'\n" +
-				"struct s { int x }; BEGIN { }\n" +
-				"                 ^\n"},
+		{"malformed declaration", []string{"-e", "struct s { int x int y; }; BEGIN { }"}, false,
+			"-e:1:18: expected ';' after field, found 'int'\n" +
+				"struct s { int x int y; }; BEGIN { }\n" +
+				"                 ^~~\n"},
 		{"unknown field type", []string{"-e", "struct s {\n\tstruct nope *p;\n\tnope_t q;\n}; BEGIN { }"}, false,
 			"-e:3:2: unknown type nope_t\n" +
 				"\tnope_t q;\n" +
