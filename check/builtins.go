@@ -132,6 +132,11 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		}
 		return TInt64
 	}
+	if name == "true" || name == "false" {
+		delete(p.Uses, name)
+		c.setConst(id, Const{Int: b2u(name == "true")})
+		return c.boolType()
+	}
 	if v, ok := c.constant(name); ok {
 		delete(p.Uses, name)
 		c.setConst(id, Const{Int: uint64(v)})

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/syntax"
 )
@@ -28,7 +29,9 @@ func init() {
 		"exit":     {stmt: true, check: (*checker).checkExit},
 		"clear":    {stmt: true, check: (*checker).checkMapOp},
 		"zero":     {stmt: true, check: (*checker).checkMapOp},
-		"delete":   {stmt: true, check: (*checker).checkDelete},
+		"delete":   {check: (*checker).checkDelete},
+		"has_key":  {check: (*checker).checkHasKey},
+		"len":      {check: (*checker).checkLen},
 		"signal":   {stmt: true, unsafe: true, check: (*checker).checkSignal},
 		"override": {stmt: true, unsafe: true, check: (*checker).checkOverride},
 		"core":     {stmt: true, unsafe: true, check: (*checker).checkCore},
@@ -226,6 +229,9 @@ func (c *checker) checkPrintf(x *syntax.CallExpr, call *Call) *Type {
 
 // OutputKind is how package output prints values of type t.
 func OutputKind(t *Type) output.Kind {
+	if t.IsBool() {
+		return output.KindBool
+	}
 	switch t.Kind {
 	case Int, Ptr:
 		// Pointers print as integers everywhere but in map keys, which
@@ -401,22 +407,89 @@ func (c *checker) checkMapOp(x *syntax.CallExpr, call *Call) *Type {
 	return TVoid
 }
 
+// checkDelete checks delete(@m, key) and delete(@scalar), bpftrace
+// 0.26's forms, and delete(@m[key]), the older one, which 0.17 also took
+// for several elements at once. Its value says whether an element was
+// deleted.
 func (c *checker) checkDelete(x *syntax.CallExpr, call *Call) *Type {
-	if !c.nargs(x, 1, 1) {
+	if len(x.Args) == 0 {
+		c.nargs(x, 1, 2)
 		return nil
 	}
 	m, ok := x.Args[0].(*syntax.MapExpr)
 	if !ok {
-		c.errorf(x.Args[0], "delete() takes a map element, as in delete(@name[key])")
+		c.errorf(x.Args[0], "delete() takes a map and a key, as in delete(@name, key)")
 		return nil
 	}
-	mm := c.useMap(m, nil, false)
+	elems := []*syntax.MapExpr{m}
+	switch {
+	case m.Keys == nil && len(x.Args) == 2:
+		elems[0] = &syntax.MapExpr{NamePos: m.NamePos, Name: m.Name, Keys: []syntax.Expr{x.Args[1]}, Rbrack: x.Args[1].End()}
+	case len(x.Args) > 1:
+		// 0.17's delete(@a[k], @b[k]).
+		for _, a := range x.Args[1:] {
+			e, ok := a.(*syntax.MapExpr)
+			if !ok {
+				c.errorf(a, "delete() takes a map and a key, as in delete(@name, key)")
+				return nil
+			}
+			elems = append(elems, e)
+		}
+		if c.conf.Compat != compat.V017 {
+			c.warnf(x, "delete() of several elements is bpftrace 0.17's form: delete them one by one, as in delete(@name, key)")
+		}
+	}
+	for _, e := range elems {
+		mm := c.useMap(e, nil, false)
+		if mm == nil {
+			return nil
+		}
+		c.probe.Types[e] = mm.Value
+		call.Map = mm
+	}
+	call.Elems = elems
+	return c.boolType()
+}
+
+// checkHasKey checks has_key(@m, key): whether @m holds an element at key.
+func (c *checker) checkHasKey(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 2, 2) {
+		return nil
+	}
+	m, ok := x.Args[0].(*syntax.MapExpr)
+	if !ok || m.Keys != nil {
+		c.errorf(x.Args[0], "has_key() takes a map and a key, as in has_key(@name, key)")
+		return nil
+	}
+	e := &syntax.MapExpr{NamePos: m.NamePos, Name: m.Name, Keys: []syntax.Expr{x.Args[1]}, Rbrack: x.Args[1].End()}
+	mm := c.useMap(e, nil, false)
 	if mm == nil {
+		return nil
+	}
+	if mm.Value.Kind == Hist || mm.Value.Kind == Lhist {
+		c.errorf(e, "has_key() cannot look into a %s() map", mm.Value)
 		return nil
 	}
 	c.probe.Types[m] = mm.Value
 	call.Map = mm
-	return TVoid
+	call.Elems = []*syntax.MapExpr{e}
+	return c.boolType()
+}
+
+// checkLen checks len(@m), the number of elements of @m.
+func (c *checker) checkLen(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 1) {
+		return nil
+	}
+	call.Map = c.mapArg(x)
+	if call.Map == nil {
+		return nil
+	}
+	if call.Map.Value.Kind == Hist || call.Map.Value.Kind == Lhist {
+		c.errorf(x.Args[0], "len() cannot count the elements of a %s() map", call.Map.Value)
+		return nil
+	}
+	return TInt64
 }
 
 // signals are the names signal() accepts.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/internal/chunked"
 	"kinst.dev/kinst/syntax"
 )
@@ -103,7 +104,17 @@ func TestCheckTypes(t *testing.T) {
 		{"BEGIN { @x = -pid }", "uint64"},
 		{"BEGIN { @x = 1 + pid }", "uint64"},
 		{"BEGIN { @x = 1 - 2 }", "int64"},
-		{"BEGIN { @x = pid < 1 }", "int64"},
+		{"BEGIN { @x = pid < 1 }", "bool"},
+		{"BEGIN { @x = true }", "bool"},
+		{"BEGIN { @x = !pid }", "bool"},
+		{"BEGIN { @x = \"a\" == \"b\" || 0 }", "bool"},
+		{"BEGIN { @m[1] = 1; @x = delete(@m, 1) }", "bool"},
+		{"BEGIN { @m[1] = 1; @x = delete(@m[1]) }", "bool"},
+		{"BEGIN { @m[1, \"a\"] = 1; @x = has_key(@m, (1, \"a\")) }", "bool"},
+		{"BEGIN { @m[1] = 1; @x = len(@m) }", "int64"},
+		{"BEGIN { @x[true] = 1 }", "int64"},
+		{"BEGIN { $s = \"ab\"; @x = $s[1] }", "int8"},
+		{"BEGIN { @x = \"/\"[0] }", "int8"},
 		{"BEGIN { @x = (uint32)1 }", "uint32"},
 		{"BEGIN { @x = (uint32)1 + (uint32)1 }", "uint64"},
 		{"BEGIN { @x = (int8)1; @x = (int32)2 }", "int32"},
@@ -131,6 +142,20 @@ func TestCheckTypes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		wantValueOfX(t, tt.src, nil, tt.want)
+	}
+}
+
+// TestCheckTypes017: in the 0.17 mode truth values are int64, as 0.17
+// has no bool.
+func TestCheckTypes017(t *testing.T) {
+	for _, src := range []string{
+		"BEGIN { @x = pid < 1 }",
+		"BEGIN { @x = true }",
+		"BEGIN { @x = !pid }",
+		"BEGIN { @m[1] = 1; @x = delete(@m, 1) }",
+		"BEGIN { @m[1] = 1; @x = has_key(@m, 1) }",
+	} {
+		wantValueOfX(t, src, &Config{Compat: compat.V017}, "int64")
 	}
 }
 

@@ -169,7 +169,7 @@ func (c *checker) unary(x *syntax.UnaryExpr) *Type {
 		if isConst {
 			c.setConst(x, Const{Int: b2u(v.Int == 0)})
 		}
-		return TInt64
+		return c.boolType()
 	case syntax.MUL:
 		if t.Kind == Int {
 			// An integer is a kernel address holding a u64, as in
@@ -283,7 +283,7 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 		if lok && rok {
 			c.setConst(x, Const{Int: b2u((lv.Str == rv.Str) == (op == syntax.EQL))})
 		}
-		return TInt64
+		return c.boolType()
 	}
 	// Arrays compare element by element, with == and != only.
 	if lt.Kind == Array || rt.Kind == Array {
@@ -291,14 +291,14 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 			c.errorf(x, "invalid operation: %s %s %s (arrays of the same type support only == and !=)", lt, op, rt)
 			return nil
 		}
-		return TInt64
+		return c.boolType()
 	}
 	// Pointers take + and - with integers, and compare with anything
 	// that is an address.
 	if lt.Kind == Ptr || rt.Kind == Ptr {
 		switch {
 		case isComparison(op) && lt.IsInt() && rt.IsInt():
-			return TInt64
+			return c.boolType()
 		case lt.Kind == Ptr && rt.Kind == Int && (op == syntax.ADD || op == syntax.SUB):
 			return lt
 		case lt.Kind == Ptr && rt.Kind == Ptr && op == syntax.SUB:
@@ -311,7 +311,7 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 		case rt.Kind == Ptr && lt.Kind == Int && op == syntax.ADD:
 			return rt
 		case op == syntax.LAND || op == syntax.LOR:
-			return TInt64
+			return c.boolType()
 		}
 		c.errorf(x, "invalid operation: %s %s %s", lt, op, rt)
 		return nil
@@ -326,7 +326,7 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 		result = TInt64
 	}
 	if isComparison(op) || op == syntax.LAND || op == syntax.LOR {
-		result = TInt64
+		result = c.boolType()
 	}
 	lv, lok := c.probe.Consts[x.X]
 	rv, rok := c.probe.Consts[x.Y]
@@ -609,9 +609,17 @@ func (c *checker) index(x *syntax.IndexExpr) *Type {
 		}
 		return t.Elem
 	case Str:
-		if v, ok := c.probe.Consts[x.Index]; ok && v.Int >= uint64(t.Size) {
+		v, ok := c.probe.Consts[x.Index]
+		if ok && v.Int >= uint64(t.Size) {
 			c.errorf(x.Index, "index %d is out of range for %s", int64(v.Int), t)
 			return nil
+		}
+		if s, sok := c.probe.Consts[x.X]; ok && sok && s.IsStr {
+			ch := uint64(0)
+			if v.Int < uint64(len(s.Str)) {
+				ch = uint64(int64(int8(s.Str[v.Int])))
+			}
+			c.setConst(x, Const{Int: ch})
 		}
 		return TInt8
 	}

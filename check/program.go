@@ -195,7 +195,10 @@ type Call struct {
 	Space AddrSpace
 	// Top and Div are print's optional limits for a whole map.
 	Top, Div uint64
-	// Map is the map a map function (print, clear, zero, delete) names,
-	// or that an aggregation is assigned to.
+	// Map is the map a map function (print, clear, zero, delete,
+	// has_key, len) names, or that an aggregation is assigned to.
 	Map *Map
+	// Elems are the elements delete and has_key name, as @m[key]
+	// whatever form the call takes.
+	Elems []*syntax.MapExpr
 }

@@ -128,7 +128,13 @@ var (
 	TProbe  = &Type{Kind: ProbeName, Size: 8}
 	TFunc   = &Type{Kind: FuncName, Size: 8}
 	TUser   = &Type{Kind: Username, Size: 8}
+	// TBool is bpftrace 0.26's bool: a byte, 0 or 1, printed as false
+	// or true. Being an integer, it computes as one.
+	TBool = &Type{Kind: Int, Size: 1, Name: "bool"}
 )
+
+// IsBool reports whether t is the bool type.
+func (t *Type) IsBool() bool { return t.Kind == Int && t.Name == "bool" }
 
 // IntType returns the integer type of the given size and sign.
 // FloatType returns the type of a C floating-point member of size
@@ -245,6 +251,8 @@ func (t *Type) Equal(u *Type) bool {
 		return false
 	}
 	switch t.Kind {
+	case Int:
+		return t.IsBool() == u.IsBool()
 	case Tuple:
 		if len(t.Elems) != len(u.Elems) {
 			return false
@@ -278,6 +286,9 @@ func (t *Type) String() string {
 	case Void:
 		return "none"
 	case Int:
+		if t.IsBool() {
+			return "bool"
+		}
 		if t.Signed {
 			return fmt.Sprintf("int%d", t.Size*8)
 		}

@@ -112,7 +112,9 @@ func (g *gen) callStmt(x *syntax.CallExpr) {
 	case "join":
 		g.join(x, c)
 	case "delete":
-		g.deleteElem(x.Args[0].(*syntax.MapExpr))
+		for _, e := range c.Elems {
+			g.deleteElem(e)
+		}
 	case "signal":
 		op := g.scalar(x.Args[0])
 		g.load(asm.R1, op)
@@ -219,6 +221,12 @@ func (g *gen) callScalar(x *syntax.CallExpr) operand {
 		return g.strcontains(x)
 	case "skboutput":
 		return g.skboutput(x, c)
+	case "delete":
+		return g.deleted(c.Elems)
+	case "has_key":
+		return g.hasKey(c.Elems[0])
+	case "len":
+		return g.mapLen(c.Map)
 	}
 	g.c.errorf(x, "%s() has no integer value", x.Fun.Name)
 	return immOp(0)

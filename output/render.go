@@ -41,6 +41,8 @@ func appendValue(b []byte, v Value, div uint64, json bool) ([]byte, error) {
 	switch v.kind {
 	case KindInt, KindSum:
 		return appendInt(b, v.n, v.signed, div), nil
+	case KindBool:
+		return strconv.AppendBool(b, v.n != 0), nil
 	case KindCount:
 		return strconv.AppendUint(b, v.n/div, 10), nil
 	case KindMin, KindMax:
@@ -150,6 +152,8 @@ func appendKey(b []byte, v Value) ([]byte, error) {
 	switch v.kind {
 	case KindInt:
 		return strconv.AppendInt(b, int64(v.n), 10), nil
+	case KindBool:
+		return strconv.AppendBool(b, v.n != 0), nil
 	case KindKstack, KindUstack:
 		return appendStack(b, v, keyStackIndent), nil
 	case KindArray:

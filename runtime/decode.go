@@ -97,6 +97,9 @@ func cstring(b []byte) string {
 func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 	switch t.Kind {
 	case check.Int:
+		if t.IsBool() {
+			return output.Bool(b[0] != 0)
+		}
 		return output.IntN(word(b, t.Size), t.Size, t.Signed)
 	case check.Ptr:
 		if r != asValue {
@@ -179,7 +182,7 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 // member decodes an element of an array or a field of a record. In map
 // keys, 0.17 prints the integers inside those signed at their own size.
 func (d *decoder) member(t *check.Type, b []byte, r role) output.Value {
-	if r == asKey && t.Kind == check.Int {
+	if r == asKey && t.Kind == check.Int && !t.IsBool() {
 		return output.IntN(word(b, t.Size), t.Size, true)
 	}
 	return d.value(t, b, r)
