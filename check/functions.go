@@ -145,7 +145,7 @@ func (c *checker) checkStrcontains(x *syntax.CallExpr, call *Call) *Type {
 		c.errorf(x, "strcontains() looks for a string in a string, not %s in %s", b, a)
 		return nil
 	}
-	return TInt64
+	return c.boolType()
 }
 
 func (c *checker) checkBswap(x *syntax.CallExpr, call *Call) *Type {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"kinst.dev/kinst/internal/testenv"
@@ -62,4 +64,58 @@ func TestMapFunctions(t *testing.T) {
 			"begin { @a[1] = 1; @b[1] = 1; @a[2] = 2; @b[2] = 2; delete(@a[1], @b[1]); exit(); }\n"+
 			"                                                    ^~~~~~~~~~~~~~~~~~~~\n")
 	kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "-q", "-e", several).want(t, 0, "\n\n@a[2]: 2\n@b[2]: 2\n", "")
+}
+
+// TestBool: in the default mode truth values are bools, printed true or
+// false and as 1 or 0 through printf; 0.17 has int64 0 and 1.
+func TestBool(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "print", prog: `begin { print(true); print(false); print((1 > 0, !0, 1 && 0, 0 || 2, "a" == "a")); exit(); }`,
+			want: "true\nfalse\n(true, true, false, true, true)\n\n\n", v017: "1\n0\n(1, 1, 0, 1, 1)\n\n\n"},
+		{name: "printf", prog: `begin { $b = 3 > 2; printf("%d %d %u\n", $b, false, !$b); exit(); }`,
+			want: "1 0 0\n\n\n"},
+		{name: "maps", prog: `begin { @a[true] = false; @a[1 > 2] = true; @t = (1, 2 == 2); exit(); }`,
+			want: "\n\n@a[false]: true\n@a[true]: false\n@t: (1, true)\n", v017: "\n\n@a[1]: 0\n@a[0]: 1\n@t: (1, 1)\n"},
+		{name: "strcontains", prog: `begin { print(strcontains("hello", "ell")); exit(); }`,
+			want: "true\n\n\n", v017: "1\n\n\n"},
+	})
+	// In JSON, only the records: what separates them from the maps at
+	// exit is the output formats' business.
+	const prog = `begin { print((true, 1 < 0)); @a[true] = false; exit(); }`
+	for _, tc := range []struct{ mode, value, m string }{
+		{"", `{"type": "value", "data": [true,false]}`, `{"type": "map", "data": {"@a": {"true": false}}}`},
+		{"0.17", `{"type": "value", "data": [1,0]}`, `{"type": "map", "data": {"@a": {"1": 0}}}`},
+	} {
+		r := kinstEnv(t, []string{"KINST_COMPAT=" + tc.mode}, "-q", "-f", "json", "-e", prog)
+		var lines []string
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if l != "" {
+				lines = append(lines, l)
+			}
+		}
+		if r.code != 0 || !slices.Equal(lines, []string{tc.value, tc.m}) {
+			t.Errorf("mode %q: exit %d, stdout %q, want %s and %s\nstderr:\n%s", tc.mode, r.code, r.stdout, tc.value, tc.m, r.stderr)
+		}
+	}
+}
+
+// TestTupleKeys: a tuple used as a map key is its elements.
+func TestTupleKeys(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "literal and variable", prog: `begin { $t = (1, "a"); @m[$t] = 1; @m[(2, "b")] = 2; @m[3, "c"] = @m[(2, "b")] + @m[1, "a"]; exit(); }`,
+			want: "\n\n@m[1, a]: 1\n@m[2, b]: 2\n@m[3, c]: 3\n"},
+		{name: "hist", prog: `begin { @h[(1, "a")] = hist(3); exit(); }`,
+			want: "\n\n@h[1, a]: \n[2, 4)                 1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n\n"},
+	})
+}
+
+// TestStringIndex: a string's bytes are int8 characters.
+func TestStringIndex(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "index", prog: `begin { $s = "ab"; $i = 1; printf("%c%c%c%c%c|%d\n", $s[0], $s[$i], "/"[0], "xyz"[$i], str("q")[0], "A"[0]); exit(); }`,
+			want: "ab/yq|65\n\n\n"},
+	})
 }
