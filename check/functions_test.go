@@ -19,7 +19,7 @@ func TestFunctionTypes(t *testing.T) {
 		{`BEGIN { @x = pton("1.2.3.4") }`, "uint8[4]"},
 		{`BEGIN { @x = pton("::1") }`, "uint8[16]"},
 		{`BEGIN { @x = pton("::ffff:1.2.3.4") }`, "uint8[16]"}, // 0.17 refuses an IPv4-mapped address
-		{`BEGIN { @x = strcontains(comm, "a") }`, "int64"},
+		{`BEGIN { @x = strcontains(comm, "a") }`, "bool"},
 		{`BEGIN { @x = bswap((int16)1) }`, "uint16"},
 		{`BEGIN { @x = bswap(1) }`, "uint64"},
 		{`kprobe:f { @x = sarg0 }`, "int64"},
