@@ -373,9 +373,21 @@ func (c *checker) checkJoin(x *syntax.CallExpr, call *Call) *Type {
 	return TVoid
 }
 
+// checkExit checks exit() and exit(code), the status the command exits
+// with.
 func (c *checker) checkExit(x *syntax.CallExpr, call *Call) *Type {
-	if !c.nargs(x, 0, 0) {
+	if !c.nargs(x, 0, 1) {
 		return nil
+	}
+	if len(x.Args) == 1 {
+		t := c.expr(x.Args[0])
+		if t == nil {
+			return nil
+		}
+		if t.Kind != Int {
+			c.errorf(x.Args[0], "exit() takes an integer status, not %s", t)
+			return nil
+		}
 	}
 	return TVoid
 }

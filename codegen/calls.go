@@ -103,8 +103,12 @@ func (g *gen) callStmt(x *syntax.CallExpr) {
 		a := g.action(&Action{Kind: kind, Map: g.c.maps[c.Map]})
 		g.emitRecord(g.record(a))
 	case "exit":
-		a := g.action(&Action{Kind: ActExit})
-		g.emitRecord(g.record(a))
+		if len(x.Args) == 0 {
+			a := g.action(&Action{Kind: ActExit})
+			g.emitRecord(g.record(a))
+		} else {
+			g.sendArgs(ActExit, nil, x.Args)
+		}
 		g.emit(asm.Ja.Label(g.exitLabel))
 	case "time":
 		a := g.action(&Action{Kind: ActTime, Text: c.Text})

@@ -63,8 +63,7 @@ func (s *Session) handle(rec []byte) {
 	case codegen.ActZero:
 		err = s.clearMap(a.Map, true)
 	case codegen.ActExit:
-		s.exited = true
-		s.stopping.Store(true)
+		s.exit(a, body)
 	case codegen.ActHelperError:
 		if s.opts.NoWarnings {
 			break
@@ -278,8 +277,7 @@ func (s *Session) record(a *codegen.Action, body []byte) error {
 		return s.unwatch(a, body)
 	case codegen.ActExit:
 		r.Kind = RecExit
-		s.exited = true
-		s.stopping.Store(true)
+		s.exit(a, body)
 	case codegen.ActCore:
 		r.Kind, r.Command = RecSystem, "core "+a.Text
 		r.Text, err = s.dumpCore(a, body)
@@ -300,4 +298,14 @@ func (s *Session) record(a *codegen.Action, body []byte) error {
 		return err
 	}
 	return s.opts.Records(r)
+}
+
+// exit stops the run for exit(), keeping the status it gives; one in
+// END has the last word.
+func (s *Session) exit(a *codegen.Action, body []byte) {
+	if a.Args != nil {
+		s.exitCode = int(s.dec.value(a.Args.Elems[0], body[a.Args.Offsets[0]:], asValue).Int())
+	}
+	s.exited = true
+	s.stopping.Store(true)
 }

@@ -145,6 +145,7 @@ type Session struct {
 	printNow atomic.Bool                    // SIGUSR1 asks for the maps
 	reader   atomic.Pointer[ringbuf.Reader] // rd, for other goroutines to wake
 	exited   bool                           // exit() was called
+	exitCode int                            // the status exit() asked for
 	packets  *packets                       // skboutput()'s, while they are written
 	lost     uint64                         // lost records already reported
 	args     [][]output.Value               // per action, the decoded arguments, reused
@@ -153,6 +154,14 @@ type Session struct {
 	noWatch  bool                           // detach took the watchpoints: no more are set
 	stopped  bool                           // a watchpoint setup stopped the traced process
 }
+
+// An ExitError says the program called exit() with a status other than
+// 0, which the command exits with.
+type ExitError struct {
+	Code int
+}
+
+func (e *ExitError) Error() string { return fmt.Sprintf("the program exited with status %d", e.Code) }
 
 // An InterruptError says a signal ended the run before any probe ran:
 // nothing was printed, and what was loaded is unloaded again.
@@ -317,7 +326,11 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		// One sentence for the failed output, not one per record.
 		return errors.Join(fmt.Errorf("write output: %w", s.outw.err), detachErr)
 	}
-	return errors.Join(s.readErr, s.runErr, printErr, detachErr)
+	err = errors.Join(s.readErr, s.runErr, printErr, detachErr)
+	if err == nil && s.exitCode != 0 {
+		return &ExitError{Code: s.exitCode}
+	}
+	return err
 }
 
 // stopPackets writes the packets skboutput() queued and closes its

@@ -119,3 +119,19 @@ func TestStringIndex(t *testing.T) {
 			want: "ab/yq|65\n\n\n"},
 	})
 }
+
+// TestExitCode: exit(code) is the command's exit status; END still runs
+// and the maps are printed.
+func TestExitCode(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "code", prog: `begin { printf("a\n"); exit(69); printf("b\n"); } end { printf("end\n"); }`,
+			code: 69, want: "a\nend\n\n\n"},
+		{name: "expression", prog: `begin { @x = 1; $c = 3; exit($c + 1); }`,
+			code: 4, want: "\n\n@x: 1\n"},
+		{name: "zero", prog: `begin { exit(0); }`, want: "\n\n"},
+		{name: "end's", prog: `begin { exit(7); } end { exit(9); }`, code: 9, want: "\n\n"},
+	})
+	kinst(t, "-e", `begin { exit("a"); }`).want(t, 1, "",
+		"-e:1:14: exit() takes an integer status, not string[2]\nbegin { exit(\"a\"); }\n             ^~~\n")
+}
