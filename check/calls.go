@@ -1,6 +1,7 @@
 package check
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -60,6 +61,15 @@ func init() {
 		"path":        {check: (*checker).checkPath},
 		"uaddr":       {check: (*checker).checkUaddr},
 		"skboutput":   {check: (*checker).checkSkbOutput},
+
+		"ppid":        {check: (*checker).checkTaskField},
+		"pcomm":       {check: (*checker).checkTaskField},
+		"leader_tid":  {check: (*checker).checkTaskField},
+		"leader_comm": {check: (*checker).checkTaskField},
+		"pid":         {check: (*checker).checkPidNs},
+		"tid":         {check: (*checker).checkPidNs},
+		"nsecs":       {check: (*checker).checkNsecs},
+		"is_err":      {check: (*checker).checkIsErr},
 	}
 }
 
@@ -85,6 +95,20 @@ func (c *checker) call(x *syntax.CallExpr, stmt bool) *Type {
 		return nil
 	}
 	f := functions[name]
+	if f == nil && len(x.Args) > 0 && slices.Contains(builtinNames, name) {
+		c.errorf(x, "%s() takes no arguments", name)
+		c.use(x.Args)
+		return nil
+	}
+	if f == nil && slices.Contains(builtinNames, name) {
+		// Every builtin variable may be called: pid() is pid.
+		id := &syntax.Ident{NamePos: x.Fun.NamePos, Name: name}
+		t := c.expr(id)
+		if t != nil {
+			c.probe.Expand[x] = id
+		}
+		return t
+	}
 	if f == nil {
 		if near := nearest(name, functionNames()); near != "" {
 			c.errorf(x.Fun, "unknown function %s (did you mean %s?)", name, near)
@@ -943,4 +967,80 @@ func (c *checker) checkPtrSpace(x *syntax.CallExpr, call *Call) *Type {
 	}
 	nt.Space = space
 	return &nt
+}
+
+// checkTaskField checks ppid(task) and its kind.
+func (c *checker) checkTaskField(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 0, 1) {
+		return nil
+	}
+	var task syntax.Expr
+	if len(x.Args) == 1 {
+		task = x.Args[0]
+	}
+	return c.taskField(x, task, x.Fun.Name)
+}
+
+// modeArg reads the mode a builtin takes as its one argument, a bare
+// name among modes; "" when there is none.
+func (c *checker) modeArg(x *syntax.CallExpr, modes ...string) (string, bool) {
+	for _, a := range x.Args {
+		if id, ok := a.(*syntax.Ident); ok && slices.Contains(modes, id.Name) {
+			c.seen[a] = true // a mode is no expression of its own
+		}
+	}
+	if !c.nargs(x, 0, 1) {
+		return "", false
+	}
+	if len(x.Args) == 0 {
+		return "", true
+	}
+	id, ok := x.Args[0].(*syntax.Ident)
+	if !ok || !slices.Contains(modes, id.Name) {
+		c.errorf(x.Args[0], "%s() takes one of %s", x.Fun.Name, strings.Join(modes, ", "))
+		c.seen[x.Args[0]] = ok
+		return "", false
+	}
+	return id.Name, true
+}
+
+// checkPidNs checks pid(curr_ns), pid(init) and the same of tid: the
+// id in kinst's PID namespace, or in the initial one.
+func (c *checker) checkPidNs(x *syntax.CallExpr, call *Call) *Type {
+	mode, ok := c.modeArg(x, "curr_ns", "init")
+	if !ok {
+		return nil
+	}
+	call.Text = mode
+	c.probe.Uses[x.Fun.Name] = true
+	return TUint64
+}
+
+// checkNsecs checks nsecs(boot), nsecs(monotonic), nsecs(tai) and
+// nsecs(sw_tai), the clocks nsecs reads.
+func (c *checker) checkNsecs(x *syntax.CallExpr, call *Call) *Type {
+	mode, ok := c.modeArg(x, "boot", "monotonic", "tai", "sw_tai")
+	if !ok {
+		return nil
+	}
+	call.Text = mode
+	c.probe.Uses["nsecs"] = true
+	return TUint64
+}
+
+// checkIsErr checks is_err(ptr): whether ptr is an error code in a
+// pointer, as the kernel's IS_ERR().
+func (c *checker) checkIsErr(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 1) {
+		return nil
+	}
+	t := c.expr(x.Args[0])
+	if t == nil {
+		return nil
+	}
+	if !t.IsInt() {
+		c.errorf(x.Args[0], "is_err() takes a pointer, not %s", t)
+		return nil
+	}
+	return c.boolType()
 }

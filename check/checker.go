@@ -410,6 +410,7 @@ func (c *checker) checkProbe(u unit) {
 		Consts:   map[syntax.Expr]Const{},
 		Vars:     map[string]*Var{},
 		Calls:    map[*syntax.CallExpr]*Call{},
+		Expand:   map[syntax.Expr]syntax.Expr{},
 		Uses:     map[string]bool{},
 	}
 	c.probe = p

@@ -147,6 +147,10 @@ type Probe struct {
 	Consts map[syntax.Expr]Const // the value of constant expressions
 	Vars   map[string]*Var
 	Calls  map[*syntax.CallExpr]*Call
+	// Expand maps a builtin the checker defines by another expression,
+	// as ppid by curtask->real_parent->pid and pid() by pid, to that
+	// expression, which code generation generates in its place.
+	Expand map[syntax.Expr]syntax.Expr
 	// Uses records which context-dependent builtins the body reads, so
 	// code generation and attachment can pick what the probe needs.
 	Uses map[string]bool

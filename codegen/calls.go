@@ -231,6 +231,12 @@ func (g *gen) callScalar(x *syntax.CallExpr) operand {
 		return g.hasKey(c.Elems[0])
 	case "len":
 		return g.mapLen(c.Map)
+	case "pid", "tid":
+		return g.pidTid(x.Fun.Name, c.Text)
+	case "nsecs":
+		return g.nsecs(c.Text)
+	case "is_err":
+		return g.isErr(x)
 	}
 	g.c.errorf(x, "%s() has no integer value", x.Fun.Name)
 	return immOp(0)

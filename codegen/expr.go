@@ -15,6 +15,9 @@ func (g *gen) scalar(x syntax.Expr) operand {
 	if v, ok := g.p.Consts[x]; ok && !v.IsStr {
 		return immOp(int64(v.Int))
 	}
+	if e, ok := g.p.Expand[x]; ok {
+		return g.scalar(e)
+	}
 	saved := g.cur
 	g.cur = x.Pos()
 	defer func() { g.cur = saved }()
@@ -456,6 +459,10 @@ func (g *gen) memInto(x syntax.Expr, dst mem, t *check.Type) {
 	defer func() { g.cur = saved }()
 	if v, ok := g.p.Consts[x]; ok && v.IsStr {
 		g.storeBytes(dst, v.Str)
+		return
+	}
+	if e, ok := g.p.Expand[x]; ok {
+		g.memInto(e, dst, t)
 		return
 	}
 	xt := g.typeOf(x)

@@ -43,6 +43,9 @@ func (g *gen) fieldOf(x syntax.Expr) *check.Field {
 // record expression lives.
 func (g *gen) placeOf(x syntax.Expr) loc {
 	x = syntax.Unparen(x)
+	if e, ok := g.p.Expand[x]; ok {
+		return g.placeOf(e)
+	}
 	switch x := x.(type) {
 	case *syntax.Ident:
 		if x.Name == "args" {

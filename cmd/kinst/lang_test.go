@@ -1,9 +1,15 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cilium/ebpf"
 
 	"kinst.dev/kinst/internal/testenv"
 )
@@ -134,4 +140,48 @@ func TestExitCode(t *testing.T) {
 	})
 	kinst(t, "-e", `begin { exit("a"); }`).want(t, 1, "",
 		"-e:1:14: exit() takes an integer status, not string[2]\nbegin { exit(\"a\"); }\n             ^~~\n")
+}
+
+// TestTaskBuiltins: ppid, pcomm, leader_tid and leader_comm read the
+// current task (or the one given) through BTF. kinst runs under a shell,
+// whose one thread forks it: its parent is the shell.
+func TestTaskBuiltins(t *testing.T) {
+	testenv.Root(t)
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := testenv.Kinst(t)
+	comm := filepath.Base(bin)[:min(15, len(filepath.Base(bin)))]
+	const prog = `begin {
+		printf("%d %s %d %s|", ppid, pcomm, ppid(curtask), pcomm(curtask));
+		printf("%d %s %d %s|", leader_tid == pid, leader_comm, leader_tid(curtask) == pid, leader_comm());
+		printf("%d %d %d %d|", pid(init) == pid, tid(init) == tid(), pid(curr_ns) == pid, jiffies > 0);
+		printf("%d %d\n", ncpus, ncpus());
+		exit();
+	}`
+	for _, mode := range []string{"", "0.17"} {
+		cmd := exec.Command("sh", "-c", `echo $$; "$0" "$@"; true`, bin, "-q", "-e", prog)
+		cmd.Env = append(os.Environ(), "KINST_COMPAT="+mode)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("mode %q: %v", mode, err)
+		}
+		sh, rest, _ := strings.Cut(string(out), "\n")
+		want := fmt.Sprintf("%s sh %s sh|1 %s 1 %s|1 1 1 1|%d %d\n\n\n", sh, sh, comm, comm, cpus, cpus)
+		if rest != want {
+			t.Errorf("mode %q: stdout %q, want %q", mode, rest, want)
+		}
+	}
+	runLangCases(t, []langCase{
+		{name: "nsecs", prog: `begin { $m = nsecs(monotonic); $b = nsecs(boot); $t = nsecs(tai); $s = nsecs(sw_tai);
+			printf("%d %d %d\n", $b > 0 && $m > 0, $t > $b, $s > $b); exit(); }`,
+			want: "1 1 1\n\n\n"},
+		{name: "is_err", prog: `begin { print((is_err((int8 *)-2), is_err(curtask), is_err(0xfffffffffffff001), is_err(0xfffffffffffff000))); exit(); }`,
+			want: "(true, false, true, false)\n\n\n", v017: "(1, 0, 1, 0)\n\n\n"},
+		{name: "zero-argument calls", prog: `begin { printf("%d %d %s\n", pid() == pid, cpu() == cpu, comm()); exit(); }`,
+			want: "1 1 " + comm + "\n\n\n"},
+	})
+	kinst(t, "-e", `begin { print(nsecs(wall)); }`).want(t, 1, "",
+		"-e:1:21: nsecs() takes one of boot, monotonic, tai, sw_tai\nbegin { print(nsecs(wall)); }\n                    ^~~~\n")
 }
