@@ -24,6 +24,8 @@ func init() {
 		"printf":   {stmt: true, check: (*checker).checkPrintf},
 		"system":   {stmt: true, unsafe: true, check: (*checker).checkPrintf},
 		"cat":      {stmt: true, check: (*checker).checkPrintf},
+		"errorf":   {stmt: true, check: (*checker).checkPrintf},
+		"warnf":    {stmt: true, check: (*checker).checkPrintf},
 		"print":    {stmt: true, check: (*checker).checkPrint},
 		"time":     {stmt: true, check: (*checker).checkTime},
 		"join":     {stmt: true, check: (*checker).checkJoin},
@@ -62,14 +64,16 @@ func init() {
 		"uaddr":       {check: (*checker).checkUaddr},
 		"skboutput":   {check: (*checker).checkSkbOutput},
 
-		"ppid":        {check: (*checker).checkTaskField},
-		"pcomm":       {check: (*checker).checkTaskField},
-		"leader_tid":  {check: (*checker).checkTaskField},
-		"leader_comm": {check: (*checker).checkTaskField},
-		"pid":         {check: (*checker).checkPidNs},
-		"tid":         {check: (*checker).checkPidNs},
-		"nsecs":       {check: (*checker).checkNsecs},
-		"is_err":      {check: (*checker).checkIsErr},
+		"ppid":         {check: (*checker).checkTaskField},
+		"pcomm":        {check: (*checker).checkTaskField},
+		"leader_tid":   {check: (*checker).checkTaskField},
+		"leader_comm":  {check: (*checker).checkTaskField},
+		"pid":          {check: (*checker).checkPidNs},
+		"tid":          {check: (*checker).checkPidNs},
+		"nsecs":        {check: (*checker).checkNsecs},
+		"is_err":       {check: (*checker).checkIsErr},
+		"syscall_name": {check: (*checker).checkNamed},
+		"signal_name":  {check: (*checker).checkNamed},
 	}
 }
 
@@ -294,6 +298,8 @@ func OutputKind(t *Type) output.Kind {
 		return output.KindMacAddr
 	case CgroupPath:
 		return output.KindCgroupPath
+	case Named:
+		return output.KindString
 	case Count:
 		return output.KindCount
 	case Sum:

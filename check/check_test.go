@@ -121,6 +121,9 @@ func TestCheckTypes(t *testing.T) {
 		{"BEGIN { @x = pid(init) + tid(curr_ns) }", "uint64"},
 		{"BEGIN { @x = nsecs(tai) }", "uint64"},
 		{"kprobe:f { @x = is_err(arg0) }", "bool"},
+		{"BEGIN { @x = syscall_name(1) }", "string"},
+		{"BEGIN { @x = signal_name(1) }", "string"},
+		{"BEGIN { @x = strerror(1) }", "string"},
 		{"BEGIN { @x = (uint32)1 }", "uint32"},
 		{"BEGIN { @x = (uint32)1 + (uint32)1 }", "uint64"},
 		{"BEGIN { @x = (int8)1; @x = (int32)2 }", "int32"},
@@ -163,6 +166,8 @@ func TestCheckTypes017(t *testing.T) {
 	} {
 		wantValueOfX(t, src, &Config{Compat: compat.V017}, "int64")
 	}
+	// 0.17's strerror() prints glibc's texts.
+	wantValueOfX(t, "BEGIN { @x = strerror(2) }", &Config{Compat: compat.V017}, "strerror")
 }
 
 // wantValueOfX checks that src type-checks with @x holding want.

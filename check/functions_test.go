@@ -12,7 +12,7 @@ func TestFunctionTypes(t *testing.T) {
 		want string // @x's value type
 	}{
 		{`BEGIN { @x = strftime("%H", nsecs) }`, "timestamp"},
-		{`BEGIN { @x = strerror(2) }`, "strerror"},
+		{`BEGIN { @x = strerror(2) }`, "string"},
 		{`BEGIN { @x = macaddr(0) }`, "macaddr"},
 		{`BEGIN { @x = cgroup_path(cgroup) }`, "cgroup_path"},
 		{`BEGIN { @x = cgroup_path(cgroup, "unified") }`, "cgroup_path"},

@@ -47,7 +47,7 @@ func (g *gen) record(a *Action) mem {
 }
 
 // sendArgs sends an action record carrying the values of args.
-func (g *gen) sendArgs(kind ActionKind, c *check.Call, args []syntax.Expr) {
+func (g *gen) sendArgs(kind ActionKind, c *check.Call, args []syntax.Expr) *Action {
 	a := &Action{Kind: kind}
 	if c != nil {
 		a.Format = c.Format
@@ -72,6 +72,7 @@ func (g *gen) sendArgs(kind ActionKind, c *check.Call, args []syntax.Expr) {
 		}
 	}
 	g.emitRecord(rec)
+	return a
 }
 
 // coreArgs is the record of a core() call: the pid_tgid of the thread
@@ -88,6 +89,12 @@ func (g *gen) callStmt(x *syntax.CallExpr) {
 		g.sendArgs(ActSystem, c, x.Args[1:])
 	case "cat":
 		g.sendArgs(ActCat, c, x.Args[1:])
+	case "errorf", "warnf":
+		kind := ActErrorf
+		if x.Fun.Name == "warnf" {
+			kind = ActWarnf
+		}
+		g.sendArgs(kind, c, x.Args[1:]).End = x.End()
 	case "print":
 		if c.Map != nil {
 			a := g.action(&Action{Kind: ActPrintMap, Map: g.c.maps[c.Map], Top: c.Top, Div: c.Div})
@@ -217,7 +224,7 @@ func (g *gen) callScalar(x *syntax.CallExpr) operand {
 		return g.strncmp(x)
 	case "strftime":
 		return g.scalar(x.Args[1])
-	case "strerror", "cgroup_path":
+	case "strerror", "cgroup_path", "syscall_name", "signal_name":
 		return g.scalar(x.Args[0])
 	case "bswap":
 		return g.bswap(x)

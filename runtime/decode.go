@@ -168,6 +168,15 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		return output.Timestamp(text)
 	case check.Strerror:
 		return output.Strerror(int64(le.Uint64(b)))
+	case check.Named:
+		n := int64(int32(le.Uint64(b)))
+		switch t.Name {
+		case "syscall":
+			return output.String(output.SyscallName(n))
+		case "signal":
+			return output.String(output.SignalName(n))
+		}
+		return output.String(output.KernelErrorText(n))
 	case check.MacAddr:
 		return output.MacAddr([6]byte(b[:6]))
 	case check.CgroupPath:

@@ -185,3 +185,45 @@ func TestTaskBuiltins(t *testing.T) {
 	kinst(t, "-e", `begin { print(nsecs(wall)); }`).want(t, 1, "",
 		"-e:1:21: nsecs() takes one of boot, monotonic, tai, sw_tai\nbegin { print(nsecs(wall)); }\n                    ^~~~\n")
 }
+
+// TestNameFunctions: syscall_name, signal_name and strerror give bpftrace
+// 0.26's texts; strerror keeps glibc's in the 0.17 mode.
+func TestNameFunctions(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "syscall_name", prog: `begin { $nr = 1; printf("%s|%s|%s|%s\n", syscall_name(0), syscall_name($nr), syscall_name(469), syscall_name(9999)); @[syscall_name(2)] = 1; exit(); }`,
+			want: "read|write|file_setattr|Unknown syscall\n\n\n@[open]: 1\n"},
+		{name: "signal_name", prog: `begin { printf("%s|%s|%s|%s|%s\n", signal_name(2), signal_name(0), signal_name(35), signal_name(65), signal_name(-1)); exit(); }`,
+			want: "Interrupt|Unknown signal 0|Real-time signal 1|N/A|N/A\n\n\n"},
+		{name: "strerror", prog: `begin { printf("%s|%s|%s|%s\n", strerror(22), strerror(-11), strerror(9), strerror(999)); exit(); }`,
+			want: "Invalid argument|Try again (operation would block)|Bad file number|Unknown error\n\n\n",
+			v017: "Invalid argument|Unknown error -11|Bad file descriptor|Unknown error 999\n\n\n"},
+	})
+}
+
+// TestErrorfWarnf: errorf and warnf print a located message on stderr,
+// or a record in JSON; --no-warnings silences warnf.
+func TestErrorfWarnf(t *testing.T) {
+	testenv.Root(t)
+	const prog = `begin { errorf("Something bad with args: %d, %s", 10, "arg2"); warnf("w <%d>", 1); printf("x\n"); exit(); }`
+	for _, mode := range []string{"", "0.17"} {
+		env := []string{"KINST_COMPAT=" + mode}
+		r := kinstEnv(t, env, "-q", "-e", prog)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "x\n") || r.stderr != "-e:1:9-62: ERROR: Something bad with args: 10, arg2\n-e:1:64-82: WARNING: w <1>\n" {
+			t.Errorf("mode %q: exit %d, stdout %q, stderr %q", mode, r.code, r.stdout, r.stderr)
+		}
+		r = kinstEnv(t, env, "-q", "--no-warnings", "-e", prog)
+		if r.stderr != "-e:1:9-62: ERROR: Something bad with args: 10, arg2\n" {
+			t.Errorf("mode %q, --no-warnings: stderr %q", mode, r.stderr)
+		}
+		r = kinstEnv(t, env, "-q", "-f", "json", "-e", prog)
+		want := `{"type": "errorf", "msg": "Something bad with args: 10, arg2", "filename": "-e", "line": 1, "col": 9}` + "\n" +
+			`{"type": "warnf", "msg": "w <1>", "filename": "-e", "line": 1, "col": 64}` + "\n" +
+			`{"type": "printf", "data": "x\n"}` + "\n"
+		if r.code != 0 || !strings.HasPrefix(r.stdout, want) || r.stderr != "" {
+			t.Errorf("mode %q, JSON: exit %d, stdout %q, want it to start %q; stderr %q", mode, r.code, r.stdout, want, r.stderr)
+		}
+	}
+	kinst(t, "-e", `begin { errorf("%d"); }`).want(t, 1, "",
+		"-e:1:9: errorf(): not enough arguments for format string (0 supplied, 1 expected)\nbegin { errorf(\"%d\"); }\n        ^~~~~~~~~~~~\n")
+}
