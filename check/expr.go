@@ -285,6 +285,14 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 		}
 		return c.boolType()
 	}
+	// Tuples compare element by element, with == and != only.
+	if lt.Kind == Tuple || rt.Kind == Tuple {
+		if _, ok := unify(lt, rt); !ok || lt.Kind != rt.Kind || (op != syntax.EQL && op != syntax.NEQ) {
+			c.errorf(x, "invalid operation: %s %s %s (tuples of the same shape support only == and !=)", lt, op, rt)
+			return nil
+		}
+		return c.boolType()
+	}
 	// Arrays compare element by element, with == and != only.
 	if lt.Kind == Array || rt.Kind == Array {
 		if !lt.Equal(rt) || (op != syntax.EQL && op != syntax.NEQ) {
@@ -456,6 +464,10 @@ func (c *checker) condExpr(x *syntax.CondExpr) *Type {
 
 // unify returns the type that holds values of both a and b: integers
 // widen, strings grow, tuples unify element by element.
+// Unify returns the type that holds values of both a and b, as a map
+// or a variable assigned both holds them, and whether there is one.
+func Unify(a, b *Type) (*Type, bool) { return unify(a, b) }
+
 func unify(a, b *Type) (*Type, bool) {
 	switch {
 	case a.Kind == Int && b.Kind == Int:

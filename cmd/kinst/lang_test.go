@@ -112,6 +112,8 @@ func TestTupleKeys(t *testing.T) {
 	runLangCases(t, []langCase{
 		{name: "literal and variable", prog: `begin { $t = (1, "a"); @m[$t] = 1; @m[(2, "b")] = 2; @m[3, "c"] = @m[(2, "b")] + @m[1, "a"]; exit(); }`,
 			want: "\n\n@m[1, a]: 1\n@m[2, b]: 2\n@m[3, c]: 3\n"},
+		{name: "equality", prog: `begin { $a = (1, "ab"); $c = (2, "ab"); print(($a == (1, "ab"), $a != (1, "ab"), $a == $c, (1, "abc") == (1, "ab"))); exit(); }`,
+			want: "(true, false, false, false)\n\n\n", v017: "(1, 0, 0, 0)\n\n\n"},
 		{name: "hist", prog: `begin { @h[(1, "a")] = hist(3); exit(); }`,
 			want: "\n\n@h[1, a]: \n[2, 4)                 1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n\n"},
 	})
