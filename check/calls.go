@@ -518,10 +518,22 @@ func (c *checker) checkHasKey(x *syntax.CallExpr, call *Call) *Type {
 	return c.boolType()
 }
 
-// checkLen checks len(@m), the number of elements of @m.
+// checkLen checks len(@m), the number of elements of @m, and
+// len(kstack), len(ustack), the number of frames of a stack.
 func (c *checker) checkLen(x *syntax.CallExpr, call *Call) *Type {
 	if !c.nargs(x, 1, 1) {
 		return nil
+	}
+	if _, ok := x.Args[0].(*syntax.MapExpr); !ok {
+		t := c.expr(x.Args[0])
+		if t == nil {
+			return nil
+		}
+		if t.Kind != Stack {
+			c.errorf(x.Args[0], "len() takes a map or a stack, not %s", t)
+			return nil
+		}
+		return TInt64
 	}
 	call.Map = c.mapArg(x)
 	if call.Map == nil {

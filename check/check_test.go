@@ -122,6 +122,7 @@ func TestCheckTypes(t *testing.T) {
 		{"BEGIN { @x = nsecs(tai) }", "uint64"},
 		{"kprobe:f { @x = is_err(arg0) }", "bool"},
 		{"BEGIN { @x = syscall_name(1) }", "string"},
+		{"kprobe:f { @x = len(kstack) + len(ustack(3)) }", "int64"},
 		{"BEGIN { $t = (1, \"a\"); @x = $t == (2, \"bc\") }", "bool"},
 		{"BEGIN { @x = signal_name(1) }", "string"},
 		{"BEGIN { @x = strerror(1) }", "string"},

@@ -146,6 +146,27 @@ func (g *gen) stackID(t *check.Type) operand {
 	return id
 }
 
+// stackLen counts the frames of the stack of type t, which
+// bpf_get_stack copies into scratch memory: the bytes it wrote over 8.
+func (g *gen) stackLen(t *check.Type) operand {
+	mark := g.mark()
+	defer g.release(mark)
+	flags := int32(0)
+	if t.User {
+		flags = stackUser
+	}
+	buf := g.allocScratch(t.Frames*8, 8)
+	g.emit(asm.Mov.Reg(asm.R1, regCtx))
+	g.addr(asm.R2, buf)
+	g.emit(asm.Mov.Imm(asm.R3, int32(buf.size)), asm.Mov.Imm(asm.R4, flags))
+	g.call(asm.FnGetStack)
+	// An error (negative) counts no frames.
+	done := g.newLabel("stacklen")
+	g.emit(asm.Mov.Imm(asm.R1, 0), asm.JSLT.Imm(asm.R0, 0, done), asm.Mov.Reg(asm.R1, asm.R0), asm.RSh.Imm(asm.R1, 3))
+	g.place(done)
+	return g.fromReg(asm.R1)
+}
+
 // ctxWord loads the 64-bit word at off in the context.
 func (g *gen) ctxWord(off int16) operand {
 	t := g.newTemp()

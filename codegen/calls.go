@@ -237,6 +237,9 @@ func (g *gen) callScalar(x *syntax.CallExpr) operand {
 	case "has_key":
 		return g.hasKey(c.Elems[0])
 	case "len":
+		if c.Map == nil {
+			return g.stackLen(g.typeOf(x.Args[0]))
+		}
 		return g.mapLen(c.Map)
 	case "pid", "tid":
 		return g.pidTid(x.Fun.Name, c.Text)

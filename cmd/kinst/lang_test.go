@@ -229,3 +229,15 @@ func TestErrorfWarnf(t *testing.T) {
 	kinst(t, "-e", `begin { errorf("%d"); }`).want(t, 1, "",
 		"-e:1:9: errorf(): not enough arguments for format string (0 supplied, 1 expected)\nbegin { errorf(\"%d\"); }\n        ^~~~~~~~~~~~\n")
 }
+
+// TestStackLen: len() of a stack counts its frames, up to its limit.
+func TestStackLen(t *testing.T) {
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	prog := `uprobe:` + bin + `:kinst_greet { printf("%d %d %d\n", len(ustack(1)), len(ustack(2)), len(ustack) >= 2); exit(); }`
+	for _, mode := range []string{"", "0.17"} {
+		kinstEnv(t, []string{"KINST_COMPAT=" + mode}, "-q", "-e", prog, "-c", bin+" greet hi").want(t, 0, "1 2 1\n\n\n", "")
+	}
+	kinst(t, "-e", `begin { @x = len(1); }`).want(t, 1, "",
+		"-e:1:18: len() takes a map or a stack, not int64\nbegin { @x = len(1); }\n                 ^\n")
+}
