@@ -489,6 +489,10 @@ func (c *checker) checkDelete(x *syntax.CallExpr, call *Call) *Type {
 		c.probe.Types[e] = mm.Value
 		call.Map = mm
 	}
+	if elems[0] != m {
+		// delete(@m, key) names @m bare.
+		c.probe.Types[m] = call.Map.Value
+	}
 	call.Elems = elems
 	return c.boolType()
 }
@@ -513,6 +517,7 @@ func (c *checker) checkHasKey(x *syntax.CallExpr, call *Call) *Type {
 		return nil
 	}
 	c.probe.Types[m] = mm.Value
+	c.probe.Types[e] = mm.Value
 	call.Map = mm
 	call.Elems = []*syntax.MapExpr{e}
 	return c.boolType()
