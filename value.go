@@ -11,7 +11,7 @@ import (
 // A Map is a map's contents, read from the kernel.
 //
 // Keys and values are Go values whose type follows the program's type:
-// int64 or uint64 for integers (by their sign), uint64 for count(),
+// int64 or uint64 for integers (by their sign), bool for bools, uint64 for count(),
 // int64 or uint64 for sum(), int64 for min() and max(), [Stats] for
 // avg() and stats(), [Histogram] for hist() and lhist(), string for
 // strings and the values printed as text (comm, username, probe,
@@ -107,6 +107,8 @@ func convertValue(v output.Value) any {
 			return v.Int()
 		}
 		return v.Uint()
+	case output.KindBool:
+		return v.Uint() != 0
 	case output.KindCount:
 		return v.Uint()
 	case output.KindMin, output.KindMax:

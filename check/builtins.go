@@ -2,8 +2,11 @@ package check
 
 import (
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/cilium/ebpf"
 
 	"kinst.dev/kinst/cconst"
 	"kinst.dev/kinst/internal/spell"
@@ -41,6 +44,14 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		return TUint64
 	case "comm":
 		return StrType(16)
+	case "ppid", "pcomm", "leader_tid", "leader_comm":
+		return c.taskField(id, nil, name)
+	case "ncpus":
+		delete(p.Uses, name)
+		c.setConst(id, Const{Int: uint64(possibleCPUs())})
+		return TUint64
+	case "jiffies":
+		return TUint64
 	case "username":
 		return TUser
 	case "probe":
@@ -140,6 +151,11 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		}
 		return TInt64
 	}
+	if name == "true" || name == "false" {
+		delete(p.Uses, name)
+		c.setConst(id, Const{Int: b2u(name == "true")})
+		return c.boolType()
+	}
 	if v, ok := c.constant(name); ok {
 		delete(p.Uses, name)
 		c.setConst(id, Const{Int: uint64(v)})
@@ -189,6 +205,7 @@ func (c *checker) constant(name string) (int64, bool) {
 
 var builtinNames = []string{
 	"pid", "tid", "uid", "gid", "nsecs", "elapsed", "cpu", "cgroup", "rand", "numaid",
+	"ppid", "pcomm", "leader_tid", "leader_comm", "ncpus", "jiffies",
 	"comm", "username", "probe", "cpid", "curtask", "kstack", "ustack", "func",
 	"retval", "args", "ctx", "arg0", "arg1", "sarg0", "sarg1",
 }
@@ -216,3 +233,49 @@ func numbered(name, prefix string) (int, bool) {
 
 // defaultFrames is how many frames kstack and ustack keep, as bpftrace.
 const defaultFrames = 127
+
+// taskFields are the builtins that read a task_struct: the path from the
+// task to what they give.
+var taskFields = map[string][2]string{
+	"ppid":        {"real_parent", "pid"},
+	"pcomm":       {"real_parent", "comm"},
+	"leader_tid":  {"group_leader", "pid"},
+	"leader_comm": {"group_leader", "comm"},
+}
+
+// taskField types ppid, pcomm, leader_tid and leader_comm of task (the
+// current task when nil) as the field access they stand for, which
+// needs the kernel's BTF.
+func (c *checker) taskField(n syntax.Expr, task syntax.Expr, name string) *Type {
+	if task == nil {
+		task = &syntax.Ident{NamePos: n.Pos(), Name: "curtask"}
+	}
+	tt := c.expr(task)
+	if tt == nil {
+		return nil
+	}
+	if tt.Kind != Ptr || tt.Elem == nil || tt.Elem.Name != "struct task_struct" {
+		if tt.Kind == Int && c.conf.Kernel == nil {
+			c.errorf(n, "%s reads struct task_struct, which needs the kernel's BTF", name)
+		} else {
+			c.errorf(n, "%s takes a struct task_struct *, not %s", name, tt)
+		}
+		return nil
+	}
+	path := taskFields[name]
+	e := &syntax.FieldExpr{X: &syntax.FieldExpr{X: task, Arrow: true, Name: path[0], NamePos: n.Pos()}, Arrow: true, Name: path[1], NamePos: n.Pos()}
+	t := c.expr(e)
+	if t == nil {
+		return nil
+	}
+	c.probe.Expand[n] = e
+	return t
+}
+
+// possibleCPUs counts the CPUs the kernel may bring up, as ncpus does.
+func possibleCPUs() int {
+	if n, err := ebpf.PossibleCPU(); err == nil {
+		return n
+	}
+	return runtime.NumCPU()
+}

@@ -1,10 +1,12 @@
 package check
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
 	"kinst.dev/kinst/internal/spell"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/syntax"
 )
@@ -23,13 +25,17 @@ func init() {
 		"printf":   {stmt: true, check: (*checker).checkPrintf},
 		"system":   {stmt: true, unsafe: true, check: (*checker).checkPrintf},
 		"cat":      {stmt: true, check: (*checker).checkPrintf},
+		"errorf":   {stmt: true, check: (*checker).checkPrintf},
+		"warnf":    {stmt: true, check: (*checker).checkPrintf},
 		"print":    {stmt: true, check: (*checker).checkPrint},
 		"time":     {stmt: true, check: (*checker).checkTime},
 		"join":     {stmt: true, check: (*checker).checkJoin},
 		"exit":     {stmt: true, check: (*checker).checkExit},
 		"clear":    {stmt: true, check: (*checker).checkMapOp},
 		"zero":     {stmt: true, check: (*checker).checkMapOp},
-		"delete":   {stmt: true, check: (*checker).checkDelete},
+		"delete":   {check: (*checker).checkDelete},
+		"has_key":  {check: (*checker).checkHasKey},
+		"len":      {check: (*checker).checkLen},
 		"signal":   {stmt: true, unsafe: true, check: (*checker).checkSignal},
 		"override": {stmt: true, unsafe: true, check: (*checker).checkOverride},
 		"core":     {stmt: true, unsafe: true, check: (*checker).checkCore},
@@ -58,6 +64,17 @@ func init() {
 		"path":        {check: (*checker).checkPath},
 		"uaddr":       {check: (*checker).checkUaddr},
 		"skboutput":   {check: (*checker).checkSkbOutput},
+
+		"ppid":         {check: (*checker).checkTaskField},
+		"pcomm":        {check: (*checker).checkTaskField},
+		"leader_tid":   {check: (*checker).checkTaskField},
+		"leader_comm":  {check: (*checker).checkTaskField},
+		"pid":          {check: (*checker).checkPidNs},
+		"tid":          {check: (*checker).checkPidNs},
+		"nsecs":        {check: (*checker).checkNsecs},
+		"is_err":       {check: (*checker).checkIsErr},
+		"syscall_name": {check: (*checker).checkNamed},
+		"signal_name":  {check: (*checker).checkNamed},
 	}
 }
 
@@ -83,6 +100,20 @@ func (c *checker) call(x *syntax.CallExpr, stmt bool) *Type {
 		return nil
 	}
 	f := functions[name]
+	if f == nil && len(x.Args) > 0 && slices.Contains(builtinNames, name) {
+		c.errorf(x, "%s() takes no arguments", name)
+		c.use(x.Args)
+		return nil
+	}
+	if f == nil && slices.Contains(builtinNames, name) {
+		// Every builtin variable may be called: pid() is pid.
+		id := &syntax.Ident{NamePos: x.Fun.NamePos, Name: name}
+		t := c.expr(id)
+		if t != nil {
+			c.probe.Expand[x] = id
+		}
+		return t
+	}
 	if f == nil {
 		if near := spell.Nearest(name, functionNames()); near != "" {
 			c.errorf(x.Fun, "unknown function %s (did you mean %s?)", name, near)
@@ -227,6 +258,9 @@ func (c *checker) checkPrintf(x *syntax.CallExpr, call *Call) *Type {
 
 // OutputKind is how package output prints values of type t.
 func OutputKind(t *Type) output.Kind {
+	if t.IsBool() {
+		return output.KindBool
+	}
 	switch t.Kind {
 	case Int, Ptr:
 		// Pointers print as integers everywhere but in map keys, which
@@ -265,6 +299,8 @@ func OutputKind(t *Type) output.Kind {
 		return output.KindMacAddr
 	case CgroupPath:
 		return output.KindCgroupPath
+	case Named:
+		return output.KindString
 	case Count:
 		return output.KindCount
 	case Sum:
@@ -368,9 +404,21 @@ func (c *checker) checkJoin(x *syntax.CallExpr, call *Call) *Type {
 	return TVoid
 }
 
+// checkExit checks exit() and exit(code), the status the command exits
+// with.
 func (c *checker) checkExit(x *syntax.CallExpr, call *Call) *Type {
-	if !c.nargs(x, 0, 0) {
+	if !c.nargs(x, 0, 1) {
 		return nil
+	}
+	if len(x.Args) == 1 {
+		t := c.expr(x.Args[0])
+		if t == nil {
+			return nil
+		}
+		if t.Kind != Int {
+			c.errorf(x.Args[0], "exit() takes an integer status, not %s", t)
+			return nil
+		}
 	}
 	return TVoid
 }
@@ -402,22 +450,106 @@ func (c *checker) checkMapOp(x *syntax.CallExpr, call *Call) *Type {
 	return TVoid
 }
 
+// checkDelete checks delete(@m, key) and delete(@scalar), bpftrace
+// 0.26's forms, and delete(@m[key]), the older one, which 0.17 also took
+// for several elements at once. Its value says whether an element was
+// deleted.
 func (c *checker) checkDelete(x *syntax.CallExpr, call *Call) *Type {
-	if !c.nargs(x, 1, 1) {
+	if len(x.Args) == 0 {
+		c.nargs(x, 1, 2)
 		return nil
 	}
 	m, ok := x.Args[0].(*syntax.MapExpr)
 	if !ok {
-		c.errorf(x.Args[0], "delete() takes a map element, as in delete(@name[key])")
+		c.errorf(x.Args[0], "delete() takes a map and a key, as in delete(@name, key)")
 		return nil
 	}
-	mm := c.useMap(m, nil, false)
+	elems := []*syntax.MapExpr{m}
+	switch {
+	case m.Keys == nil && len(x.Args) == 2:
+		elems[0] = &syntax.MapExpr{NamePos: m.NamePos, Name: m.Name, Keys: []syntax.Expr{x.Args[1]}, Rbrack: x.Args[1].End()}
+	case len(x.Args) > 1:
+		// 0.17's delete(@a[k], @b[k]).
+		for _, a := range x.Args[1:] {
+			e, ok := a.(*syntax.MapExpr)
+			if !ok {
+				c.errorf(a, "delete() takes a map and a key, as in delete(@name, key)")
+				return nil
+			}
+			elems = append(elems, e)
+		}
+		if c.conf.Compat != compat.V017 {
+			c.warnf(x, "delete() of several elements is bpftrace 0.17's form: delete them one by one, as in delete(@name, key)")
+		}
+	}
+	for _, e := range elems {
+		mm := c.useMap(e, nil, false)
+		if mm == nil {
+			return nil
+		}
+		c.probe.Types[e] = mm.Value
+		call.Map = mm
+	}
+	if elems[0] != m {
+		// delete(@m, key) names @m bare.
+		c.probe.Types[m] = call.Map.Value
+	}
+	call.Elems = elems
+	return c.boolType()
+}
+
+// checkHasKey checks has_key(@m, key): whether @m holds an element at key.
+func (c *checker) checkHasKey(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 2, 2) {
+		return nil
+	}
+	m, ok := x.Args[0].(*syntax.MapExpr)
+	if !ok || m.Keys != nil {
+		c.errorf(x.Args[0], "has_key() takes a map and a key, as in has_key(@name, key)")
+		return nil
+	}
+	e := &syntax.MapExpr{NamePos: m.NamePos, Name: m.Name, Keys: []syntax.Expr{x.Args[1]}, Rbrack: x.Args[1].End()}
+	mm := c.useMap(e, nil, false)
 	if mm == nil {
 		return nil
 	}
+	if mm.Value.Kind == Hist || mm.Value.Kind == Lhist {
+		c.errorf(e, "has_key() cannot look into a %s() map", mm.Value)
+		return nil
+	}
 	c.probe.Types[m] = mm.Value
+	c.probe.Types[e] = mm.Value
 	call.Map = mm
-	return TVoid
+	call.Elems = []*syntax.MapExpr{e}
+	return c.boolType()
+}
+
+// checkLen checks len(@m), the number of elements of @m, and
+// len(kstack), len(ustack), the number of frames of a stack.
+func (c *checker) checkLen(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 1) {
+		return nil
+	}
+	if _, ok := x.Args[0].(*syntax.MapExpr); !ok {
+		t := c.expr(x.Args[0])
+		if t == nil {
+			return nil
+		}
+		if t.Kind != Stack {
+			c.errorf(x.Args[0], "len() takes a map or a stack, not %s", t)
+			return nil
+		}
+		return TInt64
+	}
+	call.Map = c.mapArg(x)
+	if call.Map == nil {
+		return nil
+	}
+	if call.Map.Value.Kind == Hist || call.Map.Value.Kind == Lhist {
+		c.errorf(x.Args[0], "len() cannot count the elements of a %s() map", call.Map.Value)
+		return nil
+	}
+	return TInt64
 }
 
 // signals are the names signal() accepts.
@@ -915,4 +1047,80 @@ func (c *checker) stackMode() string {
 		return c.conf.StackMode
 	}
 	return "bpftrace"
+}
+
+// checkTaskField checks ppid(task) and its kind.
+func (c *checker) checkTaskField(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 0, 1) {
+		return nil
+	}
+	var task syntax.Expr
+	if len(x.Args) == 1 {
+		task = x.Args[0]
+	}
+	return c.taskField(x, task, x.Fun.Name)
+}
+
+// modeArg reads the mode a builtin takes as its one argument, a bare
+// name among modes; "" when there is none.
+func (c *checker) modeArg(x *syntax.CallExpr, modes ...string) (string, bool) {
+	for _, a := range x.Args {
+		if id, ok := a.(*syntax.Ident); ok && slices.Contains(modes, id.Name) {
+			c.seen[a] = true // a mode is no expression of its own
+		}
+	}
+	if !c.nargs(x, 0, 1) {
+		return "", false
+	}
+	if len(x.Args) == 0 {
+		return "", true
+	}
+	id, ok := x.Args[0].(*syntax.Ident)
+	if !ok || !slices.Contains(modes, id.Name) {
+		c.errorf(x.Args[0], "%s() takes one of %s", x.Fun.Name, strings.Join(modes, ", "))
+		c.seen[x.Args[0]] = ok
+		return "", false
+	}
+	return id.Name, true
+}
+
+// checkPidNs checks pid(curr_ns), pid(init) and the same of tid: the
+// id in kinst's PID namespace, or in the initial one.
+func (c *checker) checkPidNs(x *syntax.CallExpr, call *Call) *Type {
+	mode, ok := c.modeArg(x, "curr_ns", "init")
+	if !ok {
+		return nil
+	}
+	call.Text = mode
+	c.probe.Uses[x.Fun.Name] = true
+	return TUint64
+}
+
+// checkNsecs checks nsecs(boot), nsecs(monotonic), nsecs(tai) and
+// nsecs(sw_tai), the clocks nsecs reads.
+func (c *checker) checkNsecs(x *syntax.CallExpr, call *Call) *Type {
+	mode, ok := c.modeArg(x, "boot", "monotonic", "tai", "sw_tai")
+	if !ok {
+		return nil
+	}
+	call.Text = mode
+	c.probe.Uses["nsecs"] = true
+	return TUint64
+}
+
+// checkIsErr checks is_err(ptr): whether ptr is an error code in a
+// pointer, as the kernel's IS_ERR().
+func (c *checker) checkIsErr(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 1) {
+		return nil
+	}
+	t := c.expr(x.Args[0])
+	if t == nil {
+		return nil
+	}
+	if !t.IsInt() {
+		c.errorf(x.Args[0], "is_err() takes a pointer, not %s", t)
+		return nil
+	}
+	return c.boolType()
 }

@@ -104,7 +104,28 @@ func TestCheckTypes(t *testing.T) {
 		{"BEGIN { @x = -pid }", "uint64"},
 		{"BEGIN { @x = 1 + pid }", "uint64"},
 		{"BEGIN { @x = 1 - 2 }", "int64"},
-		{"BEGIN { @x = pid < 1 }", "int64"},
+		{"BEGIN { @x = pid < 1 }", "bool"},
+		{"BEGIN { @x = true }", "bool"},
+		{"BEGIN { @x = !pid }", "bool"},
+		{"BEGIN { @x = \"a\" == \"b\" || 0 }", "bool"},
+		{"BEGIN { @m[1] = 1; @x = delete(@m, 1) }", "bool"},
+		{"BEGIN { @m[1] = 1; @x = delete(@m[1]) }", "bool"},
+		{"BEGIN { @m[1, \"a\"] = 1; @x = has_key(@m, (1, \"a\")) }", "bool"},
+		{"BEGIN { @m[1] = 1; @x = len(@m) }", "int64"},
+		{"BEGIN { @x[true] = 1 }", "int64"},
+		{"BEGIN { $s = \"ab\"; @x = $s[1] }", "int8"},
+		{"BEGIN { @x = \"/\"[0] }", "int8"},
+		{"BEGIN { @x = ncpus }", "uint64"},
+		{"BEGIN { @x = jiffies() }", "uint64"},
+		{"BEGIN { @x = comm() }", "string[16]"},
+		{"BEGIN { @x = pid(init) + tid(curr_ns) }", "uint64"},
+		{"BEGIN { @x = nsecs(tai) }", "uint64"},
+		{"kprobe:f { @x = is_err(arg0) }", "bool"},
+		{"BEGIN { @x = syscall_name(1) }", "string"},
+		{"kprobe:f { @x = len(kstack) + len(ustack(3)) }", "int64"},
+		{"BEGIN { $t = (1, \"a\"); @x = $t == (2, \"bc\") }", "bool"},
+		{"BEGIN { @x = signal_name(1) }", "string"},
+		{"BEGIN { @x = strerror(1) }", "string"},
 		{"BEGIN { @x = (uint32)1 }", "uint32"},
 		{"BEGIN { @x = (uint32)1 + (uint32)1 }", "uint64"},
 		{"BEGIN { @x = (int8)1; @x = (int32)2 }", "int32"},
@@ -133,6 +154,22 @@ func TestCheckTypes(t *testing.T) {
 	for _, tt := range tests {
 		wantValueOfX(t, tt.src, nil, tt.want)
 	}
+}
+
+// TestCheckTypes017: in the 0.17 mode truth values are int64, as 0.17
+// has no bool.
+func TestCheckTypes017(t *testing.T) {
+	for _, src := range []string{
+		"BEGIN { @x = pid < 1 }",
+		"BEGIN { @x = true }",
+		"BEGIN { @x = !pid }",
+		"BEGIN { @m[1] = 1; @x = delete(@m, 1) }",
+		"BEGIN { @m[1] = 1; @x = has_key(@m, 1) }",
+	} {
+		wantValueOfX(t, src, &Config{Compat: compat.V017}, "int64")
+	}
+	// 0.17's strerror() prints glibc's texts.
+	wantValueOfX(t, "BEGIN { @x = strerror(2) }", &Config{Compat: compat.V017}, "strerror")
 }
 
 // wantValueOfX checks that src type-checks with @x holding want.

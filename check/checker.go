@@ -191,6 +191,15 @@ func (c *checker) errorf(n syntax.Node, format string, args ...any) {
 	c.errs.Add(c.file, n.Pos(), n.End(), format, args...)
 }
 
+// boolType is the type of a truth value: bool in bpftrace 0.26, an
+// int64 0 or 1 in 0.17.
+func (c *checker) boolType() *Type {
+	if c.conf.Compat == compat.V017 {
+		return TInt64
+	}
+	return TBool
+}
+
 // warnf records a warning at n, written as compilers write one.
 func (c *checker) warnf(n syntax.Node, format string, args ...any) {
 	c.warnings.Add(c.file, n.Pos(), n.End(), "warning: "+format, args...)
@@ -457,6 +466,7 @@ func (c *checker) checkProbe(u unit) {
 		Consts:   map[syntax.Expr]Const{},
 		Vars:     map[string]*Var{},
 		Calls:    map[*syntax.CallExpr]*Call{},
+		Expand:   map[syntax.Expr]syntax.Expr{},
 		Uses:     map[string]bool{},
 	}
 	c.probe = p

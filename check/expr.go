@@ -172,7 +172,7 @@ func (c *checker) unary(x *syntax.UnaryExpr) *Type {
 		if isConst {
 			c.setConst(x, Const{Int: b2u(v.Int == 0)})
 		}
-		return TInt64
+		return c.boolType()
 	case syntax.MUL:
 		if t.Kind == Int {
 			// An integer is a kernel address holding a u64, as in
@@ -287,7 +287,15 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 		if lok && rok {
 			c.setConst(x, Const{Int: b2u((lv.Str == rv.Str) == (op == syntax.EQL))})
 		}
-		return TInt64
+		return c.boolType()
+	}
+	// Tuples compare element by element, with == and != only.
+	if lt.Kind == Tuple || rt.Kind == Tuple {
+		if _, ok := unify(lt, rt); !ok || lt.Kind != rt.Kind || (op != syntax.EQL && op != syntax.NEQ) {
+			c.errorf(x, "invalid operation: %s %s %s (tuples of the same shape support only == and !=)", lt, op, rt)
+			return nil
+		}
+		return c.boolType()
 	}
 	// Arrays compare element by element, with == and != only.
 	if lt.Kind == Array || rt.Kind == Array {
@@ -295,7 +303,7 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 			c.errorf(x, "invalid operation: %s %s %s (arrays of the same type support only == and !=)", lt, op, rt)
 			return nil
 		}
-		return TInt64
+		return c.boolType()
 	}
 	// Buffers too, byte by byte with their length; buffers of
 	// different sizes differ.
@@ -314,7 +322,7 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 	if lt.Kind == Ptr || rt.Kind == Ptr {
 		switch {
 		case isComparison(op) && lt.IsInt() && rt.IsInt():
-			return TInt64
+			return c.boolType()
 		case lt.Kind == Ptr && rt.Kind == Int && (op == syntax.ADD || op == syntax.SUB):
 			return lt
 		case lt.Kind == Ptr && rt.Kind == Ptr && op == syntax.SUB:
@@ -327,7 +335,7 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 		case rt.Kind == Ptr && lt.Kind == Int && op == syntax.ADD:
 			return rt
 		case op == syntax.LAND || op == syntax.LOR:
-			return TInt64
+			return c.boolType()
 		}
 		c.errorf(x, "invalid operation: %s %s %s", lt, op, rt)
 		return nil
@@ -342,7 +350,7 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 		result = TInt64
 	}
 	if isComparison(op) || op == syntax.LAND || op == syntax.LOR {
-		result = TInt64
+		result = c.boolType()
 	}
 	lv, lok := c.probe.Consts[x.X]
 	rv, rok := c.probe.Consts[x.Y]
@@ -472,6 +480,10 @@ func (c *checker) condExpr(x *syntax.CondExpr) *Type {
 
 // unify returns the type that holds values of both a and b: integers
 // widen, strings grow, tuples unify element by element.
+// Unify returns the type that holds values of both a and b, as a map
+// or a variable assigned both holds them, and whether there is one.
+func Unify(a, b *Type) (*Type, bool) { return unify(a, b) }
+
 func unify(a, b *Type) (*Type, bool) {
 	switch {
 	case a.Kind == Int && b.Kind == Int:
@@ -625,9 +637,17 @@ func (c *checker) index(x *syntax.IndexExpr) *Type {
 		}
 		return t.Elem
 	case Str:
-		if v, ok := c.probe.Consts[x.Index]; ok && v.Int >= uint64(t.Size) {
+		v, ok := c.probe.Consts[x.Index]
+		if ok && v.Int >= uint64(t.Size) {
 			c.errorf(x.Index, "index %d is out of range for %s", int64(v.Int), t)
 			return nil
+		}
+		if s, sok := c.probe.Consts[x.X]; ok && sok && s.IsStr {
+			ch := uint64(0)
+			if v.Int < uint64(len(s.Str)) {
+				ch = uint64(int64(int8(s.Str[v.Int])))
+			}
+			c.setConst(x, Const{Int: ch})
 		}
 		return TInt8
 	}

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/syntax"
@@ -51,7 +52,21 @@ func (c *checker) checkStrerror(x *syntax.CallExpr, call *Call) *Type {
 	if !c.nargs(x, 1, 1) || !c.intArg(x, "an error number") {
 		return nil
 	}
+	if c.conf.Compat != compat.V017 {
+		// 0.26 has its own texts, the kernel's.
+		return &Type{Kind: Named, Size: 8, Name: "errno"}
+	}
 	return &Type{Kind: Strerror, Size: 8}
+}
+
+// checkNamed checks syscall_name(nr) and signal_name(sig), integers
+// printed as names.
+func (c *checker) checkNamed(x *syntax.CallExpr, call *Call) *Type {
+	what := map[string]string{"syscall_name": "a system call number", "signal_name": "a signal number"}[x.Fun.Name]
+	if !c.nargs(x, 1, 1) || !c.intArg(x, what) {
+		return nil
+	}
+	return &Type{Kind: Named, Size: 8, Name: strings.TrimSuffix(x.Fun.Name, "_name")}
 }
 
 // macLen is the size of a MAC address.
@@ -145,7 +160,7 @@ func (c *checker) checkStrcontains(x *syntax.CallExpr, call *Call) *Type {
 		c.errorf(x, "strcontains() looks for a string in a string, not %s in %s", b, a)
 		return nil
 	}
-	return TInt64
+	return c.boolType()
 }
 
 func (c *checker) checkBswap(x *syntax.CallExpr, call *Call) *Type {

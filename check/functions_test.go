@@ -12,14 +12,14 @@ func TestFunctionTypes(t *testing.T) {
 		want string // @x's value type
 	}{
 		{`BEGIN { @x = strftime("%H", nsecs) }`, "timestamp"},
-		{`BEGIN { @x = strerror(2) }`, "strerror"},
+		{`BEGIN { @x = strerror(2) }`, "string"},
 		{`BEGIN { @x = macaddr(0) }`, "macaddr"},
 		{`BEGIN { @x = cgroup_path(cgroup) }`, "cgroup_path"},
 		{`BEGIN { @x = cgroup_path(cgroup, "unified") }`, "cgroup_path"},
 		{`BEGIN { @x = pton("1.2.3.4") }`, "uint8[4]"},
 		{`BEGIN { @x = pton("::1") }`, "uint8[16]"},
 		{`BEGIN { @x = pton("::ffff:1.2.3.4") }`, "uint8[16]"}, // 0.17 refuses an IPv4-mapped address
-		{`BEGIN { @x = strcontains(comm, "a") }`, "int64"},
+		{`BEGIN { @x = strcontains(comm, "a") }`, "bool"},
 		{`BEGIN { @x = bswap((int16)1) }`, "uint16"},
 		{`BEGIN { @x = bswap(1) }`, "uint64"},
 		{`kprobe:f { @x = sarg0 }`, "int64"},

@@ -140,26 +140,33 @@ func (c *checker) keyTypes(x *syntax.MapExpr) ([]*Type, bool) {
 	if x.Keys == nil {
 		return nil, true
 	}
-	keys := make([]*Type, len(x.Keys))
-	for i, k := range x.Keys {
+	keys := make([]*Type, 0, len(x.Keys))
+	for _, k := range x.Keys {
 		t := c.expr(k)
 		if t == nil {
 			return nil, false
 		}
-		if !storable(t) || t.Kind == Void {
-			c.errorf(k, "a %s value cannot be a map key", t)
-			return nil, false
-		}
+		elems := []*Type{t}
 		if t.Kind == Tuple {
-			c.errorf(k, "a tuple cannot be a map key: give its elements as keys, as in @m[a, b]")
-			return nil, false
+			// A tuple key is its elements: @m[(1, "a")] is @m[1, "a"].
+			if len(x.Keys) > 1 {
+				c.errorf(k, "a tuple cannot be one of several keys: give its elements as keys, as in @m[a, b]")
+				return nil, false
+			}
+			elems = t.Elems
 		}
-		// Integer keys are all 64 bits wide so that @x[1] and @x[pid]
-		// name the same element.
-		if t.Kind == Int {
-			t = IntType(8, t.Signed)
+		for _, t := range elems {
+			if !storable(t) || t.Kind == Void || t.Kind == Tuple {
+				c.errorf(k, "a %s value cannot be a map key", t)
+				return nil, false
+			}
+			// Integer keys are all 64 bits wide so that @x[1] and @x[pid]
+			// name the same element.
+			if t.Kind == Int && !t.IsBool() {
+				t = IntType(8, t.Signed)
+			}
+			keys = append(keys, t)
 		}
-		keys[i] = t
 	}
 	return keys, true
 }
@@ -200,7 +207,7 @@ func (c *checker) useMap(x *syntax.MapExpr, value *Type, write bool) *Map {
 	for i, k := range keys {
 		u, ok := unify(m.Keys[i], k)
 		if !ok {
-			c.errorf(x.Keys[i], "key %d of @%s has type %s here and %s elsewhere", i+1, x.Name, k, m.Keys[i])
+			c.errorf(x.Keys[min(i, len(x.Keys)-1)], "key %d of @%s has type %s here and %s elsewhere", i+1, x.Name, k, m.Keys[i])
 			return nil
 		}
 		if u != m.Keys[i] && !u.Equal(m.Keys[i]) {

@@ -147,6 +147,10 @@ type Probe struct {
 	Consts map[syntax.Expr]Const // the value of constant expressions
 	Vars   map[string]*Var
 	Calls  map[*syntax.CallExpr]*Call
+	// Expand maps a builtin the checker defines by another expression,
+	// as ppid by curtask->real_parent->pid and pid() by pid, to that
+	// expression, which code generation generates in its place.
+	Expand map[syntax.Expr]syntax.Expr
 	// Uses records which context-dependent builtins the body reads, so
 	// code generation and attachment can pick what the probe needs.
 	Uses map[string]bool
@@ -203,7 +207,10 @@ type Call struct {
 	Space AddrSpace
 	// Top and Div are print's optional limits for a whole map.
 	Top, Div uint64
-	// Map is the map a map function (print, clear, zero, delete) names,
-	// or that an aggregation is assigned to.
+	// Map is the map a map function (print, clear, zero, delete,
+	// has_key, len) names, or that an aggregation is assigned to.
 	Map *Map
+	// Elems are the elements delete and has_key name, as @m[key]
+	// whatever form the call takes.
+	Elems []*syntax.MapExpr
 }

@@ -31,6 +31,10 @@ const (
 	Strerror               // strerror(): an errno printed as its message
 	MacAddr                // macaddr(): 6 bytes printed as a MAC address
 	CgroupPath             // cgroup_path(): a cgroup id printed as its paths, filtered by Name
+	// Named is an integer printed as its name in a table (Name): a
+	// system call's for syscall_name(), a signal's for signal_name(),
+	// an error's for bpftrace 0.26's strerror().
+	Named
 	// Float is a C float, double or long double (Name) in a struct: it
 	// takes its place in the layout, but no expression reads it, since
 	// kinst, like bpftrace, computes with integers only.
@@ -128,7 +132,13 @@ var (
 	TProbe  = &Type{Kind: ProbeName, Size: 8}
 	TFunc   = &Type{Kind: FuncName, Size: 8}
 	TUser   = &Type{Kind: Username, Size: 8}
+	// TBool is bpftrace 0.26's bool: a byte, 0 or 1, printed as false
+	// or true. Being an integer, it computes as one.
+	TBool = &Type{Kind: Int, Size: 1, Name: "bool"}
 )
+
+// IsBool reports whether t is the bool type.
+func (t *Type) IsBool() bool { return t.Kind == Int && t.Name == "bool" }
 
 // IntType returns the integer type of the given size and sign.
 // FloatType returns the type of a C floating-point member of size
@@ -248,7 +258,7 @@ func (t *Type) IsInt() bool {
 // living in memory (strings, tuples, records, usym and inet values).
 func (t *Type) InRegister() bool {
 	switch t.Kind {
-	case Int, Ptr, Ksym, Stack, ProbeName, FuncName, Username, Timestamp, Strerror, CgroupPath,
+	case Int, Ptr, Ksym, Stack, ProbeName, FuncName, Username, Timestamp, Strerror, CgroupPath, Named,
 		Count, Sum, Min, Max:
 		return true
 	}
@@ -264,6 +274,8 @@ func (t *Type) Equal(u *Type) bool {
 		return false
 	}
 	switch t.Kind {
+	case Int:
+		return t.IsBool() == u.IsBool()
 	case Tuple:
 		if len(t.Elems) != len(u.Elems) {
 			return false
@@ -277,7 +289,7 @@ func (t *Type) Equal(u *Type) bool {
 		if (t.Elem == nil) != (u.Elem == nil) || t.Elem != nil && !t.Elem.Equal(u.Elem) {
 			return false
 		}
-	case Record, Timestamp, CgroupPath:
+	case Record, Timestamp, CgroupPath, Named:
 		return t.Name == u.Name
 	case Array:
 		return t.Len == u.Len && t.Elem.Equal(u.Elem)
@@ -297,6 +309,9 @@ func (t *Type) String() string {
 	case Void:
 		return "none"
 	case Int:
+		if t.IsBool() {
+			return "bool"
+		}
 		if t.Signed {
 			return fmt.Sprintf("int%d", t.Size*8)
 		}
@@ -330,7 +345,7 @@ func (t *Type) String() string {
 var kindNames = map[Kind]string{
 	Ksym: "ksym", Usym: "usym", Inet: "inet", Buffer: "buffer",
 	ProbeName: "probe", FuncName: "func", Username: "username",
-	Timestamp: "timestamp", Strerror: "strerror", MacAddr: "macaddr", CgroupPath: "cgroup_path",
+	Timestamp: "timestamp", Strerror: "strerror", MacAddr: "macaddr", CgroupPath: "cgroup_path", Named: "string",
 	Count: "count", Sum: "sum", Min: "min", Max: "max", Avg: "avg",
 	Stats: "stats", Hist: "hist", Lhist: "lhist",
 }

@@ -2,6 +2,9 @@ package codegen
 
 import (
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
+
+	"kinst.dev/kinst/compat"
 
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/syntax"
@@ -28,16 +31,16 @@ func (g *gen) helperResult(fn asm.BuiltinFunc, post ...asm.Instruction) operand 
 // builtin generates a builtin variable.
 func (g *gen) builtin(id *syntax.Ident) operand {
 	switch id.Name {
-	case "pid":
-		return g.helperResult(asm.FnGetCurrentPidTgid, asm.RSh.Imm(asm.R0, 32))
-	case "tid":
-		return g.helperResult(asm.FnGetCurrentPidTgid, asm.Mov.Reg32(asm.R0, asm.R0))
+	case "pid", "tid":
+		return g.pidTid(id.Name, "")
 	case "uid", "username":
 		return g.helperResult(asm.FnGetCurrentUidGid, asm.Mov.Reg32(asm.R0, asm.R0))
 	case "gid":
 		return g.helperResult(asm.FnGetCurrentUidGid, asm.RSh.Imm(asm.R0, 32))
 	case "nsecs":
-		return g.helperResult(asm.FnKtimeGetNs)
+		return g.nsecs("")
+	case "jiffies":
+		return g.helperResult(asm.FnJiffies64)
 	case "cpu":
 		return g.helperResult(asm.FnGetSmpProcessorId)
 	case "cgroup":
@@ -148,6 +151,27 @@ func (g *gen) stackID(t *check.Type) operand {
 	return id
 }
 
+// stackLen counts the frames of the stack of type t, which
+// bpf_get_stack copies into scratch memory: the bytes it wrote over 8.
+func (g *gen) stackLen(t *check.Type) operand {
+	mark := g.mark()
+	defer g.release(mark)
+	flags := int32(0)
+	if t.User {
+		flags = stackUser
+	}
+	buf := g.allocScratch(t.Frames*8, 8)
+	g.emit(asm.Mov.Reg(asm.R1, regCtx))
+	g.addr(asm.R2, buf)
+	g.emit(asm.Mov.Imm(asm.R3, int32(buf.size)), asm.Mov.Imm(asm.R4, flags))
+	g.call(asm.FnGetStack)
+	// An error (negative) counts no frames.
+	done := g.newLabel("stacklen")
+	g.emit(asm.Mov.Imm(asm.R1, 0), asm.JSLT.Imm(asm.R0, 0, done), asm.Mov.Reg(asm.R1, asm.R0), asm.RSh.Imm(asm.R1, 3))
+	g.place(done)
+	return g.fromReg(asm.R1)
+}
+
 // ctxWord loads the 64-bit word at off in the context.
 func (g *gen) ctxWord(off int16) operand {
 	t := g.newTemp()
@@ -213,4 +237,68 @@ func (g *gen) stackArg(n int) operand {
 	g.call(readHelper(space))
 	g.emit(asm.LoadMem(asm.R0, asm.R10, slot.off, asm.DWord))
 	return g.fromReg(asm.R0)
+}
+
+// initPidNs is the inode of the initial PID namespace (PROC_PID_INIT_INO).
+const initPidNs = 0xeffffffc
+
+// pidTid generates pid or tid as seen from PID namespace ns: "init" for
+// the initial one, "curr_ns" for kinst's, "" for the mode's default
+// (kinst's in bpftrace 0.26, the initial one in 0.17). In kinst's
+// namespace, when that is not the initial one, it takes
+// bpf_get_ns_current_pid_tgid.
+func (g *gen) pidTid(name, ns string) operand {
+	if ns == "" && g.c.prog.Compat != compat.V017 {
+		ns = "curr_ns"
+	}
+	var st unix.Stat_t
+	if ns != "curr_ns" || unix.Stat("/proc/self/ns/pid", &st) != nil || st.Ino == initPidNs {
+		if name == "pid" {
+			return g.helperResult(asm.FnGetCurrentPidTgid, asm.RSh.Imm(asm.R0, 32))
+		}
+		return g.helperResult(asm.FnGetCurrentPidTgid, asm.Mov.Reg32(asm.R0, asm.R0))
+	}
+	// struct bpf_pidns_info { u32 pid; u32 tgid; }
+	info := g.alloc(8, 8)
+	g.storeImm(info.base, info.off, 0, asm.DWord)
+	g.movImm(asm.R1, int64(st.Dev))
+	g.movImm(asm.R2, int64(st.Ino))
+	g.addr(asm.R3, info)
+	g.emit(asm.Mov.Imm(asm.R4, 8))
+	g.call(asm.FnGetNsCurrentPidTgid)
+	off := info.off
+	if name == "pid" {
+		off += 4
+	}
+	g.emit(asm.LoadMem(asm.R0, info.base, off, asm.Word))
+	return g.fromReg(asm.R0)
+}
+
+// nsecs generates nsecs of clock mode: boot, monotonic, tai, or sw_tai
+// (boot plus the difference of the TAI and boot clocks when compiled),
+// "" for the mode's default (boot in bpftrace 0.26, monotonic in 0.17).
+func (g *gen) nsecs(mode string) operand {
+	if mode == "" {
+		mode = "boot"
+		if g.c.prog.Compat == compat.V017 {
+			mode = "monotonic"
+		}
+	}
+	switch mode {
+	case "monotonic":
+		return g.helperResult(asm.FnKtimeGetNs)
+	case "tai":
+		return g.helperResult(asm.FnKtimeGetTaiNs)
+	case "sw_tai":
+		var tai, boot unix.Timespec
+		unix.ClockGettime(unix.CLOCK_TAI, &tai)
+		unix.ClockGettime(unix.CLOCK_BOOTTIME, &boot)
+		t := g.helperResult(asm.FnKtimeGetBootNs)
+		r := g.work(t, asm.R0)
+		g.movImm(asm.R1, tai.Nano()-boot.Nano())
+		g.emit(asm.Add.Reg(r, asm.R1))
+		g.set(t, r)
+		return t
+	}
+	return g.helperResult(asm.FnKtimeGetBootNs)
 }

@@ -47,7 +47,7 @@ func (g *gen) record(a *Action) mem {
 }
 
 // sendArgs sends an action record carrying the values of args.
-func (g *gen) sendArgs(kind ActionKind, c *check.Call, args []syntax.Expr) {
+func (g *gen) sendArgs(kind ActionKind, c *check.Call, args []syntax.Expr) *Action {
 	a := &Action{Kind: kind}
 	if c != nil {
 		a.Format = c.Format
@@ -72,6 +72,7 @@ func (g *gen) sendArgs(kind ActionKind, c *check.Call, args []syntax.Expr) {
 		}
 	}
 	g.emitRecord(rec)
+	return a
 }
 
 // coreArgs is the record of a core() call: the pid_tgid of the thread
@@ -88,6 +89,12 @@ func (g *gen) callStmt(x *syntax.CallExpr) {
 		g.sendArgs(ActSystem, c, x.Args[1:])
 	case "cat":
 		g.sendArgs(ActCat, c, x.Args[1:])
+	case "errorf", "warnf":
+		kind := ActErrorf
+		if x.Fun.Name == "warnf" {
+			kind = ActWarnf
+		}
+		g.sendArgs(kind, c, x.Args[1:]).End = x.End()
 	case "print":
 		if c.Map != nil {
 			a := g.action(&Action{Kind: ActPrintMap, Map: g.c.maps[c.Map], Top: c.Top, Div: c.Div})
@@ -103,8 +110,12 @@ func (g *gen) callStmt(x *syntax.CallExpr) {
 		a := g.action(&Action{Kind: kind, Map: g.c.maps[c.Map]})
 		g.emitRecord(g.record(a))
 	case "exit":
-		a := g.action(&Action{Kind: ActExit})
-		g.emitRecord(g.record(a))
+		if len(x.Args) == 0 {
+			a := g.action(&Action{Kind: ActExit})
+			g.emitRecord(g.record(a))
+		} else {
+			g.sendArgs(ActExit, nil, x.Args)
+		}
 		g.emit(asm.Ja.Label(g.exitLabel))
 	case "time":
 		a := g.action(&Action{Kind: ActTime, Text: c.Text})
@@ -112,7 +123,9 @@ func (g *gen) callStmt(x *syntax.CallExpr) {
 	case "join":
 		g.join(x, c)
 	case "delete":
-		g.deleteElem(x.Args[0].(*syntax.MapExpr))
+		for _, e := range c.Elems {
+			g.deleteElem(e)
+		}
 	case "signal":
 		op := g.scalar(x.Args[0])
 		g.load(asm.R1, op)
@@ -211,7 +224,7 @@ func (g *gen) callScalar(x *syntax.CallExpr) operand {
 		return g.strncmp(x)
 	case "strftime":
 		return g.scalar(x.Args[1])
-	case "strerror", "cgroup_path":
+	case "strerror", "cgroup_path", "syscall_name", "signal_name":
 		return g.scalar(x.Args[0])
 	case "bswap":
 		return g.bswap(x)
@@ -219,6 +232,21 @@ func (g *gen) callScalar(x *syntax.CallExpr) operand {
 		return g.strcontains(x)
 	case "skboutput":
 		return g.skboutput(x, c)
+	case "delete":
+		return g.deleted(c.Elems)
+	case "has_key":
+		return g.hasKey(c.Elems[0])
+	case "len":
+		if c.Map == nil {
+			return g.stackLen(g.typeOf(x.Args[0]))
+		}
+		return g.mapLen(c.Map)
+	case "pid", "tid":
+		return g.pidTid(x.Fun.Name, c.Text)
+	case "nsecs":
+		return g.nsecs(c.Text)
+	case "is_err":
+		return g.isErr(x)
 	}
 	g.c.errorf(x, "%s() has no integer value", x.Fun.Name)
 	return immOp(0)

@@ -46,7 +46,8 @@ type gen struct {
 	// Callbacks of for ($kv : @map) loops, put after the program's exit.
 	subprogs   asm.Instructions
 	subpos     []syntax.Pos
-	calleeDeep int // stack the deepest chain of callbacks takes, frames rounded as the verifier does
+	calleeDeep int    // stack the deepest chain of callbacks takes, frames rounded as the verifier does
+	countCB    string // the callback of len(), once generated
 }
 
 // A frame allocates memory for values in a stack discipline: mark

@@ -73,19 +73,19 @@ func TestExpressions(t *testing.T) {
 		{"$a = 0", "~$a", int64(-1)},
 		{"$a = (uint32)0", "~$a", uint64(1<<32 - 1)},
 		{"$a = (uint8)0", "~$a", uint64(0xff)},
-		// Comparisons and logical operators give int64 0 or 1.
-		{"$a = 5", "!$a", int64(0)},
-		{"$a = 0", "!$a", int64(1)},
+		// Comparisons and logical operators give bools.
+		{"$a = 5", "!$a", false},
+		{"$a = 0", "!$a", true},
 		{"$a = 3", "-$a", int64(-3)},
-		{"$a = -1; $b = 1", "$a < $b", int64(1)},
-		{"$a = (uint64)-1; $b = 1", "$a < $b", int64(0)},
-		{"$a = 3; $b = 3", "$a <= $b", int64(1)},
-		{"$a = 3; $b = 4", "$a >= $b", int64(0)},
-		{"$a = 3; $b = 3", "$a != $b", int64(0)},
-		{"$a = 1; $b = 0", "$a && $b", int64(0)},
-		{"$a = 1; $b = 2", "$a && $b", int64(1)},
-		{"$a = 0; $b = 3", "$a || $b", int64(1)},
-		{"$a = 0; $b = 0", "$a || $b", int64(0)},
+		{"$a = -1; $b = 1", "$a < $b", true},
+		{"$a = (uint64)-1; $b = 1", "$a < $b", false},
+		{"$a = 3; $b = 3", "$a <= $b", true},
+		{"$a = 3; $b = 4", "$a >= $b", false},
+		{"$a = 3; $b = 3", "$a != $b", false},
+		{"$a = 1; $b = 0", "$a && $b", false},
+		{"$a = 1; $b = 2", "$a && $b", true},
+		{"$a = 0; $b = 3", "$a || $b", true},
+		{"$a = 0; $b = 0", "$a || $b", false},
 		{"$a = 1", "$a ? 10 : 20", int64(10)},
 		{"$a = 0", "$a ? 10 : 20", int64(20)},
 		{"$a = 5; $b = 3", `$a > $b ? "yes" : "no"`, "yes"},
@@ -95,9 +95,9 @@ func TestExpressions(t *testing.T) {
 		{"$a = 4294967295", "(int32)$a", int64(-1)},
 		{"$a = (int8)-1", "(uint64)$a", uint64(1<<64 - 1)},
 		{"$a = (uint8)255", "(int64)$a", int64(255)},
-		{`$a = "abc"; $b = "abc"`, "$a == $b", int64(1)},
-		{`$a = "abc"; $b = "abd"`, "$a == $b", int64(0)},
-		{`$a = "abc"; $b = "ab"`, "$a != $b", int64(1)},
+		{`$a = "abc"; $b = "abc"`, "$a == $b", true},
+		{`$a = "abc"; $b = "abd"`, "$a == $b", false},
+		{`$a = "abc"; $b = "ab"`, "$a != $b", true},
 		{"$a = 10; $b = 3", "$a / $b * $b + $a % $b", int64(10)},
 		{"$a = 2; $b = 3", "($a + $b) * ($a - $b)", int64(-5)},
 		{"$a = 7; $b = 9", "($a, $b, $a + $b)", []any{int64(7), int64(9), int64(16)}},
@@ -229,7 +229,7 @@ func TestArithmeticMatrix(t *testing.T) {
 						name, w := "@u", any(got)
 						switch {
 						case strings.ContainsAny(op, "=<>") && op != "<<" && op != ">>":
-							name, w = "@c", int64(got)
+							name, w = "@c", got != 0
 						case signed:
 							name, w = "@s", int64(got)
 						}

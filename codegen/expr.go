@@ -15,6 +15,9 @@ func (g *gen) scalar(x syntax.Expr) operand {
 	if v, ok := g.p.Consts[x]; ok && !v.IsStr {
 		return immOp(int64(v.Int))
 	}
+	if e, ok := g.p.Expand[x]; ok {
+		return g.scalar(e)
+	}
 	saved := g.cur
 	g.cur = x.Pos()
 	defer func() { g.cur = saved }()
@@ -132,6 +135,9 @@ func (g *gen) binary(x *syntax.BinaryExpr) operand {
 	}
 	if lt.Kind == check.Array || lt.Kind == check.Buffer {
 		return g.memEqual(x)
+	}
+	if lt.Kind == check.Tuple {
+		return g.tupleEqual(x, lt, rt)
 	}
 	signed := lt.Kind == check.Int && rt.Kind == check.Int && lt.Signed && rt.Signed
 	a := g.scalar(x.X)
@@ -390,8 +396,24 @@ func (g *gen) strEqual(x *syntax.BinaryExpr) operand {
 func (g *gen) memEqual(x *syntax.BinaryExpr) operand {
 	mark := g.mark()
 	defer g.release(mark)
+	return g.bytesEqual(x.Op, g.memOf(x.X), g.memOf(x.Y))
+}
+
+// tupleEqual compares two tuples converted to the type holding both,
+// whose padding is zero, byte by byte.
+func (g *gen) tupleEqual(x *syntax.BinaryExpr, lt, rt *check.Type) operand {
+	mark := g.mark()
+	defer g.release(mark)
+	u, _ := check.Unify(lt, rt)
+	a, b := g.alloc(u.Size, u.Align()), g.alloc(u.Size, u.Align())
+	g.memInto(x.X, a, u)
+	g.memInto(x.Y, b, u)
+	return g.bytesEqual(x.Op, a, b)
+}
+
+// bytesEqual compares memory a and b of the same size for == or !=.
+func (g *gen) bytesEqual(op syntax.Token, a, b mem) operand {
 	ne, done := g.newLabel("memne"), g.newLabel("memcmp")
-	a, b := g.memOf(x.X), g.memOf(x.Y)
 	for i := 0; i < a.size; {
 		size := 1
 		for _, n := range []int{8, 4, 2} {
@@ -408,7 +430,7 @@ func (g *gen) memEqual(x *syntax.BinaryExpr) operand {
 		i += size
 	}
 	eq := int32(1)
-	if x.Op == syntax.NEQ {
+	if op == syntax.NEQ {
 		eq = 0
 	}
 	g.emit(asm.Mov.Imm(asm.R0, eq), asm.Ja.Label(done))
@@ -458,6 +480,10 @@ func (g *gen) memInto(x syntax.Expr, dst mem, t *check.Type) {
 	defer func() { g.cur = saved }()
 	if v, ok := g.p.Consts[x]; ok && v.IsStr {
 		g.storeBytes(dst, v.Str)
+		return
+	}
+	if e, ok := g.p.Expand[x]; ok {
+		g.memInto(e, dst, t)
 		return
 	}
 	xt := g.typeOf(x)

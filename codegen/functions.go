@@ -222,3 +222,20 @@ func (g *gen) skboutput(x *syntax.CallExpr, c *check.Call) operand {
 	g.emit(asm.Mov.Reg32(asm.R0, asm.R0))
 	return g.fromReg(asm.R0)
 }
+
+// maxErrno is the largest error code an error pointer holds (MAX_ERRNO).
+const maxErrno = 4095
+
+// isErr yields 1 when its argument is an error pointer: one of the last
+// maxErrno addresses, as the kernel's IS_ERR().
+func (g *gen) isErr(x *syntax.CallExpr) operand {
+	p := g.owned(g.scalar(x.Args[0]))
+	r := g.work(p, asm.R0)
+	yes, done := g.newLabel("iserr"), g.newLabel("iserrdone")
+	g.emit(asm.JGE.Imm(r, -maxErrno, yes), asm.Mov.Imm(r, 0), asm.Ja.Label(done))
+	g.place(yes)
+	g.emit(asm.Mov.Imm(r, 1))
+	g.place(done)
+	g.set(p, r)
+	return p
+}

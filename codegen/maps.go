@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/check"
@@ -28,6 +29,12 @@ func (g *gen) key(x *syntax.MapExpr, m *Map) mem {
 	}
 	if hasPadding(m.Key) {
 		g.zero(k)
+	}
+	if len(x.Keys) == 1 && g.typeOf(x.Keys[0]).Kind == check.Tuple {
+		// A tuple is the keys it holds; a hist's bucket word follows.
+		kt := check.TupleType(m.Keys)
+		g.memInto(x.Keys[0], k.at(0, kt.Size), kt)
+		return k
 	}
 	for i, kx := range x.Keys {
 		kt := m.Key.Elems[i]
@@ -236,11 +243,53 @@ func (g *gen) applyOp(op syntax.Token, rhs operand, vt, rt *check.Type) {
 	g.normalize(asm.R1, vt)
 }
 
-// deleteElem removes a map element.
+// deleteElem removes a map element; R0 is 0 when there was one, else
+// a negative error.
 func (g *gen) deleteElem(x *syntax.MapExpr) {
 	m := g.mapOf(x)
 	k := g.key(x, m)
 	g.mapPtr(asm.R1, m.Spec)
 	g.addr(asm.R2, k)
 	g.call(asm.FnMapDeleteElem)
+}
+
+// deleted removes map elements, yielding 1 when each was there, else 0.
+func (g *gen) deleted(elems []*syntax.MapExpr) operand {
+	all := g.owned(immOp(1))
+	for _, e := range elems {
+		g.deleteElem(e)
+		// The sign bit of the result is set on failure.
+		g.emit(asm.RSh.Imm(asm.R0, 63), asm.Xor.Imm(asm.R0, 1))
+		r := g.work(all, asm.R1)
+		g.emit(asm.And.Reg(r, asm.R0))
+		g.set(all, r)
+	}
+	return all
+}
+
+// hasKey yields 1 when map element x exists, else 0.
+func (g *gen) hasKey(x *syntax.MapExpr) operand {
+	m := g.mapOf(x)
+	g.lookup(m, g.key(x, m))
+	done := g.newLabel("haskey")
+	g.emit(asm.JEq.Imm(asm.R0, 0, done), asm.Mov.Imm(asm.R0, 1))
+	g.place(done)
+	return g.fromReg(asm.R0)
+}
+
+// mapLen counts the elements of map cm: bpf_for_each_map_elem returns
+// how many elements it visited, and its callback here only goes on.
+func (g *gen) mapLen(cm *check.Map) operand {
+	m := g.c.maps[cm]
+	if g.countCB == "" {
+		g.countCB = g.newLabel("count")
+		insn := btf.WithFuncMetadata(asm.Mov.Imm(asm.R0, 0).WithSymbol(g.countCB), btfFunc(g.countCB, 4))
+		g.subprogs = append(g.subprogs, insn, asm.Return())
+		g.subpos = append(g.subpos, g.cur, g.cur)
+	}
+	g.mapPtr(asm.R1, m.Spec)
+	g.emit(asm.Instruction{OpCode: asm.LoadImmOp(asm.DWord), Dst: asm.R2, Src: asm.PseudoFunc, Constant: -1}.WithReference(g.countCB))
+	g.emit(asm.Mov.Imm(asm.R3, 0), asm.Mov.Imm(asm.R4, 0))
+	g.call(asm.FnForEachMapElem)
+	return g.fromReg(asm.R0)
 }

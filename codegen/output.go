@@ -140,6 +140,8 @@ const (
 	ActCore        // core(): dump the stopped process to Text; Args carry pid_tgid
 	ActWatch       // set the watchpoint Target at the address Args carry, running Program
 	ActUnwatch     // unwatch(): remove the watchpoints at the address Args carry
+	ActErrorf      // errorf(): an error at Pos to End, formatted as printf
+	ActWarnf       // warnf(): a warning at Pos to End, formatted as printf
 )
 
 // An Action is what one call site asks of user space. Its record in the
@@ -148,6 +150,7 @@ type Action struct {
 	ID   int
 	Kind ActionKind
 	Pos  syntax.Pos
+	End  syntax.Pos // errorf and warnf: the end of the call, for the range they name
 	// Probe is the probe whose program sends the records: its targets
 	// are what the probe builtin in them names.
 	Probe  *check.Probe
@@ -195,6 +198,10 @@ func (k ActionKind) String() string {
 		return "zero"
 	case ActExit:
 		return "exit"
+	case ActErrorf:
+		return "errorf"
+	case ActWarnf:
+		return "warnf"
 	case ActTime:
 		return "time"
 	case ActJoin:

@@ -43,6 +43,9 @@ func (g *gen) fieldOf(x syntax.Expr) *check.Field {
 // record expression lives.
 func (g *gen) placeOf(x syntax.Expr) loc {
 	x = syntax.Unparen(x)
+	if e, ok := g.p.Expand[x]; ok {
+		return g.placeOf(e)
+	}
 	switch x := x.(type) {
 	case *syntax.Ident:
 		if x.Name == "args" {
@@ -96,7 +99,7 @@ func (g *gen) placeOf(x syntax.Expr) loc {
 		return g.dynamicIndex(base, x, elem.Size)
 	case *syntax.VarExpr:
 		return loc{kind: locMem, m: g.vars[x.Name]}
-	case *syntax.MapExpr, *syntax.CallExpr:
+	case *syntax.MapExpr, *syntax.CallExpr, *syntax.StringLit:
 		return loc{kind: locMem, m: g.memOf(x)}
 	}
 	g.c.errorf(x, "cannot take the address of %s", syntax.String(x))

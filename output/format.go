@@ -41,7 +41,7 @@ func (k ArgKind) String() string {
 // and cat.
 func ArgKindOf(k Kind) ArgKind {
 	switch k {
-	case KindInt, KindPointer:
+	case KindInt, KindPointer, KindBool:
 		return ArgInteger
 	case KindString, KindKsym, KindUsym, KindKstack, KindUstack, KindInet,
 		KindUsername, KindProbe, KindTimestamp, KindStrerror, KindMacAddr,

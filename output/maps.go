@@ -141,7 +141,7 @@ func histTotal(v Value) uint64 {
 // widens every integer key to 64 bits.
 func appendOrder(b []byte, v Value) []byte {
 	switch v.kind {
-	case KindInt, KindKsym, KindUsym, KindPointer, KindStrerror:
+	case KindInt, KindKsym, KindUsym, KindPointer, KindStrerror, KindBool:
 		return binary.LittleEndian.AppendUint64(b, v.n)
 	case KindInet:
 		b = binary.LittleEndian.AppendUint64(b, v.n)

@@ -48,6 +48,8 @@ func appendValue(b []byte, v Value, div uint64, st style) ([]byte, error) {
 	switch v.kind {
 	case KindInt, KindSum:
 		return appendInt(b, v.n, v.signed, div, st), nil
+	case KindBool:
+		return strconv.AppendBool(b, v.n != 0), nil
 	case KindCount:
 		return appendInt(b, v.n, false, div, st), nil
 	case KindMin, KindMax:
@@ -193,6 +195,8 @@ func appendKey(b []byte, v Value, old bool) ([]byte, error) {
 	switch v.kind {
 	case KindInt:
 		return strconv.AppendInt(b, int64(v.n), 10), nil
+	case KindBool:
+		return strconv.AppendBool(b, v.n != 0), nil
 	case KindKstack, KindUstack:
 		return appendStack(b, v, keyStackIndent), nil
 	case KindArray:

@@ -35,6 +35,7 @@ const (
 	KindHist                   // hist()
 	KindLhist                  // lhist()
 	KindRecord                 // C structs and unions
+	KindBool                   // bpftrace 0.26's bool: true or false
 )
 
 var kindNames = [...]string{
@@ -65,6 +66,7 @@ var kindNames = [...]string{
 	KindHist:       "hist",
 	KindLhist:      "lhist",
 	KindRecord:     "record",
+	KindBool:       "bool",
 }
 
 // String returns bpftrace's name for the kind, as in its type messages.
@@ -124,6 +126,16 @@ func (v Value) Kind() Kind { return v.kind }
 
 // Int returns a signed 64-bit integer.
 func Int(v int64) Value { return Value{kind: KindInt, signed: true, n: uint64(v)} }
+
+// Bool returns a bool, which prints as true or false, and as 1 or 0
+// through printf's integer verbs.
+func Bool(b bool) Value {
+	v := Value{kind: KindBool}
+	if b {
+		v.n = 1
+	}
+	return v
+}
 
 // Uint returns an unsigned 64-bit integer.
 func Uint(v uint64) Value { return Value{kind: KindInt, n: v} }

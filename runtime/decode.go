@@ -97,6 +97,9 @@ func cstring(b []byte) string {
 func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 	switch t.Kind {
 	case check.Int:
+		if t.IsBool() {
+			return output.Bool(b[0] != 0)
+		}
 		return output.IntN(word(b, t.Size), t.Size, t.Signed)
 	case check.Ptr:
 		if r != asValue {
@@ -165,6 +168,15 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		return output.Timestamp(text)
 	case check.Strerror:
 		return output.Strerror(int64(le.Uint64(b)))
+	case check.Named:
+		n := int64(int32(le.Uint64(b)))
+		switch t.Name {
+		case "syscall":
+			return output.String(output.SyscallName(n))
+		case "signal":
+			return output.String(output.SignalName(n))
+		}
+		return output.String(output.KernelErrorText(n))
 	case check.MacAddr:
 		return output.MacAddr([6]byte(b[:6]))
 	case check.CgroupPath:
@@ -179,7 +191,7 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 // member decodes an element of an array or a field of a record. In map
 // keys, 0.17 prints the integers inside those signed at their own size.
 func (d *decoder) member(t *check.Type, b []byte, r role) output.Value {
-	if r == asKey && t.Kind == check.Int {
+	if r == asKey && t.Kind == check.Int && !t.IsBool() {
 		return output.IntN(word(b, t.Size), t.Size, true)
 	}
 	return d.value(t, b, r)

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -30,7 +31,7 @@ func (s *Session) handle(rec []byte) {
 	body := rec[8:]
 	var err error
 	// A failed helper (-k) is a warning on Stderr either way.
-	if s.opts.Records != nil && a.Kind != codegen.ActHelperError {
+	if s.opts.Records != nil && a.Kind != codegen.ActHelperError && a.Kind != codegen.ActErrorf && a.Kind != codegen.ActWarnf {
 		err = s.record(a, body)
 		if err != nil {
 			fmt.Fprintf(s.opts.Stderr, "kinst: %s: %v\n", a.Kind, err)
@@ -82,6 +83,8 @@ func (s *Session) handle(rec []byte) {
 		w := &syntax.Error{File: s.out.File, Pos: a.Pos, End: a.Pos, Msg: "WARNING: " + he.Message(old)}
 		s.buf.Flush()
 		fmt.Fprintln(s.opts.Stderr, w.Detail())
+	case codegen.ActErrorf, codegen.ActWarnf:
+		err = s.diagnostic(a, body)
 	case codegen.ActCore:
 		var msg string
 		if msg, err = s.dumpCore(a, body); err == nil {
@@ -319,4 +322,44 @@ func (s *Session) record(a *codegen.Action, body []byte) error {
 		return err
 	}
 	return s.opts.Records(r)
+}
+
+// diagnostic reports errorf() and warnf() as bpftrace 0.26 does: on
+// Stderr as "FILE:LINE:COL-ENDCOL: ERROR: message" (or WARNING, which
+// --no-warnings silences), or in JSON as an errorf or warnf record.
+func (s *Session) diagnostic(a *codegen.Action, body []byte) error {
+	if a.Kind == codegen.ActWarnf && s.opts.NoWarnings {
+		return nil
+	}
+	msg, err := a.Format.Sprint(s.decodeArgs(a, body))
+	if err != nil {
+		return err
+	}
+	pos := s.out.File.Position(a.Pos)
+	if s.opts.Format == JSON {
+		typ := "errorf"
+		if a.Kind == codegen.ActWarnf {
+			typ = "warnf"
+		}
+		_, err := fmt.Fprintf(s.buf, `{"type": "%s", "msg": %s, "filename": %s, "line": %d, "col": %d}`+"\n",
+			typ, jsonString(msg), jsonString(pos.Filename), pos.Line, pos.Column)
+		return err
+	}
+	level := "ERROR"
+	if a.Kind == codegen.ActWarnf {
+		level = "WARNING"
+	}
+	end := s.out.File.Position(a.End)
+	s.buf.Flush()
+	_, err = fmt.Fprintf(s.opts.Stderr, "%s:%d:%d-%d: %s: %s\n", pos.Filename, pos.Line, pos.Column, end.Column, level, strings.TrimSuffix(msg, "\n"))
+	return err
+}
+
+// jsonString quotes s as a JSON string, leaving <, > and & as they are.
+func jsonString(s string) string {
+	var b strings.Builder
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	e.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -170,13 +170,13 @@ type Session struct {
 	stopped  bool                           // a watchpoint setup stopped the traced process
 }
 
-// An ExitError reports a program that ended by calling exit() with a
-// code other than 0.
+// An ExitError says the program called exit() with a status other than
+// 0, which the command exits with.
 type ExitError struct {
 	Code int
 }
 
-func (e *ExitError) Error() string { return fmt.Sprintf("the program exited with code %d", e.Code) }
+func (e *ExitError) Error() string { return fmt.Sprintf("the program exited with status %d", e.Code) }
 
 // An InterruptError says a signal ended the run before any probe ran:
 // nothing was printed, and what was loaded is unloaded again.

@@ -1,133 +1,243 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cilium/ebpf"
+
+	"kinst.dev/kinst/internal/testenv"
 )
 
-// TestBpftraceBehaviours runs programs whose standard output under -q is
-// what bpftrace 0.17 prints for them here, and compares kinst's.
-func TestBpftraceBehaviours(t *testing.T) {
-	t.Parallel()
-	tracing(t)
-	tests := []struct {
-		name, prog, stdout string
-	}{
-		// Any expression is a statement; ++ inside one still counts.
-		{"expression statements",
-			`BEGIN { @x = 1; @x++ + 1; curtask->pid; curtask->comm; (1, "a"); exit(); }`,
-			"\n\n@x: 2\n"},
-		{"ternary of calls",
-			`BEGIN { nsecs ? printf("yes\n") : printf("no\n"); $z = 0; $z ? printf("yes\n") : printf("no\n"); $z ? @a++ : @b++; exit(); }`,
-			"yes\nno\n\n\n\n@b: 1\n"}, // @a, empty, prints as a blank line
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			kinst(t, "-q", "-e", tt.prog).want(t, 0, tt.stdout, "")
+// langCase is a program run in the default mode (bpftrace 0.26.1) and
+// in the 0.17 mode, with the exact stdout each gives; v017 is "" where
+// the two agree.
+type langCase struct {
+	name, prog  string
+	want, v017  string
+	args        []string
+	code        int
+	stderr      string // in the default mode
+	stderr017   string
+	skipCompat  bool // the 0.17 mode is not run
+	defaultOnly bool
+}
+
+func runLangCases(t *testing.T, cases []langCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{"-q"}, tc.args...), "-e", tc.prog)
+			kinstEnv(t, []string{"KINST_COMPAT="}, args...).want(t, tc.code, tc.want, tc.stderr)
+			if tc.defaultOnly {
+				return
+			}
+			want, stderr := tc.v017, tc.stderr017
+			if want == "" {
+				want, stderr = tc.want, tc.stderr
+			}
+			kinstEnv(t, []string{"KINST_COMPAT=0.17"}, args...).want(t, tc.code, want, stderr)
 		})
 	}
 }
 
-// A field read on its own is a statement, as in bpftrace's tools.
-func TestFieldReadStatements(t *testing.T) {
-	t.Parallel()
-	tracing(t)
-	prog := `tracepoint:syscalls:sys_enter_clock_nanosleep /pid == cpid/ { args->rqtp->tv_sec; @n = count(); }`
-	kinst(t, "-q", "-e", prog, "-c", target(t)+" sleep 1").want(t, 0, "\n\n@n: 1\n", "")
-	kinst(t, "--dry-run", "-e", `tracepoint:napi:napi_poll { args->napi->dev->name; }`).want(t, 0, "", "")
+// TestMapFunctions: delete in its 0.26 forms, has_key and len.
+func TestMapFunctions(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "delete key", prog: `begin { @m[1] = 2; @m[2] = 3; $ok = delete(@m, 1); print($ok); print(delete(@m, 1)); print(len(@m)); exit(); }`,
+			want: "true\nfalse\n1\n\n\n@m[2]: 3\n", v017: "1\n0\n1\n\n\n@m[2]: 3\n"},
+		{name: "delete scalar", prog: `begin { @s = 5; print(delete(@s)); $v = @s; print($v); @s = @s + 1; exit(); }`,
+			want: "true\n0\n\n\n@s: 1\n", v017: "1\n0\n\n\n@s: 1\n"},
+		{name: "delete tuple key", prog: `begin { @m[1, "a"] = 1; @m[2, "b"] = 2; if (delete(@m, (1, "a"))) { printf("deleted\n"); } exit(); }`,
+			want: "deleted\n\n\n@m[2, b]: 2\n"},
+		{name: "delete element", prog: `begin { @m[1] = 1; @m[2] = 2; delete(@m[1]); exit(); }`,
+			want: "\n\n@m[2]: 2\n"},
+		{name: "has_key", prog: `begin { @m[1, "a"] = 1; print((has_key(@m, (1, "a")), has_key(@m, (1, "b")))); $k = (1, "a"); printf("%d\n", has_key(@m, $k)); exit(); }`,
+			want: "(true, false)\n1\n\n\n@m[1, a]: 1\n", v017: "(1, 0)\n1\n\n\n@m[1, a]: 1\n"},
+		{name: "len", prog: `begin { print(len(@m)); @m[1] = 1; @m[2] = 1; @c[1] = count(); print(len(@m) + len(@c)); delete(@m, 2); print(len(@m)); exit(); }`,
+			want: "0\n3\n1\n\n\n@c[1]: 1\n@m[1]: 1\n"},
+	})
+	// 0.17's delete of several elements at once: a warning in the default mode.
+	const several = `begin { @a[1] = 1; @b[1] = 1; @a[2] = 2; @b[2] = 2; delete(@a[1], @b[1]); exit(); }`
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", several).want(t, 0, "\n\n@a[2]: 2\n@b[2]: 2\n",
+		"-e:1:53: warning: delete() of several elements is bpftrace 0.17's form: delete them one by one, as in delete(@name, key)\n"+
+			"begin { @a[1] = 1; @b[1] = 1; @a[2] = 2; @b[2] = 2; delete(@a[1], @b[1]); exit(); }\n"+
+			"                                                    ^~~~~~~~~~~~~~~~~~~~\n")
+	kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "-q", "-e", several).want(t, 0, "\n\n@a[2]: 2\n@b[2]: 2\n", "")
 }
 
-// A char[N] holding no NUL is N bytes long, as a string and as
-// macaddr()'s argument: bpftrace 0.17 prints these lines for the first
-// call of kinst_move, on a point whose y is 7 and whose name is "alpha".
-// Its comparisons do not load in 0.17; kinst's see the same N bytes.
-func TestFullCharArrays(t *testing.T) {
-	t.Parallel()
-	tracing(t)
-	bin := target(t)
-	prog := `struct m { int x; short y0; char mac[6]; } struct n { int x, y; char s[4]; }
-uprobe:` + bin + `:kinst_move {
-	$m = (struct m *)arg0; $n = (struct n *)arg0;
-	printf("%s %s|\n", macaddr($m->mac), $n->s);
-	@k[macaddr($m->mac)] = macaddr($m->mac); @s[$n->s] = $n->s;
-	@eq = ($n->s == "alph", $n->s == "alp", $n->s != "alphx", strncmp($n->s, "alphx", 5), strncmp($n->s, "alph", 4));
-}`
-	kinst(t, "-q", "-e", prog, "-c", bin+" move 1").want(t, 0, "00:00:61:6C:70:68 alph|\n\n\n"+
-		"@eq: (1, 0, 1, 1, 0)\n"+
-		"@k[00:00:61:6C:70:68]: 00:00:61:6C:70:68\n"+
-		"@s[alph]: alph\n", "")
-}
-
-// A tuple lays a struct out as bytes and an array as its elements, as
-// bpftrace 0.17 does: these sizes and values are what it prints for the
-// first call of kinst_move (x 0, y 7, name "alpha"). A field of a struct
-// packed so is read all the same.
-func TestTupleLayout(t *testing.T) {
-	t.Parallel()
-	tracing(t)
-	bin := target(t)
-	prog := `struct a { int a[4]; } struct p { int x; int y; } struct l { long x; } struct s { short a[3]; }
-uprobe:` + bin + `:kinst_move {
-	$a = (struct a *)arg0; $p = (struct p *)arg0; $l = (struct l *)arg0; $s = (struct s *)arg0;
-	printf("%d %d %d %d %d %d\n", sizeof(((int32)1, $a->a)), sizeof(((int32)1, *$p)), sizeof(((int8)1, $a->a)),
-		sizeof(((int8)1, *$l)), sizeof(((int8)1, $s->a)), sizeof((*$p, (int8)1)));
-	$t = ((int8)1, *$l, (int8)2); print($t); print($t.1.x);
-	@m[1] = ((int32)5, $a->a); @n = ((int8)1, *$p); @o = $t;
-}`
-	kinst(t, "-q", "-e", prog, "-c", bin+" move 1").want(t, 0, "20 12 20 9 8 9\n"+
-		"(1, { .x = 30064771072 }, 2)\n30064771072\n\n\n"+
-		"@m[1]: (5, [0,7,1752198241,97])\n"+
-		"@n: (1, { .x = 0, .y = 7 })\n"+
-		"@o: (1, { .x = 30064771072 }, 2)\n", "")
-}
-
-// ntop() takes a family known only at run time, and buffers compare with
-// == and !=: bpftrace 0.17 prints these lines for the first call of
-// kinst_move (x 0, y 7, name "alpha").
-func TestRunTimeFamilyAndBufferEquality(t *testing.T) {
-	t.Parallel()
-	tracing(t)
-	bin := target(t)
-	prog := `struct u { int x, y; uint8_t s[4]; } struct w { uint8_t a[16]; }
-uprobe:` + bin + `:kinst_move {
-	$u = (struct u *)arg0; $w = (struct w *)arg0; $af = 2; $af6 = $af + 8;
-	printf("%s %s|%s|\n", ntop($af, $u->s), ntop($af6, $w->a), ntop($af + 1, 0x0100007f));
-	$a = buf($u->s, 4); $b = buf(arg0 + 8, 4); $c = buf(arg0, 4);
-	printf("%d %d %d\n", $a == $b, $a != $c, $a == $c);
-	$d = buf("hi", 2); $e = buf("bye", 3); printf("%d %d\n", $d == $e, $d != $e);
-}`
-	kinst(t, "-q", "-e", prog, "-c", bin+" move 1").want(t, 0, "97.108.112.104 ::700:0:616c:7068:6100:0||\n1 1 0\n0 1\n\n\n", "")
-}
-
-// Positional parameters go wherever bpftrace takes them: in an attach
-// point's provider, as constant strings through str(), and with a
-// constant added inside str().
-func TestParamsAsBpftrace(t *testing.T) {
-	t.Parallel()
-	tracing(t)
-	prog := `BEG$1 { printf("%s|%s|%d\n", str($2 + 1), str(($2 + 5), 2), kaddr(str($3)) == kaddr("vfs_read")); exit(); }`
-	kinst(t, "-q", "-e", prog, "IN", "hello", "vfs_read").want(t, 0, "ello||1\n\n\n", "")
-	kinst(t, "-q", "-e", `BEGIN { printf("%s\n", str($1 + 6)); }`, "hello").want(t, 1, "",
-		"-e:1:33: str($1 + N) reads from the Nth byte of $1, which has 5: N must be at most that, not 6\n"+
-			`BEGIN { printf("%s\n", str($1 + 6)); }`+"\n"+
-			"                                ^\n")
-}
-
-// bpftrace's banned kretprobes are refused on any kernel, whether it has
-// kprobes or not, with bpftrace's reason; a kprobe on them is not.
-func TestBannedKretprobes(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct{ spec, name string }{
-		{"_raw_spin_lock", "_raw_spin_lock"},
-		{"_raw_spin_lock_irqsave", "_raw_spin_lock_irqsave"},
-		{"_raw_spin_unlock_irqrestore", "_raw_spin_unlock_irqrestore"},
-		{"queued_spin_lock_slowpath", "queued_spin_lock_slowpath"},
-		{"vmlinux:queued_spin_lock_slowpath", "queued_spin_lock_slowpath"},
-		{"_raw_spin_*irq*", "_raw_spin_lock_irqsave"},
+// TestBool: in the default mode truth values are bools, printed true or
+// false and as 1 or 0 through printf; 0.17 has int64 0 and 1.
+func TestBool(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "print", prog: `begin { print(true); print(false); print((1 > 0, !0, 1 && 0, 0 || 2, "a" == "a")); exit(); }`,
+			want: "true\nfalse\n(true, true, false, true, true)\n\n\n", v017: "1\n0\n(1, 1, 0, 1, 1)\n\n\n"},
+		{name: "printf", prog: `begin { $b = 3 > 2; printf("%d %d %u\n", $b, false, !$b); exit(); }`,
+			want: "1 0 0\n\n\n"},
+		{name: "maps", prog: `begin { @a[true] = false; @a[1 > 2] = true; @t = (1, 2 == 2); exit(); }`,
+			want: "\n\n@a[false]: true\n@a[true]: false\n@t: (1, true)\n", v017: "\n\n@a[1]: 0\n@a[0]: 1\n@t: (1, 1)\n"},
+		{name: "strcontains", prog: `begin { print(strcontains("hello", "ell")); exit(); }`,
+			want: "true\n\n\n", v017: "1\n\n\n"},
+	})
+	// In JSON, only the records: what separates them from the maps at
+	// exit is the output formats' business.
+	const prog = `begin { print((true, 1 < 0)); @a[true] = false; exit(); }`
+	for _, tc := range []struct{ mode, value, m string }{
+		{"", `{"type": "value", "data": [true,false]}`, `{"type": "map", "data": {"@a": {"true": false}}}`},
+		{"0.17", `{"type": "value", "data": [1,0]}`, `{"type": "map", "data": {"@a": {"1": 0}}}`},
 	} {
-		prog := "kretprobe:" + tt.spec + " { }"
-		kinst(t, "-e", prog).want(t, 1, "", "-e:1:1: error: kretprobe:"+tt.name+" can't be used as it might lock up your system.\n"+
-			prog+"\n^"+strings.Repeat("~", len(prog)-5)+"\n")
+		r := kinstEnv(t, []string{"KINST_COMPAT=" + tc.mode}, "-q", "-f", "json", "-e", prog)
+		var lines []string
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if l != "" {
+				lines = append(lines, l)
+			}
+		}
+		if r.code != 0 || !slices.Equal(lines, []string{tc.value, tc.m}) {
+			t.Errorf("mode %q: exit %d, stdout %q, want %s and %s\nstderr:\n%s", tc.mode, r.code, r.stdout, tc.value, tc.m, r.stderr)
+		}
 	}
+}
+
+// TestTupleKeys: a tuple used as a map key is its elements.
+func TestTupleKeys(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "literal and variable", prog: `begin { $t = (1, "a"); @m[$t] = 1; @m[(2, "b")] = 2; @m[3, "c"] = @m[(2, "b")] + @m[1, "a"]; exit(); }`,
+			want: "\n\n@m[1, a]: 1\n@m[2, b]: 2\n@m[3, c]: 3\n"},
+		{name: "equality", prog: `begin { $a = (1, "ab"); $c = (2, "ab"); print(($a == (1, "ab"), $a != (1, "ab"), $a == $c, (1, "abc") == (1, "ab"))); exit(); }`,
+			want: "(true, false, false, false)\n\n\n", v017: "(1, 0, 0, 0)\n\n\n"},
+		{name: "hist", prog: `begin { @h[(1, "a")] = hist(3); exit(); }`,
+			want: "\n\n@h[1, a]: \n[2, 4)                 1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n\n"},
+	})
+}
+
+// TestStringIndex: a string's bytes are int8 characters.
+func TestStringIndex(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "index", prog: `begin { $s = "ab"; $i = 1; printf("%c%c%c%c%c|%d\n", $s[0], $s[$i], "/"[0], "xyz"[$i], str("q")[0], "A"[0]); exit(); }`,
+			want: "ab/yq|65\n\n\n"},
+	})
+}
+
+// TestExitCode: exit(code) is the command's exit status; END still runs
+// and the maps are printed.
+func TestExitCode(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "code", prog: `begin { printf("a\n"); exit(69); printf("b\n"); } end { printf("end\n"); }`,
+			code: 69, want: "a\nend\n\n\n"},
+		{name: "expression", prog: `begin { @x = 1; $c = 3; exit($c + 1); }`,
+			code: 4, want: "\n\n@x: 1\n"},
+		{name: "zero", prog: `begin { exit(0); }`, want: "\n\n"},
+		{name: "end's", prog: `begin { exit(7); } end { exit(9); }`, code: 9, want: "\n\n"},
+	})
+	kinst(t, "-e", `begin { exit("a"); }`).want(t, 1, "",
+		"-e:1:14: exit() takes an integer status, not string[2]\nbegin { exit(\"a\"); }\n             ^~~\n")
+}
+
+// TestTaskBuiltins: ppid, pcomm, leader_tid and leader_comm read the
+// current task (or the one given) through BTF. kinst runs under a shell,
+// whose one thread forks it: its parent is the shell.
+func TestTaskBuiltins(t *testing.T) {
+	testenv.Root(t)
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := testenv.Kinst(t)
+	comm := filepath.Base(bin)[:min(15, len(filepath.Base(bin)))]
+	const prog = `begin {
+		printf("%d %s %d %s|", ppid, pcomm, ppid(curtask), pcomm(curtask));
+		printf("%d %s %d %s|", leader_tid == pid, leader_comm, leader_tid(curtask) == pid, leader_comm());
+		printf("%d %d %d %d|", pid(init) == pid, tid(init) == tid(), pid(curr_ns) == pid, jiffies > 0);
+		printf("%d %d\n", ncpus, ncpus());
+		exit();
+	}`
+	for _, mode := range []string{"", "0.17"} {
+		cmd := exec.Command("sh", "-c", `echo $$; "$0" "$@"; true`, bin, "-q", "-e", prog)
+		cmd.Env = append(os.Environ(), "KINST_COMPAT="+mode)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("mode %q: %v", mode, err)
+		}
+		sh, rest, _ := strings.Cut(string(out), "\n")
+		want := fmt.Sprintf("%s sh %s sh|1 %s 1 %s|1 1 1 1|%d %d\n\n\n", sh, sh, comm, comm, cpus, cpus)
+		if rest != want {
+			t.Errorf("mode %q: stdout %q, want %q", mode, rest, want)
+		}
+	}
+	runLangCases(t, []langCase{
+		{name: "nsecs", prog: `begin { $m = nsecs(monotonic); $b = nsecs(boot); $t = nsecs(tai); $s = nsecs(sw_tai);
+			printf("%d %d %d\n", $b > 0 && $m > 0, $t > $b, $s > $b); exit(); }`,
+			want: "1 1 1\n\n\n"},
+		{name: "is_err", prog: `begin { print((is_err((int8 *)-2), is_err(curtask), is_err(0xfffffffffffff001), is_err(0xfffffffffffff000))); exit(); }`,
+			want: "(true, false, true, false)\n\n\n", v017: "(1, 0, 1, 0)\n\n\n"},
+		{name: "zero-argument calls", prog: `begin { printf("%d %d %s\n", pid() == pid, cpu() == cpu, comm()); exit(); }`,
+			want: "1 1 " + comm + "\n\n\n"},
+	})
+	kinst(t, "-e", `begin { print(nsecs(wall)); }`).want(t, 1, "",
+		"-e:1:21: nsecs() takes one of boot, monotonic, tai, sw_tai\nbegin { print(nsecs(wall)); }\n                    ^~~~\n")
+}
+
+// TestNameFunctions: syscall_name, signal_name and strerror give bpftrace
+// 0.26's texts; strerror keeps glibc's in the 0.17 mode.
+func TestNameFunctions(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "syscall_name", prog: `begin { $nr = 1; printf("%s|%s|%s|%s\n", syscall_name(0), syscall_name($nr), syscall_name(469), syscall_name(9999)); @[syscall_name(2)] = 1; exit(); }`,
+			want: "read|write|file_setattr|Unknown syscall\n\n\n@[open]: 1\n"},
+		{name: "signal_name", prog: `begin { printf("%s|%s|%s|%s|%s\n", signal_name(2), signal_name(0), signal_name(35), signal_name(65), signal_name(-1)); exit(); }`,
+			want: "Interrupt|Unknown signal 0|Real-time signal 1|N/A|N/A\n\n\n"},
+		{name: "strerror", prog: `begin { printf("%s|%s|%s|%s\n", strerror(22), strerror(-11), strerror(9), strerror(999)); exit(); }`,
+			want: "Invalid argument|Try again (operation would block)|Bad file number|Unknown error\n\n\n",
+			v017: "Invalid argument|Unknown error -11|Bad file descriptor|Unknown error 999\n\n\n"},
+	})
+}
+
+// TestErrorfWarnf: errorf and warnf print a located message on stderr,
+// or a record in JSON; --no-warnings silences warnf.
+func TestErrorfWarnf(t *testing.T) {
+	testenv.Root(t)
+	const prog = `begin { errorf("Something bad with args: %d, %s", 10, "arg2"); warnf("w <%d>", 1); printf("x\n"); exit(); }`
+	for _, mode := range []string{"", "0.17"} {
+		env := []string{"KINST_COMPAT=" + mode}
+		r := kinstEnv(t, env, "-q", "-e", prog)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "x\n") || r.stderr != "-e:1:9-62: ERROR: Something bad with args: 10, arg2\n-e:1:64-82: WARNING: w <1>\n" {
+			t.Errorf("mode %q: exit %d, stdout %q, stderr %q", mode, r.code, r.stdout, r.stderr)
+		}
+		r = kinstEnv(t, env, "-q", "--no-warnings", "-e", prog)
+		if r.stderr != "-e:1:9-62: ERROR: Something bad with args: 10, arg2\n" {
+			t.Errorf("mode %q, --no-warnings: stderr %q", mode, r.stderr)
+		}
+		r = kinstEnv(t, env, "-q", "-f", "json", "-e", prog)
+		want := `{"type": "errorf", "msg": "Something bad with args: 10, arg2", "filename": "-e", "line": 1, "col": 9}` + "\n" +
+			`{"type": "warnf", "msg": "w <1>", "filename": "-e", "line": 1, "col": 64}` + "\n" +
+			`{"type": "printf", "data": "x\n"}` + "\n"
+		if r.code != 0 || !strings.HasPrefix(r.stdout, want) || r.stderr != "" {
+			t.Errorf("mode %q, JSON: exit %d, stdout %q, want it to start %q; stderr %q", mode, r.code, r.stdout, want, r.stderr)
+		}
+	}
+	kinst(t, "-e", `begin { errorf("%d"); }`).want(t, 1, "",
+		"-e:1:9: errorf(): not enough arguments for format string (0 supplied, 1 expected)\nbegin { errorf(\"%d\"); }\n        ^~~~~~~~~~~~\n")
+}
+
+// TestStackLen: len() of a stack counts its frames, up to its limit.
+func TestStackLen(t *testing.T) {
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	prog := `uprobe:` + bin + `:kinst_greet { printf("%d %d %d\n", len(ustack(1)), len(ustack(2)), len(ustack) >= 2); exit(); }`
+	for _, mode := range []string{"", "0.17"} {
+		kinstEnv(t, []string{"KINST_COMPAT=" + mode}, "-q", "-e", prog, "-c", bin+" greet hi").want(t, 0, "1 2 1\n\n\n", "")
+	}
+	kinst(t, "-e", `begin { @x = len(1); }`).want(t, 1, "",
+		"-e:1:18: len() takes a map or a stack, not int64\nbegin { @x = len(1); }\n                 ^\n")
 }

@@ -480,7 +480,10 @@ func report(err error, verbose bool, stderr io.Writer) int {
 	var list syntax.ErrorList
 	var ve *runtime.VerifierError
 	var ie *runtime.InterruptError
+	var ee *runtime.ExitError
 	switch {
+	case errors.As(err, &ee):
+		return ee.Code
 	case errors.As(err, &ie):
 		runtime.ExitBySignal(ie.Signal)
 	case errors.As(err, &list):
