@@ -5,8 +5,8 @@ import (
 	"sort"
 	"strings"
 
-	"kinst.dev/kinst/internal/spell"
 	"kinst.dev/kinst/compat"
+	"kinst.dev/kinst/internal/spell"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/syntax"
 )
