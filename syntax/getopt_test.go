@@ -16,6 +16,8 @@ func TestResolveGetopt(t *testing.T) {
 			"begin\n{\n\tprint((16, -10, false, true, \"bye\"));\n}\n"},
 		{"inside a macro", `macro verbose() { getopt("verbose") } begin { if (verbose) { exit(); } }`, []string{"--verbose=1"},
 			"begin\n{\n\tif (true) {\n\t\texit();\n\t}\n}\n"},
+		{"in a let's value", `begin { let $d = getopt("depth", 35) - 1; }`, []string{"--depth=3"},
+			"begin\n{\n\tlet $d = 3 - 1;\n}\n"},
 		{"not an integer", prog, []string{"--aa=False"},
 			"program command line option --aa invalid integer (value: False)"},
 		{"not a boolean", prog, []string{"--cc=yes"},

@@ -24,6 +24,8 @@ func (r rewriter) stmt(s Stmt) {
 		s.X = r.expr(s.X)
 	case *AssignStmt:
 		s.Lhs, s.Rhs = r.expr(s.Lhs), r.expr(s.Rhs)
+	case *LetStmt:
+		s.Rhs = r.expr(s.Rhs)
 	case *IfStmt:
 		s.Cond = r.expr(s.Cond)
 		r.block(s.Then)
