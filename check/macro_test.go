@@ -15,7 +15,7 @@ func TestCheckExpandedMacros(t *testing.T) {
 	}{
 		{"a variable of the caller's is not the macro's",
 			"macro f(x) { $a + x }\nBEGIN { $a = 1; @r = f(2); }",
-			"t:1:14: Undefined or undeclared variable: $a\nmacro f(x) { $a + x }\n             ^~~~\nt:2:22: note: in the expansion of macro f called here\nBEGIN { $a = 1; @r = f(2); }\n                     ^~~~"},
+			"t:1:14: Undefined or undeclared variable: $a\nmacro f(x) { $a + x }\n             ^~\nt:2:22: note: in the expansion of macro f called here\nBEGIN { $a = 1; @r = f(2); }\n                     ^~~~"},
 		{"a type error in the substituted argument points at the caller",
 			"macro twice(x) { x * 2 }\nBEGIN { @r = twice(\"s\"); }",
 			"t:2:20: invalid operation: string[2] * int64 (strings support only == and !=)\nBEGIN { @r = twice(\"s\"); }\n                   ^~~~~~~"},

@@ -421,11 +421,13 @@ func (s *Session) attachedNow() {
 	}
 }
 
-// special counts the BEGIN and END programs.
+// special counts the programs kinst runs itself, as 0.26.1 counts them
+// among the attached: BEGIN, END and self:signal.
 func (s *Session) special() int {
 	n := 0
 	for _, p := range s.loaded {
-		if p.Probe.Provider == "BEGIN" || p.Probe.Provider == "END" {
+		switch p.Probe.Provider {
+		case "BEGIN", "END", "self":
 			n++
 		}
 	}
@@ -433,8 +435,14 @@ func (s *Session) special() int {
 }
 
 // onlySpecial reports whether the program has BEGIN or END probes and
-// nothing else attached.
+// nothing else: no probe attached, and no self:signal probe, which
+// waits for its signal.
 func (s *Session) onlySpecial() bool {
+	for _, p := range s.loaded {
+		if p.Probe.Provider == "self" {
+			return false
+		}
+	}
 	return s.attached == 0 && s.special() > 0
 }
 

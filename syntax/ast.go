@@ -305,7 +305,7 @@ func (x *StringLit) End() Pos    { return x.EndPos }
 func (x *Ident) Pos() Pos        { return x.NamePos }
 func (x *Ident) End() Pos        { return x.NamePos + Pos(len(x.Name)) }
 func (x *VarExpr) Pos() Pos      { return x.NamePos }
-func (x *VarExpr) End() Pos      { return x.NamePos + Pos(len(x.Name)+1) }
+func (x *VarExpr) End() Pos      { return x.NamePos + Pos(len(SourceName(x.Name))+1) }
 func (x *ParamExpr) Pos() Pos    { return x.NamePos }
 func (x *ParamExpr) End() Pos    { return x.EndPos }
 func (x *MapExpr) Pos() Pos      { return x.NamePos }

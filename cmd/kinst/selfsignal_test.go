@@ -37,7 +37,7 @@ self:signal:SIGUSR1 { printf(" then %d\n", @a); }`)
 			}
 		}
 	}
-	waitFor(&stderr, "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n")
+	waitFor(&stdout, "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n")
 	cmd.Process.Signal(syscall.SIGUSR1)
 	waitFor(&stdout, "signal 1 then 2\n")
 	cmd.Process.Signal(syscall.SIGUSR1)
@@ -45,7 +45,7 @@ self:signal:SIGUSR1 { printf(" then %d\n", @a); }`)
 	cmd.Process.Signal(syscall.SIGINT)
 	<-done
 	res := result{stdout: stdout.String(), stderr: stderr.String(), code: exitCode(t, *waitErr)}
-	res.want(t, 0, "Attaching 3 probes...\nsignal 1 then 2\nsignal 2 then 3\n\n\n@a: 3\n", "__BPFTRACE_NOTIFY_PROBES_ATTACHED\n")
+	res.want(t, 0, "__BPFTRACE_NOTIFY_PROBES_ATTACHED\nsignal 1 then 2\nsignal 2 then 3\n\n\n@a: 3\n", "Attached 3 probes\n")
 }
 
 // self:signal takes SIGUSR1 only, as in bpftrace.
