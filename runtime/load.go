@@ -213,6 +213,11 @@ func (s *Session) explain(prog *codegen.Program, err error) error {
 		reason = l
 		break
 	}
+	if reason == "" {
+		// A log with no line to quote (the verifier stopped early, or
+		// the log was cut): the errno is all there is to say.
+		reason = fmt.Sprintf("%v, with no reason in its log", ve.Cause)
+	}
 	end := where + 1
 	if insn >= 0 && insn < len(prog.Pos) && prog.Pos[insn].IsValid() {
 		where = prog.Pos[insn]
