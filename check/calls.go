@@ -687,6 +687,7 @@ func (c *checker) checkStr(x *syntax.CallExpr, call *Call) *Type {
 		t = pt
 	}
 	size := c.conf.StrLen
+	constLen := true // the result's length is known now
 	if len(x.Args) == 2 {
 		lt := c.expr(x.Args[1])
 		if lt == nil {
@@ -705,6 +706,8 @@ func (c *checker) checkStr(x *syntax.CallExpr, call *Call) *Type {
 			if int64(v.Int)+1 < int64(size) {
 				size = int(v.Int) + 1
 			}
+		} else {
+			constLen = false
 		}
 	}
 	switch t.Kind {
@@ -713,7 +716,7 @@ func (c *checker) checkStr(x *syntax.CallExpr, call *Call) *Type {
 		// str($1) of a long parameter. A parameter's stays a constant,
 		// for the functions that want one (kaddr(str($1))).
 		size = min(size, t.Size)
-		if v, ok := c.probe.Consts[x.Args[0]]; ok && v.IsStr {
+		if v, ok := c.probe.Consts[x.Args[0]]; ok && v.IsStr && constLen {
 			c.setConst(x, Const{IsStr: true, Str: v.Str[:min(len(v.Str), size-1)]})
 		}
 		return StrType(size)
