@@ -10,6 +10,7 @@ import (
 
 	"kinst.dev/kinst/cconst"
 	"kinst.dev/kinst/internal/spell"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -148,6 +149,9 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		if p.Provider != "kprobe" && p.Provider != "uprobe" {
 			c.errorf(id, "%s is only available in kprobe and uprobe probes: it reads the stack at the function's entry", name)
 			return nil
+		}
+		if c.conf.Compat != compat.V017 {
+			c.warnf(id, "%s was removed in bpftrace 0.25, which refuses it and reads the stack with *(reg(\"sp\") + OFFSET); kinst still reads it", name)
 		}
 		return TInt64
 	}

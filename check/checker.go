@@ -374,6 +374,16 @@ func (c *checker) resolvePoint(ap *syntax.AttachPoint) ([]*Target, error) {
 	for _, t := range targets {
 		t.Point = ap
 	}
+	if c.conf.Compat != compat.V017 {
+		// bpftrace 0.25 removed these; kinst keeps them, as the syntax
+		// means nothing else.
+		switch {
+		case ap.Provider == "asyncwatchpoint":
+			c.warnf(ap, "asyncwatchpoint was removed in bpftrace 0.25, which refuses it; kinst still sets it")
+		case ap.Provider == "watchpoint" && targets[0].Watch != nil:
+			c.warnf(ap, "a watchpoint on a function's argument was removed in bpftrace 0.25, which refuses it; kinst still sets it")
+		}
+	}
 	return targets, nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -54,4 +55,20 @@ BEGIN { if (1) { $a = "v4"; } else { $a = "v6"; } printf("%s\n", $a); exit(); }
 `+strings.Repeat(" ", 65)+`^~
 `)
 	kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "-q", "-e", prog).want(t, 0, "v4\n\n\n", "")
+}
+
+// TestRemovedSyntax: what bpftrace 0.25 removed without giving the
+// syntax another meaning still works in both modes, with a warning in
+// the default mode, where bpftrace 0.26.1 refuses it.
+func TestRemovedSyntax(t *testing.T) {
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	prog := "uprobe:" + bin + ":kinst_add { @ = sarg0; }"
+	warning := "-e:1:" + strconv.Itoa(len(prog)-7) + ": warning: sarg0 was removed in bpftrace 0.25, which refuses it and reads the stack with *(reg(\"sp\") + OFFSET); kinst still reads it\n" +
+		prog + "\n" + strings.Repeat(" ", len(prog)-8) + "^~~~~\n"
+	kinstEnv(t, []string{"KINST_COMPAT="}, "--dry-run", "-e", prog).want(t, 0, "", warning)
+	kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "--dry-run", "-e", prog).want(t, 0, "", "")
+	prog = "asyncwatchpoint:kinst_watch+arg0:8:w { @ = count(); }"
+	kinstEnv(t, []string{"KINST_COMPAT="}, "--dry-run", "-e", prog, "-c", bin+" watch 1").want(t, 0, "",
+		"-e:1:1: warning: asyncwatchpoint was removed in bpftrace 0.25, which refuses it; kinst still sets it\n"+prog+"\n^"+strings.Repeat("~", 35)+"\n")
 }
