@@ -9,8 +9,8 @@ import (
 	"github.com/cilium/ebpf"
 
 	"kinst.dev/kinst/cconst"
-	"kinst.dev/kinst/internal/spell"
 	"kinst.dev/kinst/compat"
+	"kinst.dev/kinst/internal/spell"
 	"kinst.dev/kinst/syntax"
 )
 
