@@ -199,6 +199,7 @@ func (r *Resolver) kernelFuncTarget(provider string, f kernel.Func, off uint64, 
 		case "fentry":
 			t.Args = args
 		case "kretprobe":
+			t.Returns = ret
 		default:
 			t.Args, t.Ret = args, ret
 		}

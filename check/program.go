@@ -83,6 +83,11 @@ type Target struct {
 	// in a library the named one loads.
 	Warning string
 
+	// Returns is the type BTF gives a kretprobe's function's return
+	// value, which retval does not take (it is a uint64 unless cast, as
+	// in bpftrace), for those that format it, as kinst trace does; nil
+	// for a function returning void, or without BTF.
+	Returns *Type
 	// Label, when set, is what the probe builtin prints in place of
 	// Provider:Name: bpftrace 0.26.1 names BEGIN and END "begin" and
 	// "end".

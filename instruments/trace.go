@@ -247,6 +247,9 @@ func returnValue(t probeTarget, exit *check.Target, wildcard bool) (string, valu
 		return "", signedValue
 	}
 	rt := exit.Ret
+	if rt == nil {
+		rt = exit.Returns
+	}
 	switch {
 	case rt == nil && exit.Typed && !wildcard:
 		return "", signedValue // void

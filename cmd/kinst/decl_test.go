@@ -109,9 +109,12 @@ func TestDeclarations(t *testing.T) {
 				"            ^~~~~~~~~~~~~~~\n",
 		},
 		{
-			name:   "an LRU map of two keeps the last two",
-			prog:   `let @m = lruhash(2); BEGIN { @m[1] = 1; @m[2] = 2; @m[3] = 3; exit(); }`,
-			stdout: "\n\n@m[2]: 2\n@m[3]: 3\n",
+			// Which older keys the kernel's LRU lists evict depends on
+			// the CPU and the kernel (6.1 evicts more than one): at most
+			// two stay, the newest among them.
+			name:   "an LRU map of two keeps the newest",
+			prog:   `let @m = lruhash(2); BEGIN { @m[1] = 1; @m[2] = 2; @m[3] = 3; printf("%d %d\n", len(@m) <= 2, has_key(@m, 3)); clear(@m); exit(); }`,
+			stdout: "1 1\n\n\n",
 		},
 		{
 			name:   "a declared map's size",
