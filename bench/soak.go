@@ -123,12 +123,16 @@ func sampleRSS(pid int, every time.Duration, now func() int64, done <-chan struc
 	defer tick.Stop()
 	var samples []rssSample
 	for {
+		// The stamp comes before the read: a process that has exited
+		// shows no VmRSS, so a sample read is one of the living process,
+		// whatever delays the reader between the read and a later stamp.
+		at := now()
 		data, err := os.ReadFile(status)
 		if err != nil {
 			return samples
 		}
 		if v, ok := vmRSS(data); ok {
-			samples = append(samples, rssSample{now(), v})
+			samples = append(samples, rssSample{at, v})
 		}
 		select {
 		case <-done:
