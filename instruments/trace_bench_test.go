@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,12 +27,12 @@ import (
 // startAttached runs kinst -v in the background until it has attached
 // n programs, and returns it, its standard output (to read only after
 // cmd.Wait, until when kinst writes to it) and a function that stops it.
-func startAttached(b testing.TB, n int, args ...string) (*exec.Cmd, *bytes.Buffer, func()) {
+func startAttached(b testing.TB, n int, args ...string) (*exec.Cmd, *syncBuffer, func()) {
 	b.Helper()
 	// Last, where both kinst's options and an instrument's take it.
 	cmd := exec.Command(testenv.Kinst(b), append(args, "-v")...)
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
+	stdout := new(syncBuffer)
+	cmd.Stdout = stdout
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -65,9 +66,40 @@ func startAttached(b testing.TB, n int, args ...string) (*exec.Cmd, *bytes.Buffe
 		cmd.Process.Kill()
 		b.Fatalf("kinst %q did not attach", args)
 	}
-	return cmd, &stdout, func() {
+	return cmd, stdout, func() {
 		cmd.Process.Signal(syscall.SIGINT)
 		cmd.Wait()
+	}
+}
+
+// syncBuffer is a bytes.Buffer a test may read while kinst writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// waitFor waits up to a minute for the buffer to hold n copies of sub,
+// and returns what it holds then.
+func (s *syncBuffer) waitFor(sub string, n int) string {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out := s.String()
+		if strings.Count(out, sub) >= n || time.Now().After(deadline) {
+			return out
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
