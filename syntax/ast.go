@@ -116,10 +116,12 @@ type (
 		Body     *Block
 	}
 
-	// JumpStmt is return, break or continue.
+	// JumpStmt is return, break or continue. X is the value a return
+	// names (bpftrace 0.26 takes one in a probe and ignores it), or nil.
 	JumpStmt struct {
 		TokPos Pos
 		Tok    Token
+		X      Expr
 	}
 )
 
@@ -141,7 +143,12 @@ func (s *WhileStmt) End() Pos  { return s.Body.End() }
 func (s *ForStmt) Pos() Pos    { return s.For }
 func (s *ForStmt) End() Pos    { return s.Body.End() }
 func (s *JumpStmt) Pos() Pos   { return s.TokPos }
-func (s *JumpStmt) End() Pos   { return s.TokPos + Pos(len(s.Tok.String())) }
+func (s *JumpStmt) End() Pos {
+	if s.X != nil {
+		return s.X.End()
+	}
+	return s.TokPos + Pos(len(s.Tok.String()))
+}
 func (b *Block) stmtNode()     {}
 func (*ExprStmt) stmtNode()    {}
 func (*AssignStmt) stmtNode()  {}
@@ -226,7 +233,8 @@ type (
 		Y     Expr
 	}
 
-	// CondExpr is c ? x : y.
+	// CondExpr is c ? x : y, or c ?: y with X nil: c's value when it
+	// is not zero, evaluated once.
 	CondExpr struct {
 		Cond Expr
 		X, Y Expr
@@ -254,9 +262,12 @@ type (
 		Rbrack Pos
 	}
 
-	// TupleExpr is (a, b, …) with at least two elements.
+	// TupleExpr is (a, b, …) with at least two elements, or a record
+	// (a = x, b = y) of bpftrace 0.26 when Names, one per element, is
+	// set.
 	TupleExpr struct {
 		Lparen Pos
+		Names  []*Ident
 		Elems  []Expr
 		Rparen Pos
 	}
@@ -276,7 +287,8 @@ type (
 		Rparen Pos
 	}
 
-	// OffsetofExpr is offsetof(struct name, field).
+	// OffsetofExpr is offsetof(struct name, field), where field may
+	// name a member of a member, as in a.b.
 	OffsetofExpr struct {
 		Offsetof Pos
 		Type     *TypeExpr
@@ -293,7 +305,10 @@ type (
 		Name    string
 		Ptr     int
 		// Len is N in a let annotation string[N], else 0.
-		Len    int
+		Len int
+		// Of is the operand of typeof(…) (Name "typeof"): a
+		// *TypeExpr or an expression whose type is meant.
+		Of     Node
 		EndPos Pos
 	}
 )

@@ -182,6 +182,10 @@ func (e *expander) stmt(s Stmt) []Stmt {
 		s.Rhs = e.expr(s.Rhs, &pre, "")
 	case *LetStmt:
 		s.Rhs = e.expr(s.Rhs, &pre, "")
+	case *DiscardStmt:
+		s.X = e.expr(s.X, &pre, "")
+	case *JumpStmt:
+		s.X = e.expr(s.X, &pre, "")
 	case *IfStmt:
 		s.Cond = e.expr(s.Cond, &pre, "")
 		s.Then = e.block(s.Then)
@@ -302,6 +306,12 @@ func (e *expander) expr(x Expr, pre *[]Stmt, where string) Expr {
 			x.Elems[i] = e.expr(el, pre, where)
 		}
 	case *ParenExpr:
+		x.X = e.expr(x.X, pre, where)
+	case *BlockExpr:
+		// The block's own statements take what its value hoists.
+		x.Stmts = e.stmts(x.Stmts)
+		x.Value = e.expr(x.Value, &x.Stmts, "")
+	case *ComptimeExpr:
 		x.X = e.expr(x.X, pre, where)
 	case *SizeofExpr:
 		x.X = e.expr(x.X, pre, where)
@@ -467,7 +477,9 @@ func (c *cloner) stmt(s Stmt) Stmt {
 		}
 		return out
 	case *JumpStmt:
-		return &JumpStmt{TokPos: c.pos(s.TokPos), Tok: s.Tok}
+		return &JumpStmt{TokPos: c.pos(s.TokPos), Tok: s.Tok, X: c.expr(s.X)}
+	case *DiscardStmt:
+		return &DiscardStmt{Under: c.pos(s.Under), X: c.expr(s.X)}
 	case *Block:
 		return c.block(s)
 	case *LetStmt:
@@ -543,7 +555,19 @@ func (c *cloner) expr(x Expr) Expr {
 	case *IndexExpr:
 		return &IndexExpr{X: c.expr(x.X), Index: c.expr(x.Index), Rbrack: c.pos(x.Rbrack)}
 	case *TupleExpr:
-		return &TupleExpr{Lparen: c.pos(x.Lparen), Elems: c.exprs(x.Elems), Rparen: c.pos(x.Rparen)}
+		out := &TupleExpr{Lparen: c.pos(x.Lparen), Elems: c.exprs(x.Elems), Rparen: c.pos(x.Rparen)}
+		for _, n := range x.Names {
+			out.Names = append(out.Names, &Ident{NamePos: c.pos(n.NamePos), Name: n.Name})
+		}
+		return out
+	case *BlockExpr:
+		out := &BlockExpr{Lbrace: c.pos(x.Lbrace), Value: c.expr(x.Value), Rbrace: c.pos(x.Rbrace)}
+		for _, s := range x.Stmts {
+			out.Stmts = append(out.Stmts, c.stmt(s))
+		}
+		return out
+	case *ComptimeExpr:
+		return &ComptimeExpr{Comptime: c.pos(x.Comptime), X: c.expr(x.X)}
 	case *ParenExpr:
 		return &ParenExpr{Lparen: c.pos(x.Lparen), X: c.expr(x.X), Rparen: c.pos(x.Rparen)}
 	case *SizeofExpr:
@@ -561,7 +585,14 @@ func (c *cloner) typ(t *TypeExpr) *TypeExpr {
 	if t == nil {
 		return nil
 	}
-	return &TypeExpr{NamePos: c.pos(t.NamePos), Kind: t.Kind, Name: t.Name, Ptr: t.Ptr, EndPos: c.pos(t.EndPos)}
+	out := &TypeExpr{NamePos: c.pos(t.NamePos), Kind: t.Kind, Name: t.Name, Ptr: t.Ptr, Len: t.Len, EndPos: c.pos(t.EndPos)}
+	switch of := t.Of.(type) {
+	case *TypeExpr:
+		out.Of = c.typ(of)
+	case Expr:
+		out.Of = c.expr(of)
+	}
+	return out
 }
 
 // macroMark starts the suffix that renames a macro's variables apart for

@@ -446,6 +446,9 @@ func (p *parser) parseStmt() Stmt {
 	case RETURN, BREAK, CONTINUE:
 		s := &JumpStmt{TokPos: p.pos, Tok: p.tok}
 		p.next()
+		if s.Tok == RETURN && p.tok != SEMICOLON && p.tok != RBRACE && p.tok != EOF {
+			s.X = p.parseExpr()
+		}
 		return s
 	case LBRACE:
 		b := p.parseBlock()
@@ -456,6 +459,13 @@ func (p *parser) parseStmt() Stmt {
 	case IDENT:
 		if p.lit == "let" && p.peek() == VAR {
 			return p.parseLet()
+		}
+		if p.lit == "_" && p.peek() == ASSIGN {
+			s := &DiscardStmt{Under: p.pos}
+			p.next()
+			p.next()
+			s.X = p.parseExpr()
+			return s
 		}
 	}
 	x := p.parseExpr()
@@ -543,7 +553,10 @@ func (p *parser) parseExpr() Expr {
 		return x
 	}
 	p.next()
-	then := p.parseExpr()
+	var then Expr
+	if p.tok != COLON {
+		then = p.parseExpr()
+	}
 	p.expect(COLON)
 	els := p.parseExpr()
 	return &CondExpr{Cond: x, X: then, Y: els}
@@ -582,6 +595,12 @@ func (p *parser) parseUnary() Expr {
 		p.next()
 		x := p.parseUnary()
 		return &IncDecExpr{X: x, OpPos: pos, Op: op, Prefix: true}
+	case IDENT:
+		if p.comptimeFollows() {
+			pos := p.pos
+			p.next()
+			return &ComptimeExpr{Comptime: pos, X: p.parseUnary()}
+		}
 	case LPAREN:
 		if p.isCast() {
 			lparen := p.pos
@@ -611,6 +630,9 @@ func (p *parser) isCast() bool {
 		_, _, _, name := p.s.scan()
 		p.s.off = off
 		p.errs = p.errs[:nerr]
+		if name == "typeof" && t2 == LPAREN {
+			return true
+		}
 		if intTypes[name] || p.typedefs[name] {
 			return t2 == RPAREN || t2 == MUL
 		}
@@ -655,9 +677,13 @@ func (p *parser) parseType() *TypeExpr {
 		p.errorExpected("type name")
 		return t
 	}
-	t.Name = p.lit
-	t.EndPos = p.end
-	p.next()
+	if p.isTypeof() {
+		p.parseTypeof(t)
+	} else {
+		t.Name = p.lit
+		t.EndPos = p.end
+		p.next()
+	}
 	for p.tok == MUL {
 		t.Ptr++
 		t.EndPos = p.end
@@ -740,17 +766,29 @@ func (p *parser) parseOperand() Expr {
 		p.expect(LPAREN)
 		x.Type = p.parseType()
 		p.expect(COMMA)
-		if p.tok == IDENT {
-			x.Field = p.lit
+		for {
+			if p.tok != IDENT {
+				p.errorExpected("field name")
+				break
+			}
+			x.Field += p.lit
 			p.next()
-		} else {
-			p.errorExpected("field name")
+			if p.tok != DOT {
+				break
+			}
+			x.Field += "."
+			p.next()
 		}
 		x.Rparen = p.expect(RPAREN)
 		return x
+	case LBRACE:
+		return p.parseBlockExpr()
 	case LPAREN:
 		lparen := p.pos
 		p.next()
+		if p.tok == IDENT && p.peek() == ASSIGN {
+			return p.parseRecord(lparen)
+		}
 		x := p.parseExpr()
 		if p.tok == COMMA {
 			p.next()
@@ -790,7 +828,7 @@ func (p *parser) isTypeStart() bool {
 	case STRUCT, UNION, ENUM:
 		return true
 	case IDENT:
-		return intTypes[p.lit] || p.typedefs[p.lit]
+		return intTypes[p.lit] || p.typedefs[p.lit] || p.isTypeof()
 	}
 	return false
 }

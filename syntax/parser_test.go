@@ -92,6 +92,20 @@ func TestParseExpressions(t *testing.T) {
 		{`"a\tb\x01"`, `"a\tb\x01"`},
 		{"arr[1 + 2]", "arr[1 + 2]"},
 		{"$#", "$#"},
+		{"$x ?: 10", "$x ?: 10"},
+		{"a ?: b ? c : d", "a ?: b ? c : d"},
+		{"(a=1, b = \"x\")", "(a = 1, b = \"x\")"},
+		{"(a = (b = 1, c = (1, 2)))", "(a = (b = 1, c = (1, 2)))"},
+		{"$r.a.b", "$r.a.b"},
+		{"&$a", "&$a"},
+		{"*&@m[1]", "*&@m[1]"},
+		{"(typeof($x))$y", "(typeof($x))$y"},
+		{"(typeof(struct task_struct) *)$y", "(typeof(struct task_struct) *)$y"},
+		{"sizeof(typeof(uint8 *))", "sizeof(typeof(uint8 *))"},
+		{"offsetof(struct Foo, bar.x)", "offsetof(struct Foo, bar.x)"},
+		{"comptime (1 + 1)", "comptime (1 + 1)"},
+		{"comptime $x.0 + 1", "comptime $x.0 + 1"},
+		{"comptime", "comptime"},
 	}
 	for _, tt := range tests {
 		x, err := ParseExpr(tt.src)
@@ -169,6 +183,8 @@ BEGIN { let $x: string[8] = "a"; let $y; let $p: struct task_struct *; let $u: u
 		"struct a { int x; } BEGIN { } union u { long l; char c[2][3]; }; END { }",
 		"typedef struct { unsigned int f : 3, : 5; void (*cb)(int, char *); } t, *pt; enum e { A, B = 1 << 3 }; struct fwd; BEGIN { }",
 		"struct p { char a; int b __attribute__((aligned(8))); } __attribute__((packed)) BEGIN { } struct __attribute__((__packed__, aligned(4))) q { int x; }; END { }",
+		"begin { $a = { let $b = 1; $b }; print({ $x = 1; print(\"bob\"); $x > 1 }); if ({ true }) { } _ = { print(1); 1 }; return $a; }",
+		"begin { let $y: typeof($x) = 1; $t = (a = 0, b = { 1 }); $u = $x ?: 2; if comptime (1 + 1) { } else if (comptime 0) { } }",
 	}
 	for _, src := range srcs {
 		p1, err := Parse("t", []byte(src))

@@ -95,14 +95,24 @@ func (p *printer) node(n Node) {
 }
 
 func (p *printer) block(b *Block) {
+	p.stmts(b.Stmts, nil)
+}
+
+// stmts prints a braced list of statements and, for a block expression,
+// its value.
+func (p *printer) stmts(list []Stmt, value Expr) {
 	p.b.WriteByte('{')
 	p.indent++
-	for _, s := range b.Stmts {
+	for _, s := range list {
 		p.newline()
 		p.stmt(s)
 		if !isBlockStmt(s) {
 			p.b.WriteByte(';')
 		}
+	}
+	if value != nil {
+		p.newline()
+		p.expr(value, 0)
 	}
 	p.indent--
 	p.newline()
@@ -149,6 +159,13 @@ func (p *printer) stmt(s Stmt) {
 		p.block(s.Body)
 	case *JumpStmt:
 		p.b.WriteString(s.Tok.String())
+		if s.X != nil {
+			p.b.WriteByte(' ')
+			p.expr(s.X, 0)
+		}
+	case *DiscardStmt:
+		p.b.WriteString("_ = ")
+		p.expr(s.X, 0)
 	case *LetStmt:
 		p.printf("let $%s", s.Var.Name)
 		if s.Type != nil {
@@ -177,7 +194,7 @@ func exprPrec(x Expr) int {
 		return precCond
 	case *BinaryExpr:
 		return x.Op.precedence()
-	case *UnaryExpr, *CastExpr:
+	case *UnaryExpr, *CastExpr, *ComptimeExpr:
 		return precUnary
 	case *IncDecExpr:
 		if x.Prefix {
@@ -243,6 +260,11 @@ func (p *printer) expr(x Expr, min int) {
 		p.expr(x.Y, prec+1)
 	case *CondExpr:
 		p.expr(x.Cond, 1)
+		if x.X == nil {
+			p.b.WriteString(" ?: ")
+			p.expr(x.Y, precCond)
+			break
+		}
 		p.b.WriteString(" ? ")
 		p.expr(x.X, precCond)
 		p.b.WriteString(" : ")
@@ -267,8 +289,22 @@ func (p *printer) expr(x Expr, min int) {
 		p.b.WriteByte(']')
 	case *TupleExpr:
 		p.b.WriteByte('(')
-		p.list(x.Elems)
+		if x.Names == nil {
+			p.list(x.Elems)
+		}
+		for i, n := range x.Names {
+			if i > 0 {
+				p.b.WriteString(", ")
+			}
+			p.b.WriteString(n.Name + " = ")
+			p.expr(x.Elems[i], precCond)
+		}
 		p.b.WriteByte(')')
+	case *BlockExpr:
+		p.stmts(x.Stmts, x.Value)
+	case *ComptimeExpr:
+		p.b.WriteString("comptime ")
+		p.expr(x.X, precUnary)
 	case *ParenExpr:
 		p.b.WriteByte('(')
 		p.expr(x.X, 0)
@@ -304,6 +340,16 @@ func (p *printer) typ(t *TypeExpr) {
 		p.printf("%s ", t.Kind)
 	}
 	p.b.WriteString(t.Name)
+	switch of := t.Of.(type) {
+	case *TypeExpr:
+		p.b.WriteByte('(')
+		p.typ(of)
+		p.b.WriteByte(')')
+	case Expr:
+		p.b.WriteByte('(')
+		p.expr(of, 0)
+		p.b.WriteByte(')')
+	}
 	if t.Ptr > 0 {
 		p.b.WriteByte(' ')
 		p.b.WriteString(strings.Repeat("*", t.Ptr))
@@ -437,6 +483,9 @@ func describeNode(n Node) string {
 	case *IndexExpr:
 		return "index"
 	case *TupleExpr:
+		if n.Names != nil {
+			return "record"
+		}
 		return "tuple"
 	case *ParenExpr:
 		return "paren"

@@ -22,6 +22,10 @@ func (r rewriter) stmt(s Stmt) {
 	switch s := s.(type) {
 	case *ExprStmt:
 		s.X = r.expr(s.X)
+	case *DiscardStmt:
+		s.X = r.expr(s.X)
+	case *JumpStmt:
+		s.X = r.expr(s.X)
 	case *AssignStmt:
 		s.Lhs, s.Rhs = r.expr(s.Lhs), r.expr(s.Rhs)
 	case *LetStmt:
@@ -77,6 +81,13 @@ func (r rewriter) expr(x Expr) Expr {
 	case *TupleExpr:
 		r.exprs(x.Elems)
 	case *ParenExpr:
+		x.X = r.expr(x.X)
+	case *BlockExpr:
+		for _, s := range x.Stmts {
+			r.stmt(s)
+		}
+		x.Value = r.expr(x.Value)
+	case *ComptimeExpr:
 		x.X = r.expr(x.X)
 	case *SizeofExpr:
 		x.X = r.expr(x.X)

@@ -56,6 +56,17 @@ func children(n Node) []Node {
 		}
 	case *ExprStmt:
 		add(n.X)
+	case *DiscardStmt:
+		add(n.X)
+	case *JumpStmt:
+		add(n.X)
+	case *BlockExpr:
+		for _, s := range n.Stmts {
+			add(s)
+		}
+		add(n.Value)
+	case *ComptimeExpr:
+		add(n.X)
 	case *AssignStmt:
 		add(n.Lhs, n.Rhs)
 	case *ConfigItem:
@@ -106,7 +117,12 @@ func children(n Node) []Node {
 	case *IndexExpr:
 		add(n.X, n.Index)
 	case *TupleExpr:
-		exprs(n.Elems)
+		for i, x := range n.Elems {
+			if n.Names != nil {
+				add(n.Names[i])
+			}
+			add(x)
+		}
 	case *ParenExpr:
 		add(n.X)
 	case *SizeofExpr:
@@ -117,6 +133,8 @@ func children(n Node) []Node {
 		}
 	case *OffsetofExpr:
 		add(n.Type)
+	case *TypeExpr:
+		add(n.Of)
 	}
 	return out
 }
