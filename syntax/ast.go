@@ -149,14 +149,14 @@ func (s *JumpStmt) End() Pos {
 	}
 	return s.TokPos + Pos(len(s.Tok.String()))
 }
-func (b *Block) stmtNode()     {}
-func (*ExprStmt) stmtNode()    {}
-func (*AssignStmt) stmtNode()  {}
-func (*IfStmt) stmtNode()      {}
-func (*UnrollStmt) stmtNode()  {}
-func (*WhileStmt) stmtNode()   {}
-func (*ForStmt) stmtNode()     {}
-func (*JumpStmt) stmtNode()    {}
+func (b *Block) stmtNode()    {}
+func (*ExprStmt) stmtNode()   {}
+func (*AssignStmt) stmtNode() {}
+func (*IfStmt) stmtNode()     {}
+func (*UnrollStmt) stmtNode() {}
+func (*WhileStmt) stmtNode()  {}
+func (*ForStmt) stmtNode()    {}
+func (*JumpStmt) stmtNode()   {}
 
 // Expressions.
 type (
