@@ -269,6 +269,9 @@ func OutputKind(t *Type) output.Kind {
 	case Str, FuncName:
 		return output.KindString
 	case Tuple:
+		if t.Names != nil {
+			return output.KindRecord
+		}
 		return output.KindTuple
 	case Array:
 		return output.KindArray

@@ -512,6 +512,12 @@ func (c *checker) stmt(s syntax.Stmt) {
 	case *syntax.AssignStmt:
 		c.assign(s)
 	case *syntax.IfStmt:
+		if taken, ok := c.comptimeIf(s); ok {
+			if taken != nil {
+				c.stmt(taken)
+			}
+			return
+		}
 		c.ifStmt(s)
 	case *syntax.UnrollStmt:
 		t := c.expr(s.Count)
@@ -545,6 +551,11 @@ func (c *checker) stmt(s syntax.Stmt) {
 		if s.Tok != syntax.RETURN && c.inLoop == 0 {
 			c.errorf(s, "%s is only allowed inside a loop", s.Tok)
 		}
+		if s.X != nil {
+			c.exprStmt(s.X)
+		}
+	case *syntax.DiscardStmt:
+		c.exprStmt(s.X)
 	case *syntax.Block:
 		c.block(s)
 	}
@@ -655,6 +666,10 @@ func (c *checker) exprStmt(x syntax.Expr) {
 	case *syntax.IncDecExpr:
 		c.expr(x)
 	case *syntax.CondExpr:
+		if x.X == nil {
+			c.expr(x)
+			return
+		}
 		c.cond(x.Cond, "condition")
 		c.exprStmt(x.X)
 		c.exprStmt(x.Y)

@@ -1,7 +1,7 @@
 package check
 
 import (
-	"strconv"
+	"strings"
 
 	"kinst.dev/kinst/internal/spell"
 	"kinst.dev/kinst/syntax"
@@ -74,6 +74,10 @@ func (c *checker) expr1(x syntax.Expr) *Type {
 	case *syntax.IndexExpr:
 		return c.index(x)
 	case *syntax.TupleExpr:
+		what := "a tuple"
+		if x.Names != nil {
+			what = "a record"
+		}
 		elems := make([]*Type, len(x.Elems))
 		for i, e := range x.Elems {
 			t := c.expr(e)
@@ -81,12 +85,33 @@ func (c *checker) expr1(x syntax.Expr) *Type {
 				return nil
 			}
 			if !storable(t) {
-				c.errorf(e, "a tuple cannot hold a %s value", t)
+				c.errorf(e, "%s cannot hold a %s value", what, t)
 				return nil
 			}
 			elems[i] = t
 		}
+		if x.Names != nil {
+			names := make([]string, len(x.Names))
+			for i, n := range x.Names {
+				names[i] = n.Name
+			}
+			return RecordType(names, elems)
+		}
 		return TupleType(elems)
+	case *syntax.BlockExpr:
+		return c.blockExpr(x)
+	case *syntax.ComptimeExpr:
+		t := c.expr(x.X)
+		if t == nil {
+			return nil
+		}
+		v, ok := c.probe.Consts[x.X]
+		if !ok {
+			c.errorf(x.X, "comptime needs a value known when the program is compiled")
+			return nil
+		}
+		c.setConst(x, v)
+		return t
 	case *syntax.SizeofExpr:
 		var t *Type
 		if x.Type != nil {
@@ -104,12 +129,18 @@ func (c *checker) expr1(x syntax.Expr) *Type {
 		if t == nil {
 			return nil
 		}
-		f := t.Field(x.Field)
-		if f == nil {
-			c.errorf(x, "%s has no field %s", t, x.Field)
-			return nil
+		// a.b is b's offset in a plus a's.
+		off := 0
+		for name := range strings.SplitSeq(x.Field, ".") {
+			f := t.Field(name)
+			if f == nil {
+				c.errorf(x, "%s has no field %s", t, name)
+				return nil
+			}
+			off += f.Offset
+			t = f.Type
 		}
-		c.setConst(x, Const{Int: uint64(f.Offset)})
+		c.setConst(x, Const{Int: uint64(off)})
 		return TUint64
 	case *syntax.BadExpr:
 		return nil
@@ -145,6 +176,9 @@ func (c *checker) paramExpr(x *syntax.ParamExpr) *Type {
 }
 
 func (c *checker) unary(x *syntax.UnaryExpr) *Type {
+	if x.Op == syntax.AND {
+		return c.addressOf(x)
+	}
 	t := c.expr(x.X)
 	if t == nil {
 		return nil
@@ -187,7 +221,7 @@ func (c *checker) unary(x *syntax.UnaryExpr) *Type {
 			c.errorf(x, "cannot dereference an untyped pointer: cast it first, for example (uint64 *)")
 			return nil
 		}
-		if t.Elem.Kind != Int && t.Elem.Kind != Ptr && t.Elem.Kind != Record {
+		if t.Elem.Kind != Record && !storable(t.Elem) {
 			c.errorf(x, "cannot dereference a pointer to %s", t.Elem)
 			return nil
 		}
@@ -443,7 +477,10 @@ func fold(op syntax.Token, a, b uint64, signed bool) (uint64, bool) {
 func (c *checker) condExpr(x *syntax.CondExpr) *Type {
 	nerr := len(c.errs)
 	ct := c.expr(x.Cond)
-	a := c.expr(x.X)
+	a := ct // c ?: y is c when c is not zero
+	if x.X != nil {
+		a = c.expr(x.X)
+	}
 	b := c.expr(x.Y)
 	if ct != nil && len(c.errs) == nerr && (a == nil) != (b == nil) && c.pending {
 		// One branch reads a map that has no type yet, such as the map
@@ -470,6 +507,9 @@ func (c *checker) condExpr(x *syntax.CondExpr) *Type {
 		pick := x.Y
 		if cv.Int != 0 {
 			pick = x.X
+			if pick == nil {
+				pick = x.Cond
+			}
 		}
 		if v, ok := c.probe.Consts[pick]; ok {
 			c.setConst(x, v)
@@ -497,6 +537,8 @@ func unify(a, b *Type) (*Type, bool) {
 			return a, true
 		}
 		return b, true
+	case a.IsRecord() || b.IsRecord():
+		return unifyRecords(a, b)
 	case a.Kind == Tuple && b.Kind == Tuple && len(a.Elems) == len(b.Elems):
 		elems := make([]*Type, len(a.Elems))
 		same := true
@@ -516,6 +558,33 @@ func unify(a, b *Type) (*Type, bool) {
 		return a, true
 	}
 	return a, a.Equal(b)
+}
+
+// unifyRecords unifies two records with the same field names, in any
+// order, field by field; the result keeps a's order, as bpftrace 0.26.1
+// keeps the order a variable or map first had.
+func unifyRecords(a, b *Type) (*Type, bool) {
+	if !a.IsRecord() || !b.IsRecord() || len(a.Names) != len(b.Names) {
+		return nil, false
+	}
+	elems := make([]*Type, len(a.Elems))
+	same := true
+	for i, name := range a.Names {
+		j := b.ElemIndex(name)
+		if j < 0 {
+			return nil, false
+		}
+		e, ok := unify(a.Elems[i], b.Elems[j])
+		if !ok {
+			return nil, false
+		}
+		elems[i] = e
+		same = same && e == a.Elems[i]
+	}
+	if same {
+		return a, true
+	}
+	return RecordType(a.Names, elems), true
 }
 
 func (c *checker) cast(x *syntax.CastExpr) *Type {
@@ -551,7 +620,16 @@ func (c *checker) cast(x *syntax.CastExpr) *Type {
 // declarations, or kernel types by BTF.
 func (c *checker) typeExpr(te *syntax.TypeExpr) *Type {
 	t := intTypeNames[te.Name]
-	if te.Kind != syntax.IDENT || t == nil {
+	switch of := te.Of.(type) {
+	case *syntax.TypeExpr:
+		t = c.typeExpr(of)
+	case syntax.Expr:
+		t = c.typeOf(of)
+	}
+	if t == nil && te.Of != nil {
+		return nil
+	}
+	if te.Of == nil && (te.Kind != syntax.IDENT || t == nil) {
 		if t = c.namedType(te.Kind, te.Name, te); t == nil {
 			return nil
 		}
@@ -577,12 +655,16 @@ func (c *checker) field(x *syntax.FieldExpr) *Type {
 		return nil
 	}
 	if t.Kind == Tuple {
-		i, err := strconv.Atoi(x.Name)
-		if err != nil || i < 0 || i >= len(t.Elems) {
+		i := t.ElemIndex(x.Name)
+		switch {
+		case i >= 0:
+			return t.Elems[i]
+		case t.Names == nil:
 			c.errorf(x, "tuple %s has no element %s", t, x.Name)
-			return nil
+		default:
+			c.fieldError(x, "%s has no field %s", t, t.Names)
 		}
-		return t.Elems[i]
+		return nil
 	}
 	rec := t
 	if t.Kind == Ptr && t.Elem != nil && t.Elem.Kind == Record {
@@ -600,17 +682,23 @@ func (c *checker) field(x *syntax.FieldExpr) *Type {
 			// definition lacks the field.
 			msg = "%s in this kernel's BTF has no field %s"
 		}
-		if near := spell.Nearest(x.Name, rec.FieldNames()); near != "" {
-			c.errorf(x, msg+" (did you mean %s?)", rec, x.Name, near)
-		} else {
-			c.errorf(x, msg, rec, x.Name)
-		}
+		c.fieldError(x, msg, rec, rec.FieldNames())
 		return nil
 	}
 	if f.Name != x.Name {
 		c.warnf(x, "%s has no field %s since Linux %s renamed it: reading %s", rec, x.Name, renamedFields[[2]string{rec.Name, x.Name}].release, f.Name)
 	}
 	return f.Type
+}
+
+// fieldError reports that x names no field of t, suggesting the nearest
+// of names.
+func (c *checker) fieldError(x *syntax.FieldExpr, msg string, t *Type, names []string) {
+	if near := spell.Nearest(x.Name, names); near != "" {
+		c.errorf(x, msg+" (did you mean %s?)", t, x.Name, near)
+	} else {
+		c.errorf(x, msg, t, x.Name)
+	}
 }
 
 func (c *checker) index(x *syntax.IndexExpr) *Type {

@@ -147,7 +147,7 @@ func (c *checker) keyTypes(x *syntax.MapExpr) ([]*Type, bool) {
 			return nil, false
 		}
 		elems := []*Type{t}
-		if t.Kind == Tuple {
+		if t.Kind == Tuple && !t.IsRecord() {
 			// A tuple key is its elements: @m[(1, "a")] is @m[1, "a"].
 			if len(x.Keys) > 1 {
 				c.errorf(k, "a tuple cannot be one of several keys: give its elements as keys, as in @m[a, b]")
@@ -156,7 +156,7 @@ func (c *checker) keyTypes(x *syntax.MapExpr) ([]*Type, bool) {
 			elems = t.Elems
 		}
 		for _, t := range elems {
-			if !storable(t) || t.Kind == Void || t.Kind == Tuple {
+			if !storable(t) || t.Kind == Void || t.Kind == Tuple && !t.IsRecord() {
 				c.errorf(k, "a %s value cannot be a map key", t)
 				return nil, false
 			}

@@ -2,6 +2,8 @@ package check
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf/btf"
@@ -66,14 +68,17 @@ type Type struct {
 	Size   int  // bytes the value takes in BPF memory
 	Signed bool // Int, Sum, Min, Max, Avg, Stats
 
-	Elems   []*Type   // Tuple: element types
-	Offsets []int     // Tuple: byte offset of each element
-	Elem    *Type     // Ptr: pointee (nil for void *); Array: element
-	Len     int       // Array: element count
-	Space   AddrSpace // Ptr and Record: where the memory is
-	BTF     btf.Type  // Record and Ptr to kernel types, when known
-	Fields  []*Field  // Record
-	Name    string    // Record: "struct file"; Int: a typedef name, if any;
+	Elems   []*Type // Tuple: element types
+	Offsets []int   // Tuple: byte offset of each element
+	// Names, set on a Tuple, makes it a record of bpftrace 0.26, (a =
+	// 1, b = 2): one name per element.
+	Names  []string
+	Elem   *Type     // Ptr: pointee (nil for void *); Array: element
+	Len    int       // Array: element count
+	Space  AddrSpace // Ptr and Record: where the memory is
+	BTF    btf.Type  // Record and Ptr to kernel types, when known
+	Fields []*Field  // Record
+	Name   string    // Record: "struct file"; Int: a typedef name, if any;
 	// Timestamp: the strftime format; CgroupPath: the hierarchy filter
 	calign int // the C alignment of a program-declared struct, or one aligned(N) set
 	// VarLen marks a Buffer whose length byte, its last, says how many
@@ -196,6 +201,29 @@ func TupleType(elems []*Type) *Type {
 	return t
 }
 
+// RecordType lays out a record: a tuple whose elements have names.
+func RecordType(names []string, elems []*Type) *Type {
+	t := TupleType(elems)
+	t.Names = names
+	return t
+}
+
+// IsRecord reports whether t is a record, (a = 1, b = 2).
+func (t *Type) IsRecord() bool { return t.Kind == Tuple && t.Names != nil }
+
+// ElemIndex returns the index of a tuple's element named by a field
+// access: a number, or a record's field name; -1 if there is none.
+func (t *Type) ElemIndex(name string) int {
+	if t.Names != nil {
+		return slices.Index(t.Names, name)
+	}
+	i, err := strconv.Atoi(name)
+	if err != nil || i < 0 || i >= len(t.Elems) {
+		return -1
+	}
+	return i
+}
+
 func alignUp(n, a int) int { return (n + a - 1) / a * a }
 
 // tupleAlign is the alignment of t as a tuple's element, as bpftrace
@@ -277,7 +305,7 @@ func (t *Type) Equal(u *Type) bool {
 	case Int:
 		return t.IsBool() == u.IsBool()
 	case Tuple:
-		if len(t.Elems) != len(u.Elems) {
+		if len(t.Elems) != len(u.Elems) || !slices.Equal(t.Names, u.Names) {
 			return false
 		}
 		for i := range t.Elems {
@@ -322,6 +350,12 @@ func (t *Type) String() string {
 		parts := make([]string, len(t.Elems))
 		for i, e := range t.Elems {
 			parts[i] = e.String()
+			if t.Names != nil {
+				parts[i] = "." + t.Names[i] + " = " + parts[i]
+			}
+		}
+		if t.Names != nil {
+			return "record { " + strings.Join(parts, ", ") + " }"
 		}
 		return "(" + strings.Join(parts, ", ") + ")"
 	case Ptr:

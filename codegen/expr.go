@@ -45,6 +45,11 @@ func (g *gen) scalar(x syntax.Expr) operand {
 		return g.binary(x)
 	case *syntax.CondExpr:
 		return g.condScalar(x)
+	case *syntax.BlockExpr:
+		g.blockStmts(x)
+		return g.scalar(x.Value)
+	case *syntax.ComptimeExpr:
+		return g.scalar(x.X)
 	case *syntax.CastExpr:
 		op := g.owned(g.scalar(x.X))
 		t := g.typeOf(x)
@@ -61,9 +66,12 @@ func (g *gen) scalar(x syntax.Expr) operand {
 }
 
 func (g *gen) unary(x *syntax.UnaryExpr) operand {
-	if x.Op == syntax.MUL {
+	switch x.Op {
+	case syntax.MUL:
 		pl := g.placeOf(x)
 		return g.readScalar(pl, g.typeOf(x), nil)
+	case syntax.AND:
+		return g.addressOf(x)
 	}
 	op := g.owned(g.scalar(x.X))
 	r := g.work(op, asm.R0)
@@ -311,6 +319,19 @@ func (g *gen) condScalar(x *syntax.CondExpr) operand {
 	els, done := g.newLabel("else"), g.newLabel("fi")
 	c := g.scalar(x.Cond)
 	r := g.reg(c, asm.R0)
+	if x.X == nil {
+		// c ?: y: c's own value when it is not zero.
+		g.emit(asm.Mov.Reg(asm.R0, r))
+		g.free(c)
+		g.set(dst, asm.R0)
+		g.emit(asm.JNE.Imm(asm.R0, 0, done))
+		b := g.scalar(x.Y)
+		g.load(asm.R0, b)
+		g.free(b)
+		g.set(dst, asm.R0)
+		g.place(done)
+		return dst
+	}
 	g.free(c)
 	g.emit(asm.JEq.Imm(r, 0, els))
 	a := g.scalar(x.X)
@@ -518,10 +539,23 @@ func (g *gen) memInto(x syntax.Expr, dst mem, t *check.Type) {
 		if hasPadding(t) {
 			g.zero(dst)
 		}
+		// A record's fields are evaluated as written and stored where
+		// t, which may order them otherwise, has them.
 		for i, e := range x.Elems {
-			et := t.Elems[i]
-			g.storeValue(e, dst.at(t.Offsets[i], et.Size), et)
+			j := i
+			if x.Names != nil {
+				j = t.ElemIndex(x.Names[i].Name)
+			}
+			et := t.Elems[j]
+			g.storeValue(e, dst.at(t.Offsets[j], et.Size), et)
 		}
+		return
+	case *syntax.BlockExpr:
+		g.blockStmts(x)
+		g.memInto(x.Value, dst, t)
+		return
+	case *syntax.ComptimeExpr:
+		g.memInto(x.X, dst, t)
 		return
 	case *syntax.CondExpr:
 		els, done := g.newLabel("else"), g.newLabel("fi")
@@ -557,8 +591,12 @@ func (g *gen) convertMem(dst mem, dt *check.Type, src mem, st *check.Type) {
 			g.zero(dst)
 		}
 		for i := range dt.Elems {
-			de, se := dt.Elems[i], st.Elems[i]
-			g.convertMem(dst.at(dt.Offsets[i], de.Size), de, src.at(st.Offsets[i], se.Size), se)
+			j := i
+			if dt.Names != nil {
+				j = st.ElemIndex(dt.Names[i])
+			}
+			de, se := dt.Elems[i], st.Elems[j]
+			g.convertMem(dst.at(dt.Offsets[i], de.Size), de, src.at(st.Offsets[j], se.Size), se)
 		}
 	case dt.Kind == check.Int:
 		g.loadInt(asm.R0, src.base, src.off, st)

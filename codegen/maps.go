@@ -30,7 +30,7 @@ func (g *gen) key(x *syntax.MapExpr, m *Map) mem {
 	if hasPadding(m.Key) {
 		g.zero(k)
 	}
-	if len(x.Keys) == 1 && g.typeOf(x.Keys[0]).Kind == check.Tuple {
+	if kt := g.typeOf(x.Keys[0]); len(x.Keys) == 1 && kt.Kind == check.Tuple && !kt.IsRecord() {
 		// A tuple is the keys it holds; a hist's bucket word follows.
 		kt := check.TupleType(m.Keys)
 		g.memInto(x.Keys[0], k.at(0, kt.Size), kt)

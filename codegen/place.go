@@ -59,7 +59,7 @@ func (g *gen) placeOf(x syntax.Expr) loc {
 	case *syntax.FieldExpr:
 		bt := g.typeOf(x.X)
 		if bt.Kind == check.Tuple {
-			i := tupleIndex(x.Name)
+			i := bt.ElemIndex(x.Name)
 			base := g.memOf(x.X)
 			return loc{kind: locMem, m: base, off: bt.Offsets[i]}
 		}
@@ -104,14 +104,6 @@ func (g *gen) placeOf(x syntax.Expr) loc {
 	}
 	g.c.errorf(x, "cannot take the address of %s", syntax.String(x))
 	return loc{kind: locMem, m: g.alloc(8, 8)}
-}
-
-func tupleIndex(name string) int {
-	n := 0
-	for _, c := range name {
-		n = n*10 + int(c-'0')
-	}
-	return n
 }
 
 // dynamicIndex turns base[index] into a pointer location.

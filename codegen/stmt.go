@@ -178,6 +178,9 @@ func (g *gen) exprStmt(x syntax.Expr) {
 		g.place(els)
 		g.exprStmt(x.Y)
 		g.place(done)
+	case *syntax.BlockExpr:
+		g.blockStmts(x)
+		g.exprStmt(x.Value)
 	default:
 		if t := g.typeOf(x); t != nil && t.IsInt() {
 			g.free(g.scalar(x))
@@ -206,6 +209,12 @@ func (g *gen) stmt(s syntax.Stmt, lp *loop) {
 			g.zero(v)
 		}
 	case *syntax.IfStmt:
+		if taken, ok := g.p.ComptimeBranch(s); ok {
+			if taken != nil {
+				g.stmt(taken, lp)
+			}
+			return
+		}
 		els, done := g.newLabel("else"), g.newLabel("endif")
 		c := g.scalar(s.Cond)
 		r := g.reg(c, asm.R0)
@@ -246,9 +255,16 @@ func (g *gen) stmt(s syntax.Stmt, lp *loop) {
 		} else {
 			g.forRange(s)
 		}
+	case *syntax.DiscardStmt:
+		g.exprStmt(s.X)
 	case *syntax.JumpStmt:
 		switch s.Tok {
 		case syntax.RETURN:
+			if s.X != nil {
+				// A probe's return value means nothing; what computing
+				// it does still happens.
+				g.exprStmt(s.X)
+			}
 			g.emit(asm.Ja.Label(g.exitLabel))
 		case syntax.BREAK:
 			g.emit(asm.Ja.Label(lp.brk))

@@ -70,6 +70,10 @@ func appendValue(b []byte, v Value, div uint64, st style) ([]byte, error) {
 	case KindStrerror:
 		return append(b, strerror(int64(v.n))...), nil
 	case KindPointer:
+		if st.json {
+			// 0.26.1's JSON keeps pointers numbers.
+			return appendInt(b, v.n, false, 1, st), nil
+		}
 		b = append(b, "0x"...)
 		return strconv.AppendUint(b, v.n, 16), nil
 	case KindTuple:

@@ -13,6 +13,7 @@ import (
 
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/output"
@@ -102,11 +103,11 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		}
 		return output.IntN(word(b, t.Size), t.Size, t.Signed)
 	case check.Ptr:
-		if r != asValue {
+		if r != asValue || d.out.Compat != compat.V017 {
 			return output.Pointer(le.Uint64(b))
 		}
 		// 0.17 prints pointer values signed: kernel addresses are
-		// negative.
+		// negative; 0.26.1 prints them in hex.
 		return output.Int(int64(le.Uint64(b)))
 	case check.Str:
 		return output.String(cstring(b[:t.Size]))
@@ -114,6 +115,10 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		elems := make([]output.Value, len(t.Elems))
 		for i, e := range t.Elems {
 			elems[i] = d.value(e, b[t.Offsets[i]:], r)
+		}
+		if t.Names != nil {
+			// A record prints as a struct does.
+			return output.Record(t.Names, elems)
 		}
 		return output.Tuple(elems...)
 	case check.Array:

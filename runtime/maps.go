@@ -27,6 +27,9 @@ func (s *Session) readMap(gm *codegen.Map, dec *decoder) (*output.Map, error) {
 	m := s.coll.Maps[gm.Spec]
 	om := &output.Map{Name: gm.Display(), Kind: check.OutputKind(gm.Value)}
 	vt := gm.Value
+	if vt.Kind == check.Ptr && s.out.Compat != compat.V017 {
+		om.Kind = output.KindPointer // decoded as the value's address
+	}
 	keyed := gm.Keys != nil
 	// Hist and lhist elements are spread over one key per bucket; they
 	// are gathered per user key.

@@ -1,0 +1,84 @@
+package check
+
+import "kinst.dev/kinst/syntax"
+
+// blockExpr checks { stmts; value } in a scope of its own: its type is
+// its value's.
+func (c *checker) blockExpr(x *syntax.BlockExpr) *Type {
+	c.pushScope()
+	defer c.popScope()
+	// A loop around the block is not the block's to leave.
+	inLoop := c.inLoop
+	c.inLoop = 0
+	defer func() { c.inLoop = inLoop }()
+	for _, s := range x.Stmts {
+		c.stmt(s)
+	}
+	if x.Value == nil {
+		return nil
+	}
+	t := c.expr(x.Value)
+	if t != nil && !storable(t) {
+		c.errorf(x.Value, "a block's value cannot be a %s", t)
+		return nil
+	}
+	return t
+}
+
+// comptimeIf checks the condition of an if whose condition is comptime
+// and returns the branch it takes, nil for none, with ok set; the other
+// branch is neither checked nor compiled, as in bpftrace 0.26.1.
+func (c *checker) comptimeIf(s *syntax.IfStmt) (taken syntax.Stmt, ok bool) {
+	if _, ok := syntax.Unparen(s.Cond).(*syntax.ComptimeExpr); !ok {
+		return nil, false
+	}
+	if c.expr(s.Cond) == nil {
+		return nil, true
+	}
+	return c.probe.ComptimeBranch(s)
+}
+
+// ComptimeBranch is the branch an if with a comptime condition takes,
+// nil for none, with ok set; ok is false for an ordinary if.
+func (p *Probe) ComptimeBranch(s *syntax.IfStmt) (taken syntax.Stmt, ok bool) {
+	if _, ok := syntax.Unparen(s.Cond).(*syntax.ComptimeExpr); !ok {
+		return nil, false
+	}
+	v, known := p.Consts[s.Cond]
+	if !known {
+		return nil, true
+	}
+	if v.IsStr && v.Str != "" || !v.IsStr && v.Int != 0 {
+		return s.Then, true
+	}
+	return s.Else, true
+}
+
+// addressOf checks &x: the address of a scratch variable, which lives
+// in BPF memory as long as the probe runs.
+func (c *checker) addressOf(x *syntax.UnaryExpr) *Type {
+	v, ok := syntax.Unparen(x.X).(*syntax.VarExpr)
+	if !ok {
+		c.errorf(x, "& takes the address of a variable, as in &$x")
+		return nil
+	}
+	t := c.expr(v)
+	if t == nil {
+		return nil
+	}
+	return &Type{Kind: Ptr, Size: 8, Elem: t, Space: KernelSpace}
+}
+
+// typeOf gives the type typeof(x) means: x's, or the type x names when
+// it is a bare name such as size_t that no builtin has.
+func (c *checker) typeOf(x syntax.Expr) *Type {
+	if id, ok := x.(*syntax.Ident); ok {
+		if t := intTypeNames[id.Name]; t != nil {
+			return t
+		}
+		if t := c.namedType(syntax.IDENT, id.Name, nil); t != nil {
+			return t
+		}
+	}
+	return c.expr(x)
+}
