@@ -1,0 +1,126 @@
+package main
+
+import (
+	"testing"
+
+	"kinst.dev/kinst/internal/testenv"
+)
+
+// TestRecords: bpftrace 0.26.1's records, (a = 1, b = "x"): field
+// access, printing, evaluation order, as map keys and values.
+func TestRecords(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "access", prog: `begin { $v = 99; $t = (a=0, b=1, c="str", d=(5, 6), e=$v); printf("%d %d %s %d %d %d\n", $t.a, $t.b, $t.c, $t.d.0, $t.d.1, $t.e); exit(); }`,
+			want: "0 1 str 5 6 99\n\n\n"},
+		{name: "print", prog: `begin { $v = (x=1, y=2); $t = (a=0, b=1, c="str", d=(5, 6), e=$v); print($t); exit(); }`,
+			want: "{ .a = 0, .b = 1, .c = str, .d = (5, 6), .e = { .x = 1, .y = 2 } }\n\n\n"},
+		// Fields are evaluated as written; the variable keeps the order
+		// of its first record.
+		{name: "order", prog: `begin { $a = (foo={ printf("hello"); 1 }, bar={ printf("world"); 2 }); $a = (bar={ printf("hello"); 1 }, foo={ printf("world\n"); 2 }); print($a); exit(); }`,
+			want: "helloworldhelloworld\n{ .foo = 2, .bar = 1 }\n\n\n"},
+		{name: "map keys and values", prog: `begin { @[(a=1, b="x")] = (c=2, d=(e=3)); @[(b="yy", a=2)] = (d=(e=4), c=5); exit(); }`,
+			want: "\n\n@[{ .a = 1, .b = x }]: { .c = 2, .d = { .e = 3 } }\n@[{ .a = 2, .b = yy }]: { .c = 5, .d = { .e = 4 } }\n",
+			v017: "\n\n@[{.a=1,.b=x}]: { .c = 2, .d = { .e = 3 } }\n@[{.a=2,.b=yy}]: { .c = 5, .d = { .e = 4 } }\n"},
+		{name: "json", prog: `begin { $v = (x=1, y=2); @a = (a=0, b=1, c="str", d=(5, 6), e=$v); exit(); }`, args: []string{"-f", "json"},
+			want: `{"type": "map", "data": {"@a": {"a": 0, "b": 1, "c": "str", "d": [5,6], "e": {"x": 1, "y": 2}}}}` + "\n", defaultOnly: true},
+		{name: "no such field", prog: `begin { $r = (a = 1, bb = 2); print($r.b); }`, code: 1,
+			stderr: "-e:1:37: record { .a = int64, .bb = int64 } has no field b\n" +
+				"begin { $r = (a = 1, bb = 2); print($r.b); }\n" +
+				"                                    ^~~~\n", defaultOnly: true},
+		{name: "no such field, a near one", prog: `begin { $r = (size = 1, color = 2); print($r.colour); }`, code: 1,
+			stderr: "-e:1:43: record { .size = int64, .color = int64 } has no field colour (did you mean color?)\n" +
+				"begin { $r = (size = 1, color = 2); print($r.colour); }\n" +
+				"                                          ^~~~~~~~~\n", defaultOnly: true},
+		{name: "field named twice", prog: `begin { $r = (a = 1, a = 2); }`, code: 1,
+			stderr: "-e:1:22: record field a is named twice\n" +
+				"begin { $r = (a = 1, a = 2); }\n" +
+				"                     ^\n", defaultOnly: true},
+		{name: "different fields", prog: `begin { $r = (a = 1); $r = (b = 1); }`, code: 1,
+			stderr: "-e:1:23: $r holds record { .a = int64 } values; cannot assign record { .b = int64 }\n" +
+				"begin { $r = (a = 1); $r = (b = 1); }\n" +
+				"                      ^~~~~~~~~~~~\n", defaultOnly: true},
+	})
+}
+
+// TestValueExpressions: ?: with an empty middle, block expressions, the
+// discard statement and return with a value, as bpftrace 0.26.1 has them.
+func TestValueExpressions(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "elvis", prog: `begin { $x = 1; $a = $x ?: 10; $b = 0 ?: 20; $n = 0; $c = $n++ ?: 30; print(($a, $b, $c, $n)); exit(); }`,
+			want: "(1, 20, 30, 1)\n\n\n"},
+		{name: "block", prog: `begin { let $a = { let $b = 1; $b }; print($a); $x = { $y = { $z = 10; $z + 5 }; $y * 2 }; print($x); exit(); }`,
+			want: "1\n30\n\n\n"},
+		{name: "block statements run", prog: `begin { print({ $x = 1; print("bob"); $x > 1 }); if ({ let $a = 2; $a == 2 }) { print("yes"); } exit(); }`,
+			want: "bob\nfalse\nyes\n\n\n", v017: "bob\n0\nyes\n\n\n"},
+		{name: "block string", prog: `begin { $s = { $t = "ab"; $t }; @m[{ "k" }] = { (1, "v") }; print($s); exit(); }`,
+			want: "ab\n\n\n@m[k]: (1, v)\n"},
+		{name: "discard", prog: `begin { _ = { print(1); 1 }; @m[1] = 1; _ = delete(@m, 1); exit(); }`,
+			want: "1\n\n\n", v017: "1\n\n\n\n"},
+		{name: "return", prog: `begin { $a = 1; print($a); if ($a) { return $a + 1; } print(2); } begin { exit(); }`,
+			want: "1\n\n\n"},
+		{name: "block without value", prog: `begin { $a = { $b = 1; }; }`, code: 1,
+			stderr: "-e:1:14: a block used as a value must end in an expression without ';'\n" +
+				"begin { $a = { $b = 1; }; }\n" +
+				"             ^~~~~~~~~~~\n"},
+		{name: "break out of a block", prog: `begin { while (1) { $a = { break; 1 }; } }`, code: 1,
+			stderr: "-e:1:28: break is only allowed inside a loop\n" +
+				"begin { while (1) { $a = { break; 1 }; } }\n" +
+				"                           ^~~~~\n"},
+	})
+}
+
+// TestComptime: an if whose condition is comptime compiles only the
+// branch it takes; a comptime value must be known when compiling.
+func TestComptime(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "taken", prog: `begin { if comptime (1 + 1 == 2) { print("yes"); } else { print(nosuch); } if (comptime 0) { $x = "a" + 1; } else if comptime "s" { print("str"); } $c = comptime (2 * 3); print($c); exit(); }`,
+			want: "yes\nstr\n6\n\n\n"},
+		{name: "not constant", prog: `begin { $x = 1; if comptime ($x > 0) { } }`, code: 1,
+			stderr: "-e:1:29: comptime needs a value known when the program is compiled\n" +
+				"begin { $x = 1; if comptime ($x > 0) { } }\n" +
+				"                            ^~~~~~~~\n"},
+	})
+}
+
+// TestAddressOf: &$x is where the variable lives; 0.26.1 prints
+// pointers in hex in text, as numbers in JSON.
+func TestAddressOf(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "int", prog: `begin { $a = 1; $b = &$a; print(*$b); *$b; $a = 5; printf("%d\n", *$b); exit(); }`,
+			want: "1\n5\n\n\n"},
+		{name: "tuple", prog: `begin { $a = (1, "hello", 2); print(*(&$a)); exit(); }`,
+			want: "(1, hello, 2)\n\n\n"},
+		{name: "string bytes", prog: `begin { $a = "hello"; $b = (int8 *)&$a; printf("%c %c\n", *$b, *++$b); exit(); }`,
+			want: "h e\n\n\n"},
+		{name: "bitfields", prog: `struct foo { unsigned long long x_0:1; unsigned long long x_1:1; unsigned long long x_2:2; } begin { $val = (uint64)0x1e; $f = *(struct foo *)(&$val); print($f); exit(); }`,
+			want: "{ .x_0 = 0, .x_1 = 1, .x_2 = 3 }\n\n\n"},
+		{name: "not a variable", prog: `begin { $b = &1; }`, code: 1,
+			stderr: "-e:1:14: & takes the address of a variable, as in &$x\n" +
+				"begin { $b = &1; }\n" +
+				"             ^~\n"},
+		{name: "pointer values", prog: `begin { @ = (int8 *)0x32; @ += 1; print(((uint16 *)0x34, 1)); exit(); }`,
+			want: "(0x34, 1)\n\n\n@: 0x33\n", v017: "(52, 1)\n\n\n@: 51\n"},
+		{name: "pointer values in json", prog: `begin { @ = (int8 *)0x32; @ += 1; exit(); }`, args: []string{"-f", "json"},
+			want: `{"type": "map", "data": {"@": 51}}` + "\n", defaultOnly: true},
+	})
+}
+
+// TestTypeIntrospection: typeof where a type goes, and offsetof of a
+// member's member.
+func TestTypeIntrospection(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "typeof", prog: `begin { $x = (uint16)5; let $y: typeof($x) = 7; $z = (typeof($x))70000; print(($y, $z, sizeof(typeof($x)), sizeof(typeof(uint8 *)))); exit(); }`,
+			want: "(7, 4464, 2, 8)\n\n\n"},
+		{name: "offsetof", prog: `struct Foo { int x; struct Bar { char c; int x; } bar; } begin { printf("%d %d %d\n", offsetof(struct Foo, x), offsetof(struct Foo, bar), offsetof(struct Foo, bar.x)); exit(); }`,
+			want: "0 4 8\n\n\n"},
+		{name: "offsetof no member", prog: `struct Foo { int x; struct Bar { int x; } bar; } begin { print(offsetof(struct Foo, bar.y)); }`, code: 1,
+			stderr: "-e:1:64: struct Bar has no field y\n" +
+				"struct Foo { int x; struct Bar { int x; } bar; } begin { print(offsetof(struct Foo, bar.y)); }\n" +
+				"                                                               ^~~~~~~~~~~~~~~~~~~~~~~~~~~\n"},
+	})
+}
