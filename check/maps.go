@@ -1,6 +1,7 @@
 package check
 
 import (
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -149,14 +150,19 @@ func (c *checker) keyTypes(x *syntax.MapExpr) ([]*Type, bool) {
 		elems := []*Type{t}
 		if t.Kind == Tuple && !t.IsRecord() {
 			// A tuple key is its elements: @m[(1, "a")] is @m[1, "a"].
-			if len(x.Keys) > 1 {
+			// bpftrace 0.26.1 takes a tuple among several keys, and
+			// tuples inside a key, as 0.17 does not.
+			if len(x.Keys) > 1 && c.conf.Compat == compat.V017 {
 				c.errorf(k, "a tuple cannot be one of several keys: give its elements as keys, as in @m[a, b]")
 				return nil, false
 			}
-			elems = t.Elems
+			if len(x.Keys) == 1 {
+				elems = t.Elems
+			}
 		}
 		for _, t := range elems {
-			if !storable(t) || t.Kind == Void || t.Kind == Tuple && !t.IsRecord() {
+			nested := t.Kind == Tuple && !t.IsRecord() && c.conf.Compat == compat.V017
+			if !storable(t) || t.Kind == Void || nested {
 				c.errorf(k, "a %s value cannot be a map key", t)
 				return nil, false
 			}

@@ -215,6 +215,19 @@ func appendKey(b []byte, v Value, old bool) ([]byte, error) {
 			}
 		}
 		return append(b, ']'), nil
+	case KindTuple:
+		// A tuple inside a key, as bpftrace 0.26.1 takes them.
+		b = append(b, '(')
+		for i, e := range v.elems() {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			var err error
+			if b, err = appendKey(b, e, old); err != nil {
+				return b, err
+			}
+		}
+		return append(b, ')'), nil
 	case KindRecord:
 		open, eq, sep, close := "{", "=", ",", "}"
 		if !old {

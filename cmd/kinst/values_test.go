@@ -124,3 +124,23 @@ func TestTypeIntrospection(t *testing.T) {
 				"                                                               ^~~~~~~~~~~~~~~~~~~~~~~~~~~\n"},
 	})
 }
+
+// TestNestedTupleKeys: bpftrace 0.26.1 takes a tuple among a map's keys
+// and inside a tuple key; 0.17 refuses both.
+func TestNestedTupleKeys(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "widened", prog: `begin { $a = (1, (123, (uint64)1234)); $b = (4, (1234, (uint8)123)); @a[$a] = 1; @a[$b] = 2; exit(); }`,
+			want: "\n\n@a[1, (123, 1234)]: 1\n@a[4, (1234, 123)]: 2\n", defaultOnly: true},
+		{name: "among keys", prog: `begin { @["hi", ("hellolongstr", 2)] = 1; @["hellolongstr", ("hi", 5)] = 2; print(has_key(@, ("hi", ("hellolongstr", 2)))); exit(); }`,
+			want: "true\n\n\n@[hi, (hellolongstr, 2)]: 1\n@[hellolongstr, (hi, 5)]: 2\n", defaultOnly: true},
+		{name: "json", prog: `begin { @a[-1, (-2, "x")] = 10; exit(); }`, args: []string{"-f", "json"},
+			want: `{"type": "map", "data": {"@a": {"-1,(-2,x)": 10}}}` + "\n", defaultOnly: true},
+	})
+	const prog = `begin { @a[1, (2, 3)] = 1; exit(); }`
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", prog).want(t, 0, "\n\n@a[1, (2, 3)]: 1\n", "")
+	kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "-q", "-e", prog).want(t, 1, "",
+		"-e:1:15: a tuple cannot be one of several keys: give its elements as keys, as in @m[a, b]\n"+
+			prog+"\n"+
+			"              ^~~~~~\n")
+}
