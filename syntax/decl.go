@@ -474,7 +474,7 @@ func (p *parser) parseCType(top bool) *CType {
 			}
 		}
 		p.next()
-		if p.isAttribute() {
+		for p.isAttribute() {
 			t.EndPos = p.parseAttribute(&t.Packed, &t.Align)
 		}
 	case IDENT:

@@ -183,6 +183,7 @@ BEGIN { let $x: string[8] = "a"; let $y; let $p: struct task_struct *; let $u: u
 		"struct a { int x; } BEGIN { } union u { long l; char c[2][3]; }; END { }",
 		"typedef struct { unsigned int f : 3, : 5; void (*cb)(int, char *); } t, *pt; enum e { A, B = 1 << 3 }; struct fwd; BEGIN { }",
 		"struct p { char a; int b __attribute__((aligned(8))); } __attribute__((packed)) BEGIN { } struct __attribute__((__packed__, aligned(4))) q { int x; }; END { }",
+		"struct s { int x; } __attribute__((packed)) __attribute__((aligned(4))) BEGIN { }",
 		"begin { $a = { let $b = 1; $b }; print({ $x = 1; print(\"bob\"); $x > 1 }); if ({ true }) { } _ = { print(1); 1 }; return $a; }",
 		"begin { let $y: typeof($x) = 1; $t = (a = 0, b = { 1 }); $u = $x ?: 2; if comptime (1 + 1) { } else if (comptime 0) { } }",
 	}

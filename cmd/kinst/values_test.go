@@ -118,6 +118,8 @@ func TestTypeIntrospection(t *testing.T) {
 			want: "(7, 4464, 2, 8)\n\n\n"},
 		{name: "offsetof", prog: `struct Foo { int x; struct Bar { char c; int x; } bar; } begin { printf("%d %d %d\n", offsetof(struct Foo, x), offsetof(struct Foo, bar), offsetof(struct Foo, bar.x)); exit(); }`,
 			want: "0 4 8\n\n\n"},
+		{name: "struct attributes", prog: `struct foo { int x; char y; int z; } struct bar { int x; char y; int z; } __attribute__((packed)) struct bar2 { int x; char y; int z; } __attribute__((packed)) /**/ __attribute__ /**/ ((aligned(1))) begin { print((sizeof(struct foo), sizeof(struct bar), sizeof(struct bar2))); exit(); }`,
+			want: "(12, 9, 9)\n\n\n"},
 		{name: "offsetof no member", prog: `struct Foo { int x; struct Bar { int x; } bar; } begin { print(offsetof(struct Foo, bar.y)); }`, code: 1,
 			stderr: "-e:1:64: struct Bar has no field y\n" +
 				"struct Foo { int x; struct Bar { int x; } bar; } begin { print(offsetof(struct Foo, bar.y)); }\n" +
