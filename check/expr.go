@@ -712,6 +712,20 @@ func (c *checker) index(x *syntax.IndexExpr) *Type {
 		return nil
 	}
 	switch t.Kind {
+	case Tuple:
+		// bpftrace 0.26.1 indexes a tuple as $t[1], with a constant.
+		v, ok := c.probe.Consts[x.Index]
+		switch {
+		case t.Names != nil:
+		case !ok:
+			c.errorf(x.Index, "a tuple's index must be known when the program is compiled, as in $t[1]")
+			return nil
+		case v.Int >= uint64(len(t.Elems)):
+			c.errorf(x.Index, "tuple %s has no element %d", t, int64(v.Int))
+			return nil
+		default:
+			return t.Elems[v.Int]
+		}
 	case Array:
 		if v, ok := c.probe.Consts[x.Index]; ok && v.Int >= uint64(t.Len) {
 			c.errorf(x, "the index %d is out of bounds for array of size %d", int64(v.Int), t.Len)

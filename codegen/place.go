@@ -72,6 +72,11 @@ func (g *gen) placeOf(x syntax.Expr) loc {
 		return base
 	case *syntax.IndexExpr:
 		bt := g.typeOf(x.X)
+		if bt.Kind == check.Tuple {
+			// The index is a constant, as for $t.1.
+			i := int(g.p.Consts[x.Index].Int)
+			return loc{kind: locMem, m: g.memOf(x.X), off: bt.Offsets[i]}
+		}
 		elem := bt.Elem
 		if bt.Kind == check.Str {
 			elem = check.TInt8

@@ -146,3 +146,21 @@ func TestNestedTupleKeys(t *testing.T) {
 			prog+"\n"+
 			"              ^~~~~~\n")
 }
+
+// TestTupleIndex: $t[N] with a constant N reads a tuple's element, as
+// $t.N does.
+func TestTupleIndex(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "constant", prog: `begin { $a = (1, "two", 3); print(($a[1 + 1], $a[1])); @t = (4, 5); print((@t)[1]); exit(); }`,
+			want: "(3, two)\n5\n\n\n@t: (4, 5)\n"},
+		{name: "variable", prog: `begin { $a = (1, 2); $i = 1; print($a[$i]); }`, code: 1,
+			stderr: "-e:1:39: a tuple's index must be known when the program is compiled, as in $t[1]\n" +
+				"begin { $a = (1, 2); $i = 1; print($a[$i]); }\n" +
+				"                                      ^~\n"},
+		{name: "out of range", prog: `begin { $a = (1, 2); print($a[2]); }`, code: 1,
+			stderr: "-e:1:31: tuple (int64, int64) has no element 2\n" +
+				"begin { $a = (1, 2); print($a[2]); }\n" +
+				"                              ^\n"},
+	})
+}
