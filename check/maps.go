@@ -12,6 +12,12 @@ var aggregations = map[string]bool{
 }
 
 func (c *checker) assign(s *syntax.AssignStmt) {
+	if b, call := AggregateBlock(s.Rhs); call != nil {
+		c.inBlock(b, func() {
+			c.assign(&syntax.AssignStmt{Lhs: s.Lhs, OpPos: s.OpPos, Op: s.Op, Rhs: call})
+		})
+		return
+	}
 	if call, ok := s.Rhs.(*syntax.CallExpr); ok && aggregations[call.Fun.Name] {
 		m, ok := s.Lhs.(*syntax.MapExpr)
 		if !ok || s.Op != syntax.ASSIGN {

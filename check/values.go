@@ -4,7 +4,23 @@ import "kinst.dev/kinst/syntax"
 
 // blockExpr checks { stmts; value } in a scope of its own: its type is
 // its value's.
-func (c *checker) blockExpr(x *syntax.BlockExpr) *Type {
+func (c *checker) blockExpr(x *syntax.BlockExpr) (t *Type) {
+	c.inBlock(x, func() {
+		if x.Value == nil {
+			return
+		}
+		t = c.expr(x.Value)
+		if t != nil && !storable(t) {
+			c.errorf(x.Value, "a block's value cannot be a %s", t)
+			t = nil
+		}
+	})
+	return t
+}
+
+// inBlock checks the statements of x in a scope of their own, then
+// calls value in that scope.
+func (c *checker) inBlock(x *syntax.BlockExpr, value func()) {
 	c.pushScope()
 	defer c.popScope()
 	// A loop around the block is not the block's to leave.
@@ -14,15 +30,20 @@ func (c *checker) blockExpr(x *syntax.BlockExpr) *Type {
 	for _, s := range x.Stmts {
 		c.stmt(s)
 	}
-	if x.Value == nil {
-		return nil
+	value()
+}
+
+// AggregateBlock returns the aggregation call that ends block x, as in
+// @m = { $v = 1; avg($v) }, or nil.
+func AggregateBlock(x syntax.Expr) (*syntax.BlockExpr, *syntax.CallExpr) {
+	b, ok := x.(*syntax.BlockExpr)
+	if !ok {
+		return nil, nil
 	}
-	t := c.expr(x.Value)
-	if t != nil && !storable(t) {
-		c.errorf(x.Value, "a block's value cannot be a %s", t)
-		return nil
+	if call, ok := b.Value.(*syntax.CallExpr); ok && aggregations[call.Fun.Name] {
+		return b, call
 	}
-	return t
+	return nil, nil
 }
 
 // comptimeIf checks the condition of an if whose condition is comptime

@@ -542,6 +542,11 @@ func btfFunc(name string, n int) *btf.Func {
 }
 
 func (g *gen) assign(s *syntax.AssignStmt) {
+	if b, call := check.AggregateBlock(s.Rhs); call != nil {
+		g.blockStmts(b)
+		g.assign(&syntax.AssignStmt{Lhs: s.Lhs, OpPos: s.OpPos, Op: s.Op, Rhs: call})
+		return
+	}
 	if call, ok := s.Rhs.(*syntax.CallExpr); ok {
 		if c := g.p.Calls[call]; c != nil && c.Map != nil && c.Map.Value.IsAggregation() && s.Op == syntax.ASSIGN {
 			g.aggregate(s.Lhs.(*syntax.MapExpr), call, c)

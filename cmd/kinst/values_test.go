@@ -56,6 +56,8 @@ func TestValueExpressions(t *testing.T) {
 			want: "bob\nfalse\nyes\n\n\n", v017: "bob\n0\nyes\n\n\n"},
 		{name: "block string", prog: `begin { $s = { $t = "ab"; $t }; @m[{ "k" }] = { (1, "v") }; print($s); exit(); }`,
 			want: "ab\n\n\n@m[k]: (1, v)\n"},
+		{name: "block aggregating", prog: `begin { @ = { let $a = 100; avg($a) }; @c[1] = { $x = 2; count() }; exit(); }`,
+			want: "\n\n@: 100\n@c[1]: 1\n", v017: "\n\n@: 100\n\n@c[1]: 1\n"},
 		{name: "discard", prog: `begin { _ = { print(1); 1 }; @m[1] = 1; _ = delete(@m, 1); exit(); }`,
 			want: "1\n\n\n", v017: "1\n\n\n\n"},
 		{name: "return", prog: `begin { $a = 1; print($a); if ($a) { return $a + 1; } print(2); } begin { exit(); }`,
