@@ -588,10 +588,27 @@ func unifyRecords(a, b *Type) (*Type, bool) {
 }
 
 func (c *checker) cast(x *syntax.CastExpr) *Type {
-	t := c.typeExpr(x.Type)
+	te := x.Type
+	if te.Len < 0 {
+		elem := *te
+		elem.Len = 0
+		te = &elem
+	}
+	t := c.typeExpr(te)
 	xt := c.expr(x.X)
 	if t == nil || xt == nil {
 		return nil
+	}
+	if x.Type.Len < 0 {
+		// T[]: as many elements as the value's bytes make.
+		if t.Size == 0 || xt.Size%t.Size != 0 {
+			c.errorf(x, "cannot cast %s to %s[]: its %d bytes are no whole number of elements", xt, t, xt.Size)
+			return nil
+		}
+		t = &Type{Kind: Array, Size: xt.Size, Elem: t, Len: xt.Size / t.Size}
+	}
+	if t.Kind == Array || xt.Kind == Array {
+		return c.arrayCast(x, t, xt)
 	}
 	if !xt.IsInt() {
 		c.errorf(x, "cannot cast %s to %s", xt, t)
@@ -640,6 +657,13 @@ func (c *checker) typeExpr(te *syntax.TypeExpr) *Type {
 	}
 	for i := 0; i < te.Ptr; i++ {
 		t = &Type{Kind: Ptr, Size: 8, Elem: t, Space: space}
+	}
+	switch {
+	case te.Len > 0:
+		t = &Type{Kind: Array, Size: t.Size * te.Len, Elem: t, Len: te.Len}
+	case te.Len < 0:
+		c.errorf(te, "only a cast takes an array type without a size, as in (int8[])x")
+		return nil
 	}
 	return t
 }

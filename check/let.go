@@ -126,18 +126,15 @@ func (c *checker) letStmt(s *syntax.LetStmt) {
 	}
 }
 
-// letType resolves a let annotation: a type a cast may name, or
-// string[N] (string alone is a string of the configured length).
+// letType resolves a let annotation: a type a cast may name, an array
+// of one, T[N], or string[N] (string alone is a string of the
+// configured length).
 func (c *checker) letType(te *syntax.TypeExpr) *Type {
 	if te.Kind == syntax.IDENT && te.Name == "string" && te.Ptr == 0 {
 		if te.Len > 0 {
 			return StrType(te.Len)
 		}
 		return StrType(c.conf.StrLen)
-	}
-	if te.Len > 0 {
-		c.errorf(te, "only string takes a size in a let annotation")
-		return nil
 	}
 	return c.typeExpr(te)
 }

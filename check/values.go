@@ -103,3 +103,20 @@ func (c *checker) typeOf(x syntax.Expr) *Type {
 	}
 	return c.expr(x)
 }
+
+// arrayCast checks a cast between an integer array and an integer, a
+// string or an array of the same size, as bpftrace 0.26.1 has them.
+func (c *checker) arrayCast(x *syntax.CastExpr, t, xt *Type) *Type {
+	intArray := func(a *Type) bool { return a.Kind == Array && a.Elem.Kind == Int }
+	ok := intArray(t) && (xt.Kind == Int || xt.Kind == Str || intArray(xt)) ||
+		t.Kind == Int && intArray(xt)
+	if !ok {
+		c.errorf(x, "cannot cast %s to %s: only integers and integer arrays cast to each other", xt, t)
+		return nil
+	}
+	if t.Size != xt.Size {
+		c.errorf(x, "cannot cast %s to %s: their sizes differ (%d and %d bytes)", xt, t, xt.Size, t.Size)
+		return nil
+	}
+	return t
+}

@@ -51,6 +51,9 @@ func (g *gen) scalar(x syntax.Expr) operand {
 	case *syntax.ComptimeExpr:
 		return g.scalar(x.X)
 	case *syntax.CastExpr:
+		if g.typeOf(x.X).Kind == check.Array {
+			return g.arrayToInt(x)
+		}
 		op := g.owned(g.scalar(x.X))
 		t := g.typeOf(x)
 		r := g.work(op, asm.R0)
@@ -557,6 +560,11 @@ func (g *gen) memInto(x syntax.Expr, dst mem, t *check.Type) {
 	case *syntax.ComptimeExpr:
 		g.memInto(x.X, dst, t)
 		return
+	case *syntax.CastExpr:
+		if xt.Kind == check.Array {
+			g.castToArray(x, dst)
+			return
+		}
 	case *syntax.CondExpr:
 		els, done := g.newLabel("else"), g.newLabel("fi")
 		c := g.scalar(x.Cond)

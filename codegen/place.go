@@ -104,7 +104,7 @@ func (g *gen) placeOf(x syntax.Expr) loc {
 		return g.dynamicIndex(base, x, elem.Size)
 	case *syntax.VarExpr:
 		return loc{kind: locMem, m: g.vars[x.Name]}
-	case *syntax.MapExpr, *syntax.CallExpr, *syntax.StringLit:
+	case *syntax.MapExpr, *syntax.CallExpr, *syntax.StringLit, *syntax.CastExpr, *syntax.TupleExpr, *syntax.BlockExpr:
 		return loc{kind: locMem, m: g.memOf(x)}
 	}
 	g.c.errorf(x, "cannot take the address of %s", syntax.String(x))

@@ -24,3 +24,30 @@ func (g *gen) addressOf(x *syntax.UnaryExpr) operand {
 	g.set(t, r)
 	return t
 }
+
+// arrayToInt generates (uintN)a for an integer array a of N bits: its
+// bytes read as one integer, from an aligned copy.
+func (g *gen) arrayToInt(x *syntax.CastExpr) operand {
+	st := g.typeOf(x.X)
+	a := g.alloc(st.Size, 8)
+	g.memInto(x.X, a, st)
+	t := g.newTemp()
+	r := g.work(t, asm.R0)
+	g.loadInt(r, a.base, a.off, g.typeOf(x))
+	g.set(t, r)
+	return t
+}
+
+// castToArray generates (T[N])v into dst: the bytes of v, an integer,
+// a string or another array of dst's size.
+func (g *gen) castToArray(x *syntax.CastExpr, dst mem) {
+	st := g.typeOf(x.X)
+	if !st.InRegister() {
+		g.memInto(x.X, dst, st)
+		return
+	}
+	// An integer is stored whole, which needs an aligned place.
+	a := g.alloc(st.Size, 8)
+	g.storeValue(x.X, a, st)
+	g.copyMem(dst, a)
+}

@@ -304,7 +304,8 @@ type (
 		Kind    Token // IDENT, STRUCT, UNION or ENUM
 		Name    string
 		Ptr     int
-		// Len is N in a let annotation string[N], else 0.
+		// Len is N in string[N] or an array type T[N], -1 in T[] (a
+		// cast's, sized by the value cast), else 0.
 		Len int
 		// Of is the operand of typeof(…) (Name "typeof"): a
 		// *TypeExpr or an expression whose type is meant.

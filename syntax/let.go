@@ -173,21 +173,6 @@ func (p *parser) parseLet() Stmt {
 	if p.tok == COLON {
 		p.next()
 		s.Type = p.parseType()
-		if p.tok == LBRACK {
-			p.next()
-			if p.tok == INT {
-				if n, err := parseInt(p.lit); err == nil && n > 0 && n <= 1<<20 {
-					s.Type.Len = int(n)
-				} else {
-					p.error(p.pos, p.end, "bad string size %s", p.lit)
-				}
-				p.next()
-			} else {
-				p.errorExpected("a size")
-			}
-			s.Type.EndPos = p.end
-			p.expect(RBRACK)
-		}
 	}
 	if p.tok == ASSIGN {
 		p.next()

@@ -634,7 +634,7 @@ func (p *parser) isCast() bool {
 			return true
 		}
 		if intTypes[name] || p.typedefs[name] {
-			return t2 == RPAREN || t2 == MUL
+			return t2 == RPAREN || t2 == MUL || t2 == LBRACK
 		}
 		// A typedef must be a pointer to be told from (x * y).
 		return t2 == MUL && p.onlyStarsThenParen()
@@ -688,6 +688,26 @@ func (p *parser) parseType() *TypeExpr {
 		t.Ptr++
 		t.EndPos = p.end
 		p.next()
+	}
+	if p.tok == LBRACK {
+		// string[N], or an array type T[N]; T[] in a cast takes its
+		// length from the value cast.
+		p.next()
+		switch {
+		case p.tok == RBRACK:
+			t.Len = -1
+		case p.tok != INT:
+			p.errorExpected("a size")
+		default:
+			if n, err := parseInt(p.lit); err == nil && n > 0 && n <= 1<<20 {
+				t.Len = int(n)
+			} else {
+				p.error(p.pos, p.end, "bad size %s", p.lit)
+			}
+			p.next()
+		}
+		t.EndPos = p.end
+		p.expect(RBRACK)
 	}
 	return t
 }

@@ -354,8 +354,11 @@ func (p *printer) typ(t *TypeExpr) {
 		p.b.WriteByte(' ')
 		p.b.WriteString(strings.Repeat("*", t.Ptr))
 	}
-	if t.Len > 0 {
+	switch {
+	case t.Len > 0:
 		p.printf("[%d]", t.Len)
+	case t.Len < 0:
+		p.b.WriteString("[]")
 	}
 }
 

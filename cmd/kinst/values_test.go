@@ -166,3 +166,22 @@ func TestTupleIndex(t *testing.T) {
 				"                              ^\n"},
 	})
 }
+
+// TestArrayCasts: integers and integer arrays of one size cast to each
+// other, T[] takes its length from the value, and let takes an array
+// type.
+func TestArrayCasts(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "to array", prog: `begin { $a = (int8[8])12345; printf("%x %x %x\n", $a[0], $a[1], ((int8[])12345)[0]); print(((uint8[2])(uint16)0x0102, (int8[])"hi")); exit(); }`,
+			want: "39 30 39\n([2,1], [104,105,0])\n\n\n"},
+		{name: "to integer", prog: `begin { $a = (int8[8])12345; printf("%d %x\n", (uint64)$a, (uint32)pton("127.0.0.1")); exit(); }`,
+			want: "12345 100007f\n\n\n"},
+		{name: "let", prog: `begin { let $w: uint16[3]; $w = (uint16[3])(int8[6])"abcde"; print(($w[0], $w[2])); exit(); }`,
+			want: "(25185, 101)\n\n\n"},
+		{name: "sizes differ", prog: `begin { $b = (uint64)pton("127.0.0.1"); }`, code: 1,
+			stderr: "-e:1:14: cannot cast uint8[4] to uint64: their sizes differ (4 and 8 bytes)\n" +
+				"begin { $b = (uint64)pton(\"127.0.0.1\"); }\n" +
+				"             ^~~~~~~~~~~~~~~~~~~~~~~~~\n"},
+	})
+}
