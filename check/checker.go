@@ -176,6 +176,10 @@ type checker struct {
 	// failedVars names the variables whose first assignment had an
 	// error, so that their uses do not report it again.
 	failedVars map[string]bool
+	// bareLets names the variables of this probe declared by let $x;
+	// with neither type nor value, which read as zero of the type a
+	// later assignment gives them.
+	bareLets map[string]bool
 	// kept names the variables an if/else chain assigns in every branch,
 	// which stay in reach after it (see ifStmt), and whether a read of
 	// each was warned about.
@@ -481,6 +485,7 @@ func (c *checker) checkProbe(u unit) {
 	}
 	c.probe = p
 	c.failedVars = map[string]bool{}
+	c.bareLets = map[string]bool{}
 	c.kept = map[string]bool{}
 	c.seen = map[syntax.Expr]bool{}
 	c.scopes = nil

@@ -42,6 +42,9 @@ func (c *checker) expr1(x syntax.Expr) *Type {
 			return nil
 		}
 		v := c.probe.Vars[x.Name]
+		if v == nil && c.bareLets[x.Name] && !c.failedVars[x.Name] {
+			return c.bareLetRead(x)
+		}
 		if v == nil {
 			if !c.failedVars[x.Name] {
 				c.errorf(x, "variable $%s is used before it is assigned", syntax.SourceName(x.Name))

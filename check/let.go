@@ -123,7 +123,24 @@ func (c *checker) letStmt(s *syntax.LetStmt) {
 	}
 	if s.Rhs != nil {
 		c.assign(&syntax.AssignStmt{Lhs: s.Var, OpPos: s.Let, Op: syntax.ASSIGN, Rhs: s.Rhs})
+	} else if s.Type == nil {
+		c.bareLets[s.Var.Name] = true
 	}
+}
+
+// bareLetRead types a read of a variable a bare let declared before any
+// assignment: the type a previous pass saw assigned, or int64 once the
+// passes stop finding one; nil, with another pass asked for, before.
+func (c *checker) bareLetRead(x *syntax.VarExpr) *Type {
+	t := c.varTypes()[x.Name]
+	if t == nil {
+		if !c.defaultInts {
+			c.pending = true
+			return nil
+		}
+		t = TInt64
+	}
+	return c.defineVar(x, t).Type
 }
 
 // letType resolves a let annotation: a type a cast may name, an array

@@ -185,3 +185,15 @@ func TestArrayCasts(t *testing.T) {
 				"             ^~~~~~~~~~~~~~~~~~~~~~~~~\n"},
 	})
 }
+
+// TestBareLet: a variable declared by let $x; reads as zero of the type
+// a later assignment gives it.
+func TestBareLet(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "int", prog: `begin { let $a; if ($a) { $a = 1; } @b = $a; let $n; print($n); exit(); }`,
+			want: "0\n\n\n@b: 0\n"},
+		{name: "string", prog: `begin { let $s; printf("[%s]\n", $s); $s = "abc"; print($s); exit(); }`,
+			want: "[]\nabc\n\n\n"},
+	})
+}
