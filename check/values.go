@@ -76,11 +76,23 @@ func (p *Probe) ComptimeBranch(s *syntax.IfStmt) (taken syntax.Stmt, ok bool) {
 }
 
 // addressOf checks &x: the address of a scratch variable, which lives
-// in BPF memory as long as the probe runs.
+// in BPF memory as long as the probe runs, or &@m, the kernel's map
+// itself, an untyped pointer.
 func (c *checker) addressOf(x *syntax.UnaryExpr) *Type {
+	if m, ok := syntax.Unparen(x.X).(*syntax.MapExpr); ok && m.Keys == nil {
+		switch {
+		case c.prog.mapIndex[m.Name] != nil:
+			return &Type{Kind: Ptr, Size: 8, Space: KernelSpace}
+		case c.assigned[m.Name]:
+			c.pending = true
+		default:
+			c.errorf(m, "map @%s is read but never assigned", m.Name)
+		}
+		return nil
+	}
 	v, ok := syntax.Unparen(x.X).(*syntax.VarExpr)
 	if !ok {
-		c.errorf(x, "& takes the address of a variable, as in &$x")
+		c.errorf(x, "& takes the address of a variable or a map, as in &$x or &@m")
 		return nil
 	}
 	t := c.expr(v)

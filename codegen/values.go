@@ -14,13 +14,17 @@ func (g *gen) blockStmts(x *syntax.BlockExpr) {
 	}
 }
 
-// addressOf generates &$x: where the variable lives, on the stack or in
-// the scratch map.
+// addressOf generates &$x, where the variable lives, on the stack or in
+// the scratch map; or &@m, the map.
 func (g *gen) addressOf(x *syntax.UnaryExpr) operand {
-	v := g.vars[syntax.Unparen(x.X).(*syntax.VarExpr).Name]
 	t := g.newTemp()
 	r := g.work(t, asm.R0)
-	g.addr(r, v)
+	switch x := syntax.Unparen(x.X).(type) {
+	case *syntax.VarExpr:
+		g.addr(r, g.vars[x.Name])
+	case *syntax.MapExpr:
+		g.mapPtr(r, g.mapOf(x).Spec)
+	}
 	g.set(t, r)
 	return t
 }

@@ -100,8 +100,14 @@ func TestAddressOf(t *testing.T) {
 			want: "h e\n\n\n"},
 		{name: "bitfields", prog: `struct foo { unsigned long long x_0:1; unsigned long long x_1:1; unsigned long long x_2:2; } begin { $val = (uint64)0x1e; $f = *(struct foo *)(&$val); print($f); exit(); }`,
 			want: "{ .x_0 = 0, .x_1 = 1, .x_2 = 3 }\n\n\n"},
+		{name: "maps", prog: `begin { @a = 1; @b[1] = 2; $x = &@a; $y = &@b; print($x != 0 && $y != 0 && $x != $y); exit(); }`,
+			want: "true\n\n\n@a: 1\n@b[1]: 2\n", v017: "1\n\n\n@a: 1\n@b[1]: 2\n"},
+		{name: "map never assigned", prog: `begin { $x = &@a; }`, code: 1,
+			stderr: "-e:1:15: map @a is read but never assigned\n" +
+				"begin { $x = &@a; }\n" +
+				"              ^~\n"},
 		{name: "not a variable", prog: `begin { $b = &1; }`, code: 1,
-			stderr: "-e:1:14: & takes the address of a variable, as in &$x\n" +
+			stderr: "-e:1:14: & takes the address of a variable or a map, as in &$x or &@m\n" +
 				"begin { $b = &1; }\n" +
 				"             ^~\n"},
 		{name: "pointer values", prog: `begin { @ = (int8 *)0x32; @ += 1; print(((uint16 *)0x34, 1)); exit(); }`,
