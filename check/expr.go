@@ -754,7 +754,8 @@ func (c *checker) index(x *syntax.IndexExpr) *Type {
 			return t.Elems[v.Int]
 		}
 	case Array:
-		if v, ok := c.probe.Consts[x.Index]; ok && v.Int >= uint64(t.Len) {
+		// A flexible array member, T x[0], has no bound to check.
+		if v, ok := c.probe.Consts[x.Index]; ok && t.Len > 0 && v.Int >= uint64(t.Len) {
 			c.errorf(x, "the index %d is out of bounds for array of size %d", int64(v.Int), t.Len)
 			return nil
 		}

@@ -31,6 +31,8 @@ func TestValueTypes(t *testing.T) {
 		{`BEGIN { @x = comptime (1 + 2) }`, "int64"},
 		{`BEGIN { if comptime 1 { @x = "s" } else { @x = 1 } }`, "string[2]"},
 		{`BEGIN { let $a; @x = $a; $a = (uint8)1 }`, "uint8"},
+		// A flexible array member takes any index.
+		{`struct D { int x; int y[0]; } BEGIN { @x = ((struct D *)0)->y[3] }`, "int32"},
 	}
 	for _, tt := range tests {
 		wantValueOfX(t, tt.src, nil, tt.want)
