@@ -492,6 +492,12 @@ func describeNode(n Node) string {
 		return "tuple"
 	case *ParenExpr:
 		return "paren"
+	case *BlockExpr:
+		return "block expression"
+	case *ComptimeExpr:
+		return "comptime"
+	case *DiscardStmt:
+		return "discard"
 	case *SizeofExpr:
 		return "sizeof"
 	case *OffsetofExpr:
