@@ -566,6 +566,9 @@ func (g *gen) memInto(x syntax.Expr, dst mem, t *check.Type) {
 			return
 		}
 	case *syntax.CondExpr:
+		if x.X == nil {
+			break // c ?: y is an integer, generated below
+		}
 		els, done := g.newLabel("else"), g.newLabel("fi")
 		c := g.scalar(x.Cond)
 		r := g.reg(c, asm.R0)
