@@ -120,7 +120,9 @@ func (c *checker) expr1(x syntax.Expr) *Type {
 		if x.Type != nil {
 			t = c.typeExpr(x.Type)
 		} else {
-			t = c.expr(x.X)
+			// sizeof(size_t) names a kernel type the parser cannot
+			// tell from an expression.
+			t = c.typeOf(x.X)
 		}
 		if t == nil {
 			return nil

@@ -1,6 +1,10 @@
 package check
 
-import "kinst.dev/kinst/syntax"
+import (
+	"slices"
+
+	"kinst.dev/kinst/syntax"
+)
 
 // blockExpr checks { stmts; value } in a scope of its own: its type is
 // its value's.
@@ -105,7 +109,7 @@ func (c *checker) addressOf(x *syntax.UnaryExpr) *Type {
 // typeOf gives the type typeof(x) means: x's, or the type x names when
 // it is a bare name such as size_t that no builtin has.
 func (c *checker) typeOf(x syntax.Expr) *Type {
-	if id, ok := x.(*syntax.Ident); ok {
+	if id, ok := x.(*syntax.Ident); ok && !isBuiltinVar(id.Name) {
 		if t := intTypeNames[id.Name]; t != nil {
 			return t
 		}
@@ -114,6 +118,15 @@ func (c *checker) typeOf(x syntax.Expr) *Type {
 		}
 	}
 	return c.expr(x)
+}
+
+// isBuiltinVar reports whether name is a builtin variable such as pid
+// or arg0, which a type of the same name (the kernel's struct pid) does
+// not hide.
+func isBuiltinVar(name string) bool {
+	_, arg := argIndex(name)
+	_, sarg := stackArgIndex(name)
+	return arg || sarg || slices.Contains(builtinNames, name)
 }
 
 // arrayCast checks a cast between an integer array and an integer, a

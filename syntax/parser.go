@@ -648,18 +648,7 @@ func (p *parser) onlyStarsThenParen() bool {
 	off, nerr := p.s.off, len(p.errs)
 	defer func() { p.s.off = off; p.errs = p.errs[:nerr] }()
 	p.s.scan() // the identifier
-	n := 0
-	for {
-		tok, _, _, _ := p.s.scan()
-		switch tok {
-		case MUL:
-			n++
-		case RPAREN:
-			return n > 0
-		default:
-			return false
-		}
-	}
+	return p.starsThenParen()
 }
 
 func (p *parser) parseType() *TypeExpr {

@@ -102,6 +102,8 @@ func TestParseExpressions(t *testing.T) {
 		{"(typeof($x))$y", "(typeof($x))$y"},
 		{"(typeof(struct task_struct) *)$y", "(typeof(struct task_struct) *)$y"},
 		{"sizeof(typeof(uint8 *))", "sizeof(typeof(uint8 *))"},
+		{"sizeof(typeof(size_t *))", "sizeof(typeof(size_t *))"},
+		{"sizeof(typeof(size_t))", "sizeof(typeof(size_t))"},
 		{"offsetof(struct Foo, bar.x)", "offsetof(struct Foo, bar.x)"},
 		{"comptime (1 + 1)", "comptime (1 + 1)"},
 		{"comptime $x.0 + 1", "comptime $x.0 + 1"},

@@ -80,7 +80,7 @@ func (p *parser) parseTypeof(t *TypeExpr) {
 	t.Name = p.lit
 	p.next()
 	p.expect(LPAREN)
-	if p.isTypeStart() || p.tok == IDENT && p.peek() == MUL && p.onlyStarsThenParen() {
+	if p.isTypeStart() || p.tok == IDENT && p.starsThenParen() {
 		t.Of = p.parseType()
 	} else {
 		t.Of = p.parseExpr()
@@ -114,4 +114,23 @@ func (p *parser) parseRecord(lparen Pos) Expr {
 	}
 	x.Rparen = p.expect(RPAREN)
 	return x
+}
+
+// starsThenParen reports whether one or more '*' and a ')' are what the
+// scanner reads next, as after the type name in typeof(size_t *).
+func (p *parser) starsThenParen() bool {
+	off, nerr := p.s.off, len(p.errs)
+	defer func() { p.s.off = off; p.errs = p.errs[:nerr] }()
+	n := 0
+	for {
+		tok, _, _, _ := p.s.scan()
+		switch tok {
+		case MUL:
+			n++
+		case RPAREN:
+			return n > 0
+		default:
+			return false
+		}
+	}
 }
