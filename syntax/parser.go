@@ -636,8 +636,24 @@ func (p *parser) isCast() bool {
 		if intTypes[name] || p.typedefs[name] {
 			return t2 == RPAREN || t2 == MUL || t2 == LBRACK
 		}
-		// A typedef must be a pointer to be told from (x * y).
-		return t2 == MUL && p.onlyStarsThenParen()
+		// Another name, a kernel type's, is a type when what follows
+		// the ')' can only begin an operand, as bpftrace 0.26.1 reads
+		// (uint64_t)1; it must be a pointer to be told from (x * y).
+		return t2 == RPAREN && p.operandAfterParen() || t2 == MUL && p.onlyStarsThenParen()
+	}
+	return false
+}
+
+// operandAfterParen reports whether, after "(" IDENT ")", a token that
+// can only begin an operand follows.
+func (p *parser) operandAfterParen() bool {
+	off, nerr := p.s.off, len(p.errs)
+	defer func() { p.s.off = off; p.errs = p.errs[:nerr] }()
+	p.s.scan() // the identifier
+	p.s.scan() // ')'
+	switch tok, _, _, _ := p.s.scan(); tok {
+	case INT, STRING, VAR, MAP, PARAM, NPARAMS, IDENT, LPAREN, NOT, TILDE:
+		return true
 	}
 	return false
 }

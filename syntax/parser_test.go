@@ -104,6 +104,10 @@ func TestParseExpressions(t *testing.T) {
 		{"sizeof(typeof(uint8 *))", "sizeof(typeof(uint8 *))"},
 		{"sizeof(typeof(size_t *))", "sizeof(typeof(size_t *))"},
 		{"sizeof(typeof(size_t))", "sizeof(typeof(size_t))"},
+		{"(uint64_t)1", "(uint64_t)1"},
+		{"(u32)$x + (s8)-1", "(u32)$x + (s8) - 1"}, // - may be binary: not a cast
+		{"(pid) + 1", "(pid) + 1"},
+		{"(a) * (b)", "(a) * (b)"},
 		{"offsetof(struct Foo, bar.x)", "offsetof(struct Foo, bar.x)"},
 		{"comptime (1 + 1)", "comptime (1 + 1)"},
 		{"comptime $x.0 + 1", "comptime $x.0 + 1"},

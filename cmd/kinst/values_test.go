@@ -125,8 +125,8 @@ func TestTypeIntrospection(t *testing.T) {
 		{name: "typeof", prog: `begin { $x = (uint16)5; let $y: typeof($x) = 7; $z = (typeof($x))70000; print(($y, $z, sizeof(typeof($x)), sizeof(typeof(uint8 *)))); exit(); }`,
 			want: "(7, 4464, 2, 8)\n\n\n"},
 		// Bare names are the kernel's types, unless builtins have them.
-		{name: "kernel types", prog: `begin { let $a: typeof(size_t) = 1; let $b: typeof(size_t *) = &$a; print((*$b, sizeof(uint64_t), sizeof(typeof(size_t)), sizeof(comm))); exit(); }`,
-			want: "(1, 8, 8, 16)\n\n\n"},
+		{name: "kernel types", prog: `begin { let $a: typeof(size_t) = 1; let $b: typeof(size_t *) = &$a; $c = (uint64_t)1; $d = (char)2; $e = (char *)&$d; print((*$b, sizeof(uint64_t), sizeof(typeof(size_t)), sizeof(comm), $c, *$e)); exit(); }`,
+			want: "(1, 8, 8, 16, 1, 2)\n\n\n"},
 		{name: "offsetof", prog: `struct Foo { int x; struct Bar { char c; int x; } bar; } begin { printf("%d %d %d\n", offsetof(struct Foo, x), offsetof(struct Foo, bar), offsetof(struct Foo, bar.x)); exit(); }`,
 			want: "0 4 8\n\n\n"},
 		{name: "struct attributes", prog: `struct foo { int x; char y; int z; } struct bar { int x; char y; int z; } __attribute__((packed)) struct bar2 { int x; char y; int z; } __attribute__((packed)) /**/ __attribute__ /**/ ((aligned(1))) begin { print((sizeof(struct foo), sizeof(struct bar), sizeof(struct bar2))); exit(); }`,
