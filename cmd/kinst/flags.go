@@ -62,7 +62,7 @@ OPTIONS:
     --unsafe       allow unsafe builtin functions: system(), signal(), override()
     -q, --quiet    keep messages quiet: no "Attached N probes" line
     --info         print information about kernel BPF support
-    -k, --warnings warn when a map lookup or a probe read fails (0.17 mode:
+    -k, --warnings warn when a helper or a probe read fails (0.17 mode:
                    -k warns of failing helpers except reads, -kk of all)
     -V, --version  kinst version
     --no-warnings  disable all warning messages

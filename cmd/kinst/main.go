@@ -184,7 +184,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if mode != compat.V017 {
 		switch {
 		case checks.n > 1:
-			fmt.Fprintf(stderr, "kinst: -kk has been deprecated: a single -k warns of failed map lookups and probe reads\n")
+			fmt.Fprintf(stderr, "kinst: -kk has been deprecated: a single -k warns of failed helpers, probe reads included\n")
 			return 2
 		case checks.n == 1 && *noWarn:
 			fmt.Fprintf(stderr, "kinst: -k, --warnings conflicts with --no-warnings\n")

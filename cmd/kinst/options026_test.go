@@ -37,7 +37,7 @@ func TestRefusedOptions(t *testing.T) {
 		{[]string{"--test", "-e", "begin {}"}, "kinst: --test: kinst has no test mode, and runs no test: probes\n"},
 		{[]string{"--fmt", "x.bt"}, "kinst: --fmt: kinst has no formatter for bpftrace programs\n"},
 		{[]string{"--dwarf-pid", "1", "-e", "begin {}"}, "kinst: --dwarf-pid: kinst does not unwind user stacks with DWARF\n"},
-		{[]string{"-kk", "-e", "begin {}"}, "kinst: -kk has been deprecated: a single -k warns of failed map lookups and probe reads\n"},
+		{[]string{"-kk", "-e", "begin {}"}, "kinst: -kk has been deprecated: a single -k warns of failed helpers, probe reads included\n"},
 		{[]string{"-k", "--no-warnings", "-e", "begin {}"}, "kinst: -k, --warnings conflicts with --no-warnings\n"},
 		{[]string{"-d", "llvm", "-e", "begin {}"}, "kinst: invalid option for -d: llvm: use ast, types, codegen, dis, verifier, libbpf or all\n"},
 		{[]string{"--probe-filter", "[x", "-e", "begin {}"}, "kinst: invalid --probe-filter regex '[x': error parsing regexp: missing closing ]: `[x`\n"},
