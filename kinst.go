@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"regexp"
 	"strings"
 
 	"kinst.dev/kinst/attach"
@@ -51,6 +52,16 @@ type Options struct {
 	// HelperChecks reports failing helpers at run time as -k (1: all
 	// but reads) and -kk (2: all) do, on Warnings.
 	HelperChecks int
+	// ProbeFilter, when set, is a regular expression: only the probes
+	// whose names it matches attach, and BEGIN and END, as
+	// --probe-filter does. Compile fails matching [ErrNoProbes] when it
+	// leaves no probe to attach.
+	ProbeFilter string
+	// NoFeatures are kernel features kinst must not use although the
+	// kernel has them, as --no-feature turns them off: "kprobe_multi"
+	// and "uprobe_multi" (the multi-target links), and "kprobe_session",
+	// which kinst never uses.
+	NoFeatures []string
 	// Compat names the bpftrace release whose language and output the
 	// program follows: "" (or "0.26") for bpftrace 0.26.1, "0.17" for
 	// 0.17. With Environment, KINST_COMPAT gives it when this is empty.
@@ -124,9 +135,23 @@ func optionErrorf(format string, args ...any) error {
 // maxPid is the largest pid a 64-bit kernel hands out (PID_MAX_LIMIT).
 const maxPid = 1 << 22
 
-// check checks every field of o, and returns the attach mechanism
-// Mechanism names.
-func (o *Options) check() (codegen.Mechanism, error) {
+// ErrNoProbes matches Compile's error for a ProbeFilter that matches
+// none of the program's probes.
+var ErrNoProbes = pipeline.ErrNoProbes
+
+// NoFeatures are the names Options.NoFeatures takes.
+var NoFeatures = []string{"kprobe_multi", "kprobe_session", "uprobe_multi"}
+
+// noFeatures maps NoFeatures' names to the mechanisms they turn off.
+var noFeatures = map[string]codegen.Mechanism{
+	"kprobe_multi":   codegen.MechKprobeMulti,
+	"uprobe_multi":   codegen.MechUprobeMulti,
+	"kprobe_session": "",
+}
+
+// check checks every field of o, and sets what they say in the
+// pipeline's options.
+func (o *Options) check(popts *pipeline.Options) error {
 	for _, f := range []struct {
 		name   string
 		v, max int64
@@ -137,26 +162,43 @@ func (o *Options) check() (codegen.Mechanism, error) {
 		{"HelperChecks", int64(o.HelperChecks), 2},
 	} {
 		if f.v < 0 || f.v > f.max {
-			return "", optionErrorf("Options.%s %d is out of range 0..%d", f.name, f.v, f.max)
+			return optionErrorf("Options.%s %d is out of range 0..%d", f.name, f.v, f.max)
 		}
 	}
 	if b := o.BufferSize; b != 0 && (b < 4096 || b&(b-1) != 0) {
-		return "", optionErrorf("Options.BufferSize %d is not a power of two of at least 4096", b)
+		return optionErrorf("Options.BufferSize %d is not a power of two of at least 4096", b)
 	}
 	if !pipeline.ValidStage(o.DebugStages) {
-		return "", optionErrorf("Options.DebugStages %q: use ast, types, bpf, maps or all, or several separated by commas", o.DebugStages)
+		return optionErrorf("Options.DebugStages %q: use ast, types, bpf, maps or all, or several separated by commas", o.DebugStages)
 	}
 	if len(o.Command) > 0 && o.Command[0] == "" {
-		return "", optionErrorf("Options.Command names no program")
+		return optionErrorf("Options.Command names no program")
+	}
+	for _, f := range o.NoFeatures {
+		m, ok := noFeatures[f]
+		if !ok {
+			return optionErrorf("Options.NoFeatures: unknown feature %q: kprobe_multi, kprobe_session and uprobe_multi can be turned off", f)
+		}
+		if m != "" {
+			popts.NoFeatures = append(popts.NoFeatures, m)
+		}
+	}
+	if o.ProbeFilter != "" {
+		re, err := regexp.Compile(o.ProbeFilter)
+		if err != nil {
+			return optionErrorf("Options.ProbeFilter: invalid regular expression %q: %w", o.ProbeFilter, err)
+		}
+		popts.ProbeFilter = re
 	}
 	if o.Mechanism == "" {
-		return "", nil
+		return nil
 	}
 	m, err := codegen.ParseMechanism(o.Mechanism)
 	if err != nil {
-		return "", optionErrorf("Options.Mechanism: %w", err)
+		return optionErrorf("Options.Mechanism: %w", err)
 	}
-	return m, nil
+	popts.Force = m
+	return nil
 }
 
 // A Program is a compiled program, ready to start any number of times.
@@ -179,11 +221,10 @@ func Compile(name string, src []byte, opts *Options) (*Program, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	mech, err := opts.check()
-	if err != nil {
+	popts := &pipeline.Options{}
+	if err := opts.check(popts); err != nil {
 		return nil, err
 	}
-	popts := &pipeline.Options{Force: mech}
 	p := &Program{opts: *opts, run: runtime.Options{Pid: opts.Pid}}
 	if opts.Environment {
 		if err := popts.FromEnv(); err != nil {

@@ -74,4 +74,20 @@ func TestDebugFuncs(t *testing.T) {
 	if _, err := OpenDebug(bin + ".bare"); !errors.Is(err, ErrNoDebugInfo) {
 		t.Errorf("OpenDebug of a stripped binary: %v, want ErrNoDebugInfo", err)
 	}
+
+	// A debug file in a folder of its own is found once --debuginfo
+	// names the folder, relative to the binary's.
+	if err := os.Mkdir(filepath.Join(dir, "dbg"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run(objcopy, "--strip-debug", "--add-gnu-debuglink="+bin+".debug", bin, bin+".moved")
+	if err := os.Rename(bin+".debug", filepath.Join(dir, "dbg", "p.debug")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenDebug(bin + ".moved"); !errors.Is(err, ErrNoDebugInfo) {
+		t.Errorf("OpenDebug before --debuginfo: %v, want ErrNoDebugInfo", err)
+	}
+	defer func(saved []string) { debugDirs = saved }(debugDirs)
+	AddDebugDirs("+dbg")
+	check(bin + ".moved")
 }

@@ -58,6 +58,24 @@ type File struct {
 // debugRoot is where distributions install separate debug files.
 var debugRoot = "/usr/lib/debug"
 
+// debugDirs are the folders --debuginfo adds, searched before the usual
+// places; a relative one is taken from the traced file's folder.
+var debugDirs []string
+
+// AddDebugDirs adds folders to search for separate debug files, as
+// bpftrace's --debuginfo does: a relative folder is taken from the
+// traced file's folder. A file is matched by its build ID, else by the
+// name and CRC .gnu_debuglink records. It is meant for a command's
+// start, before any file is opened.
+func AddDebugDirs(dirs ...string) {
+	for _, d := range dirs {
+		// bpftrace's "+" asks for the CRC check kinst always makes.
+		if d = strings.TrimPrefix(d, "+"); d != "" {
+			debugDirs = append(debugDirs, d)
+		}
+	}
+}
+
 // Open reads the function symbols of the ELF file at path: .symtab and
 // .dynsym, plus the .symtab of its separate debug file when the file
 // itself has no .symtab.
@@ -316,25 +334,36 @@ func (f *File) nearest(name string) string {
 // /usr/lib/debug/.build-id, else by .gnu_debuglink next to the file, in
 // its .debug directory or under /usr/lib/debug, checking the link's CRC.
 func findDebugFile(ef *elf.File, path string) string {
+	dir := filepath.Dir(path)
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		dir = filepath.Dir(real)
+	}
+	roots := make([]string, 0, len(debugDirs)+1)
+	for _, d := range debugDirs {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(dir, d)
+		}
+		roots = append(roots, d)
+	}
+	roots = append(roots, debugRoot)
 	if id := buildID(ef); id != "" && len(id) > 2 {
-		p := filepath.Join(debugRoot, ".build-id", id[:2], id[2:]+".debug")
-		if isFile(p) {
-			return p
+		for _, root := range roots {
+			p := filepath.Join(root, ".build-id", id[:2], id[2:]+".debug")
+			if isFile(p) {
+				return p
+			}
 		}
 	}
 	name, crc, ok := debugLink(ef)
 	if !ok {
 		return ""
 	}
-	dir := filepath.Dir(path)
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		dir = filepath.Dir(real)
+	var try []string
+	for _, root := range roots[:len(debugDirs)] {
+		try = append(try, filepath.Join(root, name))
 	}
-	for _, p := range []string{
-		filepath.Join(dir, name),
-		filepath.Join(dir, ".debug", name),
-		filepath.Join(debugRoot, dir, name),
-	} {
+	try = append(try, filepath.Join(dir, name), filepath.Join(dir, ".debug", name), filepath.Join(debugRoot, dir, name))
+	for _, p := range try {
 		if p != path && isFile(p) && fileCRC(p) == crc {
 			return p
 		}

@@ -62,6 +62,21 @@ var funcListCache struct {
 	err  error
 }
 
+// traceableFile, when set, is read in place of available_filter_functions.
+var traceableFile string
+
+// UseTraceableFunctions makes kinst read the traceable functions from
+// the file at path, in available_filter_functions' form, as bpftrace's
+// --traceable-functions does. It must come before the first use of the
+// list.
+func UseTraceableFunctions(path string) error {
+	if _, err := os.Stat(path); err != nil {
+		return err
+	}
+	traceableFile = path
+	return nil
+}
+
 // TraceableFunctions returns the kernel's traceable functions, computed
 // once per process.
 func TraceableFunctions() (*FuncList, error) {
@@ -84,8 +99,16 @@ func traceableFunctions() (*FuncList, error) {
 }
 
 // FilterFunctions reads ftrace's list of the functions it can trace,
-// available_filter_functions, which some kernels do not let anyone read.
+// available_filter_functions, which some kernels do not let anyone read,
+// or the file UseTraceableFunctions named.
 func FilterFunctions() (*FuncList, error) {
+	if traceableFile != "" {
+		data, err := os.ReadFile(traceableFile)
+		if err != nil {
+			return nil, err
+		}
+		return &FuncList{Source: traceableFile, Funcs: ParseFilterFunctions(data)}, nil
+	}
 	dir, err := TracefsDir()
 	if err != nil {
 		return nil, err

@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,6 +68,12 @@ type Options struct {
 	// default mode and warn in 0.17's.
 	MissingProbes string
 	StackMode     string
+	// ProbeFilter, when set, keeps only the probes whose names match
+	// it, and BEGIN and END, as --probe-filter does.
+	ProbeFilter *regexp.Regexp
+	// NoFeatures are attach mechanisms code generation must not pick
+	// although the kernel has them, as --no-feature asks.
+	NoFeatures []codegen.Mechanism
 }
 
 // FromEnv reads the settings users give through the environment: the
@@ -269,13 +277,18 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.ProbeFilter != nil {
+		if err := filterProbes(checked, opts.ProbeFilter); err != nil {
+			return nil, err
+		}
+	}
 	if opts.dumps("types") {
 		DumpTypes(opts.Dump, checked)
 	}
 	out, err := codegen.Generate(checked, &codegen.Options{
 		MapEntries:   opts.MapEntries,
 		EventsSize:   opts.EventsSize,
-		Supports:     Supports,
+		Supports:     opts.supports,
 		Force:        opts.Force,
 		HelperChecks: opts.HelperChecks,
 		CompatStatus: kernel.CompatStatusOffset,
@@ -320,6 +333,38 @@ func Supports(m codegen.Mechanism) bool {
 		codegen.MechUprobeMulti: kernel.FeatUprobeMulti,
 	}[m]
 	return ok && kernel.Available(f)
+}
+
+// supports is Supports less the mechanisms NoFeatures turns off.
+func (o *Options) supports(m codegen.Mechanism) bool {
+	return !slices.Contains(o.NoFeatures, m) && Supports(m)
+}
+
+// ErrNoProbes reports a --probe-filter that leaves a program nothing
+// to attach.
+var ErrNoProbes = errors.New("no probes to attach")
+
+// filterProbes drops the targets whose names re does not match, and the
+// probes left with none; BEGIN, END and signal probes stay, as bpftrace
+// keeps them.
+func filterProbes(prog *check.Program, re *regexp.Regexp) error {
+	kept, attaching := prog.Probes[:0], false
+	for _, p := range prog.Probes {
+		switch p.Provider {
+		case "BEGIN", "END", "self":
+			kept = append(kept, p)
+			continue
+		}
+		p.Targets = slices.DeleteFunc(p.Targets, func(t *check.Target) bool { return !re.MatchString(t.FullName()) })
+		if len(p.Targets) > 0 {
+			kept, attaching = append(kept, p), true
+		}
+	}
+	if !attaching {
+		return fmt.Errorf("%w: --probe-filter %q matches none of the program's probes", ErrNoProbes, re)
+	}
+	prog.Probes = kept
+	return nil
 }
 
 // DumpTypes prints every checked probe's expressions with their types.

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/instruments"
 	kruntime "kinst.dev/kinst/runtime"
 )
@@ -32,22 +33,37 @@ OPTIONS:
     -B MODE        output buffering mode ('line', 'full', 'none')
     -f FORMAT      output format ('text', 'json', 'pprof': the maps keyed by
                    kstack or ustack as a pprof profile in -o FILE)
-    -o file        redirect program output to file
+    -o, --output FILE
+                   redirect program output to FILE
     -e 'program'   execute this program
     -h, --help     show this help message
     -I DIR         add the directory to the include search path
     --include FILE add an #include file before preprocessing
-    -l [search]    list probes (-v adds argument types)
-    -p PID         restrict uprobes to process PID
-    -c 'CMD'       run CMD under tracing; stop when it exits
+    -l, --list [search]
+                   list probes (-v adds argument types)
+    -p, --pid PID  restrict uprobes to process PID
+    -c, --cmd 'CMD'
+                   run CMD under tracing; stop when it exits
+    --probe-filter REGEX
+                   attach only the probes whose names REGEX matches (and
+                   BEGIN and END)
+    --no-feature F[,F]
+                   do not use kprobe_multi or uprobe_multi links although
+                   the kernel has them (kprobe_session: kinst never uses it)
+    --traceable-functions FILE
+                   read the traceable kernel functions from FILE, in the
+                   form of available_filter_functions
+    --debuginfo DIR[:DIR]
+                   look for separate debug files in DIR too (relative to
+                   the traced binary's folder if relative)
     --usdt-file-activation
                    activate usdt semaphores based on file path (always so
                    where the kernel has the uprobe reference counter)
     --unsafe       allow unsafe builtin functions: system(), signal(), override()
-    -q             keep messages quiet: no "Attaching N probes..." line
+    -q, --quiet    keep messages quiet: no "Attached N probes" line
     --info         print information about kernel BPF support
-    -k             emit a warning when a bpf helper returns an error (except read functions)
-    -kk            check all bpf helper functions
+    -k, --warnings warn when a helper or a probe read fails (0.17 mode:
+                   -k warns of failing helpers except reads, -kk of all)
     -V, --version  kinst version
     --no-warnings  disable all warning messages
     --dry-run      compile and load into the kernel, then stop
@@ -60,11 +76,12 @@ OPTIONS:
                    (fexit for kretprobes) instead of the cheapest the kernel offers
 
 TROUBLESHOOTING OPTIONS:
-    -v             verbose messages: the verifier's log with load errors
-    -d             (dry run) print the syntax tree, the types and the BPF
-                   instructions to stdout, then stop without loading anything
-    -dd            (dry run) as -d, then the kernel maps and the ring buffer
-                   records the programs send
+    -v, --verbose  verbose messages: the verifier's log with load errors
+    -d, --debug STAGE
+                   print a compilation stage to stderr and go on: ast, types,
+                   codegen (kinst's BPF), or all; several separated by commas
+    -d, -dd        (0.17 mode) dry run printing the syntax tree, the types
+                   and the BPF to stdout (-dd: the maps and records too)
     --dump STAGES  print compilation stages to stderr and go on: ast, types,
                    bpf, maps or all, or several separated by commas
     --emit-elf FILE
@@ -72,6 +89,9 @@ TROUBLESHOOTING OPTIONS:
                    BPF ELF object that libbpf and cilium/ebpf load
     --emit-llvm FILE
                    refused: kinst compiles without LLVM (use --emit-elf)
+    --aot, --mode, --bench, --test, --fmt, --dwarf-pid
+                   refused: kinst has no ahead-of-time build, no bench, test
+                   or format mode, and no DWARF unwinding
 
 ENVIRONMENT:
     BPFTRACE_STRLEN             [default: 64] bytes on BPF stack per str() (at most 1024; or KINST_STRLEN)
@@ -243,4 +263,87 @@ func printInfo(stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "Build\n  version: v%s\n  Go: %s\n\nKernel features\n", version, runtime.Version())
 	return features(nil, stdout, stderr)
+}
+
+// refusedOptions are bpftrace 0.26's options with a value that kinst
+// cannot honour, with the sentence that says so.
+var refusedOptions = map[string]string{
+	"aot":       "--aot: kinst compiles a program each time it runs and builds no ahead-of-time binary: run the script with kinst itself",
+	"dwarf-pid": "--dwarf-pid: kinst does not unwind user stacks with DWARF",
+	"mode":      "--mode: kinst runs programs; it has no bench, test, codegen or compiler-bench mode",
+}
+
+// refusedSwitches are refused options that take no value.
+var refusedSwitches = map[string]string{
+	"bench": "--bench: kinst has no bench mode, and runs no bench: probes",
+	"test":  "--test: kinst has no test mode, and runs no test: probes",
+	"fmt":   "--fmt: kinst has no formatter for bpftrace programs",
+}
+
+// compatOf finds the bpftrace release the command line asks for, in
+// --compat or else KINST_COMPAT, before the options are parsed.
+func compatOf(args []string) (compat.Version, error) {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "compat" {
+			continue
+		}
+		if !hasVal && i+1 < len(args) {
+			val = args[i+1]
+		}
+		v, err := compat.Parse(val)
+		if err != nil {
+			return v, fmt.Errorf("--compat: %w", err)
+		}
+		return v, nil
+	}
+	return compat.FromEnv()
+}
+
+// stageList is bpftrace 0.26's -d STAGE, given as often as wanted, each a
+// comma-separated list: kinst prints the stages it has that match.
+type stageList []string
+
+// debugStages maps bpftrace's -d stages to kinst's --dump stages: kinst
+// has BPF where bpftrace has LLVM IR, and its verifier log comes with
+// -v.
+var debugStages = map[string]string{
+	"ast": "ast", "parse": "ast", "types": "types",
+	"codegen": "bpf", "codegen-opt": "bpf", "dis": "bpf",
+	"verifier": "", "libbpf": "", "all": "all",
+}
+
+func (l *stageList) String() string { return strings.Join(*l, ",") }
+
+func (l *stageList) Set(s string) error {
+	for _, st := range strings.Split(s, ",") {
+		if st == "" {
+			continue
+		}
+		d, ok := debugStages[st]
+		if !ok {
+			return fmt.Errorf("invalid option for -d: %s: use ast, types, codegen, dis, verifier, libbpf or all", st)
+		}
+		if d != "" {
+			*l = append(*l, d)
+		}
+	}
+	return nil
+}
+
+// splitList splits the comma-separated values of an option given any
+// number of times.
+func splitList(l stringList) []string {
+	var out []string
+	for _, s := range l {
+		for _, v := range strings.Split(s, ",") {
+			if v != "" {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
 }

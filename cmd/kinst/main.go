@@ -39,6 +39,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -46,12 +47,14 @@ import (
 	api "kinst.dev/kinst"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/compat"
+	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/export/pprof"
 	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/instruments"
 	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/internal/runhook"
 	"kinst.dev/kinst/internal/spell"
+	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/runtime"
@@ -84,6 +87,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("kinst", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	// -d and -k changed meaning in bpftrace 0.26 (-d takes the stages to
+	// print; -k covers reads, and -kk is gone), so the release is needed
+	// before the options are read.
+	mode, modeErr := compatOf(args)
 	var (
 		prog    = fs.String("e", "", "")
 		list    = fs.Bool("l", false, "")
@@ -102,34 +109,56 @@ func run(args []string, stdout, stderr io.Writer) int {
 		pid     pidFlag
 		checks  = countFlag{tooMany: "-k may be given at most twice: -k checks helpers other than reads, -kk all of them"}
 		debug   = countFlag{tooMany: "-d may be given at most twice: -d prints the compiled program, -dd its maps and records too"}
+		stages  stageList
 		help    bool
 		showVer bool
 		incDirs stringList
 		incs    stringList
+		dbgDirs stringList
+		noFeat  stringList
 		promAt  = fs.String("prometheus", "", "")
 		emitELF = fs.String("emit-elf", "", "")
 		emitIR  = fs.String("emit-llvm", "", "")
 		compatV = fs.String("compat", "", "")
+		filter  = fs.String("probe-filter", "", "")
+		funcs   = fs.String("traceable-functions", "", "")
 	)
 	// bpftrace 0.26's test engine passes --verify-llvm-ir to every run;
 	// kinst has no LLVM IR to verify, and its BPF goes to the verifier
-	// in any case.
+	// in any case. --btf is a no-op in bpftrace too.
 	fs.Bool("verify-llvm-ir", false, "")
+	fs.Bool("btf", false, "")
 	fs.Var(&incDirs, "I", "")
 	fs.Var(&incs, "include", "")
 	fs.Var(&pid, "p", "")
+	fs.Var(&dbgDirs, "debuginfo", "")
+	fs.Var(&noFeat, "no-feature", "")
 	// The kernel activates USDT semaphores (ref_ctr_offset) in every
 	// process the uprobes reach, which is file-based activation; before
 	// Linux 4.20, kinst raises them itself in every process mapping the
 	// file when asked to.
 	fileActivation := fs.Bool("usdt-file-activation", false, "")
 	fs.Var(&checks, "k", "")
-	fs.Var(&debug, "d", "")
-	for _, name := range []string{"h", "help"} {
-		fs.BoolVar(&help, name, false, "")
+	if mode == compat.V017 {
+		fs.Var(&debug, "d", "")
+	} else {
+		fs.Var(&stages, "d", "")
+		fs.Var(&stages, "debug", "")
 	}
-	for _, name := range []string{"V", "version"} {
-		fs.BoolVar(&showVer, name, false, "")
+	fs.BoolVar(&help, "h", false, "")
+	fs.BoolVar(&showVer, "V", false, "")
+	// bpftrace 0.26's long names of one-letter options.
+	for long, short := range map[string]string{
+		"cmd": "c", "output": "o", "pid": "p", "list": "l", "quiet": "q", "verbose": "v",
+		"warnings": "k", "help": "h", "version": "V",
+	} {
+		fs.Var(fs.Lookup(short).Value, long, "")
+	}
+	for name, why := range refusedOptions {
+		fs.Func(name, "", func(string) error { return errors.New(why) })
+	}
+	for name, why := range refusedSwitches {
+		fs.BoolFunc(name, "", func(string) error { return errors.New(why) })
 	}
 	rest, err := parseArgs(fs, args)
 	switch {
@@ -148,10 +177,43 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case *info:
 		return printInfo(stdout, stderr)
-	}
-	if _, err := compat.Parse(*compatV); err != nil {
-		fmt.Fprintf(stderr, "kinst: --compat: %v\n", err)
+	case modeErr != nil:
+		fmt.Fprintf(stderr, "kinst: %v\n", modeErr)
 		return 2
+	}
+	if mode != compat.V017 {
+		switch {
+		case checks.n > 1:
+			fmt.Fprintf(stderr, "kinst: -kk has been deprecated: a single -k warns of failed helpers, probe reads included\n")
+			return 2
+		case checks.n == 1 && *noWarn:
+			fmt.Fprintf(stderr, "kinst: -k, --warnings conflicts with --no-warnings\n")
+			return 2
+		case checks.n == 1:
+			// 0.26's -k covers the reads 0.17's -k left out.
+			checks.n = 2
+		}
+	}
+	if *filter != "" {
+		if _, err := regexp.Compile(*filter); err != nil {
+			fmt.Fprintf(stderr, "kinst: invalid --probe-filter regex '%s': %v\n", *filter, err)
+			return 2
+		}
+	}
+	for _, f := range splitList(noFeat) {
+		if !slices.Contains(api.NoFeatures, f) {
+			fmt.Fprintf(stderr, "kinst: --no-feature can only have values '%s', not '%s'\n", strings.Join(api.NoFeatures, ","), f)
+			return 2
+		}
+	}
+	if *funcs != "" {
+		if err := kernel.UseTraceableFunctions(*funcs); err != nil {
+			fmt.Fprintf(stderr, "kinst: --traceable-functions: %v\n", err)
+			return 2
+		}
+	}
+	for _, d := range dbgDirs {
+		elfsym.AddDebugDirs(strings.Split(d, ":")...)
 	}
 	if *emitIR != "" {
 		fmt.Fprintf(stderr, "kinst: --emit-llvm: kinst compiles to BPF without LLVM, so there is no LLVM IR to write; --emit-elf FILE writes the compiled programs\n")
@@ -189,14 +251,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	// -d and -dd are bpftrace's dry runs with debug output, on stdout;
 	// --dump prints stages on stderr and goes on.
-	stages, dumpTo := *dump, stderr
+	dumpStages, dumpTo := *dump, stderr
+	if len(stages) > 0 {
+		dumpStages = strings.Join(append(stages, dumpStages), ",")
+	}
 	if debug.n > 0 {
-		stages, dumpTo = "ast,types,bpf", stdout
+		dumpStages, dumpTo = "ast,types,bpf", stdout
 		if debug.n > 1 {
-			stages += ",maps"
+			dumpStages += ",maps"
 		}
 		if *dump != "" {
-			stages += "," + *dump
+			dumpStages += "," + *dump
 		}
 	}
 	if *mech != "" {
@@ -245,7 +310,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		IncludeDirs:  incDirs,
 		Includes:     incs,
 		Debug:        dumpTo,
-		DebugStages:  stages,
+		DebugStages:  strings.Trim(dumpStages, ","),
+		ProbeFilter:  *filter,
+		NoFeatures:   splitList(noFeat),
 		Verbose:      *verbose,
 		Stderr:       stderr,
 		Compat:       *compatV,

@@ -827,9 +827,9 @@ func TestDebugStages(t *testing.T) {
 	}
 }
 
-// -d and -dd are bpftrace's dry runs with debug output: the stages on
-// standard output, nothing run, exit 0; -dd adds the kernel maps and the
-// records.
+// -d and -dd are bpftrace 0.17's dry runs with debug output (the
+// command's tests run in the 0.17 mode): the stages on standard output,
+// nothing run, exit 0; -dd adds the kernel maps and the records.
 func TestDebugDryRun(t *testing.T) {
 	t.Parallel()
 	tracing(t)
@@ -843,11 +843,12 @@ func TestDebugDryRun(t *testing.T) {
 	// The usage says so in bpftrace's words, and where the stages went.
 	if usage := usageText(t); !strings.Contains(usage, `
 TROUBLESHOOTING OPTIONS:
-    -v             verbose messages: the verifier's log with load errors
-    -d             (dry run) print the syntax tree, the types and the BPF
-                   instructions to stdout, then stop without loading anything
-    -dd            (dry run) as -d, then the kernel maps and the ring buffer
-                   records the programs send
+    -v, --verbose  verbose messages: the verifier's log with load errors
+    -d, --debug STAGE
+                   print a compilation stage to stderr and go on: ast, types,
+                   codegen (kinst's BPF), or all; several separated by commas
+    -d, -dd        (0.17 mode) dry run printing the syntax tree, the types
+                   and the BPF to stdout (-dd: the maps and records too)
     --dump STAGES  print compilation stages to stderr and go on: ast, types,
                    bpf, maps or all, or several separated by commas
     --emit-elf FILE
@@ -855,6 +856,9 @@ TROUBLESHOOTING OPTIONS:
                    BPF ELF object that libbpf and cilium/ebpf load
     --emit-llvm FILE
                    refused: kinst compiles without LLVM (use --emit-elf)
+    --aot, --mode, --bench, --test, --fmt, --dwarf-pid
+                   refused: kinst has no ahead-of-time build, no bench, test
+                   or format mode, and no DWARF unwinding
 `) {
 		t.Errorf("the usage's troubleshooting options differ:\n%s", usage)
 	}
