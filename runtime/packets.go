@@ -11,7 +11,7 @@ import (
 	"github.com/cilium/ebpf/perf"
 
 	"kinst.dev/kinst/codegen"
-	"kinst.dev/kinst/export/pcap"
+	"kinst.dev/kinst/output/pcap"
 )
 
 // DefaultPacketPages is how many pages of packets skboutput() may queue

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"kinst.dev/kinst/export/pcap"
+	"kinst.dev/kinst/output/pcap"
 )
 
 // The file is the header and each packet's record, byte for byte as
