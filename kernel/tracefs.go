@@ -117,6 +117,9 @@ func Tracepoints(category, name string) ([]Tracepoint, error) {
 	if !HasGlob(category) && !HasGlob(name) && category != "ftrace" {
 		// One tracepoint: look for it rather than read all of them.
 		if _, err := os.Stat(filepath.Join(dir, "events", category, name, "id")); err != nil {
+			if errors.Is(err, fs.ErrPermission) {
+				return nil, fmt.Errorf("tracepoint %s:%s: %w: only root reads tracefs", category, name, unix.EACCES)
+			}
 			return nil, nil
 		}
 		return []Tracepoint{{category, name}}, nil

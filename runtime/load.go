@@ -28,6 +28,9 @@ func (s *Session) load() error {
 		return fmt.Errorf("load: create maps: %w", err)
 	}
 	coll, err := ebpf.NewCollection(&ebpf.CollectionSpec{Maps: spec.Maps, Programs: map[string]*ebpf.ProgramSpec{}})
+	if errors.Is(err, unix.EPERM) {
+		return &privilegeError{"load: create maps", err}
+	}
 	if err != nil {
 		return fmt.Errorf("load: create maps: %w", err)
 	}
@@ -280,3 +283,18 @@ func (s *Session) fileLimit(err error) error {
 	unix.Getrlimit(unix.RLIMIT_NOFILE, &lim)
 	return &FileLimitError{Probes: len(s.out.Targets), Limit: lim.Cur}
 }
+
+// A privilegeError is the kernel's EPERM for a step only a privileged
+// process may take. It says so in place of the loader's hint about
+// RLIMIT_MEMLOCK, which misleads on kernels that account BPF memory to
+// the cgroup (5.11 and later), and matches unix.EPERM.
+type privilegeError struct {
+	step string
+	err  error
+}
+
+func (e *privilegeError) Error() string {
+	return e.step + ": operation not permitted: kinst needs root, or CAP_BPF and CAP_PERFMON"
+}
+
+func (e *privilegeError) Unwrap() error { return e.err }
