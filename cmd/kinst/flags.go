@@ -28,6 +28,8 @@ const usage = `USAGE:
     kinst features [-f text|json]
     kinst INSTRUMENT [options]
     kinst help [INSTRUMENT]
+    kinst help --man
+    kinst completion bash|zsh|fish
 
 OPTIONS:
     -B MODE        output buffering mode ('line', 'full', 'none')

@@ -72,6 +72,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "help" {
 		return help(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "completion" {
+		return completion(args[1:], stdout, stderr)
+	}
 	if len(args) > 0 {
 		if c := instruments.Lookup(args[0]); c != nil {
 			err := c.Run(context.Background(), args[1:], stdout, stderr)
@@ -406,6 +409,9 @@ func help(args []string, stdout, stderr io.Writer) int {
 	case len(args) > 1:
 		fmt.Fprintf(stderr, "kinst help: name one instrument\n")
 		return 2
+	case args[0] == "--man":
+		writeManual(stdout)
+		return 0
 	}
 	c := instruments.Lookup(args[0])
 	if c == nil {
