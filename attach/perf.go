@@ -77,10 +77,12 @@ func perfEvents(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		}
 		count = n
 	}
+	feat := kernel.FeatPerfSoftware
 	if ap.Provider == "hardware" {
-		if st := kernel.Probe(kernel.FeatPerfHardware); !st.Available {
-			return nil, forbidden(st.Reason)
-		}
+		feat = kernel.FeatPerfHardware
+	}
+	if st := kernel.Probe(feat); !st.Available {
+		return nil, forbidden(st.Reason)
 	}
 	name := strings.Join(ap.Parts, ":")
 	return []*check.Target{{

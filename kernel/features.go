@@ -33,6 +33,7 @@ const (
 	FeatRawTracepointWritable                // raw_tracepoint_writable programs
 	FeatPerfEvent                            // perf_event programs (profile:, interval:, software:)
 	FeatPerfHardware                         // hardware perf counters (hardware:)
+	FeatPerfSoftware                         // software perf events (software:) on all CPUs
 	FeatWatchpoint                           // hardware breakpoints (watchpoint:) that fire
 	FeatKprobe
 	FeatKretprobe
@@ -82,6 +83,7 @@ var featureInfos = [numFeatures]featureInfo{
 	FeatRawTracepointWritable: {"raw_tracepoint_writable", "writable raw tracepoints", true},
 	FeatPerfEvent:             {"perf_event", "perf event programs", true},
 	FeatPerfHardware:          {"perf_hardware", "hardware perf events", true},
+	FeatPerfSoftware:          {"perf_software", "software perf events", true},
 	FeatWatchpoint:            {"watchpoint", "hardware watchpoints", true},
 	FeatKprobe:                {"kprobe", "kprobes", true},
 	FeatKretprobe:             {"kretprobe", "kretprobes", true},
@@ -330,6 +332,8 @@ func probe(f Feature) Status {
 		return f.fromErr(features.HaveProgramType(ebpf.PerfEvent))
 	case FeatPerfHardware:
 		return probeHardware()
+	case FeatPerfSoftware:
+		return probeSoftware()
 	case FeatWatchpoint:
 		err := hwbp.Probe()
 		if errors.Is(err, hwbp.ErrNeverFires) {
@@ -487,6 +491,24 @@ func probeHardware() Status {
 		return FeatPerfHardware.no("this machine exposes no hardware performance counters (" + errnoName(err) + ")")
 	}
 	return FeatPerfHardware.fromErr(err)
+}
+
+// probeSoftware opens a software counter on every task of one CPU, as
+// software: probes do, which perf_event_paranoid above 0 refuses to a
+// process without CAP_PERFMON.
+func probeSoftware() Status {
+	attr := unix.PerfEventAttr{
+		Type:   unix.PERF_TYPE_SOFTWARE,
+		Config: unix.PERF_COUNT_SW_PAGE_FAULTS,
+		Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Bits:   unix.PerfBitDisabled,
+	}
+	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err == nil {
+		unix.Close(fd)
+		return FeatPerfSoftware.yes("")
+	}
+	return FeatPerfSoftware.fromErr(err)
 }
 
 func errnoName(err error) string {

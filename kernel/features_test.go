@@ -162,7 +162,7 @@ func TestProbeProjectHost(t *testing.T) {
 	if !projectHost(t) {
 		t.Skip("not the project's 6.18 host kernel (kernels.md); other kernels are judged against testenv")
 	}
-	for _, f := range []Feature{FeatBTF, FeatTracepoint, FeatRawTracepoint, FeatRawTracepointWritable, FeatPerfEvent,
+	for _, f := range []Feature{FeatBTF, FeatTracepoint, FeatRawTracepoint, FeatRawTracepointWritable, FeatPerfEvent, FeatPerfSoftware,
 		FeatUprobe, FeatUretprobe, FeatUprobeMulti, FeatRingBuf, FeatPerCPUHash, FeatPerCPUArray, FeatStackTrace,
 		FeatGetCurrentTaskBTF, FeatProbeReadKernel, FeatProbeReadUser, FeatProbeReadKernelStr, FeatProbeReadUserStr,
 		FeatGetStackID, FeatRingbufOutput, FeatSendSignal, FeatLoop, FeatForEachMapElem, FeatMapLookupPercpuElem, FeatBoundedLoops, FeatIter} {
