@@ -2,6 +2,7 @@ package instruments
 
 import (
 	"context"
+	"debug/buildinfo"
 	"fmt"
 	"io"
 	"strconv"
@@ -190,7 +191,13 @@ func resolvePoint(r *attach.Resolver, point string) ([]*check.Target, error) {
 // entryArgs lists the arguments a target's entry logs: the fields of
 // args (kernel functions with BTF, tracepoints) or arg0..argN.
 func entryArgs(t probeTarget, target *check.Target) []traceArg {
-	if target.Args == nil {
+	args := target.Args
+	if args == nil && target.ArgsFrom != nil && !goBinary(target) {
+		// A uprobe's arguments come from the binary's DWARF, where it
+		// has any; without, the registers are logged.
+		args, _ = target.ArgsFrom()
+	}
+	if args == nil {
 		if strings.HasPrefix(t.Entry, "tracepoint:") {
 			return nil
 		}
@@ -206,13 +213,13 @@ func entryArgs(t probeTarget, target *check.Target) []traceArg {
 		return list
 	}
 	var list []traceArg
-	for _, f := range target.Args.Fields {
+	for _, f := range args.Fields {
 		// A tracepoint's common fields and syscall number say nothing
 		// about the call.
 		if strings.HasPrefix(f.Name, "common_") || f.Name == "__syscall_nr" {
 			continue
 		}
-		field := target.Args.Field(f.Name)
+		field := args.Field(f.Name)
 		if field == nil || field.Type == nil {
 			continue
 		}
@@ -234,6 +241,18 @@ func entryArgs(t probeTarget, target *check.Target) []traceArg {
 		// cannot carry them.
 	}
 	return list
+}
+
+// goBinary reports whether a uprobe's file is a Go program, whose
+// functions take their arguments in registers of Go's own order, not
+// those of the C convention DWARF's parameters are read in.
+func goBinary(target *check.Target) bool {
+	u, ok := target.Attach.(attach.Uprobe)
+	if !ok {
+		return false
+	}
+	_, err := buildinfo.ReadFile(u.Path)
+	return err == nil
 }
 
 // returnValue is the expression and format of a target's return value.
