@@ -104,6 +104,10 @@ type Options struct {
 	// attaching and detaching took, and adds the verifier's log to load
 	// errors.
 	Verbose bool
+	// Progress, when set, receives a line rewritten in place saying how
+	// far loading, attaching or detaching has got when one takes more
+	// than a second, as the kinst command shows on a terminal.
+	Progress io.Writer
 	// Stderr receives what Verbose adds and, in the 0.17 mode when
 	// Environment finds __BPFTRACE_NOTIFY_PROBES_ATTACHED set, that line
 	// once every probe is attached (RunOptions.Stdout does otherwise);

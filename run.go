@@ -242,7 +242,7 @@ func goid() uint64 {
 func (p *Program) runOptions() runtime.Options {
 	o := p.run
 	o.Verbose, o.Command, o.FileActivation = p.opts.Verbose, p.opts.Command, p.opts.FileActivation
-	o.Stderr, o.NoWarnings = p.opts.Stderr, p.opts.Warnings == nil
+	o.Stderr, o.NoWarnings, o.Progress = p.opts.Stderr, p.opts.Warnings == nil, p.opts.Progress
 	if o.Stderr == nil {
 		o.Stderr = p.opts.Warnings
 	}

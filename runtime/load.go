@@ -39,7 +39,10 @@ func (s *Session) load() error {
 	if s.needsBTF() {
 		kernelTypes = loadKernelTypes()
 	}
+	prog := startProgress(s.opts.Progress, "loading %d of %d programs", len(s.out.Programs), progressAfter)
+	defer prog.end()
 	for _, p := range s.out.Programs {
+		prog.step(1)
 		if err := inject.Delay(s.ctx, inject.Load); err != nil {
 			coll.Close()
 			return err

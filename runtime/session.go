@@ -42,6 +42,10 @@ type Options struct {
 	Stderr io.Writer
 	// Quiet drops the "Attaching N probes..." ("Attached N probes") line.
 	Quiet bool
+	// Progress, when set, receives a line rewritten in place saying how
+	// far loading, attaching or detaching has got when one takes more
+	// than a second: it is meant for a terminal.
+	Progress io.Writer
 	// Verbose adds the verifier's log to load errors.
 	Verbose bool
 	// Command is run under -c: started before attaching, released once
@@ -653,7 +657,14 @@ func (s *Session) needsExec() bool {
 // A signal stops it between two attaches, with what it attached so far
 // in s.links for the end of the run to detach.
 func (s *Session) attachAll() error {
+	total := 0
+	for _, p := range s.loaded {
+		total += len(p.Targets)
+	}
+	prog := startProgress(s.opts.Progress, "attaching %d of %d probes", total, progressAfter)
+	defer prog.end()
 	for _, i := range attachOrder(s.loaded) {
+		prog.step(len(s.loaded[i].Targets))
 		p := s.loaded[i]
 		if p.Mechanism == codegen.MechTestRun {
 			continue
@@ -778,7 +789,13 @@ func (s *Session) detach() error {
 	s.watches, s.noWatch = nil, true
 	s.watchMu.Unlock()
 	start, n := time.Now(), len(s.links)
-	err := attach.Detach(s.links)
+	prog := startProgress(s.opts.Progress, "detaching %d of %d links", n, progressAfter)
+	links := make([]io.Closer, n)
+	for i, l := range s.links {
+		links[i] = stepCloser{l, prog}
+	}
+	err := attach.Detach(links)
+	prog.end()
 	s.links = nil
 	s.resumeTraced()
 	if s.opts.Verbose && n > 0 {

@@ -44,6 +44,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	api "kinst.dev/kinst"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/compat"
@@ -325,6 +327,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *noWarn {
 		opts.Warnings = nil
 	}
+	if !*quiet && isTerminal(stderr) {
+		opts.Progress = stderr
+	}
 	p, err := api.Compile(name, src, opts)
 	if err != nil {
 		return report(err, *verbose, stderr)
@@ -488,6 +493,17 @@ func writeProfile(opts *runtime.Options, v compat.Version, w, stdout io.Writer, 
 		}
 		return ow.Maps(rest)
 	}
+}
+
+// isTerminal reports whether w is a terminal, where a progress line
+// may be rewritten in place.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // isSet reports whether the option called name was given.
