@@ -99,7 +99,17 @@ func TestCheckTypes(t *testing.T) {
 		want string // @x's value type
 	}{
 		{"BEGIN { @x = 1 }", "int64"},
-		{"BEGIN { @x = 18446744073709551615 }", "int64"},
+		{"BEGIN { @x = 18446744073709551615 }", "uint64"},
+		{"BEGIN { @x = ~10 }", "uint64"},
+		{"BEGIN { @x = ~-1 }", "int64"},
+		{"BEGIN { @x = (uint32)1 - (uint32)2 }", "int64"},
+		{"BEGIN { @x = (uint32)1 + (int8)2 }", "int64"},
+		{"BEGIN { @x = (uint64)1 + 1 }", "uint64"},
+		{"BEGIN { @x = 1; @x = (uint64)2 }", "uint64"},
+		{"BEGIN { @x = -1; @x = (uint64)2 }", "int64"},
+		{"BEGIN { @x = (uint32)1; @x = (int32)2 }", "int64"},
+		{"BEGIN { @x = (uint16)1; @x = (int32)2 }", "int32"},
+		{"BEGIN { @x = (uint8)1; @x = (uint32)2 }", "uint32"},
 		{"BEGIN { @x = pid }", "uint64"},
 		{"BEGIN { @x = -pid }", "uint64"},
 		{"BEGIN { @x = 1 + pid }", "uint64"},
@@ -160,6 +170,10 @@ func TestCheckTypes(t *testing.T) {
 // has no bool.
 func TestCheckTypes017(t *testing.T) {
 	for _, src := range []string{
+		// Every literal is int64 in 0.17, and operators are unsigned
+		// when an operand is.
+		"BEGIN { @x = 18446744073709551615 }",
+		"BEGIN { @x = ~10 }",
 		"BEGIN { @x = pid < 1 }",
 		"BEGIN { @x = true }",
 		"BEGIN { @x = !pid }",
@@ -168,6 +182,8 @@ func TestCheckTypes017(t *testing.T) {
 	} {
 		wantValueOfX(t, src, &Config{Compat: compat.V017}, "int64")
 	}
+	wantValueOfX(t, "BEGIN { @x = (uint32)1 - (uint32)2 }", &Config{Compat: compat.V017}, "uint64")
+	wantValueOfX(t, "BEGIN { @x = (uint32)1; @x = (int32)2 }", &Config{Compat: compat.V017}, "uint32")
 	// 0.17's strerror() prints glibc's texts.
 	wantValueOfX(t, "BEGIN { @x = strerror(2) }", &Config{Compat: compat.V017}, "strerror")
 }
@@ -482,6 +498,48 @@ func TestAbsentAttachPoints(t *testing.T) {
 		}
 		if n := len(prog.Probes[0].Targets); n != 1 {
 			t.Errorf("%q: %d targets, want the one that exists", tt.src, n)
+		}
+	}
+}
+
+// TestSignChange: where bpftrace 0.26 converts an integer implicitly to
+// a type that cannot hold its values, it warns; literals take the sign
+// they meet and draw no warning. The 0.17 mode warns of nothing.
+func TestSignChange(t *testing.T) {
+	const msg = "warning: Expression of type: uint64 being cast to type: int64. This may cause unexpected results. Use an explicit cast to suppress this warning."
+	tests := []struct {
+		src, warnings string
+	}{
+		{"BEGIN { $a = (uint64)1; $a = (int64)2; }", "t:1:14: " + msg + "\nBEGIN { $a = (uint64)1; $a = (int64)2; }\n             ^~~~~~~~~"},
+		{"BEGIN { @a = -1; @a = (uint64)2; }", "t:1:23: " + msg + "\nBEGIN { @a = -1; @a = (uint64)2; }\n                      ^~~~~~~~~"},
+		{"BEGIN { @a[(uint64)1] = 1; @a[(int64)2] = 1; }", "t:1:12: " + msg + "\nBEGIN { @a[(uint64)1] = 1; @a[(int64)2] = 1; }\n           ^~~~~~~~~"},
+		{"BEGIN { $a = (uint64)1 - 1; }", "t:1:14: " + msg + "\nBEGIN { $a = (uint64)1 - 1; }\n             ^~~~~~~~~"},
+		{"BEGIN { $a = (uint64)1 == (int64)-1; }", "t:1:14: " + msg + "\nBEGIN { $a = (uint64)1 == (int64)-1; }\n             ^~~~~~~~~"},
+		{"BEGIN { $a = (int64)1; $a = (uint32)2; }", ""},
+		{"BEGIN { $a = (uint32)1; $a = (int32)2; }", ""},
+		{"BEGIN { $a = 1; $a = (uint64)2; }", ""},
+		{"BEGIN { @a = 1; @a = (uint64)2; }", ""},
+		{"BEGIN { @a = 0; @a--; @a++; }", ""},
+		{"BEGIN { @a[1] = 1; @a[(uint64)2] = 1; }", ""},
+		{"BEGIN { $a = (int64)(uint64)1 - 1; }", ""},
+		{"BEGIN { $a = 1 == -1; }", ""},
+		{"BEGIN { $a = (uint32)1 == (int32)-1; }", ""},
+		{"BEGIN { $a = (uint64)10 / 2; }", ""},
+	}
+	for _, tt := range tests {
+		for _, v := range []compat.Version{compat.Current, compat.V017} {
+			var warnings syntax.ErrorList
+			if _, err := checkSrc(t, tt.src, &Config{Compat: v, Warn: func(w *syntax.Error) { warnings = append(warnings, w) }}); err != nil {
+				t.Errorf("%s: %v", tt.src, err)
+				continue
+			}
+			want := tt.warnings
+			if v == compat.V017 {
+				want = ""
+			}
+			if got := warnings.Detail(); got != want {
+				t.Errorf("%s (%s): warnings\n%s\nwant\n%s", tt.src, v, got, want)
+			}
 		}
 	}
 }

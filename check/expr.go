@@ -1,8 +1,10 @@
 package check
 
 import (
+	"math"
 	"strconv"
 
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/internal/spell"
 	"kinst.dev/kinst/syntax"
 )
@@ -26,10 +28,13 @@ func (c *checker) setConst(x syntax.Expr, v Const) { c.probe.Consts[x] = v }
 func (c *checker) expr1(x syntax.Expr) *Type {
 	switch x := x.(type) {
 	case *syntax.IntLit:
-		// bpftrace 0.17 types every literal int64, so literals past
-		// MaxInt64 are negative: 0xffffffffffffffff prints as -1.
 		c.setConst(x, Const{Int: x.Value})
-		return TInt64
+		if c.conf.Compat == compat.V017 {
+			// bpftrace 0.17 types every literal int64, so literals past
+			// MaxInt64 are negative: 0xffffffffffffffff prints as -1.
+			return TInt64
+		}
+		return literalType(x.Value)
 	case *syntax.StringLit:
 		c.setConst(x, Const{IsStr: true, Str: x.Value})
 		return StrType(len(x.Value) + 1)
@@ -162,6 +167,15 @@ func (c *checker) unary(x *syntax.UnaryExpr) *Type {
 				r = ^v.Int
 			}
 			c.setConst(x, Const{Int: truncate(r, t)})
+			if c.conf.Compat != compat.V017 && isLiteral(x.X) {
+				// bpftrace 0.26 folds the operator into a new literal:
+				// ~10 is the uint64 18446744073709551605, and -10 the
+				// int64 it reads as.
+				if x.Op == syntax.SUB && r != 0 && (t.Flex || !t.Signed) {
+					return TInt64
+				}
+				return literalType(r)
+			}
 		}
 		return t
 	case syntax.NOT:
@@ -349,23 +363,130 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 	if signed {
 		result = TInt64
 	}
+	if c.conf.Compat != compat.V017 && lt.Kind == Int && rt.Kind == Int {
+		result = c.intResult(x, lt, rt)
+	}
 	if isComparison(op) || op == syntax.LAND || op == syntax.LOR {
 		result = c.boolType()
 	}
 	lv, lok := c.probe.Consts[x.X]
 	rv, rok := c.probe.Consts[x.Y]
 	if lok && rok {
+		if !isComparison(op) && result.Kind == Int {
+			signed = result.Signed
+		}
 		v, ok := fold(op, lv.Int, rv.Int, signed)
 		if !ok {
 			c.errorf(x, "division by zero")
 			return nil
 		}
 		c.setConst(x, Const{Int: v})
+		if result.Kind == Int && !result.IsBool() && c.conf.Compat != compat.V017 && isLiteral(x) {
+			// Folded into one literal, as bpftrace 0.26 does.
+			if !result.Signed || int64(v) >= 0 {
+				result = literalType(v)
+			}
+		}
 	} else if rok && (op == syntax.QUO || op == syntax.REM) && rv.Int == 0 {
 		c.errorf(x.Y, "division by zero")
 		return nil
 	}
 	return result
+}
+
+// literalType is the type bpftrace 0.26 gives an integer literal of
+// value v: sign-flexible int64, or uint64 past the int64 range.
+func literalType(v uint64) *Type {
+	if v > math.MaxInt64 {
+		return TUint64
+	}
+	return tLiteral
+}
+
+// isLiteral reports whether x is an integer literal, or operators that
+// bpftrace 0.26 folds on literals into one.
+func isLiteral(x syntax.Expr) bool {
+	switch x := syntax.Unparen(x).(type) {
+	case *syntax.IntLit:
+		return true
+	case *syntax.UnaryExpr:
+		return (x.Op == syntax.SUB || x.Op == syntax.TILDE) && isLiteral(x.X)
+	case *syntax.BinaryExpr:
+		return !isComparison(x.Op) && x.Op != syntax.LAND && x.Op != syntax.LOR && isLiteral(x.X) && isLiteral(x.Y)
+	}
+	return false
+}
+
+// intResult types an operator on two integers as bpftrace 0.26 does: a
+// literal takes the other side's sign; the result is int64 if a side is
+// signed or the operator subtracts, uint64 otherwise. An operand that
+// cannot keep its value in the type it is converted to draws a warning.
+func (c *checker) intResult(x *syntax.BinaryExpr, lt, rt *Type) *Type {
+	if lt.IsBool() || rt.IsBool() || x.Op == syntax.LAND || x.Op == syntax.LOR {
+		return IntType(8, lt.Signed && rt.Signed)
+	}
+	var to *Type
+	if isComparison(x.Op) {
+		to = promoteInt(lt, rt)
+	} else {
+		ls, rs := lt.Signed, rt.Signed
+		switch {
+		case lt.Flex && !rt.Flex:
+			ls = rs
+		case rt.Flex && !lt.Flex:
+			rs = ls
+		}
+		to = IntType(8, ls || rs || x.Op == syntax.SUB)
+	}
+	c.signChange(x.X, lt, to)
+	c.signChange(x.Y, rt, to)
+	return to
+}
+
+// signChange warns, as bpftrace 0.26 does, when the integer value x of
+// type from is converted implicitly to a type to that cannot hold all
+// its values: uint64 to int64, a signed type to an unsigned one.
+// Literals are checked for their value instead.
+func (c *checker) signChange(x syntax.Expr, from, to *Type) {
+	if c.conf.Compat == compat.V017 || from.Kind != Int || to.Kind != Int || from.Flex || from.IsBool() || to.IsBool() || isLiteral(x) {
+		return
+	}
+	if fitsInto(from, to) {
+		return
+	}
+	c.warnf(x, "Expression of type: %s being cast to type: %s. This may cause unexpected results. Use an explicit cast to suppress this warning.", from, to)
+}
+
+// fitsInto reports whether every value of integer type t is one of u.
+func fitsInto(t, u *Type) bool {
+	switch {
+	case t.Signed == u.Signed || t.Flex:
+		return t.Size <= u.Size
+	case !t.Signed:
+		return t.Size < u.Size
+	}
+	return false
+}
+
+// promoteInt is the integer type holding values of both a and b, as
+// bpftrace 0.26 widens a variable or map assigned both: a literal takes
+// the other's sign; otherwise mixed signs need a bigger signed type,
+// int64 at most.
+func promoteInt(a, b *Type) *Type {
+	size := max(a.Size, b.Size)
+	switch {
+	case a.Flex && b.Flex:
+		return tLiteral
+	case a.Signed == b.Signed:
+		return IntType(size, a.Signed)
+	case a.Flex || b.Flex:
+		return IntType(size, !a.Flex && a.Signed || !b.Flex && b.Signed)
+	case a.Signed && a.Size > b.Size:
+		return a
+	case b.Signed && b.Size > a.Size:
+		return b
+	}
+	return IntType(min(2*size, 8), true)
 }
 
 // fold evaluates a binary operator on constants, with C's semantics for
@@ -461,7 +582,7 @@ func (c *checker) condExpr(x *syntax.CondExpr) *Type {
 		c.errorf(x.Cond, "condition must be an integer, not %s", ct)
 		return nil
 	}
-	t, ok := unify(a, b)
+	t, ok := c.unify(a, b)
 	if !ok {
 		c.errorf(x, "the branches of ?: have different types: %s and %s", a, b)
 		return nil
@@ -484,8 +605,22 @@ func (c *checker) condExpr(x *syntax.CondExpr) *Type {
 // or a variable assigned both holds them, and whether there is one.
 func Unify(a, b *Type) (*Type, bool) { return unify(a, b) }
 
-func unify(a, b *Type) (*Type, bool) {
+func unify(a, b *Type) (*Type, bool) { return unifyAs(a, b, false) }
+
+// unify is unify for the checked program's bpftrace release.
+func (c *checker) unify(a, b *Type) (*Type, bool) {
+	return unifyAs(a, b, c.conf.Compat != compat.V017)
+}
+
+// unifyAs unifies as bpftrace 0.26 does when current is set: integers
+// promote as promoteInt says, and buffers of different sizes grow to
+// the larger, recording their length.
+func unifyAs(a, b *Type, current bool) (*Type, bool) {
 	switch {
+	case current && a.Kind == Int && b.Kind == Int && !a.IsBool() && !b.IsBool():
+		return promoteInt(a, b), true
+	case current && a.Kind == Buffer && b.Kind == Buffer && a.Size != b.Size:
+		return &Type{Kind: Buffer, Size: max(a.Size, b.Size), VarLen: true}, true
 	case a.Kind == Int && b.Kind == Int:
 		if a.Size == b.Size && a.Signed == b.Signed {
 			return a, true
@@ -501,7 +636,7 @@ func unify(a, b *Type) (*Type, bool) {
 		elems := make([]*Type, len(a.Elems))
 		same := true
 		for i := range a.Elems {
-			e, ok := unify(a.Elems[i], b.Elems[i])
+			e, ok := unifyAs(a.Elems[i], b.Elems[i], current)
 			if !ok {
 				return nil, false
 			}

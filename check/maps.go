@@ -70,6 +70,7 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 				m.Read = true
 			}
 			c.probe.Types[lhs] = m.Value
+			c.signChange(s.Rhs, t, m.Value)
 		}
 	case *syntax.VarExpr:
 		v := c.probe.Vars[lhs.Name]
@@ -80,7 +81,7 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 				c.errorf(s, "Type mismatch for $%s: a %s value does not fit its declared type %s", lhs.Name, t, v.Type)
 				return
 			}
-		} else if u, ok := unify(v.Type, t); !ok {
+		} else if u, ok := c.unify(v.Type, t); !ok {
 			c.errorf(s, "$%s holds %s values; cannot assign %s", lhs.Name, v.Type, t)
 			return
 		} else if u != v.Type {
@@ -88,6 +89,7 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 			c.rememberVar(lhs.Name, u)
 		}
 		c.probe.Types[lhs] = v.Type
+		c.signChange(s.Rhs, t, v.Type)
 	}
 }
 
@@ -96,7 +98,7 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 // assignment does not narrow it again.
 func (c *checker) defineVar(x *syntax.VarExpr, t *Type) *Var {
 	if prev := c.varTypes()[x.Name]; prev != nil {
-		if u, ok := unify(prev, t); ok {
+		if u, ok := c.unify(prev, t); ok {
 			t = u
 		}
 	}
@@ -121,7 +123,7 @@ func (c *checker) varTypes() map[string]*Type {
 
 func (c *checker) rememberVar(name string, t *Type) {
 	m := c.varTypes()
-	if prev := m[name]; prev == nil || !prev.Equal(t) {
+	if prev := m[name]; prev == nil || !prev.Equal(t) || prev.Flex != t.Flex {
 		if prev != nil {
 			c.changed = true
 		}
@@ -162,7 +164,7 @@ func (c *checker) keyTypes(x *syntax.MapExpr) ([]*Type, bool) {
 			}
 			// Integer keys are all 64 bits wide so that @x[1] and @x[pid]
 			// name the same element.
-			if t.Kind == Int && !t.IsBool() {
+			if t.Kind == Int && !t.IsBool() && !t.Flex {
 				t = IntType(8, t.Signed)
 			}
 			keys = append(keys, t)
@@ -205,15 +207,22 @@ func (c *checker) useMap(x *syntax.MapExpr, value *Type, write bool) *Map {
 		return nil
 	}
 	for i, k := range keys {
-		u, ok := unify(m.Keys[i], k)
+		u, ok := c.unify(m.Keys[i], k)
 		if !ok {
 			c.errorf(x.Keys[min(i, len(x.Keys)-1)], "key %d of @%s has type %s here and %s elsewhere", i+1, x.Name, k, m.Keys[i])
 			return nil
 		}
-		if u != m.Keys[i] && !u.Equal(m.Keys[i]) {
+		if u != m.Keys[i] && (!u.Equal(m.Keys[i]) || u.Flex != m.Keys[i].Flex) {
 			m.Keys[i] = u
 			m.Key = keyOf(m.Keys)
 			c.changed = true
+		}
+		if len(keys) == len(x.Keys) {
+			// Keys are widened to 64 bits: what changes sign is the
+			// key as written.
+			if kt := c.probe.Types[x.Keys[i]]; kt != nil {
+				c.signChange(x.Keys[i], kt, u)
+			}
 		}
 	}
 	if value == nil {
@@ -226,12 +235,12 @@ func (c *checker) useMap(x *syntax.MapExpr, value *Type, write bool) *Map {
 		}
 		return m
 	}
-	u, ok := unify(m.Value, value)
+	u, ok := c.unify(m.Value, value)
 	if !ok {
 		c.errorf(x, "@%s holds %s values; cannot assign %s", x.Name, m.Value, value)
 		return nil
 	}
-	if !u.Equal(m.Value) {
+	if !u.Equal(m.Value) || u.Flex != m.Value.Flex {
 		m.Value = u
 		c.changed = true
 	}

@@ -65,6 +65,10 @@ type Type struct {
 	Kind   Kind
 	Size   int  // bytes the value takes in BPF memory
 	Signed bool // Int, Sum, Min, Max, Avg, Stats
+	// Flex marks the type bpftrace 0.26 gives a non-negative integer
+	// literal: signed, but taking the sign of what it meets, so that
+	// (uint64)x + 1 stays unsigned and warns of no mismatch.
+	Flex bool
 
 	Elems   []*Type   // Tuple: element types
 	Offsets []int     // Tuple: byte offset of each element
@@ -135,6 +139,9 @@ var (
 	// TBool is bpftrace 0.26's bool: a byte, 0 or 1, printed as false
 	// or true. Being an integer, it computes as one.
 	TBool = &Type{Kind: Int, Size: 1, Name: "bool"}
+	// tLiteral types a literal of bpftrace 0.26 up to 1<<63-1; larger
+	// ones are uint64.
+	tLiteral = &Type{Kind: Int, Size: 8, Signed: true, Flex: true}
 )
 
 // IsBool reports whether t is the bool type.

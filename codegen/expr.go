@@ -158,6 +158,11 @@ func (g *gen) binary(x *syntax.BinaryExpr) operand {
 	} else if rt.Kind == check.Ptr && lt.Kind == check.Int {
 		a = g.scale(a, rt)
 	}
+	if res := g.typeOf(x); res.Kind == check.Int {
+		// The result's sign picks signed division and shifts: both
+		// operands' in 0.17, either's in bpftrace 0.26.
+		return g.arith(x.Op, g.owned(a), b, res, res)
+	}
 	return g.arith(x.Op, g.owned(a), b, lt, rt)
 }
 

@@ -189,11 +189,15 @@ func appendStats(b []byte, v Value, st style) []byte {
 }
 
 // appendKey appends one element of a map key as bpftrace prints keys:
-// integers always signed, stacks indented by 4, structs without spaces in
-// 0.17 ("{.a=1,.b=2}") and as values in 0.26.1.
+// integers always signed in 0.17 and by their type's sign in 0.26.1,
+// stacks indented by 4, structs without spaces in 0.17 ("{.a=1,.b=2}")
+// and as values in 0.26.1.
 func appendKey(b []byte, v Value, old bool) ([]byte, error) {
 	switch v.kind {
 	case KindInt:
+		if !old && !v.signed {
+			return strconv.AppendUint(b, v.n, 10), nil
+		}
 		return strconv.AppendInt(b, int64(v.n), 10), nil
 	case KindBool:
 		return strconv.AppendBool(b, v.n != 0), nil
