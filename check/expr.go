@@ -614,12 +614,12 @@ func (c *checker) unify(a, b *Type) (*Type, bool) {
 
 // unifyAs unifies as bpftrace 0.26 does when current is set: integers
 // promote as promoteInt says, and buffers of different sizes grow to
-// the larger, recording their length.
+// the larger, recording their length in its last byte.
 func unifyAs(a, b *Type, current bool) (*Type, bool) {
 	switch {
 	case current && a.Kind == Int && b.Kind == Int && !a.IsBool() && !b.IsBool():
 		return promoteInt(a, b), true
-	case current && a.Kind == Buffer && b.Kind == Buffer && a.Size != b.Size:
+	case current && a.Kind == Buffer && b.Kind == Buffer && a.Size != b.Size && max(a.Size, b.Size) <= maxVarBuf+1:
 		return &Type{Kind: Buffer, Size: max(a.Size, b.Size), VarLen: true}, true
 	case a.Kind == Int && b.Kind == Int:
 		if a.Size == b.Size && a.Signed == b.Signed {

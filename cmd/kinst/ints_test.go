@@ -1,0 +1,44 @@
+package main
+
+import (
+	"testing"
+
+	"kinst.dev/kinst/internal/testenv"
+)
+
+// TestIntegers: integer typing as bpftrace 0.26.1 has it (tests/runtime
+// basic, map, signed_ints and other), against 0.17's int64 literals and
+// unsigned results whenever an operand is unsigned.
+func TestIntegers(t *testing.T) {
+	testenv.Root(t)
+	const warn = "warning: Expression of type: uint64 being cast to type: int64. This may cause unexpected results. Use an explicit cast to suppress this warning.\n"
+	runLangCases(t, []langCase{
+		{name: "large literal", prog: `begin { $a = 10223372036854775807; print(($a)); print(18446744073709551615); exit(); }`,
+			want: "10223372036854775807\n18446744073709551615\n\n\n", v017: "-8223372036854775809\n-1\n\n\n"},
+		{name: "bitwise not", prog: `begin { @x = ~10; @y = ~-1; exit(); }`,
+			want: "\n\n@x: 18446744073709551605\n@y: 0\n", v017: "\n\n@x: -11\n@y: 0\n"},
+		{name: "subtraction", prog: `begin { print((uint32)1 - (uint32)2); @x = (uint8)1 - 2; exit(); }`,
+			want: "-1\n\n\n@x: -1\n", v017: "18446744073709551615\n\n\n@x: 18446744073709551615\n"},
+		{name: "mixed signs", prog: `begin { $a = (uint32)1; $a = (int32)-2; print($a); print((int32)-5 / (uint32)2); exit(); }`,
+			want: "-2\n-2\n\n\n", v017: "4294967294\n9223372036854775805\n\n\n"},
+		{name: "literal takes the sign", prog: `begin { $a = 1; $a = (uint64)18446744073709551615; print($a); print((uint64)18446744073709551615 + 0); exit(); }`,
+			want: "18446744073709551615\n18446744073709551615\n\n\n", v017: "18446744073709551615\n18446744073709551615\n\n\n"},
+		{name: "uint64 key", prog: `begin { @a[18446744073709551615] = 0; exit(); }`,
+			want: "\n\n@a[18446744073709551615]: 0\n", v017: "\n\n@a[-1]: 0\n"},
+		{name: "sign change", prog: `begin { $a = (uint64)1; $a = (int64)2; print($a); print((uint64)7 - 9); exit(); }`,
+			want: "2\n-2\n\n\n", v017: "2\n18446744073709551614\n\n\n",
+			stderr: "-e:1:14: " + warn + "begin { $a = (uint64)1; $a = (int64)2; print($a); print((uint64)7 - 9); exit(); }\n             ^~~~~~~~~\n" +
+				"-e:1:57: " + warn + "begin { $a = (uint64)1; $a = (int64)2; print($a); print((uint64)7 - 9); exit(); }\n                                                        ^~~~~~~~~\n"},
+		{name: "literal out of range", prog: `begin { let $a: uint8 = 256; exit(); }`, code: 1, defaultOnly: true,
+			stderr: "-e:1:13: Type mismatch for $a: a int64 value does not fit its declared type uint8\nbegin { let $a: uint8 = 256; exit(); }\n            ^~~~~~~~~~~~~~~\n"},
+		{name: "ternary buffers", prog: `begin { $a = nsecs ? buf("hi", 2) : buf("bye", 3); $b = nsecs ? buf("bye", 3) : buf("hi", 2); print(($a, $b)); exit(); }`,
+			want: "(hi, bye)\n\n\n", defaultOnly: true},
+	})
+	// Named options take the type of their default: a positive one is
+	// uint64, a negative one int64.
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", `begin { print((getopt("aa", 20), getopt("bb", -1), getopt("cc", true), getopt("dd"), getopt("ee", "hello"))); exit(); }`,
+		"--", "--dd", "--aa=0xffffffffffffffff", "--bb=-10", "--cc=False").want(t, 0, "(18446744073709551615, -10, false, true, hello)\n\n\n", "")
+	// 0.17 has no buffers of two sizes in one ?:.
+	kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "-q", "-e", `BEGIN { $a = nsecs ? buf("hi", 2) : buf("bye", 3); exit(); }`).want(t, 1, "",
+		"-e:1:14: the branches of ?: have different types: buffer and buffer\nBEGIN { $a = nsecs ? buf(\"hi\", 2) : buf(\"bye\", 3); exit(); }\n             ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n")
+}
