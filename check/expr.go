@@ -454,6 +454,12 @@ func (c *checker) signChange(x syntax.Expr, from, to *Type) {
 	if fitsInto(from, to) {
 		return
 	}
+	if m, ok := syntax.Unparen(x).(*syntax.MapExpr); ok {
+		if mm := c.prog.mapIndex[m.Name]; mm != nil && mm.Value.IsAggregation() {
+			// Nor of reading count(), sum() and the like.
+			return
+		}
+	}
 	c.warnf(x, "Expression of type: %s being cast to type: %s. This may cause unexpected results. Use an explicit cast to suppress this warning.", from, to)
 }
 

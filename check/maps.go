@@ -1,6 +1,7 @@
 package check
 
 import (
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -262,6 +263,15 @@ func (c *checker) mapRead(x *syntax.MapExpr) *Type {
 		return nil
 	}
 	if m.Value.IsAggregation() {
+		switch m.Value.Kind {
+		case Count, Sum, Min, Max, Avg:
+			if c.conf.Compat != compat.V017 {
+				// bpftrace 0.26 reads them as integers: the value
+				// over all CPUs.
+				m.Read = true
+				return IntType(8, m.Value.Signed)
+			}
+		}
 		c.errorf(x, "@%s holds %s() values, which can only be printed, not read", x.Name, m.Value)
 		return nil
 	}

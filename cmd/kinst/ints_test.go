@@ -42,3 +42,21 @@ func TestIntegers(t *testing.T) {
 	kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "-q", "-e", `BEGIN { $a = nsecs ? buf("hi", 2) : buf("bye", 3); exit(); }`).want(t, 1, "",
 		"-e:1:14: the branches of ?: have different types: buffer and buffer\nBEGIN { $a = nsecs ? buf(\"hi\", 2) : buf(\"bye\", 3); exit(); }\n             ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n")
 }
+
+// TestAggregationReads: bpftrace 0.26.1 reads count(), sum(), min(),
+// max() and avg() maps as integers, their values over all CPUs; 0.17
+// only prints them.
+func TestAggregationReads(t *testing.T) {
+	testenv.Root(t)
+	testenv.Require(t, testenv.MapLookupPercpuElem)
+	runLangCases(t, []langCase{
+		{name: "values", prog: `begin { @a = avg(5); @a = avg(8); @c = count(); @s = sum(5); @mn = min(1); @mx = max(-1); print((@a, @c, @s, @mn, @mx)); clear(@a); clear(@c); clear(@s); clear(@mn); clear(@mx); exit(); }`,
+			want: "(6, 1, 5, 1, -1)\n\n\n", defaultOnly: true},
+		{name: "avg of negatives", prog: `begin { @ = avg(-1); @ = avg(-1); @ = avg(-10); if (@ == -4) { printf("done\n"); } clear(@); exit(); }`,
+			want: "done\n\n\n", defaultOnly: true},
+		{name: "arithmetic and keys", prog: `begin { @a = sum(10); @b = count(); $c = @a + @b; @k[@a, @b, (int64)@b] = $c; @m = max(3); print(@m * 2); exit(); }`,
+			want: "6\n\n\n@a: 10\n@b: 1\n@k[10, 1, 1]: 11\n@m: 3\n", defaultOnly: true},
+	})
+	kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "-q", "-e", `BEGIN { @c = count(); if (@c > 0) { exit(); } }`).want(t, 1, "",
+		"-e:1:27: @c holds count() values, which can only be printed, not read\nBEGIN { @c = count(); if (@c > 0) { exit(); } }\n                          ^~\n")
+}
