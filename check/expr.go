@@ -624,6 +624,9 @@ func (c *checker) unify(a, b *Type) (*Type, bool) {
 func unifyAs(a, b *Type, current bool) (*Type, bool) {
 	switch {
 	case current && a.Kind == Int && b.Kind == Int && !a.IsBool() && !b.IsBool():
+		if a.Equal(b) && a.Flex == b.Flex {
+			return a, true // an enum stays one
+		}
 		return promoteInt(a, b), true
 	case current && a.Kind == Buffer && b.Kind == Buffer && a.Size != b.Size && max(a.Size, b.Size) <= maxVarBuf+1:
 		return &Type{Kind: Buffer, Size: max(a.Size, b.Size), VarLen: true}, true

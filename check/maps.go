@@ -165,7 +165,10 @@ func (c *checker) keyTypes(x *syntax.MapExpr) ([]*Type, bool) {
 			}
 			// Integer keys are all 64 bits wide so that @x[1] and @x[pid]
 			// name the same element.
-			if t.Kind == Int && !t.IsBool() && !t.Flex {
+			switch {
+			case t.Enum != nil:
+				t = &Type{Kind: Int, Size: 8, Signed: t.Signed, Name: t.Name, Enum: t.Enum}
+			case t.Kind == Int && !t.IsBool() && !t.Flex:
 				t = IntType(8, t.Signed)
 			}
 			keys = append(keys, t)

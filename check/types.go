@@ -69,6 +69,9 @@ type Type struct {
 	// literal: signed, but taking the sign of what it meets, so that
 	// (uint64)x + 1 stays unsigned and warns of no mismatch.
 	Flex bool
+	// Enum, for an integer of an enum type, names its values: bpftrace
+	// 0.26 prints such a value as its name.
+	Enum *Enum
 
 	Elems   []*Type   // Tuple: element types
 	Offsets []int     // Tuple: byte offset of each element
@@ -91,6 +94,20 @@ type Type struct {
 
 	// Lhist: the range and bucket width.
 	LhistMin, LhistMax, LhistStep int64
+}
+
+// An Enum is a C enum's table of names.
+type Enum struct {
+	Tag   string           // "enum foo", or "enum <anonymous>"
+	Names map[int64]string // the first name of each value
+}
+
+// enumName is the tag of t's enum, or "" for other types.
+func (t *Type) enumName() string {
+	if t.Enum == nil {
+		return ""
+	}
+	return t.Enum.Tag
 }
 
 // A Field is a named member of a Record.
@@ -282,7 +299,7 @@ func (t *Type) Equal(u *Type) bool {
 	}
 	switch t.Kind {
 	case Int:
-		return t.IsBool() == u.IsBool()
+		return t.IsBool() == u.IsBool() && t.enumName() == u.enumName()
 	case Tuple:
 		if len(t.Elems) != len(u.Elems) {
 			return false

@@ -47,6 +47,9 @@ func appendValue(b []byte, v Value, div uint64, st style) ([]byte, error) {
 	}
 	switch v.kind {
 	case KindInt, KindSum:
+		if v.s != "" && !st.json {
+			return append(b, v.s...), nil // an enum's name
+		}
 		return appendInt(b, v.n, v.signed, div, st), nil
 	case KindBool:
 		return strconv.AppendBool(b, v.n != 0), nil
@@ -195,6 +198,9 @@ func appendStats(b []byte, v Value, st style) []byte {
 func appendKey(b []byte, v Value, old bool) ([]byte, error) {
 	switch v.kind {
 	case KindInt:
+		if v.s != "" {
+			return append(b, v.s...), nil // an enum's name
+		}
 		if !old && !v.signed {
 			return strconv.AppendUint(b, v.n, 10), nil
 		}

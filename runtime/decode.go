@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/kernel"
@@ -99,6 +100,10 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 	case check.Int:
 		if t.IsBool() {
 			return output.Bool(b[0] != 0)
+		}
+		if t.Enum != nil && d.out.Compat != compat.V017 {
+			v := output.IntN(word(b, t.Size), t.Size, t.Signed)
+			return output.Enum(v.Uint(), t.Size, t.Signed, t.Enum.Names[v.Int()])
 		}
 		return output.IntN(word(b, t.Size), t.Size, t.Signed)
 	case check.Ptr:

@@ -60,3 +60,26 @@ func TestAggregationReads(t *testing.T) {
 	kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "-q", "-e", `BEGIN { @c = count(); if (@c > 0) { exit(); } }`).want(t, 1, "",
 		"-e:1:27: @c holds count() values, which can only be printed, not read\nBEGIN { @c = count(); if (@c > 0) { exit(); } }\n                          ^~\n")
 }
+
+// TestEnums: bpftrace 0.26.1 takes enums without a tag, and prints an
+// enum's values as their names in text (maps, tuples, print, printf's
+// %s) but as numbers in JSON and once arithmetic made them integers.
+func TestEnums(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "symbolized", prog: `enum { ONE = 1, TWO = 2 }; begin { @[ONE] = 11; @[TWO] = 22; @v = ONE; @t = (ONE, TWO); @k[ONE, TWO] = -1; $f = TWO; print($f); print(($f, ONE)); exit(); }`,
+			want: "TWO\n(TWO, ONE)\n\n\n@[ONE]: 11\n@[TWO]: 22\n@k[ONE, TWO]: -1\n@t: (ONE, TWO)\n@v: ONE\n", defaultOnly: true},
+		{name: "after arithmetic", prog: `enum { ONE = 1, TWO = 2 }; begin { @[ONE + 1] = TWO + 1; @[ONE] = ONE; exit(); }`,
+			want: "\n\n@[1]: 1\n@[2]: 3\n", defaultOnly: true},
+		{name: "printf", prog: `enum Foo { ONE = 1, TWO = 2, OTHER = 99999 }; begin { $x = 100; printf("%d %s %s %-5s|%5s\n", ONE, OTHER, (enum Foo)2, (enum Foo)$x, ONE); print((enum Foo)1); exit(); }`,
+			want: "1 OTHER TWO 100  |  ONE\nONE\n\n\n", defaultOnly: true},
+		{name: "tagged, as integers", prog: `enum Foo { ONE = 1, TWO = 2 }; begin { @v = TWO; $x = ONE; print($x); exit(); }`,
+			want: "ONE\n\n\n@v: TWO\n", v017: "1\n\n\n@v: 2\n"},
+	})
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-f", "json", "-e", `enum { FOO = 333 }; begin { $f = FOO; print($f); printf("%s\n", $f); @m[FOO] = FOO; exit(); }`).want(t, 0,
+		`{"type": "value", "data": 333}`+"\n"+`{"type": "printf", "data": "FOO\n"}`+"\n"+`{"type": "map", "data": {"@m": {"FOO": 333}}}`+"\n", "")
+	kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "-q", "-e", `enum { FOO = 333 }; BEGIN { print(FOO); exit(); }`).want(t, 1, "",
+		"-e:1:1: a enum declared outside a typedef needs a name\nenum { FOO = 333 }; BEGIN { print(FOO); exit(); }\n^~~~\n")
+	kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "-q", "-e", `enum Foo { FOO = 333 }; BEGIN { printf("%s\n", FOO); exit(); }`).want(t, 1, "",
+		"-e:1:41: printf(): %s specifier expects a value of type string (integer supplied)\nenum Foo { FOO = 333 }; BEGIN { printf(\"%s\\n\", FOO); exit(); }\n                                        ^\n")
+}
