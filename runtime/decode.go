@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/check"
-	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/output"
