@@ -507,6 +507,7 @@ func TestAbsentAttachPoints(t *testing.T) {
 // they meet and draw no warning. The 0.17 mode warns of nothing.
 func TestSignChange(t *testing.T) {
 	const msg = "warning: Expression of type: uint64 being cast to type: int64. This may cause unexpected results. Use an explicit cast to suppress this warning."
+	const toUnsigned = "warning: Expression of type: int64 being cast to type: uint64. This may cause unexpected results. Use an explicit cast to suppress this warning."
 	tests := []struct {
 		src, warnings string
 	}{
@@ -515,6 +516,8 @@ func TestSignChange(t *testing.T) {
 		{"BEGIN { @a[(uint64)1] = 1; @a[(int64)2] = 1; }", "t:1:12: " + msg + "\nBEGIN { @a[(uint64)1] = 1; @a[(int64)2] = 1; }\n           ^~~~~~~~~"},
 		{"BEGIN { $a = (uint64)1 - 1; }", "t:1:14: " + msg + "\nBEGIN { $a = (uint64)1 - 1; }\n             ^~~~~~~~~"},
 		{"BEGIN { $a = (uint64)1 == (int64)-1; }", "t:1:14: " + msg + "\nBEGIN { $a = (uint64)1 == (int64)-1; }\n             ^~~~~~~~~"},
+		{"BEGIN { let $a: uint64 = (int64)1; }", "t:1:26: " + toUnsigned + "\nBEGIN { let $a: uint64 = (int64)1; }\n                         ^~~~~~~~"},
+		{"BEGIN { let $a: uint64 = 1; let $b: int64 = (uint32)1; }", ""},
 		{"BEGIN { $a = (int64)1; $a = (uint32)2; }", ""},
 		{"BEGIN { $a = (uint32)1; $a = (int32)2; }", ""},
 		{"BEGIN { $a = 1; $a = (uint64)2; }", ""},
@@ -525,6 +528,16 @@ func TestSignChange(t *testing.T) {
 		{"BEGIN { $a = 1 == -1; }", ""},
 		{"BEGIN { $a = (uint32)1 == (int32)-1; }", ""},
 		{"BEGIN { $a = (uint64)10 / 2; }", ""},
+	}
+	// Narrower too: bpftrace 0.26 converts, with a warning, where 0.17
+	// refuses.
+	const narrow = "BEGIN { let $a: uint16; $a = (int32)pid; }"
+	var warnings syntax.ErrorList
+	if _, err := checkSrc(t, narrow, &Config{Warn: func(w *syntax.Error) { warnings = append(warnings, w) }}); err != nil {
+		t.Errorf("%s: %v", narrow, err)
+	}
+	if got, want := warnings.Detail(), "t:1:30: warning: Expression of type: int32 being cast to type: uint16. This may cause unexpected results. Use an explicit cast to suppress this warning.\n"+narrow+"\n                             ^~~~~~~~~~"; got != want {
+		t.Errorf("%s: warnings\n%s\nwant\n%s", narrow, got, want)
 	}
 	for _, tt := range tests {
 		for _, v := range []compat.Version{compat.Current, compat.V017} {

@@ -460,8 +460,12 @@ func (c *checker) signChange(x syntax.Expr, from, to *Type) {
 			return
 		}
 	}
-	c.warnf(x, "Expression of type: %s being cast to type: %s. This may cause unexpected results. Use an explicit cast to suppress this warning.", from, to)
+	c.warnf(x, castWarning, from, to)
 }
+
+// castWarning is bpftrace 0.26's warning of an implicit integer
+// conversion that may change the value.
+const castWarning = "Expression of type: %s being cast to type: %s. This may cause unexpected results. Use an explicit cast to suppress this warning."
 
 // fitsInto reports whether every value of integer type t is one of u.
 func fitsInto(t, u *Type) bool {

@@ -78,7 +78,13 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 		if v == nil {
 			v = c.defineVar(lhs, t)
 		} else if v.Declared {
-			if !c.fitsDeclared(v.Type, t, s.Rhs) {
+			switch {
+			case c.fitsDeclared(v.Type, t, s.Rhs):
+			case c.conf.Compat != compat.V017 && v.Type.Kind == Int && t.Kind == Int && !t.IsBool() && !isLiteral(s.Rhs):
+				// bpftrace 0.26 converts an integer expression, warning;
+				// only a literal out of range is an error.
+				c.warnf(s.Rhs, castWarning, t, v.Type)
+			default:
 				c.errorf(s, "Type mismatch for $%s: a %s value does not fit its declared type %s", lhs.Name, t, v.Type)
 				return
 			}
