@@ -264,6 +264,14 @@ func (c *checker) incDec(x *syntax.IncDecExpr) *Type {
 		if v == nil {
 			v = c.defineVar(target, TInt64)
 		}
+		if x.Op == syntax.DEC && v.Type.Kind == Int && !v.Type.IsBool() && c.conf.Compat != compat.V017 {
+			// bpftrace 0.26 decrements to a signed result, which the
+			// variable widens to hold: (uint8)0 decremented is -1.
+			if u := promoteInt(v.Type, TInt64); !u.Equal(v.Type) {
+				v.Type = u
+				c.rememberVar(target.Name, u)
+			}
+		}
 		c.probe.Types[target] = v.Type
 		if v.Type.Kind != Int && v.Type.Kind != Ptr {
 			c.errorf(x, "$%s holds %s values; %s needs integers", target.Name, v.Type, x.Op)

@@ -19,6 +19,8 @@ func TestIntegers(t *testing.T) {
 			want: "\n\n@x: 18446744073709551605\n@y: 0\n", v017: "\n\n@x: -11\n@y: 0\n"},
 		{name: "subtraction", prog: `begin { print((uint32)1 - (uint32)2); @x = (uint8)1 - 2; exit(); }`,
 			want: "-1\n\n\n@x: -1\n", v017: "18446744073709551615\n\n\n@x: 18446744073709551615\n"},
+		{name: "decrement", prog: `begin { $a = (uint8)0; --$a; print($a); $b = (uint32)1; $b--; $b--; print($b); exit(); }`,
+			want: "-1\n-1\n\n\n", v017: "255\n4294967295\n\n\n"},
 		{name: "mixed signs", prog: `begin { $a = (uint32)1; $a = (int32)-2; print($a); print((int32)-5 / (uint32)2); exit(); }`,
 			want: "-2\n-2\n\n\n", v017: "4294967294\n9223372036854775805\n\n\n"},
 		{name: "literal takes the sign", prog: `begin { $a = 1; $a = (uint64)18446744073709551615; print($a); print((uint64)18446744073709551615 + 0); exit(); }`,
