@@ -380,7 +380,10 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 	lv, lok := c.probe.Consts[x.X]
 	rv, rok := c.probe.Consts[x.Y]
 	if lok && rok {
-		if !isComparison(op) && result.Kind == Int {
+		switch {
+		case isComparison(op) && lt.Kind == Int && rt.Kind == Int:
+			signed = ComparesSigned(lt, rt, c.conf.Compat)
+		case !isComparison(op) && result.Kind == Int:
 			signed = result.Signed
 		}
 		v, ok := fold(op, lv.Int, rv.Int, signed)
@@ -505,6 +508,17 @@ func promoteInt(a, b *Type) *Type {
 		return b
 	}
 	return IntType(min(2*size, 8), true)
+}
+
+// ComparesSigned reports whether integers of types a and b compare as
+// signed numbers: when both are signed in bpftrace 0.17, and when the
+// type both promote to is signed in 0.26, as (uint32)5 < (int32)-1 is
+// false there.
+func ComparesSigned(a, b *Type, v compat.Version) bool {
+	if v == compat.V017 || a.IsBool() || b.IsBool() {
+		return a.Signed && b.Signed
+	}
+	return promoteInt(a, b).Signed
 }
 
 // fold evaluates a binary operator on constants, with C's semantics for

@@ -224,13 +224,11 @@ func TestArithmeticMatrix(t *testing.T) {
 						if (op == "<<" || op == ">>") && b >= 64 {
 							continue // C leaves such shifts undefined
 						}
-						signed := ta.signed && tb.signed
-						if !strings.ContainsAny(op, "=<>") || op == "<<" || op == ">>" {
-							// bpftrace 0.26 computes in the result's
-							// type: int64 when an operand is signed or
-							// the operator subtracts.
-							signed = ta.signed || tb.signed || op == "-"
-						}
+						// bpftrace 0.26 computes in the result's type,
+						// int64 when an operand is signed or the operator
+						// subtracts, and compares in the type both
+						// promote to, signed when either is.
+						signed := ta.signed || tb.signed || op == "-"
 						got := binaryOp(op, a, b, signed)
 						name, w := "@u", any(got)
 						switch {

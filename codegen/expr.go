@@ -139,7 +139,7 @@ func (g *gen) binary(x *syntax.BinaryExpr) operand {
 	if lt.Kind == check.Tuple {
 		return g.tupleEqual(x, lt, rt)
 	}
-	signed := lt.Kind == check.Int && rt.Kind == check.Int && lt.Signed && rt.Signed
+	signed := lt.Kind == check.Int && rt.Kind == check.Int && check.ComparesSigned(lt, rt, g.c.prog.Compat)
 	a := g.scalar(x.X)
 	b := g.scalar(x.Y)
 	if isComparison(x.Op) {
