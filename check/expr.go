@@ -161,6 +161,11 @@ func (c *checker) unary(x *syntax.UnaryExpr) *Type {
 			c.errorf(x, "operator %s needs an integer, not %s", x.Op, t)
 			return nil
 		}
+		if isConst && x.Op == syntax.SUB && v.Int > 1<<63 && !t.Signed && isLiteral(x.X) && c.conf.Compat != compat.V017 {
+			// bpftrace 0.26 keeps a negated literal in int64.
+			c.errorf(x, "negative value will underflow")
+			return nil
+		}
 		if isConst {
 			r := -v.Int
 			if x.Op == syntax.TILDE {
