@@ -182,6 +182,10 @@ func TestCheckTypes017(t *testing.T) {
 	} {
 		wantValueOfX(t, src, &Config{Compat: compat.V017}, "int64")
 	}
+	// A numeric parameter is typed as a literal in 0.26.1, int64 in 0.17.
+	wantValueOfX(t, "BEGIN { @x = $1 }", &Config{Params: []string{"18446744073709551615"}}, "uint64")
+	wantValueOfX(t, "BEGIN { @x = $1 }", &Config{Params: []string{"18446744073709551615"}, Compat: compat.V017}, "int64")
+	wantValueOfX(t, "BEGIN { @x = (uint64)1 + $1 }", &Config{Params: []string{"5"}}, "uint64")
 	wantValueOfX(t, "BEGIN { @x = (uint32)1 - (uint32)2 }", &Config{Compat: compat.V017}, "uint64")
 	wantValueOfX(t, "BEGIN { @x = (uint32)1; @x = (int32)2 }", &Config{Compat: compat.V017}, "uint32")
 	// 0.17's strerror() prints glibc's texts.

@@ -3,6 +3,7 @@ package check
 import (
 	"math"
 	"strconv"
+	"strings"
 
 	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/internal/spell"
@@ -138,15 +139,24 @@ func storable(t *Type) bool {
 func (c *checker) paramExpr(x *syntax.ParamExpr) *Type {
 	if x.Count {
 		c.setConst(x, Const{Int: uint64(len(c.conf.Params))})
-		return TInt64
+		return c.paramType(uint64(len(c.conf.Params)), false)
 	}
 	s := c.param(x.N)
 	if v, ok := paramInt(s); ok {
 		c.setConst(x, Const{Int: v})
-		return TInt64
+		return c.paramType(v, strings.HasPrefix(s, "-"))
 	}
 	c.setConst(x, Const{IsStr: true, Str: s})
 	return StrType(len(s) + 1)
+}
+
+// paramType is the type of a numeric positional parameter: int64 in
+// bpftrace 0.17, a literal's in 0.26.
+func (c *checker) paramType(v uint64, negative bool) *Type {
+	if c.conf.Compat == compat.V017 || negative {
+		return TInt64
+	}
+	return literalType(v)
 }
 
 func (c *checker) unary(x *syntax.UnaryExpr) *Type {
@@ -423,7 +433,7 @@ func literalType(v uint64) *Type {
 // bpftrace 0.26 folds on literals into one.
 func isLiteral(x syntax.Expr) bool {
 	switch x := syntax.Unparen(x).(type) {
-	case *syntax.IntLit:
+	case *syntax.IntLit, *syntax.ParamExpr:
 		return true
 	case *syntax.UnaryExpr:
 		return (x.Op == syntax.SUB || x.Op == syntax.TILDE) && isLiteral(x.X)
