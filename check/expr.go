@@ -153,8 +153,11 @@ func (c *checker) paramExpr(x *syntax.ParamExpr) *Type {
 // paramType is the type of a numeric positional parameter: int64 in
 // bpftrace 0.17, a literal's in 0.26.
 func (c *checker) paramType(v uint64, negative bool) *Type {
-	if c.conf.Compat == compat.V017 || negative {
+	switch {
+	case c.conf.Compat == compat.V017:
 		return TInt64
+	case negative:
+		return negativeType(int64(v))
 	}
 	return literalType(v)
 }
@@ -187,7 +190,7 @@ func (c *checker) unary(x *syntax.UnaryExpr) *Type {
 				// ~10 is the uint64 18446744073709551605, and -10 the
 				// int64 it reads as.
 				if x.Op == syntax.SUB && r != 0 && (t.Flex || !t.Signed) {
-					return TInt64
+					return negativeType(int64(r))
 				}
 				return literalType(r)
 			}
@@ -279,10 +282,12 @@ func (c *checker) incDec(x *syntax.IncDecExpr) *Type {
 		if v == nil {
 			v = c.defineVar(target, TInt64)
 		}
-		if x.Op == syntax.DEC && v.Type.Kind == Int && !v.Type.IsBool() && c.conf.Compat != compat.V017 {
-			// bpftrace 0.26 decrements to a signed result, which the
-			// variable widens to hold: (uint8)0 decremented is -1.
-			if u := promoteInt(v.Type, TInt64); !u.Equal(v.Type) {
+		if v.Type.Kind == Int && !v.Type.IsBool() && c.conf.Compat != compat.V017 {
+			// bpftrace 0.26 steps to a 64-bit result, signed when
+			// decrementing, which the variable widens to hold: a
+			// literal's int8 counts on past 127, and (uint8)0
+			// decremented is -1.
+			if u := promoteInt(v.Type, IntType(8, v.Type.Signed || x.Op == syntax.DEC)); !u.Equal(v.Type) || u.Flex != v.Type.Flex {
 				v.Type = u
 				c.rememberVar(target.Name, u)
 			}
@@ -387,7 +392,7 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 		result = TInt64
 	}
 	if c.conf.Compat != compat.V017 && lt.Kind == Int && rt.Kind == Int {
-		result = c.intResult(x, lt, rt)
+		result = c.intResult(x.Op, x.X, x.Y, lt, rt)
 	}
 	if isComparison(op) || op == syntax.LAND || op == syntax.LOR {
 		result = c.boolType()
@@ -409,8 +414,11 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 		c.setConst(x, Const{Int: v})
 		if result.Kind == Int && !result.IsBool() && c.conf.Compat != compat.V017 && isLiteral(x) {
 			// Folded into one literal, as bpftrace 0.26 does.
-			if !result.Signed || int64(v) >= 0 {
+			switch {
+			case !result.Signed || int64(v) >= 0:
 				result = literalType(v)
+			default:
+				result = negativeType(int64(v))
 			}
 		}
 	} else if rok && (op == syntax.QUO || op == syntax.REM) && rv.Int == 0 {
@@ -421,12 +429,30 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 }
 
 // literalType is the type bpftrace 0.26 gives an integer literal of
-// value v: sign-flexible int64, or uint64 past the int64 range.
+// value v: the smallest signed type that holds it, sign-flexible, or
+// uint64 past the int64 range.
 func literalType(v uint64) *Type {
 	if v > math.MaxInt64 {
 		return TUint64
 	}
-	return tLiteral
+	return tLiteral[literalSize(int64(v))]
+}
+
+// negativeType is the type bpftrace 0.26 gives a negative literal: the
+// smallest signed type that holds it.
+func negativeType(v int64) *Type { return IntType(literalSize(v), true) }
+
+// literalSize is the size of the smallest signed integer holding v.
+func literalSize(v int64) int {
+	switch {
+	case v >= math.MinInt8 && v <= math.MaxInt8:
+		return 1
+	case v >= math.MinInt16 && v <= math.MaxInt16:
+		return 2
+	case v >= math.MinInt32 && v <= math.MaxInt32:
+		return 4
+	}
+	return 8
 }
 
 // isLiteral reports whether x is an integer literal, or operators that
@@ -447,12 +473,12 @@ func isLiteral(x syntax.Expr) bool {
 // literal takes the other side's sign; the result is int64 if a side is
 // signed or the operator subtracts, uint64 otherwise. An operand that
 // cannot keep its value in the type it is converted to draws a warning.
-func (c *checker) intResult(x *syntax.BinaryExpr, lt, rt *Type) *Type {
-	if lt.IsBool() || rt.IsBool() || x.Op == syntax.LAND || x.Op == syntax.LOR {
+func (c *checker) intResult(op syntax.Token, x, y syntax.Expr, lt, rt *Type) *Type {
+	if lt.IsBool() || rt.IsBool() || op == syntax.LAND || op == syntax.LOR {
 		return IntType(8, lt.Signed && rt.Signed)
 	}
 	var to *Type
-	if isComparison(x.Op) {
+	if isComparison(op) {
 		to = promoteInt(lt, rt)
 	} else {
 		ls, rs := lt.Signed, rt.Signed
@@ -462,10 +488,10 @@ func (c *checker) intResult(x *syntax.BinaryExpr, lt, rt *Type) *Type {
 		case rt.Flex && !lt.Flex:
 			rs = ls
 		}
-		to = IntType(8, ls || rs || x.Op == syntax.SUB)
+		to = IntType(8, ls || rs || op == syntax.SUB)
 	}
-	c.signChange(x.X, lt, to)
-	c.signChange(x.Y, rt, to)
+	c.signChange(x, lt, to)
+	c.signChange(y, rt, to)
 	return to
 }
 
@@ -512,7 +538,7 @@ func promoteInt(a, b *Type) *Type {
 	size := max(a.Size, b.Size)
 	switch {
 	case a.Flex && b.Flex:
-		return tLiteral
+		return tLiteral[size]
 	case a.Signed == b.Signed:
 		return IntType(size, a.Signed)
 	case a.Flex || b.Flex:

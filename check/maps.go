@@ -49,7 +49,12 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 			c.errorf(s, "invalid operation: %s on %s (operands must be integers)", s.Op, t)
 			return
 		}
-		t, _ = unify(TInt64, t)
+		if c.conf.Compat == compat.V017 {
+			t, _ = unify(TInt64, t)
+		} else {
+			// As 0 op y, 0 being a literal.
+			t = c.intResult(s.Op.BinaryOf(), s.Lhs, s.Rhs, tLiteral[1], t)
+		}
 	} else {
 		// x op= y is x = x op y on integers.
 		cur := c.expr(s.Lhs)
@@ -63,6 +68,10 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 			return
 		}
 		t = cur
+		if !ptrStep && c.conf.Compat != compat.V017 {
+			// As x = x op y in bpftrace 0.26: x widens to the result.
+			t = c.intResult(s.Op.BinaryOf(), s.Lhs, s.Rhs, cur, rt)
+		}
 	}
 	switch lhs := s.Lhs.(type) {
 	case *syntax.MapExpr:
@@ -71,7 +80,9 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 				m.Read = true
 			}
 			c.probe.Types[lhs] = m.Value
-			c.signChange(s.Rhs, t, m.Value)
+			if s.Op == syntax.ASSIGN {
+				c.signChange(s.Rhs, t, m.Value)
+			}
 		}
 	case *syntax.VarExpr:
 		v := c.probe.Vars[lhs.Name]
@@ -96,7 +107,9 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 			c.rememberVar(lhs.Name, u)
 		}
 		c.probe.Types[lhs] = v.Type
-		c.signChange(s.Rhs, t, v.Type)
+		if s.Op == syntax.ASSIGN {
+			c.signChange(s.Rhs, t, v.Type)
+		}
 	}
 }
 
@@ -174,7 +187,9 @@ func (c *checker) keyTypes(x *syntax.MapExpr) ([]*Type, bool) {
 			switch {
 			case t.Enum != nil:
 				t = &Type{Kind: Int, Size: 8, Signed: t.Signed, Name: t.Name, Enum: t.Enum}
-			case t.Kind == Int && !t.IsBool() && !t.Flex:
+			case t.Flex:
+				t = tLiteral[8]
+			case t.Kind == Int && !t.IsBool():
 				t = IntType(8, t.Signed)
 			}
 			keys = append(keys, t)

@@ -156,9 +156,14 @@ var (
 	// TBool is bpftrace 0.26's bool: a byte, 0 or 1, printed as false
 	// or true. Being an integer, it computes as one.
 	TBool = &Type{Kind: Int, Size: 1, Name: "bool"}
-	// tLiteral types a literal of bpftrace 0.26 up to 1<<63-1; larger
-	// ones are uint64.
-	tLiteral = &Type{Kind: Int, Size: 8, Signed: true, Flex: true}
+	// tLiteral types the literals of bpftrace 0.26 up to 1<<63-1 by
+	// their size in bytes: the smallest signed type that holds them.
+	tLiteral = map[int]*Type{
+		1: {Kind: Int, Size: 1, Signed: true, Flex: true},
+		2: {Kind: Int, Size: 2, Signed: true, Flex: true},
+		4: {Kind: Int, Size: 4, Signed: true, Flex: true},
+		8: {Kind: Int, Size: 8, Signed: true, Flex: true},
+	}
 )
 
 // IsBool reports whether t is the bool type.

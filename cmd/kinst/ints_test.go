@@ -32,7 +32,7 @@ func TestIntegers(t *testing.T) {
 			stderr: "-e:1:14: " + warn + "begin { $a = (uint64)1; $a = (int64)2; print($a); print((uint64)7 - 9); exit(); }\n             ^~~~~~~~~\n" +
 				"-e:1:57: " + warn + "begin { $a = (uint64)1; $a = (int64)2; print($a); print((uint64)7 - 9); exit(); }\n                                                        ^~~~~~~~~\n"},
 		{name: "literal out of range", prog: `begin { let $a: uint8 = 256; exit(); }`, code: 1, defaultOnly: true,
-			stderr: "-e:1:13: Type mismatch for $a: a int64 value does not fit its declared type uint8\nbegin { let $a: uint8 = 256; exit(); }\n            ^~~~~~~~~~~~~~~\n"},
+			stderr: "-e:1:13: Type mismatch for $a: a int16 value does not fit its declared type uint8\nbegin { let $a: uint8 = 256; exit(); }\n            ^~~~~~~~~~~~~~~\n"},
 		{name: "ternary buffers", prog: `begin { $a = nsecs ? buf("hi", 2) : buf("bye", 3); $b = nsecs ? buf("bye", 3) : buf("hi", 2); print(($a, $b)); exit(); }`,
 			want: "(hi, bye)\n\n\n", defaultOnly: true},
 	})
