@@ -220,7 +220,7 @@ func ExampleCompile_errors() {
 		}
 	}
 	// Output:
-	// bad.bt:1:14: invalid operation: int64 + string[2] (strings support only == and !=)
+	// bad.bt:1:14: invalid operation: int8 + string[2] (strings support only == and !=)
 	// bad.bt:1:23: printf(): not enough arguments for format string (0 supplied, 1 expected)
 }
 

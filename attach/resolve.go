@@ -195,6 +195,15 @@ func fieldType(fl kernel.Field, strLen int) *check.Type {
 		return &check.Type{Kind: check.Array, Size: fl.Size, Elem: elem, Len: n, Space: space}
 	}
 	if size, signed, ok := fl.Int(); ok && (size == 1 || size == 2 || size == 4 || size == 8) {
+		if strings.HasPrefix(fl.Type, "enum ") {
+			// An enum field keeps its names, which bpftrace 0.26
+			// prints its values by.
+			if bt, err := kernel.TypeByName(fl.Type); err == nil {
+				if t, err := check.FromBTF(bt, space); err == nil && t.Kind == check.Int && t.Size == size {
+					return t
+				}
+			}
+		}
 		return check.IntType(size, signed)
 	}
 	return &check.Type{Kind: check.Array, Size: fl.Size, Elem: check.TUint8, Len: fl.Size, Space: space}

@@ -19,7 +19,17 @@ func fromBTF(t btf.Type, space AddrSpace) (*Type, error) {
 		signed := u.Encoding == btf.Signed || u.Encoding == btf.Char
 		return IntType(int(u.Size), signed), nil
 	case *btf.Enum:
-		return IntType(int(u.Size), u.Signed), nil
+		e := &Enum{Tag: "enum " + u.Name, Names: make(map[int64]string, len(u.Values))}
+		if u.Name == "" {
+			e.Tag = "enum <anonymous>"
+		}
+		for _, v := range u.Values {
+			n := int64(v.Value)
+			if _, dup := e.Names[n]; !dup {
+				e.Names[n] = v.Name
+			}
+		}
+		return &Type{Kind: Int, Size: int(u.Size), Signed: u.Signed, Enum: e}, nil
 	case *btf.Float:
 		return FloatType(int(u.Size), u.Name), nil
 	case *btf.Pointer:

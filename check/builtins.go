@@ -163,6 +163,11 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 	if v, ok := c.constant(name); ok {
 		delete(p.Uses, name)
 		c.setConst(id, Const{Int: uint64(v)})
+		if t := c.decls.enumTypes[name]; t != nil && c.conf.Compat != compat.V017 {
+			// Of the enum the program declares, so that it prints as
+			// its name in bpftrace 0.26.
+			return t
+		}
 		return TInt64
 	}
 	if c.decls.broken[name] {

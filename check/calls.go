@@ -224,6 +224,7 @@ func (c *checker) checkPrintf(x *syntax.CallExpr, call *Call) *Type {
 	text, ok := c.constString(x.Args[0], x.Fun.Name+"() format")
 	// Every argument is checked, so that each bad one is reported.
 	kinds := make([]output.Kind, 0, len(x.Args)-1)
+	var enums []bool
 	for _, a := range x.Args[1:] {
 		switch t := c.expr(a); {
 		case t == nil:
@@ -233,12 +234,20 @@ func (c *checker) checkPrintf(x *syntax.CallExpr, call *Call) *Type {
 			ok = false
 		default:
 			kinds = append(kinds, OutputKind(t))
+			enums = append(enums, t.Enum != nil && c.conf.Compat != compat.V017)
 		}
 	}
 	if !ok {
 		return nil
 	}
 	f := output.ParseFormat(text)
+	for i, v := range f.Verbs() {
+		if i < len(enums) && enums[i] && v.Arg == output.ArgString {
+			// bpftrace 0.26 prints an enum's value as its name
+			// through %s.
+			kinds[i] = output.KindString
+		}
+	}
 	if fe := f.Check(x.Fun.Name, kinds); fe != nil {
 		if fe.Offset >= 0 {
 			lit := x.Args[0]

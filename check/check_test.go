@@ -98,12 +98,29 @@ func TestCheckTypes(t *testing.T) {
 		src  string
 		want string // @x's value type
 	}{
-		{"BEGIN { @x = 1 }", "int64"},
-		{"BEGIN { @x = 18446744073709551615 }", "int64"},
+		{"BEGIN { @x = 1 }", "int8"},
+		{"BEGIN { @x = 1000 }", "int16"},
+		{"BEGIN { @x = -100000 }", "int32"},
+		{"BEGIN { @x = 1; @x = 1000 }", "int16"},
+		{"BEGIN { @x = 1; @x++ }", "int64"},
+		{"BEGIN { @x = (uint8)1; @x += 1 }", "uint64"},
+		{"BEGIN { $i = 0; $i++; @x = $i }", "int64"},
+		{"BEGIN { $i = 0; $i += 1; @x = $i }", "int64"},
+		{"BEGIN { @x = 18446744073709551615 }", "uint64"},
+		{"BEGIN { @x = ~10 }", "uint64"},
+		{"BEGIN { @x = ~-1 }", "int8"},
+		{"BEGIN { @x = (uint32)1 - (uint32)2 }", "int64"},
+		{"BEGIN { @x = (uint32)1 + (int8)2 }", "int64"},
+		{"BEGIN { @x = (uint64)1 + 1 }", "uint64"},
+		{"BEGIN { @x = 1; @x = (uint64)2 }", "uint64"},
+		{"BEGIN { @x = -1; @x = (uint64)2 }", "int64"},
+		{"BEGIN { @x = (uint32)1; @x = (int32)2 }", "int64"},
+		{"BEGIN { @x = (uint16)1; @x = (int32)2 }", "int32"},
+		{"BEGIN { @x = (uint8)1; @x = (uint32)2 }", "uint32"},
 		{"BEGIN { @x = pid }", "uint64"},
 		{"BEGIN { @x = -pid }", "uint64"},
 		{"BEGIN { @x = 1 + pid }", "uint64"},
-		{"BEGIN { @x = 1 - 2 }", "int64"},
+		{"BEGIN { @x = 1 - 2 }", "int8"},
 		{"BEGIN { @x = pid < 1 }", "bool"},
 		{"BEGIN { @x = true }", "bool"},
 		{"BEGIN { @x = !pid }", "bool"},
@@ -112,7 +129,7 @@ func TestCheckTypes(t *testing.T) {
 		{"BEGIN { @m[1] = 1; @x = delete(@m[1]) }", "bool"},
 		{"BEGIN { @m[1, \"a\"] = 1; @x = has_key(@m, (1, \"a\")) }", "bool"},
 		{"BEGIN { @m[1] = 1; @x = len(@m) }", "int64"},
-		{"BEGIN { @x[true] = 1 }", "int64"},
+		{"BEGIN { @x[true] = 1 }", "int8"},
 		{"BEGIN { $s = \"ab\"; @x = $s[1] }", "int8"},
 		{"BEGIN { @x = \"/\"[0] }", "int8"},
 		{"BEGIN { @x = ncpus }", "uint64"},
@@ -131,7 +148,7 @@ func TestCheckTypes(t *testing.T) {
 		{"BEGIN { @x = (int8)1; @x = (int32)2 }", "int32"},
 		{"BEGIN { @x = comm }", "string[16]"},
 		{"BEGIN { @x = \"ab\"; @x = \"abcd\" }", "string[5]"},
-		{"BEGIN { @x = (1, \"a\") }", "(int64, string[2])"},
+		{"BEGIN { @x = (1, \"a\") }", "(int8, string[2])"},
 		{"BEGIN { @x = count() }", "count"},
 		{"BEGIN { @x = hist(5) }", "hist"},
 		{"BEGIN { @x = lhist(5, 0, 100, 10) }", "lhist"},
@@ -146,10 +163,11 @@ func TestCheckTypes(t *testing.T) {
 		{"kprobe:f { @x = kstack }", "kstack"},
 		{"kprobe:f { @x = probe }", "probe"},
 		{"BEGIN { @x = sizeof(uint32) }", "uint64"},
-		{"BEGIN { $t = (1, 2); @x = $t.1 }", "int64"},
+		{"BEGIN { $t = (1, 2); @x = $t.1 }", "int8"},
 		{"END { @x = @y + 1 } BEGIN { @y = (uint8)1 }", "uint64"},
 		{"BEGIN { @x += 5 }", "int64"},
-		{"BEGIN { @x -= pid }", "uint64"},
+		{"BEGIN { @x -= pid }", "int64"},
+		{"BEGIN { @x += pid }", "uint64"},
 	}
 	for _, tt := range tests {
 		wantValueOfX(t, tt.src, nil, tt.want)
@@ -160,6 +178,10 @@ func TestCheckTypes(t *testing.T) {
 // has no bool.
 func TestCheckTypes017(t *testing.T) {
 	for _, src := range []string{
+		// Every literal is int64 in 0.17, and operators are unsigned
+		// when an operand is.
+		"BEGIN { @x = 18446744073709551615 }",
+		"BEGIN { @x = ~10 }",
 		"BEGIN { @x = pid < 1 }",
 		"BEGIN { @x = true }",
 		"BEGIN { @x = !pid }",
@@ -168,6 +190,12 @@ func TestCheckTypes017(t *testing.T) {
 	} {
 		wantValueOfX(t, src, &Config{Compat: compat.V017}, "int64")
 	}
+	// A numeric parameter is typed as a literal in 0.26.1, int64 in 0.17.
+	wantValueOfX(t, "BEGIN { @x = $1 }", &Config{Params: []string{"18446744073709551615"}}, "uint64")
+	wantValueOfX(t, "BEGIN { @x = $1 }", &Config{Params: []string{"18446744073709551615"}, Compat: compat.V017}, "int64")
+	wantValueOfX(t, "BEGIN { @x = (uint64)1 + $1 }", &Config{Params: []string{"5"}}, "uint64")
+	wantValueOfX(t, "BEGIN { @x = (uint32)1 - (uint32)2 }", &Config{Compat: compat.V017}, "uint64")
+	wantValueOfX(t, "BEGIN { @x = (uint32)1; @x = (int32)2 }", &Config{Compat: compat.V017}, "uint32")
 	// 0.17's strerror() prints glibc's texts.
 	wantValueOfX(t, "BEGIN { @x = strerror(2) }", &Config{Compat: compat.V017}, "strerror")
 }
@@ -482,6 +510,61 @@ func TestAbsentAttachPoints(t *testing.T) {
 		}
 		if n := len(prog.Probes[0].Targets); n != 1 {
 			t.Errorf("%q: %d targets, want the one that exists", tt.src, n)
+		}
+	}
+}
+
+// TestSignChange: where bpftrace 0.26 converts an integer implicitly to
+// a type that cannot hold its values, it warns; literals take the sign
+// they meet and draw no warning. The 0.17 mode warns of nothing.
+func TestSignChange(t *testing.T) {
+	const msg = "warning: Expression of type: uint64 being cast to type: int64. This may cause unexpected results. Use an explicit cast to suppress this warning."
+	const toUnsigned = "warning: Expression of type: int64 being cast to type: uint64. This may cause unexpected results. Use an explicit cast to suppress this warning."
+	tests := []struct {
+		src, warnings string
+	}{
+		{"BEGIN { $a = (uint64)1; $a = (int64)2; }", "t:1:14: " + msg + "\nBEGIN { $a = (uint64)1; $a = (int64)2; }\n             ^~~~~~~~~"},
+		{"BEGIN { @a = -1; @a = (uint64)2; }", "t:1:23: " + msg + "\nBEGIN { @a = -1; @a = (uint64)2; }\n                      ^~~~~~~~~"},
+		{"BEGIN { @a[(uint64)1] = 1; @a[(int64)2] = 1; }", "t:1:12: " + msg + "\nBEGIN { @a[(uint64)1] = 1; @a[(int64)2] = 1; }\n           ^~~~~~~~~"},
+		{"BEGIN { $a = (uint64)1 - 1; }", "t:1:14: " + msg + "\nBEGIN { $a = (uint64)1 - 1; }\n             ^~~~~~~~~"},
+		{"BEGIN { $a = (uint64)1 == (int64)-1; }", "t:1:14: " + msg + "\nBEGIN { $a = (uint64)1 == (int64)-1; }\n             ^~~~~~~~~"},
+		{"BEGIN { let $a: uint64 = (int64)1; }", "t:1:26: " + toUnsigned + "\nBEGIN { let $a: uint64 = (int64)1; }\n                         ^~~~~~~~"},
+		{"BEGIN { let $a: uint64 = 1; let $b: int64 = (uint32)1; }", ""},
+		{"BEGIN { $a = (int64)1; $a = (uint32)2; }", ""},
+		{"BEGIN { $a = (uint32)1; $a = (int32)2; }", ""},
+		{"BEGIN { $a = 1; $a = (uint64)2; }", ""},
+		{"BEGIN { @a = 1; @a = (uint64)2; }", ""},
+		{"BEGIN { @a = 0; @a--; @a++; }", ""},
+		{"BEGIN { @a[1] = 1; @a[(uint64)2] = 1; }", ""},
+		{"BEGIN { $a = (int64)(uint64)1 - 1; }", ""},
+		{"BEGIN { $a = 1 == -1; }", ""},
+		{"BEGIN { $a = (uint32)1 == (int32)-1; }", ""},
+		{"BEGIN { $a = (uint64)10 / 2; }", ""},
+	}
+	// Narrower too: bpftrace 0.26 converts, with a warning, where 0.17
+	// refuses.
+	const narrow = "BEGIN { let $a: uint16; $a = (int32)pid; }"
+	var warnings syntax.ErrorList
+	if _, err := checkSrc(t, narrow, &Config{Warn: func(w *syntax.Error) { warnings = append(warnings, w) }}); err != nil {
+		t.Errorf("%s: %v", narrow, err)
+	}
+	if got, want := warnings.Detail(), "t:1:30: warning: Expression of type: int32 being cast to type: uint16. This may cause unexpected results. Use an explicit cast to suppress this warning.\n"+narrow+"\n                             ^~~~~~~~~~"; got != want {
+		t.Errorf("%s: warnings\n%s\nwant\n%s", narrow, got, want)
+	}
+	for _, tt := range tests {
+		for _, v := range []compat.Version{compat.Current, compat.V017} {
+			var warnings syntax.ErrorList
+			if _, err := checkSrc(t, tt.src, &Config{Compat: v, Warn: func(w *syntax.Error) { warnings = append(warnings, w) }}); err != nil {
+				t.Errorf("%s: %v", tt.src, err)
+				continue
+			}
+			want := tt.warnings
+			if v == compat.V017 {
+				want = ""
+			}
+			if got := warnings.Detail(); got != want {
+				t.Errorf("%s (%s): warnings\n%s\nwant\n%s", tt.src, v, got, want)
+			}
 		}
 	}
 }

@@ -84,6 +84,9 @@ func Check(prog *syntax.Program, conf *Config) (*Program, error) {
 		c.errs.Add(c.file, syntax.NoPos, syntax.NoPos, "string length %d is out of range 1..%d", conf.StrLen, MaxStrLen)
 		return nil, c.errs
 	}
+	if conf.Compat == compat.V017 && refuseAnonymousEnums(c, prog) {
+		return nil, c.errs
+	}
 	// Broken declarations and attach points do not stop the check, as
 	// go/types goes on past an error: what depends on a broken
 	// declaration fails quietly (see declared.broken), and a probe none

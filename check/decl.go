@@ -13,6 +13,9 @@ type declared struct {
 	tags     map[string]*Type // "struct X", "union X", "enum X"
 	typedefs map[string]*Type
 	enums    map[string]int64
+	// enumTypes gives each of the program's enum constants its enum
+	// type, which bpftrace 0.26 prints its values as names by.
+	enumTypes map[string]*Type
 	// complete records which tags have a body, as opposed to a forward
 	// declaration or a pointer to a type not yet defined.
 	complete map[string]bool
@@ -27,17 +30,29 @@ type declared struct {
 	inDecls   bool
 }
 
+// refuseAnonymousEnums reports, as bpftrace 0.17 does before anything
+// else, each enum defined with no tag outside a typedef.
+func refuseAnonymousEnums(c *checker, prog *syntax.Program) bool {
+	for _, d := range prog.Decls {
+		if t := d.Type; !d.Typedef && t.Kind == syntax.ENUM && t.Name == "" {
+			c.errs.Add(c.file, t.Pos(), t.Pos()+syntax.Pos(len("enum")), "a enum declared outside a typedef needs a name")
+		}
+	}
+	return len(c.errs) > 0
+}
+
 // declare lays out the program's declarations in order. Each one hides
 // a kernel type of the same name, as in bpftrace 0.17, whose fields come
 // from the program's definition; BTF supplies every type the program
 // does not declare.
 func (c *checker) declare(prog *syntax.Program) {
 	c.decls = declared{
-		tags:     map[string]*Type{},
-		typedefs: map[string]*Type{},
-		enums:    map[string]int64{},
-		complete: map[string]bool{},
-		broken:   map[string]bool{},
+		tags:      map[string]*Type{},
+		typedefs:  map[string]*Type{},
+		enums:     map[string]int64{},
+		complete:  map[string]bool{},
+		enumTypes: map[string]*Type{},
+		broken:    map[string]bool{},
 	}
 	c.decls.redefined = c.redefinedKernelType(prog)
 	c.decls.inDecls = true
@@ -241,23 +256,31 @@ func (c *checker) ctype(ct *syntax.CType) *Type {
 }
 
 func (c *checker) defineEnum(ct *syntax.CType, tag string) *Type {
+	e := &Enum{Tag: tag, Names: map[int64]string{}}
+	if ct.Name == "" {
+		e.Tag = "enum <anonymous>"
+	}
+	t := &Type{Kind: Int, Size: 4, Signed: true, Name: tag, Enum: e}
 	next := int64(0)
-	for _, e := range ct.Values {
-		if e.Value != nil {
-			v, ok := c.declConst(e.Value)
+	for _, v := range ct.Values {
+		if v.Value != nil {
+			n, ok := c.declConst(v.Value)
 			if !ok {
 				return nil
 			}
-			next = v
+			next = n
 		}
-		if _, dup := c.decls.enums[e.Name]; dup {
-			c.errorf(&syntax.Ident{NamePos: e.NamePos, Name: e.Name}, "enum constant %s is defined twice", e.Name)
+		if _, dup := c.decls.enums[v.Name]; dup {
+			c.errorf(&syntax.Ident{NamePos: v.NamePos, Name: v.Name}, "enum constant %s is defined twice", v.Name)
 			return nil
 		}
-		c.decls.enums[e.Name] = next
+		c.decls.enums[v.Name] = next
+		c.decls.enumTypes[v.Name] = t
+		if _, dup := e.Names[next]; !dup {
+			e.Names[next] = v.Name
+		}
 		next++
 	}
-	t := &Type{Kind: Int, Size: 4, Signed: true, Name: tag}
 	if ct.Name != "" {
 		c.decls.tags[tag] = t
 		c.decls.complete[tag] = true

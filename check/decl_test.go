@@ -155,7 +155,7 @@ func TestDeclFields(t *testing.T) {
 	}
 	for name, want := range map[string]string{
 		"a": "struct in", "n": "string[4]", "s": "uint16[3][2]", "row": "uint16[3]",
-		"b": "uint32", "t": "(struct in, int64)", "eq": "bool", "v": "uint16",
+		"b": "uint32", "t": "(struct in, int8)", "eq": "bool", "v": "uint16",
 	} {
 		if got := prog.Map(name).Value.String(); got != want {
 			t.Errorf("@%s holds %s, want %s", name, got, want)

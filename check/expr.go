@@ -1,8 +1,10 @@
 package check
 
 import (
+	"math"
 	"strings"
 
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/internal/spell"
 	"kinst.dev/kinst/syntax"
 )
@@ -26,10 +28,13 @@ func (c *checker) setConst(x syntax.Expr, v Const) { c.probe.Consts[x] = v }
 func (c *checker) expr1(x syntax.Expr) *Type {
 	switch x := x.(type) {
 	case *syntax.IntLit:
-		// bpftrace 0.17 types every literal int64, so literals past
-		// MaxInt64 are negative: 0xffffffffffffffff prints as -1.
 		c.setConst(x, Const{Int: x.Value})
-		return TInt64
+		if c.conf.Compat == compat.V017 {
+			// bpftrace 0.17 types every literal int64, so literals past
+			// MaxInt64 are negative: 0xffffffffffffffff prints as -1.
+			return TInt64
+		}
+		return literalType(x.Value)
 	case *syntax.StringLit:
 		c.setConst(x, Const{IsStr: true, Str: x.Value})
 		return StrType(len(x.Value) + 1)
@@ -169,15 +174,27 @@ func storable(t *Type) bool {
 func (c *checker) paramExpr(x *syntax.ParamExpr) *Type {
 	if x.Count {
 		c.setConst(x, Const{Int: uint64(len(c.conf.Params))})
-		return TInt64
+		return c.paramType(uint64(len(c.conf.Params)), false)
 	}
 	s := c.param(x.N)
 	if v, ok := paramInt(s); ok {
 		c.setConst(x, Const{Int: v})
-		return TInt64
+		return c.paramType(v, strings.HasPrefix(s, "-"))
 	}
 	c.setConst(x, Const{IsStr: true, Str: s})
 	return StrType(len(s) + 1)
+}
+
+// paramType is the type of a numeric positional parameter: int64 in
+// bpftrace 0.17, a literal's in 0.26.
+func (c *checker) paramType(v uint64, negative bool) *Type {
+	switch {
+	case c.conf.Compat == compat.V017:
+		return TInt64
+	case negative:
+		return negativeType(int64(v))
+	}
+	return literalType(v)
 }
 
 func (c *checker) unary(x *syntax.UnaryExpr) *Type {
@@ -195,12 +212,26 @@ func (c *checker) unary(x *syntax.UnaryExpr) *Type {
 			c.errorf(x, "operator %s needs an integer, not %s", x.Op, t)
 			return nil
 		}
+		if isConst && x.Op == syntax.SUB && v.Int > 1<<63 && !t.Signed && isLiteral(x.X) && c.conf.Compat != compat.V017 {
+			// bpftrace 0.26 keeps a negated literal in int64.
+			c.errorf(x, "negative value will underflow")
+			return nil
+		}
 		if isConst {
 			r := -v.Int
 			if x.Op == syntax.TILDE {
 				r = ^v.Int
 			}
 			c.setConst(x, Const{Int: truncate(r, t)})
+			if c.conf.Compat != compat.V017 && isLiteral(x.X) {
+				// bpftrace 0.26 folds the operator into a new literal:
+				// ~10 is the uint64 18446744073709551605, and -10 the
+				// int64 it reads as.
+				if x.Op == syntax.SUB && r != 0 && (t.Flex || !t.Signed) {
+					return negativeType(int64(r))
+				}
+				return literalType(r)
+			}
 		}
 		return t
 	case syntax.NOT:
@@ -288,6 +319,16 @@ func (c *checker) incDec(x *syntax.IncDecExpr) *Type {
 		v := c.probe.Vars[target.Name]
 		if v == nil {
 			v = c.defineVar(target, TInt64)
+		}
+		if v.Type.Kind == Int && !v.Type.IsBool() && c.conf.Compat != compat.V017 {
+			// bpftrace 0.26 steps to a 64-bit result, signed when
+			// decrementing, which the variable widens to hold: a
+			// literal's int8 counts on past 127, and (uint8)0
+			// decremented is -1.
+			if u := promoteInt(v.Type, IntType(8, v.Type.Signed || x.Op == syntax.DEC)); !u.Equal(v.Type) || u.Flex != v.Type.Flex {
+				v.Type = u
+				c.rememberVar(target.Name, u)
+			}
 		}
 		c.probe.Types[target] = v.Type
 		if v.Type.Kind != Int && v.Type.Kind != Ptr {
@@ -388,23 +429,175 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 	if signed {
 		result = TInt64
 	}
+	if c.conf.Compat != compat.V017 && lt.Kind == Int && rt.Kind == Int {
+		result = c.intResult(x.Op, x.X, x.Y, lt, rt)
+	}
 	if isComparison(op) || op == syntax.LAND || op == syntax.LOR {
 		result = c.boolType()
 	}
 	lv, lok := c.probe.Consts[x.X]
 	rv, rok := c.probe.Consts[x.Y]
 	if lok && rok {
+		switch {
+		case isComparison(op) && lt.Kind == Int && rt.Kind == Int:
+			signed = ComparesSigned(lt, rt, c.conf.Compat)
+		case !isComparison(op) && result.Kind == Int:
+			signed = result.Signed
+		}
 		v, ok := fold(op, lv.Int, rv.Int, signed)
 		if !ok {
 			c.errorf(x, "division by zero")
 			return nil
 		}
 		c.setConst(x, Const{Int: v})
+		if result.Kind == Int && !result.IsBool() && c.conf.Compat != compat.V017 && isLiteral(x) {
+			// Folded into one literal, as bpftrace 0.26 does.
+			switch {
+			case !result.Signed || int64(v) >= 0:
+				result = literalType(v)
+			default:
+				result = negativeType(int64(v))
+			}
+		}
 	} else if rok && (op == syntax.QUO || op == syntax.REM) && rv.Int == 0 {
 		c.errorf(x.Y, "division by zero")
 		return nil
 	}
 	return result
+}
+
+// literalType is the type bpftrace 0.26 gives an integer literal of
+// value v: the smallest signed type that holds it, sign-flexible, or
+// uint64 past the int64 range.
+func literalType(v uint64) *Type {
+	if v > math.MaxInt64 {
+		return TUint64
+	}
+	return tLiteral[literalSize(int64(v))]
+}
+
+// negativeType is the type bpftrace 0.26 gives a negative literal: the
+// smallest signed type that holds it.
+func negativeType(v int64) *Type { return IntType(literalSize(v), true) }
+
+// literalSize is the size of the smallest signed integer holding v.
+func literalSize(v int64) int {
+	switch {
+	case v >= math.MinInt8 && v <= math.MaxInt8:
+		return 1
+	case v >= math.MinInt16 && v <= math.MaxInt16:
+		return 2
+	case v >= math.MinInt32 && v <= math.MaxInt32:
+		return 4
+	}
+	return 8
+}
+
+// isLiteral reports whether x is an integer literal, or operators that
+// bpftrace 0.26 folds on literals into one.
+func isLiteral(x syntax.Expr) bool {
+	switch x := syntax.Unparen(x).(type) {
+	case *syntax.IntLit, *syntax.ParamExpr:
+		return true
+	case *syntax.UnaryExpr:
+		return (x.Op == syntax.SUB || x.Op == syntax.TILDE) && isLiteral(x.X)
+	case *syntax.BinaryExpr:
+		return !isComparison(x.Op) && x.Op != syntax.LAND && x.Op != syntax.LOR && isLiteral(x.X) && isLiteral(x.Y)
+	}
+	return false
+}
+
+// intResult types an operator on two integers as bpftrace 0.26 does: a
+// literal takes the other side's sign; the result is int64 if a side is
+// signed or the operator subtracts, uint64 otherwise. An operand that
+// cannot keep its value in the type it is converted to draws a warning.
+func (c *checker) intResult(op syntax.Token, x, y syntax.Expr, lt, rt *Type) *Type {
+	if lt.IsBool() || rt.IsBool() || op == syntax.LAND || op == syntax.LOR {
+		return IntType(8, lt.Signed && rt.Signed)
+	}
+	var to *Type
+	if isComparison(op) {
+		to = promoteInt(lt, rt)
+	} else {
+		ls, rs := lt.Signed, rt.Signed
+		switch {
+		case lt.Flex && !rt.Flex:
+			ls = rs
+		case rt.Flex && !lt.Flex:
+			rs = ls
+		}
+		to = IntType(8, ls || rs || op == syntax.SUB)
+	}
+	c.signChange(x, lt, to)
+	c.signChange(y, rt, to)
+	return to
+}
+
+// signChange warns, as bpftrace 0.26 does, when the integer value x of
+// type from is converted implicitly to a type to that cannot hold all
+// its values: uint64 to int64, a signed type to an unsigned one.
+// Literals are checked for their value instead.
+func (c *checker) signChange(x syntax.Expr, from, to *Type) {
+	if c.conf.Compat == compat.V017 || from.Kind != Int || to.Kind != Int || from.Flex || from.IsBool() || to.IsBool() || isLiteral(x) {
+		return
+	}
+	if fitsInto(from, to) {
+		return
+	}
+	if m, ok := syntax.Unparen(x).(*syntax.MapExpr); ok {
+		if mm := c.prog.mapIndex[m.Name]; mm != nil && mm.Value.IsAggregation() {
+			// Nor of reading count(), sum() and the like.
+			return
+		}
+	}
+	c.warnf(x, castWarning, from, to)
+}
+
+// castWarning is bpftrace 0.26's warning of an implicit integer
+// conversion that may change the value.
+const castWarning = "Expression of type: %s being cast to type: %s. This may cause unexpected results. Use an explicit cast to suppress this warning."
+
+// fitsInto reports whether every value of integer type t is one of u.
+func fitsInto(t, u *Type) bool {
+	switch {
+	case t.Signed == u.Signed || t.Flex:
+		return t.Size <= u.Size
+	case !t.Signed:
+		return t.Size < u.Size
+	}
+	return false
+}
+
+// promoteInt is the integer type holding values of both a and b, as
+// bpftrace 0.26 widens a variable or map assigned both: a literal takes
+// the other's sign; otherwise mixed signs need a bigger signed type,
+// int64 at most.
+func promoteInt(a, b *Type) *Type {
+	size := max(a.Size, b.Size)
+	switch {
+	case a.Flex && b.Flex:
+		return tLiteral[size]
+	case a.Signed == b.Signed:
+		return IntType(size, a.Signed)
+	case a.Flex || b.Flex:
+		return IntType(size, !a.Flex && a.Signed || !b.Flex && b.Signed)
+	case a.Signed && a.Size > b.Size:
+		return a
+	case b.Signed && b.Size > a.Size:
+		return b
+	}
+	return IntType(min(2*size, 8), true)
+}
+
+// ComparesSigned reports whether integers of types a and b compare as
+// signed numbers: when both are signed in bpftrace 0.17, and when the
+// type both promote to is signed in 0.26, as (uint32)5 < (int32)-1 is
+// false there.
+func ComparesSigned(a, b *Type, v compat.Version) bool {
+	if v == compat.V017 || a.IsBool() || b.IsBool() {
+		return a.Signed && b.Signed
+	}
+	return promoteInt(a, b).Signed
 }
 
 // fold evaluates a binary operator on constants, with C's semantics for
@@ -503,7 +696,7 @@ func (c *checker) condExpr(x *syntax.CondExpr) *Type {
 		c.errorf(x.Cond, "condition must be an integer, not %s", ct)
 		return nil
 	}
-	t, ok := unify(a, b)
+	t, ok := c.unify(a, b)
 	if !ok {
 		c.errorf(x, "the branches of ?: have different types: %s and %s", a, b)
 		return nil
@@ -529,8 +722,25 @@ func (c *checker) condExpr(x *syntax.CondExpr) *Type {
 // or a variable assigned both holds them, and whether there is one.
 func Unify(a, b *Type) (*Type, bool) { return unify(a, b) }
 
-func unify(a, b *Type) (*Type, bool) {
+func unify(a, b *Type) (*Type, bool) { return unifyAs(a, b, false) }
+
+// unify is unify for the checked program's bpftrace release.
+func (c *checker) unify(a, b *Type) (*Type, bool) {
+	return unifyAs(a, b, c.conf.Compat != compat.V017)
+}
+
+// unifyAs unifies as bpftrace 0.26 does when current is set: integers
+// promote as promoteInt says, and buffers of different sizes grow to
+// the larger, recording their length in its last byte.
+func unifyAs(a, b *Type, current bool) (*Type, bool) {
 	switch {
+	case current && a.Kind == Int && b.Kind == Int && !a.IsBool() && !b.IsBool():
+		if a.Equal(b) && a.Flex == b.Flex {
+			return a, true // an enum stays one
+		}
+		return promoteInt(a, b), true
+	case current && a.Kind == Buffer && b.Kind == Buffer && a.Size != b.Size && max(a.Size, b.Size) <= maxVarBuf+1:
+		return &Type{Kind: Buffer, Size: max(a.Size, b.Size), VarLen: true}, true
 	case a.Kind == Int && b.Kind == Int:
 		if a.Size == b.Size && a.Signed == b.Signed {
 			return a, true
@@ -548,7 +758,7 @@ func unify(a, b *Type) (*Type, bool) {
 		elems := make([]*Type, len(a.Elems))
 		same := true
 		for i := range a.Elems {
-			e, ok := unify(a.Elems[i], b.Elems[i])
+			e, ok := unifyAs(a.Elems[i], b.Elems[i], current)
 			if !ok {
 				return nil, false
 			}

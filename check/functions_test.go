@@ -21,7 +21,8 @@ func TestFunctionTypes(t *testing.T) {
 		{`BEGIN { @x = pton("::ffff:1.2.3.4") }`, "uint8[16]"}, // 0.17 refuses an IPv4-mapped address
 		{`BEGIN { @x = strcontains(comm, "a") }`, "bool"},
 		{`BEGIN { @x = bswap((int16)1) }`, "uint16"},
-		{`BEGIN { @x = bswap(1) }`, "uint64"},
+		{`BEGIN { @x = bswap(1) }`, "uint8"}, // a literal's smallest type
+		{`BEGIN { @x = bswap(0x1122334455667788) }`, "uint64"},
 		{`kprobe:f { @x = sarg0 }`, "int64"},
 		{`uprobe:/bin/sh:main { @x = sarg12 }`, "int64"},
 		{`BEGIN { @x = str($1) }`, "string[3]"},
@@ -42,7 +43,9 @@ func TestFunctionConstants(t *testing.T) {
 		{"bswap((uint16)0x1122)", 0x2211},
 		{"bswap((uint32)1)", 1 << 24},
 		{"bswap((uint8)7)", 7},
-		{"bswap(-2)", 0xfeffffffffffffff},
+		{"bswap(-2)", 0xfe},
+		{"bswap((int64)-2)", 0xfeffffffffffffff},
+		{"bswap(0x1234)", 0x3412},
 	}
 	for _, tt := range tests {
 		prog, err := checkSrc(t, "BEGIN { @x = "+tt.expr+" }", nil)

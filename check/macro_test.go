@@ -18,7 +18,7 @@ func TestCheckExpandedMacros(t *testing.T) {
 			"t:1:14: Undefined or undeclared variable: $a\nmacro f(x) { $a + x }\n             ^~\nt:2:22: note: in the expansion of macro f called here\nBEGIN { $a = 1; @r = f(2); }\n                     ^~~~"},
 		{"a type error in the substituted argument points at the caller",
 			"macro twice(x) { x * 2 }\nBEGIN { @r = twice(\"s\"); }",
-			"t:2:20: invalid operation: string[2] * int64 (strings support only == and !=)\nBEGIN { @r = twice(\"s\"); }\n                   ^~~~~~~"},
+			"t:2:20: invalid operation: string[2] * int8 (strings support only == and !=)\nBEGIN { @r = twice(\"s\"); }\n                   ^~~~~~~"},
 		{"the same variable name in two calls",
 			"macro tmp(x) { $t = x; $t }\nBEGIN { @a = tmp(1); @b = tmp(\"s\"); }", ""},
 	}

@@ -55,7 +55,12 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 			c.errorf(s, "invalid operation: %s on %s (operands must be integers)", s.Op, t)
 			return
 		}
-		t, _ = unify(TInt64, t)
+		if c.conf.Compat == compat.V017 {
+			t, _ = unify(TInt64, t)
+		} else {
+			// As 0 op y, 0 being a literal.
+			t = c.intResult(s.Op.BinaryOf(), s.Lhs, s.Rhs, tLiteral[1], t)
+		}
 	} else {
 		// x op= y is x = x op y on integers.
 		cur := c.expr(s.Lhs)
@@ -69,6 +74,10 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 			return
 		}
 		t = cur
+		if !ptrStep && c.conf.Compat != compat.V017 {
+			// As x = x op y in bpftrace 0.26: x widens to the result.
+			t = c.intResult(s.Op.BinaryOf(), s.Lhs, s.Rhs, cur, rt)
+		}
 	}
 	switch lhs := s.Lhs.(type) {
 	case *syntax.MapExpr:
@@ -77,17 +86,26 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 				m.Read = true
 			}
 			c.probe.Types[lhs] = m.Value
+			if s.Op == syntax.ASSIGN {
+				c.signChange(s.Rhs, t, m.Value)
+			}
 		}
 	case *syntax.VarExpr:
 		v := c.probe.Vars[lhs.Name]
 		if v == nil {
 			v = c.defineVar(lhs, t)
 		} else if v.Declared {
-			if !c.fitsDeclared(v.Type, t, s.Rhs) {
+			switch {
+			case c.fitsDeclared(v.Type, t, s.Rhs):
+			case c.conf.Compat != compat.V017 && v.Type.Kind == Int && t.Kind == Int && !t.IsBool() && !isLiteral(s.Rhs):
+				// bpftrace 0.26 converts an integer expression, warning;
+				// only a literal out of range is an error.
+				c.warnf(s.Rhs, castWarning, t, v.Type)
+			default:
 				c.errorf(s, "Type mismatch for $%s: a %s value does not fit its declared type %s", lhs.Name, t, v.Type)
 				return
 			}
-		} else if u, ok := unify(v.Type, t); !ok {
+		} else if u, ok := c.unify(v.Type, t); !ok {
 			c.errorf(s, "$%s holds %s values; cannot assign %s", lhs.Name, v.Type, t)
 			return
 		} else if u != v.Type {
@@ -95,6 +113,9 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 			c.rememberVar(lhs.Name, u)
 		}
 		c.probe.Types[lhs] = v.Type
+		if s.Op == syntax.ASSIGN {
+			c.signChange(s.Rhs, t, v.Type)
+		}
 	}
 }
 
@@ -103,7 +124,7 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 // assignment does not narrow it again.
 func (c *checker) defineVar(x *syntax.VarExpr, t *Type) *Var {
 	if prev := c.varTypes()[x.Name]; prev != nil {
-		if u, ok := unify(prev, t); ok {
+		if u, ok := c.unify(prev, t); ok {
 			t = u
 		}
 	}
@@ -128,7 +149,7 @@ func (c *checker) varTypes() map[string]*Type {
 
 func (c *checker) rememberVar(name string, t *Type) {
 	m := c.varTypes()
-	if prev := m[name]; prev == nil || !prev.Equal(t) {
+	if prev := m[name]; prev == nil || !prev.Equal(t) || prev.Flex != t.Flex {
 		if prev != nil {
 			c.changed = true
 		}
@@ -174,7 +195,12 @@ func (c *checker) keyTypes(x *syntax.MapExpr) ([]*Type, bool) {
 			}
 			// Integer keys are all 64 bits wide so that @x[1] and @x[pid]
 			// name the same element.
-			if t.Kind == Int && !t.IsBool() {
+			switch {
+			case t.Enum != nil:
+				t = &Type{Kind: Int, Size: 8, Signed: t.Signed, Name: t.Name, Enum: t.Enum}
+			case t.Flex:
+				t = tLiteral[8]
+			case t.Kind == Int && !t.IsBool():
 				t = IntType(8, t.Signed)
 			}
 			keys = append(keys, t)
@@ -217,15 +243,22 @@ func (c *checker) useMap(x *syntax.MapExpr, value *Type, write bool) *Map {
 		return nil
 	}
 	for i, k := range keys {
-		u, ok := unify(m.Keys[i], k)
+		u, ok := c.unify(m.Keys[i], k)
 		if !ok {
 			c.errorf(x.Keys[min(i, len(x.Keys)-1)], "key %d of @%s has type %s here and %s elsewhere", i+1, x.Name, k, m.Keys[i])
 			return nil
 		}
-		if u != m.Keys[i] && !u.Equal(m.Keys[i]) {
+		if u != m.Keys[i] && (!u.Equal(m.Keys[i]) || u.Flex != m.Keys[i].Flex) {
 			m.Keys[i] = u
 			m.Key = keyOf(m.Keys)
 			c.changed = true
+		}
+		if len(keys) == len(x.Keys) {
+			// Keys are widened to 64 bits: what changes sign is the
+			// key as written.
+			if kt := c.probe.Types[x.Keys[i]]; kt != nil {
+				c.signChange(x.Keys[i], kt, u)
+			}
 		}
 	}
 	if value == nil {
@@ -238,12 +271,12 @@ func (c *checker) useMap(x *syntax.MapExpr, value *Type, write bool) *Map {
 		}
 		return m
 	}
-	u, ok := unify(m.Value, value)
+	u, ok := c.unify(m.Value, value)
 	if !ok {
 		c.errorf(x, "@%s holds %s values; cannot assign %s", x.Name, m.Value, value)
 		return nil
 	}
-	if !u.Equal(m.Value) {
+	if !u.Equal(m.Value) || u.Flex != m.Value.Flex {
 		m.Value = u
 		c.changed = true
 	}
@@ -265,6 +298,15 @@ func (c *checker) mapRead(x *syntax.MapExpr) *Type {
 		return nil
 	}
 	if m.Value.IsAggregation() {
+		switch m.Value.Kind {
+		case Count, Sum, Min, Max, Avg:
+			if c.conf.Compat != compat.V017 {
+				// bpftrace 0.26 reads them as integers: the value
+				// over all CPUs.
+				m.Read = true
+				return IntType(8, m.Value.Signed)
+			}
+		}
 		c.errorf(x, "@%s holds %s() values, which can only be printed, not read", x.Name, m.Value)
 		return nil
 	}

@@ -67,6 +67,13 @@ type Type struct {
 	Kind   Kind
 	Size   int  // bytes the value takes in BPF memory
 	Signed bool // Int, Sum, Min, Max, Avg, Stats
+	// Flex marks the type bpftrace 0.26 gives a non-negative integer
+	// literal: signed, but taking the sign of what it meets, so that
+	// (uint64)x + 1 stays unsigned and warns of no mismatch.
+	Flex bool
+	// Enum, for an integer of an enum type, names its values: bpftrace
+	// 0.26 prints such a value as its name.
+	Enum *Enum
 
 	Elems   []*Type // Tuple: element types
 	Offsets []int   // Tuple: byte offset of each element
@@ -92,6 +99,20 @@ type Type struct {
 
 	// Lhist: the range and bucket width.
 	LhistMin, LhistMax, LhistStep int64
+}
+
+// An Enum is a C enum's table of names.
+type Enum struct {
+	Tag   string           // "enum foo", or "enum <anonymous>"
+	Names map[int64]string // the first name of each value
+}
+
+// enumName is the tag of t's enum, or "" for other types.
+func (t *Type) enumName() string {
+	if t.Enum == nil {
+		return ""
+	}
+	return t.Enum.Tag
 }
 
 // A Field is a named member of a Record.
@@ -140,6 +161,14 @@ var (
 	// TBool is bpftrace 0.26's bool: a byte, 0 or 1, printed as false
 	// or true. Being an integer, it computes as one.
 	TBool = &Type{Kind: Int, Size: 1, Name: "bool"}
+	// tLiteral types the literals of bpftrace 0.26 up to 1<<63-1 by
+	// their size in bytes: the smallest signed type that holds them.
+	tLiteral = map[int]*Type{
+		1: {Kind: Int, Size: 1, Signed: true, Flex: true},
+		2: {Kind: Int, Size: 2, Signed: true, Flex: true},
+		4: {Kind: Int, Size: 4, Signed: true, Flex: true},
+		8: {Kind: Int, Size: 8, Signed: true, Flex: true},
+	}
 )
 
 // IsBool reports whether t is the bool type.
@@ -303,7 +332,7 @@ func (t *Type) Equal(u *Type) bool {
 	}
 	switch t.Kind {
 	case Int:
-		return t.IsBool() == u.IsBool()
+		return t.IsBool() == u.IsBool() && t.enumName() == u.enumName()
 	case Tuple:
 		if len(t.Elems) != len(u.Elems) || !slices.Equal(t.Names, u.Names) {
 			return false

@@ -139,7 +139,9 @@ func (c *checker) arrayCast(x *syntax.CastExpr, t, xt *Type) *Type {
 		c.errorf(x, "cannot cast %s to %s: only integers and integer arrays cast to each other", xt, t)
 		return nil
 	}
-	if t.Size != xt.Size {
+	// A literal is as wide as the array it fills, up to 64 bits.
+	literal := xt.Kind == Int && isLiteral(x.X) && xt.Size < t.Size && t.Size <= 8
+	if t.Size != xt.Size && !literal {
 		c.errorf(x, "cannot cast %s to %s: their sizes differ (%d and %d bytes)", xt, t, xt.Size, t.Size)
 		return nil
 	}

@@ -12,23 +12,23 @@ func TestValueTypes(t *testing.T) {
 		src  string
 		want string // @x's value type
 	}{
-		{`BEGIN { @x = (a = 1, b = "x") }`, "record { .a = int64, .b = string[2] }"},
-		{`BEGIN { @x = (a = 1, b = (c = "x", d = (1, 2))) }`, "record { .a = int64, .b = record { .c = string[2], .d = (int64, int64) } }"},
+		{`BEGIN { @x = (a = 1, b = "x") }`, "record { .a = int8, .b = string[2] }"},
+		{`BEGIN { @x = (a = 1, b = (c = "x", d = (1, 2))) }`, "record { .a = int8, .b = record { .c = string[2], .d = (int8, int8) } }"},
 		// The first order stays; the fields widen by name.
 		{`BEGIN { $r = (a = (uint8)1, b = "x"); $r = (b = "long", a = (uint16)2); @x = $r }`, "record { .a = uint16, .b = string[5] }"},
 		{`BEGIN { $r = (a = 1, b = "x"); @x = $r.b }`, "string[2]"},
 		{`BEGIN { @x = (1, "a", 3)[1] }`, "string[2]"},
-		{`BEGIN { $y = (uint16)1; @x = $y ?: 5 }`, "uint64"},
+		{`BEGIN { $y = (uint16)1; @x = $y ?: 5 }`, "uint16"},
 		{`BEGIN { @x = { $a = (uint8)1; $a } }`, "uint8"},
-		{`BEGIN { $a = 1; @x = &$a }`, "int64 *"},
-		{`BEGIN { $a = (1, "b"); @x = *&$a }`, "(int64, string[2])"},
+		{`BEGIN { $a = 1; @x = &$a }`, "int8 *"},
+		{`BEGIN { $a = (1, "b"); @x = *&$a }`, "(int8, string[2])"},
 		{`BEGIN { @m = 1; @x = &@m }`, "void *"},
 		{`BEGIN { $a = (uint16)1; @x = (typeof($a))70000 }`, "uint16"},
 		{`BEGIN { @x = sizeof(typeof((1, (uint8)2))) }`, "uint64"},
 		{`BEGIN { @x = (int8[])"abc" }`, "int8[4]"},
 		{`BEGIN { @x = (uint32)pton("1.2.3.4") }`, "uint32"},
 		{`BEGIN { let $w: uint16[3]; @x = $w }`, "uint16[3]"},
-		{`BEGIN { @x = comptime (1 + 2) }`, "int64"},
+		{`BEGIN { @x = comptime (1 + 2) }`, "int8"},
 		{`BEGIN { if comptime 1 { @x = "s" } else { @x = 1 } }`, "string[2]"},
 		{`BEGIN { let $a; @x = $a; $a = (uint8)1 }`, "uint8"},
 		// A flexible array member takes any index.

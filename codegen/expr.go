@@ -150,7 +150,7 @@ func (g *gen) binary(x *syntax.BinaryExpr) operand {
 	if lt.Kind == check.Tuple {
 		return g.tupleEqual(x, lt, rt)
 	}
-	signed := lt.Kind == check.Int && rt.Kind == check.Int && lt.Signed && rt.Signed
+	signed := lt.Kind == check.Int && rt.Kind == check.Int && check.ComparesSigned(lt, rt, g.c.prog.Compat)
 	a := g.scalar(x.X)
 	b := g.scalar(x.Y)
 	if isComparison(x.Op) {
@@ -168,6 +168,11 @@ func (g *gen) binary(x *syntax.BinaryExpr) operand {
 		b = g.scale(b, lt)
 	} else if rt.Kind == check.Ptr && lt.Kind == check.Int {
 		a = g.scale(a, rt)
+	}
+	if res := g.typeOf(x); res.Kind == check.Int {
+		// The result's sign picks signed division and shifts: both
+		// operands' in 0.17, either's in bpftrace 0.26.
+		return g.arith(x.Op, g.owned(a), b, res, res)
 	}
 	return g.arith(x.Op, g.owned(a), b, lt, rt)
 }
@@ -574,10 +579,10 @@ func (g *gen) memInto(x syntax.Expr, dst mem, t *check.Type) {
 		r := g.reg(c, asm.R0)
 		g.free(c)
 		g.emit(asm.JEq.Imm(r, 0, els))
-		g.memInto(x.X, dst, t)
+		g.branchInto(x.X, dst, t)
 		g.emit(asm.Ja.Label(done))
 		g.place(els)
-		g.memInto(x.Y, dst, t)
+		g.branchInto(x.Y, dst, t)
 		g.place(done)
 		return
 	case *syntax.FieldExpr, *syntax.IndexExpr, *syntax.UnaryExpr:
@@ -590,6 +595,23 @@ func (g *gen) memInto(x syntax.Expr, dst mem, t *check.Type) {
 		return
 	}
 	g.c.errorf(x, "cannot generate code for %s", syntax.String(x))
+}
+
+// branchInto writes a branch of ?: into dst, of the whole expression's
+// type t. A smaller buffer fills the front of a larger one, whose last
+// byte then says how many bytes the branch holds.
+func (g *gen) branchInto(x syntax.Expr, dst mem, t *check.Type) {
+	bt := g.typeOf(x)
+	if t.Kind != check.Buffer || bt.Size == t.Size {
+		g.memInto(x, dst, t)
+		return
+	}
+	g.zero(dst)
+	g.memInto(x, dst.at(0, bt.Size), bt)
+	n := dst.off + int16(bt.Size-1)
+	g.emit(asm.LoadMem(asm.R0, dst.base, n, asm.Byte),
+		asm.StoreImm(dst.base, n, 0, asm.Byte),
+		asm.StoreMem(dst.base, dst.off+int16(t.Size-1), asm.R0, asm.Byte))
 }
 
 // convertMem copies a value of type st at src into dst as type dt.

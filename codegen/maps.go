@@ -75,10 +75,18 @@ func (g *gen) update(m *Map, key, value mem, flags int32) {
 	}
 }
 
-// mapReadScalar reads an integer element, 0 when absent.
+// mapReadScalar reads an integer element, 0 when absent. An element of
+// count(), sum(), min(), max() or avg() reads as bpftrace 0.26 reads one:
+// its value over all CPUs.
 func (g *gen) mapReadScalar(x *syntax.MapExpr) operand {
 	m := g.mapOf(x)
 	k := g.key(x, m)
+	if m.Value.IsAggregation() {
+		v := g.allocStack(8)
+		g.totalCPUs(x, m, k, v)
+		g.emit(asm.LoadMem(asm.R0, v.base, v.off, asm.DWord))
+		return g.fromReg(asm.R0)
+	}
 	g.lookup(m, k)
 	done := g.newLabel("mapval")
 	g.emit(asm.JEq.Imm(asm.R0, 0, done))

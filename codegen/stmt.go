@@ -412,7 +412,7 @@ func (g *gen) forMapCallback(s *syntax.ForStmt, m *Map, label string) {
 		v, t := g.vars[s.Var.Name], g.p.Vars[s.Var.Name].Type
 		g.copyMem(v.at(t.Offsets[0], t.Elems[0].Size), mem{base: asm.R7, size: m.Key.Size})
 		if m.PerCPU {
-			g.totalCPUs(s.Map, m, v.at(t.Offsets[1], 8))
+			g.totalCPUs(s.Map, m, mem{base: asm.R7, size: m.Key.Size}, v.at(t.Offsets[1], 8))
 		} else {
 			g.copyMem(v.at(t.Offsets[1], t.Elems[1].Size), mem{base: asm.R8, size: m.ValueSize})
 		}
@@ -468,11 +468,12 @@ func (g *gen) callback(label, kind string, nargs int, arg asm.Register, enter fu
 }
 
 // totalCPUs stores in dst the total over the CPUs of the count(),
-// sum(), min() or max() element whose key R7 points at: the walk sees
-// only this CPU's copy, and bpf_map_lookup_percpu_elem reads the others,
-// one call per possible CPU so that the verifier sees no loop. A copy of
-// min() or max() counts only once its CPU has set it (its second word).
-func (g *gen) totalCPUs(x *syntax.MapExpr, m *Map, dst mem) {
+// sum(), min(), max() or avg() element whose key is at key: a program
+// sees only this CPU's copy, and bpf_map_lookup_percpu_elem reads the
+// others, one call per possible CPU so that the verifier sees no loop. A
+// copy of min() or max() counts only once its CPU has set it (its second
+// word); avg() is the total of the sums over the total of the counts.
+func (g *gen) totalCPUs(x *syntax.MapExpr, m *Map, key, dst mem) {
 	if g.c.opts.CPUs == 0 {
 		n, err := ebpf.PossibleCPU()
 		if err != nil {
@@ -498,10 +499,17 @@ func (g *gen) totalCPUs(x *syntax.MapExpr, m *Map, dst mem) {
 	for cpu := range g.c.opts.CPUs {
 		next := g.newLabel("cpu")
 		g.mapPtr(asm.R1, m.Spec)
-		g.emit(asm.Mov.Reg(asm.R2, asm.R7), asm.Mov.Imm(asm.R3, int32(cpu)))
+		g.addr(asm.R2, key)
+		g.emit(asm.Mov.Imm(asm.R3, int32(cpu)))
 		g.call(asm.FnMapLookupPercpuElem)
 		g.emit(asm.JEq.Imm(asm.R0, 0, next), asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord))
 		switch vt.Kind {
+		case check.Avg:
+			// The count is the first word, the sum the second.
+			g.emit(asm.LoadMem(asm.R2, seen.base, seen.off, asm.DWord), asm.Add.Reg(asm.R2, asm.R1),
+				asm.StoreMem(seen.base, seen.off, asm.R2, asm.DWord),
+				asm.LoadMem(asm.R1, asm.R0, 8, asm.DWord),
+				asm.LoadMem(asm.R2, dst.base, dst.off, asm.DWord), asm.Add.Reg(asm.R1, asm.R2))
 		case check.Count, check.Sum:
 			g.emit(asm.LoadMem(asm.R2, dst.base, dst.off, asm.DWord), asm.Add.Reg(asm.R1, asm.R2))
 		case check.Min, check.Max:
@@ -514,6 +522,18 @@ func (g *gen) totalCPUs(x *syntax.MapExpr, m *Map, dst mem) {
 		}
 		g.emit(asm.StoreMem(dst.base, dst.off, asm.R1, asm.DWord))
 		g.place(next)
+	}
+	if vt.Kind == check.Avg {
+		none := g.newLabel("nocount")
+		g.emit(asm.LoadMem(asm.R2, seen.base, seen.off, asm.DWord), asm.JEq.Imm(asm.R2, 0, none),
+			asm.LoadMem(asm.R1, dst.base, dst.off, asm.DWord))
+		if vt.Signed {
+			g.signedDiv(syntax.QUO, asm.R1)
+		} else {
+			g.emit(asm.Div.Reg(asm.R1, asm.R2))
+		}
+		g.emit(asm.StoreMem(dst.base, dst.off, asm.R1, asm.DWord))
+		g.place(none)
 	}
 }
 

@@ -36,6 +36,8 @@ func TestMessagesCurrent(t *testing.T) {
 		}, "(0, { .m = 2, .n = 3 })\n", `{"type": "value", "data": [0,{"m": 2, "n": 3}]}` + "\n"},
 		{"large unsigned", func(w *Writer) error { return w.Value(Uint(1<<64 - 1)) },
 			"18446744073709551615\n", `{"type": "value", "data": "18446744073709551615"}` + "\n"},
+		{"enum", func(w *Writer) error { return w.Value(Tuple(Enum(1, 4, true, "ONE"), Enum(444, 4, true, ""))) },
+			"(ONE, 444)\n", `{"type": "value", "data": [1,444]}` + "\n"},
 		{"inexact signed", func(w *Writer) error { return w.Value(Tuple(Int(1<<53+1), Int(-1<<53), Int(-1<<63))) },
 			"(9007199254740993, -9007199254740992, -9223372036854775808)\n",
 			`{"type": "value", "data": ["9007199254740993",-9007199254740992,-9223372036854775808]}` + "\n"},
@@ -116,6 +118,10 @@ func TestMapsCurrent(t *testing.T) {
 			"@d[1, a b]: 1\n", `{"type": "map", "data": {"@d": {"1,ab": 1}}}` + "\n"},
 		{"large value", &Map{Name: "@u", Kind: KindInt, Entries: scalar(Uint(1<<64 - 1))},
 			"@u: 18446744073709551615\n", `{"type": "map", "data": {"@u": "18446744073709551615"}}` + "\n"},
+		{"unsigned key", &Map{Name: "@a", Kind: KindInt, Entries: []Entry{{Key: []Value{Uint(1<<64 - 1), Int(-1)}, Value: Int(0)}}},
+			"@a[18446744073709551615, -1]: 0\n", `{"type": "map", "data": {"@a": {"18446744073709551615,-1": 0}}}` + "\n"},
+		{"enum key and value", &Map{Name: "@", Kind: KindInt, Entries: []Entry{{Key: []Value{Enum(1, 4, true, "ONE")}, Value: Enum(2, 4, true, "TWO")}}},
+			"@[ONE]: TWO\n", `{"type": "map", "data": {"@": {"ONE": 2}}}` + "\n"},
 		{"struct value", &Map{Name: "@", Kind: KindTuple, Entries: scalar(Tuple(Int(0), record(2, 3)))},
 			"@: (0, { .m = 2, .n = 3 })\n", `{"type": "map", "data": {"@": [0,{"m": 2, "n": 3}]}}` + "\n"},
 	} {
@@ -132,6 +138,7 @@ func TestMapsByRelease(t *testing.T) {
 	maps := []*Map{
 		{Name: "@e", Kind: KindCount},
 		{Name: "@h", Kind: KindHist, Entries: scalar(Hist([]uint64{0, 0, 1}))},
+		{Name: "@k", Kind: KindInt, Entries: []Entry{{Key: []Value{Uint(1<<64 - 1)}, Value: Int(0)}}},
 		{Name: "@s", Kind: KindStats, Entries: scalar(Stats(1, 5))},
 	}
 	for _, tc := range []struct {
@@ -140,8 +147,10 @@ func TestMapsByRelease(t *testing.T) {
 	}{
 		{compat.V017, "\n" +
 			"@h: \n[1]                    1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n\n" +
+			"@k[-1]: 0\n" +
 			"@s: count 1, average 5, total 5\n\n"},
 		{compat.Current, "@h:\n[1]                    1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n\n" +
+			"@k[18446744073709551615]: 0\n" +
 			"@s: { .count = 1, .average = 5, .total = 5 }\n"},
 	} {
 		var buf bytes.Buffer

@@ -455,7 +455,9 @@ func indexNUL(b []byte) int {
 // appendArg appends a as C's snprintf formats it for the verb, given the
 // 64-bit value bpftrace passes for integers (sign-extended when signed).
 func (v *Verb) appendArg(b []byte, a Value) ([]byte, error) {
-	if ArgKindOf(a.kind) != v.Arg {
+	// An integer reaching %s is of an enum, which the check let through:
+	// its name, or its number when the enum names none.
+	if ArgKindOf(a.kind) != v.Arg && !(a.kind == KindInt && v.Arg == ArgString) {
 		return b, &FormatError{Offset: v.Offset, Msg: fmt.Sprintf("%s takes %s, got a %s value", v.Text, v.Arg, a.kind)}
 	}
 	switch v.conv {

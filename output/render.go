@@ -47,6 +47,9 @@ func appendValue(b []byte, v Value, div uint64, st style) ([]byte, error) {
 	}
 	switch v.kind {
 	case KindInt, KindSum:
+		if v.s != "" && !st.json {
+			return append(b, v.s...), nil // an enum's name
+		}
 		return appendInt(b, v.n, v.signed, div, st), nil
 	case KindBool:
 		return strconv.AppendBool(b, v.n != 0), nil
@@ -193,11 +196,18 @@ func appendStats(b []byte, v Value, st style) []byte {
 }
 
 // appendKey appends one element of a map key as bpftrace prints keys:
-// integers always signed, stacks indented by 4, structs without spaces in
-// 0.17 ("{.a=1,.b=2}") and as values in 0.26.1.
+// integers always signed in 0.17 and by their type's sign in 0.26.1,
+// stacks indented by 4, structs without spaces in 0.17 ("{.a=1,.b=2}")
+// and as values in 0.26.1.
 func appendKey(b []byte, v Value, old bool) ([]byte, error) {
 	switch v.kind {
 	case KindInt:
+		if v.s != "" {
+			return append(b, v.s...), nil // an enum's name
+		}
+		if !old && !v.signed {
+			return strconv.AppendUint(b, v.n, 10), nil
+		}
 		return strconv.AppendInt(b, int64(v.n), 10), nil
 	case KindBool:
 		return strconv.AppendBool(b, v.n != 0), nil

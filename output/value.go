@@ -112,7 +112,7 @@ type Value struct {
 	mode   StackMode // stacks
 	n      uint64    // integer bits, count, address, errno, family, avg count
 	m      int64     // avg and stats total
-	s      string    // text, symbol name, buffer bytes
+	s      string    // text, symbol name, buffer bytes, enum name
 	ref    any       // []Value, []Frame, []uint64, *lhist, inet address
 }
 
@@ -167,6 +167,15 @@ func IntN(raw uint64, size int, signed bool) Value {
 		return Value{}
 	}
 	return Value{kind: KindInt, signed: signed, n: n}
+}
+
+// Enum returns an integer of an enum type, as IntN, that bpftrace 0.26
+// prints as name in text (and through printf's %s), and as a number in
+// JSON; name is "" for a value the enum does not name.
+func Enum(raw uint64, size int, signed bool, name string) Value {
+	v := IntN(raw, size, signed)
+	v.s = name
+	return v
 }
 
 // String returns a string value. bpftrace strings end at their first NUL,

@@ -101,6 +101,10 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		if t.IsBool() {
 			return output.Bool(b[0] != 0)
 		}
+		if t.Enum != nil && d.out.Compat != compat.V017 {
+			v := output.IntN(word(b, t.Size), t.Size, t.Signed)
+			return output.Enum(v.Uint(), t.Size, t.Signed, t.Enum.Names[v.Int()])
+		}
 		return output.IntN(word(b, t.Size), t.Size, t.Signed)
 	case check.Ptr:
 		if r != asValue || d.out.Compat != compat.V017 {

@@ -226,10 +226,12 @@ specifiers:
 	return d
 }
 
-// named reports a struct, union or enum defined with no name and no
-// variables, which nothing can refer to.
+// named reports a struct or union defined with no name and no
+// variables, which nothing can refer to. An enum's constants name its
+// values, with or without a tag, as bpftrace 0.26 has them; 0.17's
+// refusal of one without is the checker's (check.AnonymousEnum).
 func (p *parser) named(d *Decl) *Decl {
-	if d.Type.Name != "" {
+	if d.Type.Name != "" || d.Type.Kind == ENUM {
 		return d
 	}
 	p.error(d.Type.Pos(), d.Type.Pos()+Pos(len(d.Type.Kind.String())), "a %s declared outside a typedef needs a name", d.Type.Kind)

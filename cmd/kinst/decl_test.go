@@ -104,7 +104,7 @@ func TestDeclarations(t *testing.T) {
 			name: "a let annotation must hold its value",
 			prog: `BEGIN { let $a: uint16 = -1; }`,
 			code: 1,
-			stderr: "-e:1:13: Type mismatch for $a: a int64 value does not fit its declared type uint16\n" +
+			stderr: "-e:1:13: Type mismatch for $a: a int8 value does not fit its declared type uint16\n" +
 				"BEGIN { let $a: uint16 = -1; }\n" +
 				"            ^~~~~~~~~~~~~~~\n",
 		},

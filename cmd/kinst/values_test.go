@@ -25,11 +25,11 @@ func TestRecords(t *testing.T) {
 		{name: "json", prog: `begin { $v = (x=1, y=2); @a = (a=0, b=1, c="str", d=(5, 6), e=$v); exit(); }`, args: []string{"-f", "json"},
 			want: `{"type": "map", "data": {"@a": {"a": 0, "b": 1, "c": "str", "d": [5,6], "e": {"x": 1, "y": 2}}}}` + "\n", defaultOnly: true},
 		{name: "no such field", prog: `begin { $r = (a = 1, bb = 2); print($r.b); }`, code: 1,
-			stderr: "-e:1:37: record { .a = int64, .bb = int64 } has no field b\n" +
+			stderr: "-e:1:37: record { .a = int8, .bb = int8 } has no field b\n" +
 				"begin { $r = (a = 1, bb = 2); print($r.b); }\n" +
 				"                                    ^~~~\n", defaultOnly: true},
 		{name: "no such field, a near one", prog: `begin { $r = (size = 1, color = 2); print($r.colour); }`, code: 1,
-			stderr: "-e:1:43: record { .size = int64, .color = int64 } has no field colour (did you mean color?)\n" +
+			stderr: "-e:1:43: record { .size = int8, .color = int8 } has no field colour (did you mean color?)\n" +
 				"begin { $r = (size = 1, color = 2); print($r.colour); }\n" +
 				"                                          ^~~~~~~~~\n", defaultOnly: true},
 		{name: "field named twice", prog: `begin { $r = (a = 1, a = 2); }`, code: 1,
@@ -37,7 +37,7 @@ func TestRecords(t *testing.T) {
 				"begin { $r = (a = 1, a = 2); }\n" +
 				"                     ^\n", defaultOnly: true},
 		{name: "different fields", prog: `begin { $r = (a = 1); $r = (b = 1); }`, code: 1,
-			stderr: "-e:1:23: $r holds record { .a = int64 } values; cannot assign record { .b = int64 }\n" +
+			stderr: "-e:1:23: $r holds record { .a = int8 } values; cannot assign record { .b = int8 }\n" +
 				"begin { $r = (a = 1); $r = (b = 1); }\n" +
 				"                      ^~~~~~~~~~~~\n", defaultOnly: true},
 	})
@@ -169,8 +169,9 @@ func TestTupleIndex(t *testing.T) {
 			stderr: "-e:1:39: a tuple's index must be known when the program is compiled, as in $t[1]\n" +
 				"begin { $a = (1, 2); $i = 1; print($a[$i]); }\n" +
 				"                                      ^~\n"},
-		{name: "out of range", prog: `begin { $a = (1, 2); print($a[2]); }`, code: 1,
-			stderr: "-e:1:31: tuple (int64, int64) has no element 2\n" +
+		// Literals are int64 in the 0.17 mode, which the message shows.
+		{name: "out of range", prog: `begin { $a = (1, 2); print($a[2]); }`, code: 1, defaultOnly: true,
+			stderr: "-e:1:31: tuple (int8, int8) has no element 2\n" +
 				"begin { $a = (1, 2); print($a[2]); }\n" +
 				"                              ^\n"},
 	})
