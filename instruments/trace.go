@@ -2,6 +2,7 @@ package instruments
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -164,6 +165,13 @@ func traceSpecs(pos []string, c *common, withArgs, withStack bool) ([]*traceSpec
 		}
 		if t.Exit != "" {
 			exit, err := resolvePoint(r, t.Exit)
+			if errors.Is(err, check.ErrNoTarget) && strings.HasPrefix(t.Exit, "uretprobe:") {
+				// The function never returns: its calls are logged
+				// without their returns.
+				s.Exit = ""
+				specs = append(specs, s)
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("trace %s: %w", p, err)
 			}
