@@ -197,3 +197,18 @@ func TestNoReturnGetsNoReturnProbe(t *testing.T) {
 	kinst(t, "-e", prog).want(t, 1, "", "-e:1:1: _start in "+bin+" never returns (it is the entry point, which nothing calls): a uretprobe on it would never fire\n"+
 		prog+"\n^"+strings.Repeat("~", len(prog)-5)+"\n")
 }
+
+// A function the kernel puts no uprobe on (a lock prefix) is left out of
+// a wildcard with a warning naming it, and the others are probed. The
+// kernel looks at the instruction once a process maps the file: one
+// sleeps meanwhile.
+func TestUprobeRefusedLeftOut(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := gccDynamic(t, "testdata/locked.c")
+	startSleeping(t, bin)
+	prog := "uprobe:" + bin + ":kinst_* { @[func] = count() }"
+	kinst(t, "-e", prog, "-c", bin).want(t, 0, "Attaching 2 probes...\n\n\n@[kinst_plain]: 5\n",
+		"kinst: warning: 1 of the 2 targets of uprobe:"+bin+":kinst_* could not be attached and are left out: kinst_locked; "+
+			"the first: attach uprobe:"+bin+":kinst_locked: the kernel cannot put a uprobe on its instruction: operation not supported\n")
+}
