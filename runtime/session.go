@@ -338,6 +338,9 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	}
 	if !s.stopping.Load() {
 		if s.cmd != nil {
+			if s.coll.Maps[codegen.UstackMap] != nil && !opts.NoUserSymbols && !opts.NoSymbolCache {
+				rememberCommand(s.cmd, s.dec.usyms)
+			}
 			if err := s.cmd.release(); err != nil {
 				s.detach()
 				return err
