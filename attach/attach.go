@@ -62,11 +62,11 @@ type Attached struct {
 func Attach(ctx context.Context, prog *ebpf.Program, targets []*check.Target, opts Options) (*Attached, error) {
 	a := &Attached{}
 	if opts.Multi {
-		ls, err := attachMulti(prog, targets, opts)
+		ls, skipped, err := attachMulti(prog, targets, opts)
 		if err != nil {
 			return nil, err
 		}
-		a.Links = ls
+		a.Links, a.Skipped = ls, skipped
 		return a, nil
 	}
 	for i, t := range targets {
@@ -249,12 +249,144 @@ func one(l link.Link, err error) ([]io.Closer, error) {
 }
 
 // attachMulti attaches every target through one multi link, or one per
-// process where kinst raises USDT semaphores itself.
-func attachMulti(prog *ebpf.Program, targets []*check.Target, opts Options) ([]io.Closer, error) {
+// process where kinst raises USDT semaphores itself. A uprobe.multi link
+// leaves out the functions the kernel will not probe, each an error in
+// skipped.
+func attachMulti(prog *ebpf.Program, targets []*check.Target, opts Options) (links []io.Closer, skipped []error, err error) {
 	var cookies []uint64
 	if opts.Cookies {
 		cookies = opts.IDs
 	}
+	if _, ok := targets[0].Attach.(Uprobe); ok && !(targets[0].Provider == "usdt" && manualSemaphores()) {
+		return uprobeMulti(targets, func(idx []int) (link.Link, error) {
+			return attachUprobeMulti(prog, pick(targets, idx), pick(cookies, idx), opts)
+		})
+	}
+	links, err = attachMultiLink(prog, targets, cookies, opts)
+	return links, nil, err
+}
+
+// pick returns the elements of list at idx, nil for a nil list.
+func pick[T any](list []T, idx []int) []T {
+	if list == nil {
+		return nil
+	}
+	out := make([]T, len(idx))
+	for i, j := range idx {
+		out[i] = list[j]
+	}
+	return out
+}
+
+// uprobeMulti attaches the targets with one uprobe.multi link. The
+// kernel refuses the whole link when it refuses one function (an
+// instruction it cannot step over, such as a lock prefix at
+// pthread_spin_lock): then the refused ones are found by halves, and the
+// link attaches the rest.
+func uprobeMulti(targets []*check.Target, attach func(idx []int) (link.Link, error)) ([]io.Closer, []error, error) {
+	all := make([]int, len(targets))
+	for i := range all {
+		all[i] = i
+	}
+	l, err := attach(all)
+	if err == nil {
+		return []io.Closer{l}, nil, nil
+	}
+	if len(targets) == 1 || exhausted(err) {
+		return nil, nil, err
+	}
+	refused := map[int]error{}
+	var find func(idx []int, err error) error
+	find = func(idx []int, err error) error {
+		if len(idx) == 1 {
+			if errors.Is(err, errNotSupp) {
+				err = fmt.Errorf("the kernel cannot put a uprobe on its instruction: %w", err)
+			}
+			refused[idx[0]] = &Error{Target: targets[idx[0]], Err: err}
+			return nil
+		}
+		for _, half := range [][]int{idx[:len(idx)/2], idx[len(idx)/2:]} {
+			l, err := attach(half)
+			switch {
+			case err == nil:
+				l.Close()
+			case exhausted(err):
+				return err
+			default:
+				if err := find(half, err); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if ferr := find(all, err); ferr != nil {
+		return nil, nil, ferr
+	}
+	if len(refused) == 0 {
+		// Each half attaches and the whole does not: no function's fault.
+		return nil, nil, err
+	}
+	var rest []int
+	var skipped []error
+	for _, i := range all {
+		if e := refused[i]; e != nil {
+			skipped = append(skipped, e)
+		} else {
+			rest = append(rest, i)
+		}
+	}
+	if len(rest) == 0 {
+		return nil, nil, skipped[0]
+	}
+	if l, err = attach(rest); err != nil {
+		return nil, nil, err
+	}
+	return []io.Closer{l}, skipped, nil
+}
+
+// errNotSupp is the kernel's ENOTSUPP, which it gives for an instruction
+// a uprobe cannot be put on.
+const errNotSupp = unix.Errno(524)
+
+// attachUprobeMulti attaches one uprobe.multi link of targets, all in
+// one file.
+func attachUprobeMulti(prog *ebpf.Program, targets []*check.Target, cookies []uint64, opts Options) (link.Link, error) {
+	first := targets[0].Attach.(Uprobe)
+	ex, err := link.OpenExecutable(first.Path)
+	if err != nil {
+		return nil, err
+	}
+	addrs := make([]uint64, len(targets))
+	var refCtrs []uint64
+	for i, t := range targets {
+		u := t.Attach.(Uprobe)
+		if u.Path != first.Path {
+			return nil, fmt.Errorf("one uprobe.multi link covers one file, not %s and %s", first.Path, u.Path)
+		}
+		addrs[i] = u.Offset
+		if u.RefCtrOffset != 0 && refCtrs == nil {
+			refCtrs = make([]uint64, len(targets))
+		}
+		if refCtrs != nil {
+			refCtrs[i] = u.RefCtrOffset
+		}
+	}
+	if manualSemaphores() {
+		// The kernel cannot count them, and kinst raises only USDT
+		// probes' semaphores itself.
+		refCtrs = nil
+	}
+	uopts := &link.UprobeMultiOptions{Addresses: addrs, RefCtrOffsets: refCtrs, Cookies: cookies, PID: uint32(opts.Pid)}
+	if first.Return {
+		return ex.UretprobeMulti(nil, prog, uopts)
+	}
+	return ex.UprobeMulti(nil, prog, uopts)
+}
+
+// attachMultiLink attaches the targets through one multi link, or USDT
+// probes one per process where kinst raises their semaphores itself.
+func attachMultiLink(prog *ebpf.Program, targets []*check.Target, cookies []uint64, opts Options) ([]io.Closer, error) {
 	switch first := targets[0].Attach.(type) {
 	case Tracepoint:
 		dir := "sys_enter"
@@ -305,13 +437,10 @@ func attachMulti(prog *ebpf.Program, targets []*check.Target, opts Options) ([]i
 			}
 			return ex.UprobeMulti(nil, prog, uopts)
 		}
-		if refCtrs == nil || !manualSemaphores() {
+		if refCtrs == nil {
 			return one(attach())
 		}
 		uopts.RefCtrOffsets = nil
-		if targets[0].Provider != "usdt" {
-			return one(attach())
-		}
 		return multiByHand(first.Path, refCtrs, attach, uopts, opts)
 	}
 	return nil, fmt.Errorf("%s probes cannot share a multi link", targets[0].Provider)

@@ -43,6 +43,8 @@ type Resolver struct {
 	// program of hundreds of probes on one library reads and indexes
 	// its symbols once, not once per probe.
 	files map[string]*elfsym.File
+	// noReturns holds what noReturn found, by path.
+	noReturns map[string]map[uint64]string
 }
 
 // Tracepoint targets a tracepoint.
@@ -365,7 +367,7 @@ func (r *Resolver) loadedBy(lib *elfsym.File, name string) *elfsym.File {
 		if err != nil || f.Class != lib.Class || f.Machine != lib.Machine {
 			continue
 		}
-		if s, err := f.Lookup(name); err == nil && s.Exported() {
+		if s, ok := f.Find(name); ok && s.Exported() {
 			return f
 		}
 		queue = append(queue, f.Needed...)
@@ -429,9 +431,15 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		if len(syms) == 0 {
 			return nil, check.NoTarget(fmt.Errorf("no function in %s matches %s; kinst -l 'uprobe:%s:*' lists them", path, spec, path))
 		}
-		targets := make([]*check.Target, len(syms))
-		for i, s := range syms {
-			targets[i] = target(s.Name, s.Offset)
+		var targets []*check.Target
+		for _, s := range syms {
+			if ret && r.noReturn(f)[s.Addr] != "" {
+				continue
+			}
+			targets = append(targets, target(s.Name, s.Offset))
+		}
+		if len(targets) == 0 {
+			return nil, check.NoTarget(fmt.Errorf("no function in %s that matches %s returns", path, spec))
 		}
 		return targets, nil
 	}
@@ -474,6 +482,15 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ret {
+		in := f
+		if from != nil {
+			in = from
+		}
+		if s, _ := in.Find(name); r.noReturn(in)[s.Addr] != "" {
+			return nil, check.NoTarget(fmt.Errorf("%s in %s never returns (%s): a uretprobe on it would never fire", name, in.Path, r.noReturn(in)[s.Addr]))
+		}
+	}
 	t := target(name, off)
 	if from != nil {
 		t.Warning = fmt.Sprintf("%s has no function %s; probing the one in %s, a library it loads", f.Path, name, from.Path)
@@ -491,4 +508,50 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		}
 	}
 	return []*check.Target{t}, nil
+}
+
+// noReturnFuncs names the C and C++ runtime functions whose declarations
+// say they never return, for files without DWARF, as the C library
+// mostly is.
+var noReturnFuncs = []string{
+	"exit", "_exit", "_Exit", "quick_exit", "abort", "pthread_exit",
+	"__libc_start_main", "__libc_start_call_main",
+	"longjmp", "_longjmp", "siglongjmp", "__longjmp_chk",
+	"err", "errx", "verr", "verrx",
+	"__assert_fail", "__assert_perror_fail", "__stack_chk_fail", "__chk_fail", "__fortify_fail", "__libc_fatal",
+	"__cxa_throw", "__cxa_rethrow", "_Unwind_Resume", "_ZSt9terminatev",
+}
+
+// noReturn finds the functions of f that never return, by address, so
+// that their aliases go with them, and says why. A return probe on one
+// never fires, and on the entry point, which nothing calls, the place
+// of the return address holds argc: a uretprobe there overwrites it.
+func (r *Resolver) noReturn(f *elfsym.File) map[uint64]string {
+	if never, ok := r.noReturns[f.Path]; ok {
+		return never
+	}
+	never := map[uint64]string{}
+	if d, err := elfsym.OpenDebug(f.Path); err == nil {
+		// Without its DWARF the names below are what is known.
+		names, _ := d.NoReturn()
+		for _, name := range names {
+			if s, ok := f.Find(name); ok {
+				never[s.Addr] = "its DWARF says so"
+			}
+		}
+	}
+	for _, name := range noReturnFuncs {
+		// A program's own static function of the same name may return.
+		if s, ok := f.Find(name); ok && s.Exported() {
+			never[s.Addr] = "the C runtime declares it noreturn"
+		}
+	}
+	if f.Entry != 0 {
+		never[f.Entry] = "it is the entry point, which nothing calls"
+	}
+	if r.noReturns == nil {
+		r.noReturns = map[string]map[uint64]string{}
+	}
+	r.noReturns[f.Path] = never
+	return never
 }

@@ -117,6 +117,41 @@ func (d *Debug) Funcs(pattern string) ([]Func, error) {
 	}
 }
 
+// attrNoreturn is DW_AT_noreturn, which debug/dwarf does not name.
+const attrNoreturn dwarf.Attr = 0x87
+
+// NoReturn lists the functions the DWARF marks as never returning
+// (C11's _Noreturn, GCC's noreturn attribute): those defined in the file
+// and those it declares for its calls, which a static program links in.
+// Each is named as its symbol is: by linkage name where it has one.
+func (d *Debug) NoReturn() ([]string, error) {
+	var out []string
+	r := d.data.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return nil, fmt.Errorf("read DWARF of %s: %w", d.path, err)
+		}
+		if e == nil {
+			return out, nil
+		}
+		if e.Tag == dwarf.TagSubprogram {
+			if never, _ := e.Val(attrNoreturn).(bool); never {
+				name, _ := e.Val(dwarf.AttrLinkageName).(string)
+				if name == "" {
+					name, _ = e.Val(dwarf.AttrName).(string)
+				}
+				if name != "" {
+					out = append(out, name)
+				}
+			}
+		}
+		if e.Tag != dwarf.TagCompileUnit && e.Children {
+			r.SkipChildren()
+		}
+	}
+}
+
 // Type finds a named struct, union, enum (kind "struct", "union",
 // "enum") or typedef (kind "").
 func (d *Debug) Type(kind, name string) (dwarf.Type, error) {

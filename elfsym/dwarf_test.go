@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -90,4 +91,40 @@ func TestDebugFuncs(t *testing.T) {
 	defer func(saved []string) { debugDirs = saved }(debugDirs)
 	AddDebugDirs("+dbg")
 	check(bin + ".moved")
+}
+
+// TestDebugNoReturn lists the functions DWARF marks noreturn: the
+// program's own, by C11's _Noreturn and GCC's attribute, and the C
+// library's it calls, as declared in the headers.
+func TestDebugNoReturn(t *testing.T) {
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("gcc is not installed")
+	}
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "p.c"), filepath.Join(dir, "p")
+	const prog = `#include <stdlib.h>
+__attribute__((noinline, noreturn)) void die(int c) { exit(c); }
+__attribute__((noinline)) _Noreturn void fail(void) { abort(); }
+__attribute__((noinline)) int back(int c) { __asm__ volatile(""); return c; }
+int main(int argc, char **argv) { if (argc > 2) fail(); if (argc > 1) die(back(argc)); return 0; }
+`
+	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(gcc, "-O1", "-g", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	d, err := OpenDebug(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.NoReturn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if want := []string{"abort", "die", "exit", "fail"}; !slices.Equal(got, want) {
+		t.Errorf("NoReturn() = %q, want %q", got, want)
+	}
 }

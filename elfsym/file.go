@@ -49,6 +49,9 @@ type File struct {
 	Soname string
 	// Needed lists the libraries the file loads (DT_NEEDED), in order.
 	Needed []string
+	// Entry is the ELF header's entry point, the address a program
+	// starts at; 0 for a file without one.
+	Entry  uint64
 	loads  []elf.ProgHeader // PT_LOAD segments
 	byName []Symbol         // sorted by name, then preference
 	byAddr []Symbol         // sorted by address, then preference
@@ -91,7 +94,7 @@ func open(openPath, path string) (*File, error) {
 		return nil, err
 	}
 	defer ef.Close()
-	f := &File{Path: path, BuildID: buildID(ef), Class: ef.Class, Machine: ef.Machine}
+	f := &File{Path: path, BuildID: buildID(ef), Class: ef.Class, Machine: ef.Machine, Entry: ef.Entry}
 	// A file without a dynamic section has neither; that is no error.
 	if names, err := ef.DynString(elf.DT_SONAME); err == nil && len(names) > 0 {
 		f.Soname = names[0]
@@ -242,14 +245,23 @@ func (f *File) Symbols(pattern string) []Symbol {
 	return out
 }
 
+// Find is Lookup without the error, which costs a search for a near
+// name: for asking after names the file may well lack.
+func (f *File) Find(name string) (Symbol, bool) {
+	i, ok := slices.BinarySearchFunc(f.byName, name, func(s Symbol, name string) int { return strings.Compare(s.Name, name) })
+	if !ok {
+		return Symbol{}, false
+	}
+	return f.byName[i], true
+}
+
 // Lookup returns the function of the given name. When several share the
 // name (static functions of different source files), the exported one or
 // the first by address is returned. The error wraps [ErrNoSymbol] and
 // suggests a near name when there is one.
 func (f *File) Lookup(name string) (Symbol, error) {
-	i, ok := slices.BinarySearchFunc(f.byName, name, func(s Symbol, name string) int { return strings.Compare(s.Name, name) })
-	if ok {
-		return f.byName[i], nil
+	if s, ok := f.Find(name); ok {
+		return s, nil
 	}
 	err := fmt.Errorf("%w: %s in %s", ErrNoSymbol, name, f.Path)
 	if near := f.nearest(name); near != "" {

@@ -82,7 +82,11 @@ func breakpoint(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	if len(pos) == 0 {
-		return dumpNow(stdout, *core, c.Pid, *thread)
+		at, err := hitRegs(os.Getenv(hitRegsEnv))
+		if err != nil {
+			return err
+		}
+		return dumpNow(stdout, *core, c.Pid, *thread, at)
 	}
 
 	t, err := parseTarget(pos[0])
@@ -92,7 +96,7 @@ func breakpoint(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if _, err := resolvePoint(&attach.Resolver{Pid: c.Pid}, t.Entry); err != nil {
 		return fmt.Errorf("break %s: %w", pos[0], err)
 	}
-	src := breakProgram(&c, t, *cond, *n)
+	src := breakProgram(&c, t, *cond, *n, *core != "")
 	if c.Show {
 		return c.run(ctx, "break", src, runHooks{}, stdout, stderr)
 	}
@@ -101,7 +105,11 @@ func breakpoint(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	b := &breaker{core: *core, count: *n, gdb: *gdb, stop: *stop, cancel: cancel, stderr: stderr, fn: t.Spec, waitsCommand: c.Command != ""}
 	hooks := runHooks{
 		Printf: func(w io.Writer, _ *codegen.Action, args []output.Value) error {
-			return b.hit(w, args[0].Uint(), int(args[1].Int()), int(args[2].Int()), args[3].Text())
+			var regs []string
+			for _, a := range args[4:] {
+				regs = append(regs, strconv.FormatUint(a.Uint(), 16))
+			}
+			return b.hit(w, args[0].Uint(), int(args[1].Int()), int(args[2].Int()), args[3].Text(), strings.Join(regs, ","))
 		},
 		ExitMaps: func(io.Writer, []*output.Map) error { return nil },
 	}
@@ -120,8 +128,9 @@ func breakpoint(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // breakProgram stops the process at the first n hits where the
-// condition holds, and tells kinst which.
-func breakProgram(c *common, t probeTarget, cond string, n int) string {
+// condition holds, and tells kinst which; at a uprobe, with the
+// registers at the hit when regs asks, for a core.
+func breakProgram(c *common, t probeTarget, cond string, n int, regs bool) string {
 	var b strings.Builder
 	user := ""
 	if !strings.HasPrefix(t.Entry, "uprobe:") {
@@ -136,10 +145,50 @@ func breakProgram(c *common, t probeTarget, cond string, n int) string {
 	fmt.Fprintf(&b, "%s /%s%s < %d/ {\n", t.Entry, pred, breakHits, n)
 	fmt.Fprintf(&b, "\t%s = %s + 1;\n", breakHits, breakHits)
 	b.WriteString("\tsignal(\"SIGSTOP\");\n")
-	b.WriteString("\tprintf(\"%lu %d %d %s\\n\", nsecs, pid, tid, comm);\n")
+	format, args := "%lu %d %d %s", "nsecs, pid, tid, comm"
+	if user == "" && regs {
+		// The stop comes once the probed instruction has run: the
+		// registers at the hit are sent for the core.
+		for _, r := range breakRegs {
+			format += " %lu"
+			args += ", reg(\"" + r + "\")"
+		}
+	}
+	fmt.Fprintf(&b, "\tprintf(\"%s\\n\", %s);\n", format, args)
 	b.WriteString("}\n")
 	b.WriteString(c.stop())
 	return b.String()
+}
+
+// breakRegs are the registers of x86-64's struct pt_regs in its order,
+// which is also that of the first words of the user_regs_struct ptrace
+// reads: a uprobe's registers are the thread's at the hit.
+var breakRegs = []string{
+	"r15", "r14", "r13", "r12", "bp", "bx", "r11", "r10", "r9", "r8",
+	"ax", "cx", "dx", "si", "di", "orig_ax", "ip", "cs", "flags", "sp", "ss",
+}
+
+// hitRegsEnv hands the dump kinst runs for a hit the registers at the hit,
+// in breakRegs's order, in hex, comma-separated.
+const hitRegsEnv = "KINST_BREAK_REGS"
+
+// hitRegs parses what hitRegsEnv holds; nil for nothing.
+func hitRegs(s string) ([]uint64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	words := strings.Split(s, ",")
+	if len(words) != len(breakRegs) {
+		return nil, fmt.Errorf("%s holds %d registers, not %d", hitRegsEnv, len(words), len(breakRegs))
+	}
+	regs := make([]uint64, len(words))
+	for i, w := range words {
+		var err error
+		if regs[i], err = strconv.ParseUint(w, 16, 64); err != nil {
+			return nil, fmt.Errorf("%s: register %s: %w", hitRegsEnv, breakRegs[i], err)
+		}
+	}
+	return regs, nil
 }
 
 // A breaker acts on the hits the probe reports.
@@ -158,8 +207,10 @@ type breaker struct {
 	err     error
 }
 
-// hit handles a stop the probe made at nsecs in thread tid of pid.
-func (b *breaker) hit(w io.Writer, nsecs uint64, pid, tid int, comm string) error {
+// hit handles a stop the probe made at nsecs in thread tid of pid; regs
+// are the registers at the hit, as hitRegsEnv holds them, "" for a stop
+// in kernel code.
+func (b *breaker) hit(w io.Writer, nsecs uint64, pid, tid int, comm, regs string) error {
 	if b.hits >= b.count || nsecs < b.resumed {
 		// A stop that threads hitting together shared with one
 		// already dumped, or one past the count: the probe limits
@@ -195,6 +246,9 @@ func (b *breaker) hit(w io.Writer, nsecs uint64, pid, tid int, comm string) erro
 	var out strings.Builder
 	cmd := exec.Command(self, "break", "--unsafe", "--pid", strconv.Itoa(pid), "--thread", strconv.Itoa(tid), "--core", file)
 	cmd.Stdout, cmd.Stderr = &out, &out
+	if regs != "" {
+		cmd.Env = append(os.Environ(), hitRegsEnv+"="+regs)
+	}
 	err = cmd.Run()
 	clock := monotonic()
 	// Whatever happened, the process must not stay stopped.
@@ -232,13 +286,13 @@ func (b *breaker) debug(stdout io.Writer) error {
 
 // dumpNow dumps a process at once and lets it go on, unless it was
 // stopped before.
-func dumpNow(w io.Writer, file string, pid, first int) error {
+func dumpNow(w io.Writer, file string, pid, first int, at []uint64) error {
 	st, err := threadState(pid, pid)
 	if err != nil {
 		return fmt.Errorf("no process %d", pid)
 	}
 	start := time.Now()
-	size, err := dumpCore(file, pid, first)
+	size, err := dumpCore(file, pid, first, at)
 	if st != 'T' {
 		unix.Kill(pid, unix.SIGCONT)
 	}

@@ -343,8 +343,9 @@ func (m mapping) dumped() bool {
 
 // writeCore writes an ELF core file of the process, which is stopped
 // and seized, with regs its threads' registers, the first the thread
-// the signal sig stopped.
-func writeCore(w io.Writer, pid int, regs []threadRegs, sig int) (int64, error) {
+// the signal sig stopped. hit, when not 0, is the address of a uprobe's
+// breakpoint, which the core shows as the instruction the file has.
+func writeCore(w io.Writer, pid int, regs []threadRegs, sig int, hit uint64) (int64, error) {
 	maps, err := readMaps(pid)
 	if err != nil {
 		return 0, fmt.Errorf("%w: pid %d", errExited, pid)
@@ -461,6 +462,9 @@ func writeCore(w io.Writer, pid int, regs []threadRegs, sig int) (int64, error) 
 					clear(chunk[k+r:])
 				}
 			}
+			if hit >= addr && hit < addr+uint64(len(chunk)) && m.path != "" {
+				chunk[hit-addr] = unprobed(pid, m, hit, chunk[hit-addr])
+			}
 			if err := write(chunk); err != nil {
 				return n, err
 			}
@@ -474,8 +478,11 @@ func writeCore(w io.Writer, pid int, regs []threadRegs, sig int) (int64, error) 
 // thread first at the top (gdb's current thread): it stops the process
 // with SIGSTOP, unless a probe already did, reads every thread's
 // registers under ptrace and the memory from /proc/PID/mem, and lets it
-// go back to its stop. It returns the size written.
-func dumpCore(path string, pid, first int) (int64, error) {
+// go back to its stop. at, when not nil, holds the registers of thread
+// first at a uprobe's hit, in breakRegs's order, which the core shows
+// instead of those after the probed instruction ran. It returns the size
+// written.
+func dumpCore(path string, pid, first int, at []uint64) (int64, error) {
 	if err := untraced(pid); err != nil {
 		return 0, err
 	}
@@ -488,7 +495,7 @@ func dumpCore(path string, pid, first int) (int64, error) {
 		os.Remove(path)
 		return 0, fmt.Errorf("%w: pid %d", errExited, pid)
 	}
-	n, err := dumpStopped(f, pid, first)
+	n, err := dumpStopped(f, pid, first, at)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -498,7 +505,7 @@ func dumpCore(path string, pid, first int) (int64, error) {
 	return n, err
 }
 
-func dumpStopped(w io.Writer, pid, first int) (int64, error) {
+func dumpStopped(w io.Writer, pid, first int, at []uint64) (int64, error) {
 	if err := waitStopped(pid, 5*time.Second); err != nil {
 		return 0, err
 	}
@@ -509,7 +516,12 @@ func dumpStopped(w io.Writer, pid, first int) (int64, error) {
 		return 0, err
 	}
 	defer release()
-	return writeCore(w, pid, regs, int(unix.SIGSTOP))
+	hit := uint64(0)
+	if at != nil && regs[0].tid == first {
+		setRegs(&regs[0].regs, at)
+		hit = regs[0].regs.Rip
+	}
+	return writeCore(w, pid, regs, int(unix.SIGSTOP), hit)
 }
 
 // coreName is the file of the ith of n dumps: FILE, or FILE.i when
@@ -528,4 +540,37 @@ func coreDir(file string) error {
 		return fmt.Errorf("cannot write a core file in %s: %w", dir, err)
 	}
 	return nil
+}
+
+// setRegs sets the registers of r that struct pt_regs has to regs, in
+// its order.
+func setRegs(r *unix.PtraceRegs, regs []uint64) {
+	for i, p := range []*uint64{
+		&r.R15, &r.R14, &r.R13, &r.R12, &r.Rbp, &r.Rbx, &r.R11, &r.R10, &r.R9, &r.R8,
+		&r.Rax, &r.Rcx, &r.Rdx, &r.Rsi, &r.Rdi, &r.Orig_rax, &r.Rip, &r.Cs, &r.Eflags, &r.Rsp, &r.Ss,
+	} {
+		*p = regs[i]
+	}
+}
+
+// int3 is x86's breakpoint instruction, which a uprobe writes over the
+// first byte of the instruction it probes.
+const int3 = 0xcc
+
+// unprobed is the byte at addr in mapping m of pid as its file has it,
+// where memory holds a uprobe's breakpoint, b.
+func unprobed(pid int, m mapping, addr uint64, b byte) byte {
+	if b != int3 {
+		return b
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.start, m.end))
+	if err != nil {
+		return b
+	}
+	defer f.Close()
+	orig := []byte{b}
+	if _, err := f.ReadAt(orig, int64(m.offset+addr-m.start)); err != nil {
+		return b
+	}
+	return orig[0]
 }

@@ -3,6 +3,7 @@ package instruments
 import (
 	"context"
 	"debug/buildinfo"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -165,6 +166,13 @@ func traceSpecs(pos []string, c *common, withArgs, withStack bool) ([]*traceSpec
 		}
 		if t.Exit != "" {
 			exit, err := resolvePoint(r, t.Exit)
+			if errors.Is(err, check.ErrNoTarget) && strings.HasPrefix(t.Exit, "uretprobe:") {
+				// The function never returns: its calls are logged
+				// without their returns.
+				s.Exit = ""
+				specs = append(specs, s)
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("trace %s: %w", p, err)
 			}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/internal/inject"
 )
 
@@ -29,6 +31,9 @@ type command struct {
 	released chan error // the exec's outcome, once let go
 	done     chan struct{}
 	once     sync.Once
+	// onExec, when set before release, is called with the command
+	// stopped right after its exec.
+	onExec func(pid int)
 }
 
 // startCommand starts the command held before its exec, or after it
@@ -68,6 +73,9 @@ func (c *command) supervise(path string, argv []string, afterExec bool) {
 		return
 	}
 	if !viaStub {
+		if c.onExec != nil {
+			c.onExec(pid)
+		}
 		syscall.PtraceDetach(pid)
 		c.released <- nil
 		c.cmd.Wait()
@@ -90,6 +98,9 @@ func (c *command) supervise(path string, argv []string, afterExec bool) {
 	case !ws.Stopped():
 		err = fmt.Errorf("it %s before it ran", describe(ws))
 	default:
+		if c.onExec != nil {
+			c.onExec(pid)
+		}
 		syscall.PtraceDetach(pid)
 		c.released <- nil
 		c.cmd.Wait()
@@ -296,4 +307,56 @@ func SplitCommand(s string) ([]string, error) {
 		return nil, errors.New("empty command")
 	}
 	return words, nil
+}
+
+// rememberEvery is how often the mappings of a -c command and of its
+// descendants are read while they run.
+const rememberEvery = 50 * time.Millisecond
+
+// rememberCommand reads the mappings of the command and of its
+// descendants while they run, into usyms: the user stacks that maps
+// keep are resolved when the maps are printed, at exit, when the
+// processes are gone and their mappings with them. It is called before
+// release: the first read is of the command stopped at its exec, which a
+// short command outlives by less than a tick.
+func rememberCommand(c *command, usyms *elfsym.Symbolizer) {
+	c.onExec = func(pid int) {
+		usyms.Remember(pid)
+		go watchFamily(c, usyms)
+	}
+}
+
+// watchFamily reads the mappings of the command and its descendants
+// every rememberEvery until the command ends.
+func watchFamily(c *command, usyms *elfsym.Symbolizer) {
+	tick := time.NewTicker(rememberEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-tick.C:
+		}
+		for _, pid := range family(c.pid()) {
+			usyms.Remember(pid) // a process gone meanwhile keeps what was read before
+		}
+	}
+}
+
+// family lists pid and its descendants, as /proc lists each thread's
+// children.
+func family(pid int) []int {
+	pids := []int{pid}
+	for i := 0; i < len(pids); i++ {
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pids[i]))
+		for _, t := range tasks {
+			data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pids[i], t.Name()))
+			for _, f := range strings.Fields(string(data)) {
+				if child, err := strconv.Atoi(f); err == nil {
+					pids = append(pids, child)
+				}
+			}
+		}
+	}
+	return pids
 }

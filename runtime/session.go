@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -341,6 +342,9 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	}
 	if !s.stopping.Load() {
 		if s.cmd != nil {
+			if s.coll.Maps[codegen.UstackMap] != nil && !opts.NoUserSymbols && !opts.NoSymbolCache {
+				rememberCommand(s.cmd, s.dec.usyms)
+			}
 			if err := s.cmd.release(); err != nil {
 				s.detach()
 				return err
@@ -695,12 +699,34 @@ func (s *Session) attachAll() error {
 		}
 		s.attached += uint64(len(p.Targets) - len(a.Skipped))
 		if n := len(a.Skipped); n > 0 {
-			s.warnf("kinst: warning: %d of the %d targets of %s could not be attached and are skipped; the first: %v\n",
-				n, len(p.Targets), p.Probe.Syntax.Points[0].Raw, a.Skipped[0])
+			s.warnf("kinst: warning: %d of the %d targets of %s could not be attached and are left out: %s; the first: %v\n",
+				n, len(p.Targets), p.Probe.Syntax.Points[0].Raw, skippedNames(a.Skipped), a.Skipped[0])
 		}
 		s.links = append(s.links, a.Links...)
 	}
 	return nil
+}
+
+// maxSkippedNames bounds the targets a warning names: a wildcard may
+// leave out hundreds.
+const maxSkippedNames = 10
+
+// skippedNames names the targets of the attach errors, as many as
+// maxSkippedNames.
+func skippedNames(skipped []error) string {
+	var names []string
+	for _, err := range skipped {
+		var ae *attach.Error
+		if !errors.As(err, &ae) {
+			continue
+		}
+		if len(names) == maxSkippedNames {
+			names = append(names, fmt.Sprintf("and %d more", len(skipped)-maxSkippedNames))
+			break
+		}
+		names = append(names, ae.Target.Func)
+	}
+	return strings.Join(names, ", ")
 }
 
 // locate points an attach failure of p's at the attach point of the

@@ -110,8 +110,9 @@ func kinstAttached(t *testing.T, release func(), args ...string) result {
 
 // The core of target add 5 stopped at its third call of kinst_add, with
 // a = 3 in rdi and the two calls before summed in kinst_sum: gdb shows
-// kinst_add as frame 0 with those values, and the process, resumed, ends
-// normally.
+// kinst_add as frame 0 with those values, at the function's first
+// instruction as the file has it, not after it nor the uprobe's
+// breakpoint, and the process, resumed, ends normally.
 func TestBreakCore(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
@@ -128,19 +129,50 @@ func TestBreakCore(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("target add 5, resumed after the dump: %v", err)
 	}
-	out := gdbCore(t, bin, core, "bt", "info registers rip rdi", "print kinst_sum", "info threads", "info registers mxcsr")
+	out := gdbCore(t, bin, core, "bt", "info registers rip rdi", "print kinst_sum", "info threads", "info registers mxcsr", "x/1xb $pc")
 	wantGdb(t, out,
 		`Program terminated with signal SIGSTOP`,
-		`(?m)^#0 +0x[0-9a-f]+ in kinst_add \(a=a@entry=3, b=b@entry=-6\)`,
+		`(?m)^#0 +kinst_add \(a=a@entry=3, b=b@entry=-6\)`,
 		`(?m)^#1 +0x[0-9a-f]+ in main `,
-		`(?m)^rip +0x[0-9a-f]+ +0x[0-9a-f]+ <kinst_add\+\d+>$`,
+		`(?m)^rip +0x[0-9a-f]+ +0x[0-9a-f]+ <kinst_add>$`,
+		fmt.Sprintf(`(?m)^0x[0-9a-f]+ <kinst_add>:\t0x%02x$`, firstByte(t, bin, "kinst_add")),
 		`(?m)^rdi +0x3 +3$`,
 		`(?m)^\$1 = -3$`,
-		fmt.Sprintf(`(?m)^\* 1 +LWP %d +0x[0-9a-f]+ in kinst_add `, pid),
+		fmt.Sprintf(`(?m)^\* 1 +LWP %d +kinst_add `, pid),
 		// The SSE control register, at its reset value: the
 		// floating-point registers are in the core.
 		`(?m)^mxcsr +0x1f80 `,
 	)
+}
+
+// firstByte is the first byte of function fn in the ELF file bin.
+func firstByte(t *testing.T, bin, fn string) byte {
+	t.Helper()
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range syms {
+		if s.Name != fn {
+			continue
+		}
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_LOAD && s.Value >= p.Vaddr && s.Value < p.Vaddr+p.Filesz {
+				b := make([]byte, 1)
+				if _, err := p.ReadAt(b, int64(s.Value-p.Vaddr)); err != nil {
+					t.Fatal(err)
+				}
+				return b[0]
+			}
+		}
+	}
+	t.Fatalf("%s has no function %s", bin, fn)
+	return 0
 }
 
 // --count 2 under -c dumps two hits, to FILE.1 and FILE.2, and the
@@ -156,7 +188,7 @@ func TestBreakCoreCount(t *testing.T) {
 	}
 	for i, want := range []string{"a=a@entry=3, b=b@entry=-6", "a=a@entry=4, b=b@entry=-8"} {
 		out := gdbCore(t, bin, fmt.Sprintf("%s.%d", core, i+1), "bt", "print kinst_sum")
-		wantGdb(t, out, `(?m)^#0 +0x[0-9a-f]+ in kinst_add \(`+regexp.QuoteMeta(want)+`\)`, fmt.Sprintf(`(?m)^\$1 = %d$`, []int{-3, -6}[i]))
+		wantGdb(t, out, `(?m)^#0 +kinst_add \(`+regexp.QuoteMeta(want)+`\)`, fmt.Sprintf(`(?m)^\$1 = %d$`, []int{-3, -6}[i]))
 	}
 	if _, err := os.Stat(core + ".3"); !os.IsNotExist(err) {
 		t.Errorf("a third core: %v", err)

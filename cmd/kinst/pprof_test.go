@@ -1,12 +1,15 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/google/pprof/profile"
+
+	"kinst.dev/kinst/internal/testenv"
 )
 
 // The kernel stacks of 1000 getppid calls go to the profile, with the
@@ -85,5 +88,39 @@ func TestPprofErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
 		t.Errorf("a failed run left %s: %v", file, err)
+	}
+}
+
+// The user stacks of a -c command resolve though the maps that hold them
+// are printed once the command has exited: its mappings are read while
+// it runs, as kinst profile reads each process's when it first samples it.
+func TestCommandUstackResolved(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := targetCopy(t)
+	prog := "uprobe:" + bin + ":kinst_add { @[ustack(1)] = count() }"
+	kinst(t, "-e", prog, "-c", bin+" add 10").want(t, 0, "Attaching 1 probe...\n\n\n@[\n    kinst_add+0\n]: 10\n", "")
+
+	file := filepath.Join(t.TempDir(), "add.pb.gz")
+	kinst(t, "-f", "pprof", "-o", file, "-e", prog, "-c", bin+" add 10").want(t, 0, "Attaching 1 probe...\n", "")
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range p.Sample {
+		for _, l := range s.Location {
+			for _, line := range l.Line {
+				got = append(got, fmt.Sprintf("%s %d", line.Function.Name, s.Value[0]))
+			}
+		}
+	}
+	if want := []string{"kinst_add 10"}; !slices.Equal(got, want) {
+		t.Errorf("the profile's functions are %q, want %q", got, want)
 	}
 }

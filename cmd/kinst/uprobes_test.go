@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -154,4 +156,59 @@ func TestUprobeNotELF(t *testing.T) {
 		caret := "^" + strings.Repeat("~", strings.Index(prog, " {")-1)
 		kinst(t, "-e", prog).want(t, 1, "", fmt.Sprintf("-e:1:1: %s is not an ELF file\n%s\n%s\n", text, prog, caret))
 	}
+}
+
+// A return probe on the entry point overwrites argc, where a called
+// function has its return address: wildcards leave out the functions
+// that never return (the entry point, and those DWARF or the C runtime
+// declare noreturn), so that trace and latency of uprobe:BIN:* leave
+// the program its arguments, and an explicit uretprobe on one is
+// refused. kinst_add is called only when the target sees its arguments.
+func TestNoReturnGetsNoReturnProbe(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := targetCopy(t)
+	run := bin + " add 3"
+
+	r := kinst(t, "trace", "-f", "json", "-q", "-c", run, "uprobe:"+bin+":*start*", "uprobe:"+bin+":kinst_add")
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var e struct{ Event, Function string }
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		got = append(got, e.Event+" "+e.Function)
+	}
+	want := []string{"entry _start", "entry __libc_start_main_impl", "entry __libc_start_main", "entry __libc_start_call_main",
+		"entry kinst_add", "exit kinst_add", "entry kinst_add", "exit kinst_add", "entry kinst_add", "exit kinst_add"}
+	if r.code != 0 || !slices.Equal(got, want) {
+		t.Errorf("trace: exit status %d, events\n%q\nwant\n%q\nstderr:\n%s", r.code, got, want, r.stderr)
+	}
+
+	r = kinst(t, "latency", "-c", run, "uprobe:"+bin+":*start*", "uprobe:"+bin+":kinst_add")
+	if wall := "@wall[uprobe:" + bin + ":kinst_add]: count 3,"; r.code != 0 || !strings.Contains(r.stdout, wall) || strings.Contains(r.stdout, "start") {
+		t.Errorf("latency: exit status %d, want %q and no start function in stdout:\n%s\nstderr:\n%s", r.code, wall, r.stdout, r.stderr)
+	}
+
+	prog := strings.ReplaceAll("uretprobe:BIN:*start* { @r = count() } uprobe:BIN:kinst_add { @a = count() }", "BIN", bin)
+	kinst(t, "-e", prog, "-c", run).want(t, 0, "Attaching 4 probes...\n\n\n@a: 3\n@r: 0\n", "")
+
+	prog = "uretprobe:" + bin + ":_start { }"
+	kinst(t, "-e", prog).want(t, 1, "", "-e:1:1: _start in "+bin+" never returns (it is the entry point, which nothing calls): a uretprobe on it would never fire\n"+
+		prog+"\n^"+strings.Repeat("~", len(prog)-5)+"\n")
+}
+
+// A function the kernel puts no uprobe on (a lock prefix) is left out of
+// a wildcard with a warning naming it, and the others are probed. The
+// kernel looks at the instruction once a process maps the file: one
+// sleeps meanwhile.
+func TestUprobeRefusedLeftOut(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := gccDynamic(t, "testdata/locked.c")
+	startSleeping(t, bin)
+	prog := "uprobe:" + bin + ":kinst_* { @[func] = count() }"
+	kinst(t, "-e", prog, "-c", bin).want(t, 0, "Attaching 2 probes...\n\n\n@[kinst_plain]: 5\n",
+		"kinst: warning: 1 of the 2 targets of uprobe:"+bin+":kinst_* could not be attached and are left out: kinst_locked; "+
+			"the first: attach uprobe:"+bin+":kinst_locked: the kernel cannot put a uprobe on its instruction: operation not supported\n")
 }
