@@ -39,6 +39,9 @@ const MaxArgs = 6
 func (c *checker) builtin(id *syntax.Ident) *Type {
 	p := c.probe
 	name := id.Name
+	if inner, ok := strings.CutPrefix(name, "__builtin_"); ok && has(wrappedBuiltins, inner) {
+		return c.wrapped(id, inner)
+	}
 	p.Uses[name] = true
 	switch name {
 	case "pid", "tid", "uid", "gid", "nsecs", "elapsed", "cpu", "cgroup", "rand", "numaid":
@@ -55,6 +58,24 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		return TUint64
 	case "username":
 		return TUser
+	case "usermode":
+		delete(p.Uses, name)
+		switch p.Provider {
+		case "kprobe", "kretprobe", "uprobe", "uretprobe", "usdt", "profile", "interval", "software", "hardware", "watchpoint", "asyncwatchpoint":
+			// Read from the interrupted registers' code segment.
+			p.Uses[name] = true
+		case "BEGIN", "END", "self":
+			// bpftrace runs these in its own process.
+			c.setConst(id, Const{Int: 1})
+		default:
+			// The probe has no registers to tell by.
+			c.setConst(id, Const{Int: 0})
+		}
+		return TUint8
+	case "probetype":
+		delete(p.Uses, name)
+		c.setConst(id, Const{IsStr: true, Str: probeType(p.Provider)})
+		return StrType(len(probeType(p.Provider)) + 1)
 	case "probe":
 		return TProbe
 	case "cpid":
@@ -181,6 +202,39 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 	return nil
 }
 
+// wrappedBuiltins are the builtins bpftrace 0.26.1 names __builtin_NAME
+// too, the names its standard library defines NAME by.
+var wrappedBuiltins = []string{
+	"cgroup", "comm", "cpid", "cpu", "curtask", "elapsed", "func", "gid", "jiffies", "ncpus",
+	"probe", "probetype", "rand", "retval", "uid", "usermode", "username",
+}
+
+// wrapped types __builtin_NAME as the builtin NAME it stands for.
+func (c *checker) wrapped(id *syntax.Ident, name string) *Type {
+	inner := &syntax.Ident{NamePos: id.NamePos, Name: name}
+	t := c.expr(inner)
+	if t == nil {
+		return nil
+	}
+	if v, ok := c.probe.Consts[inner]; ok {
+		c.setConst(id, v)
+	}
+	c.probe.Expand[id] = inner
+	return t
+}
+
+// probeType is the kind of probe that probetype names for a provider,
+// as bpftrace 0.26.1 names it.
+func probeType(provider string) string {
+	switch provider {
+	case "BEGIN", "END", "self":
+		return "special"
+	case "asyncwatchpoint":
+		return "watchpoint"
+	}
+	return provider
+}
+
 // usdtArg types argument n of a USDT probe: every site the probe covers
 // must pass it. Like bpftrace, it is a 64-bit integer, extended from the
 // operand's width as its sign says.
@@ -215,7 +269,7 @@ func (c *checker) constant(name string) (int64, bool) {
 var builtinNames = []string{
 	"pid", "tid", "uid", "gid", "nsecs", "elapsed", "cpu", "cgroup", "rand", "numaid",
 	"ppid", "pcomm", "leader_tid", "leader_comm", "ncpus", "jiffies",
-	"comm", "username", "probe", "cpid", "curtask", "kstack", "ustack", "func",
+	"comm", "username", "usermode", "probe", "probetype", "cpid", "curtask", "kstack", "ustack", "func",
 	"retval", "args", "ctx", "arg0", "arg1", "sarg0", "sarg1",
 }
 

@@ -75,6 +75,21 @@ func init() {
 		"is_err":       {check: (*checker).checkIsErr},
 		"syscall_name": {check: (*checker).checkNamed},
 		"signal_name":  {check: (*checker).checkNamed},
+
+		"strlen":              {check: (*checker).checkStrlen},
+		"strcap":              {check: (*checker).checkStrcap},
+		"strstr":              {check: (*checker).checkStrstr},
+		"default_str_length":  {check: (*checker).checkDefaultStrLen},
+		"is_str":              {check: (*checker).checkIsKind},
+		"is_ptr":              {check: (*checker).checkIsKind},
+		"is_array":            {check: (*checker).checkIsKind},
+		"is_integer":          {check: (*checker).checkIsKind},
+		"is_unsigned_integer": {check: (*checker).checkIsKind},
+		"is_literal":          {check: (*checker).checkIsLiteral},
+		"fail":                {stmt: true, check: (*checker).checkFail},
+		"static_assert":       {stmt: true, check: (*checker).checkStaticAssert},
+		"assert":              {stmt: true, check: (*checker).checkAssert},
+		"has_cpid":            {check: (*checker).checkHasCpid},
 	}
 }
 

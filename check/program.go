@@ -218,4 +218,16 @@ type Call struct {
 	// Elems are the elements delete and has_key name, as @m[key]
 	// whatever form the call takes.
 	Elems []*syntax.MapExpr
+	// Then are the calls assert() makes when its condition fails.
+	Then []*syntax.CallExpr
+	// Origin, when set, is where errorf and warnf report from instead
+	// of the call's place in the program.
+	Origin *Origin
+}
+
+// An Origin is a place in a file other than the program's, as the
+// location an error names.
+type Origin struct {
+	File              string
+	Line, Col, EndCol int
 }

@@ -17,6 +17,10 @@ var argRegs = [check.MaxArgs]int16{112, 104, 96, 88, 72, 64}
 // raxOffset is where pt_regs keeps the return value.
 const raxOffset = 80
 
+// csOffset is where pt_regs keeps the code segment, whose low two bits
+// are the privilege level the probe interrupted: 3 in user mode.
+const csOffset = 136
+
 // Flags of bpf_get_stackid.
 const stackUser = 1 << 8 // BPF_F_USER_STACK
 
@@ -69,6 +73,13 @@ func (g *gen) builtin(id *syntax.Ident) operand {
 		return g.retval()
 	case "ctx":
 		return g.fromReg(regCtx)
+	case "usermode":
+		op := g.ctxWord(csOffset)
+		r := g.work(op, asm.R0)
+		// (cs & 3) == 3, without a jump: (cs & 3) + 1 is 4 only then.
+		g.emit(asm.And.Imm(r, 3), asm.Add.Imm(r, 1), asm.RSh.Imm(r, 2))
+		g.set(op, r)
+		return op
 	}
 	if n, ok := argIndex(id.Name); ok {
 		return g.arg(n)

@@ -94,7 +94,20 @@ func (g *gen) callStmt(x *syntax.CallExpr) {
 		if x.Fun.Name == "warnf" {
 			kind = ActWarnf
 		}
-		g.sendArgs(kind, c, x.Args[1:]).End = x.End()
+		a := g.sendArgs(kind, c, x.Args[1:])
+		a.End, a.Origin = x.End(), c.Origin
+	case "assert":
+		cond := g.scalar(x.Args[0])
+		r := g.reg(cond, asm.R0)
+		g.free(cond)
+		holds := g.newLabel("assert")
+		g.emit(asm.JNE.Imm(r, 0, holds))
+		for _, s := range c.Then {
+			g.callStmt(s)
+		}
+		g.place(holds)
+	case "static_assert":
+		// It held when the program was compiled; nothing is left to do.
 	case "print":
 		if c.Map != nil {
 			a := g.action(&Action{Kind: ActPrintMap, Map: g.c.maps[c.Map], Top: c.Top, Div: c.Div})
@@ -228,8 +241,10 @@ func (g *gen) callScalar(x *syntax.CallExpr) operand {
 		return g.scalar(x.Args[0])
 	case "bswap":
 		return g.bswap(x)
-	case "strcontains":
-		return g.strcontains(x)
+	case "strcontains", "strstr":
+		return g.search(x, x.Fun.Name == "strstr")
+	case "strlen":
+		return g.strlen(x)
 	case "skboutput":
 		return g.skboutput(x, c)
 	case "delete":

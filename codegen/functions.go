@@ -30,26 +30,27 @@ func (g *gen) bswap(x *syntax.CallExpr) operand {
 	return op
 }
 
-// strcontains looks for the needle at every position of the haystack,
-// stopping at the haystack's NUL; an empty needle is always found, as in
-// bpftrace. A bounded loop walks the haystack, each turn comparing the
-// needle unrolled, so the code grows with the needle alone; it reads no
-// byte past either string's buffer.
-func (g *gen) strcontains(x *syntax.CallExpr) operand {
+// search looks for the needle at every position of the haystack,
+// stopping at the haystack's NUL, and yields where it starts or -1
+// (strstr), or whether it is there (strcontains); an empty needle is
+// found at 0, as in bpftrace. A bounded loop walks the haystack, each
+// turn comparing the needle unrolled, so the code grows with the needle
+// alone; it reads no byte past either string's buffer.
+func (g *gen) search(x *syntax.CallExpr, where bool) operand {
 	hay, needle := g.typeOf(x.Args[0]).Size, g.typeOf(x.Args[1]).Size
 	if n := hay * needle; n > maxComparisons {
-		g.c.errorf(x, "strcontains(): searching %d bytes for up to %d is %d comparisons, more than the %d the verifier is known to accept; "+
-			"shorten the strings with str(s, N)", hay, needle, n, maxComparisons)
+		g.c.errorf(x, "%s(): searching %d bytes for up to %d is %d comparisons, more than the %d the verifier is known to accept; "+
+			"shorten the strings with str(s, N)", x.Fun.Name, hay, needle, n, maxComparisons)
 		return immOp(0)
 	}
 	mark := g.mark()
 	defer g.release(mark)
 	a, b := g.memOf(x.Args[0]), g.memOf(x.Args[1])
-	found, missing, done := g.newLabel("found"), g.newLabel("missing"), g.newLabel("strcontains")
-	g.emit(asm.LoadMem(asm.R2, b.base, b.off, asm.Byte), asm.JEq.Imm(asm.R2, 0, found))
+	found, missing, done := g.newLabel("found"), g.newLabel("missing"), g.newLabel("search")
 	// R3 points at the haystack, R4 is the position tried.
 	g.addr(asm.R3, a)
 	g.emit(asm.Mov.Imm(asm.R4, 0))
+	g.emit(asm.LoadMem(asm.R2, b.base, b.off, asm.Byte), asm.JEq.Imm(asm.R2, 0, found))
 	loop, next := g.newLabel("search"), g.newLabel("next")
 	g.place(loop)
 	g.emit(
@@ -80,9 +81,38 @@ func (g *gen) strcontains(x *syntax.CallExpr) operand {
 	g.place(next)
 	g.emit(asm.Add.Imm(asm.R4, 1), asm.Ja.Label(loop))
 	g.place(found)
-	g.emit(asm.Mov.Imm(asm.R0, 1), asm.Ja.Label(done))
-	g.place(missing)
+	if where {
+		g.emit(asm.Mov.Reg(asm.R0, asm.R4), asm.Ja.Label(done))
+		g.place(missing)
+		g.emit(asm.Mov.Imm(asm.R0, -1))
+	} else {
+		g.emit(asm.Mov.Imm(asm.R0, 1), asm.Ja.Label(done))
+		g.place(missing)
+		g.emit(asm.Mov.Imm(asm.R0, 0))
+	}
+	g.place(done)
+	return g.fromReg(asm.R0)
+}
+
+// strlen counts the bytes of a string before its NUL, or its whole
+// buffer when it has none.
+func (g *gen) strlen(x *syntax.CallExpr) operand {
+	mark := g.mark()
+	defer g.release(mark)
+	s := g.memOf(x.Args[0])
+	loop, done := g.newLabel("strlen"), g.newLabel("strlendone")
+	g.addr(asm.R3, s)
 	g.emit(asm.Mov.Imm(asm.R0, 0))
+	g.place(loop)
+	g.emit(
+		asm.JGE.Imm(asm.R0, int32(s.size), done),
+		asm.Mov.Reg(asm.R5, asm.R3),
+		asm.Add.Reg(asm.R5, asm.R0),
+		asm.LoadMem(asm.R1, asm.R5, 0, asm.Byte),
+		asm.JEq.Imm(asm.R1, 0, done),
+		asm.Add.Imm(asm.R0, 1),
+		asm.Ja.Label(loop),
+	)
 	g.place(done)
 	return g.fromReg(asm.R0)
 }

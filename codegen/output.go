@@ -151,6 +151,9 @@ type Action struct {
 	Kind ActionKind
 	Pos  syntax.Pos
 	End  syntax.Pos // errorf and warnf: the end of the call, for the range they name
+	// Origin, when set, is the place errorf and warnf name instead of
+	// Pos to End.
+	Origin *check.Origin
 	// Probe is the probe whose program sends the records: its targets
 	// are what the probe builtin in them names.
 	Probe  *check.Probe

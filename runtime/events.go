@@ -335,23 +335,30 @@ func (s *Session) diagnostic(a *codegen.Action, body []byte) error {
 	if err != nil {
 		return err
 	}
-	pos := s.out.File.Position(a.Pos)
+	pos, end := s.out.File.Position(a.Pos), s.out.File.Position(a.End)
+	file, line, col, endCol := pos.Filename, pos.Line, pos.Column, end.Column
+	if s.out.Compat != compat.V017 && file == "-e" {
+		// bpftrace 0.26.1 names a one-liner's source stdin.
+		file = "stdin"
+	}
+	if o := a.Origin; o != nil {
+		file, line, col, endCol = o.File, o.Line, o.Col, o.EndCol
+	}
 	if s.opts.Format == JSON {
 		typ := "errorf"
 		if a.Kind == codegen.ActWarnf {
 			typ = "warnf"
 		}
 		_, err := fmt.Fprintf(s.buf, `{"type": "%s", "msg": %s, "filename": %s, "line": %d, "col": %d}`+"\n",
-			typ, jsonString(msg), jsonString(pos.Filename), pos.Line, pos.Column)
+			typ, jsonString(msg), jsonString(file), line, col)
 		return err
 	}
 	level := "ERROR"
 	if a.Kind == codegen.ActWarnf {
 		level = "WARNING"
 	}
-	end := s.out.File.Position(a.End)
 	s.buf.Flush()
-	_, err = fmt.Fprintf(s.opts.Stderr, "%s:%d:%d-%d: %s: %s\n", pos.Filename, pos.Line, pos.Column, end.Column, level, strings.TrimSuffix(msg, "\n"))
+	_, err = fmt.Fprintf(s.opts.Stderr, "%s:%d:%d-%d: %s: %s\n", file, line, col, endCol, level, strings.TrimSuffix(msg, "\n"))
 	return err
 }
 
