@@ -58,7 +58,7 @@
 //
 // Loading and attaching need root, or CAP_BPF with CAP_PERFMON. Errors
 // wrap their cause: a program the kernel's verifier refuses is a
-// [runtime.VerifierError] pointing at the source; another refusal wraps
+// [VerifierError] pointing at the source; another refusal wraps
 // the kernel's errno, so that errors.Is(err, unix.EPERM) tells a missing
 // privilege. A probe type the kernel forbids, or kinst cannot attach, is
 // an error of Compile's list that matches [ErrNotSupported] and
@@ -70,4 +70,11 @@
 // caller that catches signals may hand them to a run on
 // RunOptions.Signals to have them handled as the kinst command handles
 // them.
+//
+// This package is kinst's API, and everything a caller must name lives
+// here; the error lists of Compile are [kinst.dev/kinst/syntax]'s, which
+// is stable too. The other packages are the compiler's and the runner's
+// stages, in the order of the pipeline (preprocess, syntax, check,
+// codegen, attach, session, output, export/...): they are importable,
+// for tools built on kinst, but their APIs change with kinst's needs.
 package kinst

@@ -16,7 +16,7 @@ import (
 	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/pipeline"
-	"kinst.dev/kinst/runtime"
+	"kinst.dev/kinst/session"
 )
 
 // ErrNotSupported matches the errors of probe types that the running
@@ -209,7 +209,7 @@ func (o *Options) check(popts *pipeline.Options) error {
 type Program struct {
 	out  *codegen.Output
 	opts Options
-	run  runtime.Options // what Options and the environment say of runs
+	run  session.Options // what Options and the environment say of runs
 }
 
 // Compile compiles a program in bpftrace's language for the running
@@ -229,7 +229,7 @@ func Compile(name string, src []byte, opts *Options) (*Program, error) {
 	if err := opts.check(popts); err != nil {
 		return nil, err
 	}
-	p := &Program{opts: *opts, run: runtime.Options{Pid: opts.Pid}}
+	p := &Program{opts: *opts, run: session.Options{Pid: opts.Pid}}
 	if opts.Environment {
 		if err := popts.FromEnv(); err != nil {
 			return nil, badSetting{ErrEnvironment, err}
@@ -295,7 +295,7 @@ func (p *Program) Load() error {
 		return errNoProgram
 	}
 	opts := p.runOptions()
-	return runtime.Load(p.out, &opts)
+	return session.Load(p.out, &opts)
 }
 
 // A Probe is one probe of a program, with what it attaches to.

@@ -19,7 +19,7 @@ import (
 	"kinst.dev/kinst/internal/runhook"
 	"kinst.dev/kinst/internal/testenv"
 	"kinst.dev/kinst/kernel"
-	"kinst.dev/kinst/runtime"
+	"kinst.dev/kinst/session"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -265,7 +265,7 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = prog.Start(context.Background(), nil)
-	var ve *runtime.VerifierError
+	var ve *session.VerifierError
 	if !errors.As(err, &ve) || !errors.Is(err, unix.EINVAL) {
 		t.Errorf("verifier rejection: got %v, want a VerifierError wrapping EINVAL", err)
 	}
@@ -365,8 +365,8 @@ func TestRuntimeHooksChain(t *testing.T) {
 	}
 	var readers, attached int
 	ro := &kinst.RunOptions{Output: io.Discard}
-	runhook.Set(ro, func(_ *codegen.Output, o *runtime.Options) {
-		o.Maps = func(*runtime.MapReader) { readers++ }
+	runhook.Set(ro, func(_ *codegen.Output, o *session.Options) {
+		o.Maps = func(*session.MapReader) { readers++ }
 		o.Attached = func() { attached++ }
 	})
 	run, err := prog.StartWith(context.Background(), nil, ro)

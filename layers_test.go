@@ -23,7 +23,7 @@ var layers = [][]string{
 	{"usdt", "export/pprof"},
 	{"check"},
 	{"codegen", "attach"},
-	{"pipeline", "runtime"},
+	{"pipeline", "session"},
 	{"export/prom", "internal/runhook"},
 	{""}, // the API, package kinst
 	{"instruments"},

@@ -5,7 +5,7 @@ import (
 
 	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/output"
-	"kinst.dev/kinst/runtime"
+	"kinst.dev/kinst/session"
 )
 
 // A Record is something a running program sent to user space; its
@@ -104,24 +104,24 @@ func text(v compat.Version, write func(w *output.Writer) error) string {
 
 // convertRecord copies a runtime record, whose values are reused, into
 // a Record.
-func convertRecord(r *runtime.Record, v compat.Version) Record {
+func convertRecord(r *session.Record, v compat.Version) Record {
 	switch r.Kind {
-	case runtime.RecPrintf:
+	case session.RecPrintf:
 		return &Printf{Format: r.Action.Format.String(), Args: convertValues(r.Args), Text: r.Text}
-	case runtime.RecPrint:
+	case session.RecPrint:
 		return &Print{Value: convertValue(r.Args[0]), text: text(v, func(w *output.Writer) error { return w.Value(r.Args[0]) })}
-	case runtime.RecPrintMap:
+	case session.RecPrintMap:
 		return &PrintMap{Map: convertMap(r.Map), Top: r.Action.Top, Div: r.Action.Div,
 			text: text(v, func(w *output.Writer) error { return w.Map(r.Map, uint32(r.Action.Top), uint32(r.Action.Div)) })}
-	case runtime.RecSystem:
+	case session.RecSystem:
 		return &System{Command: r.Command, Output: r.Text}
-	case runtime.RecCat:
+	case session.RecCat:
 		return &Cat{Path: r.Command, Text: r.Text}
-	case runtime.RecTime:
+	case session.RecTime:
 		return &Time{Text: r.Text}
-	case runtime.RecJoin:
+	case session.RecJoin:
 		return &Join{Elems: r.Elems, Sep: r.Action.Text}
-	case runtime.RecExit:
+	case session.RecExit:
 		return &Exit{Code: r.Code}
 	}
 	return &Lost{Count: r.Lost}

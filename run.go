@@ -14,7 +14,7 @@ import (
 
 	"kinst.dev/kinst/internal/runhook"
 	"kinst.dev/kinst/output"
-	"kinst.dev/kinst/runtime"
+	"kinst.dev/kinst/session"
 )
 
 // ErrNoMap reports a map the program does not have.
@@ -41,7 +41,7 @@ type RunOptions struct {
 	// (-B); Quiet leaves out the "Attaching N probes..." line.
 	Output    io.Writer
 	JSON      bool
-	Buffering runtime.Buffering
+	Buffering Buffering
 	Quiet     bool
 	// Stdout receives what bpftrace writes to standard output even when
 	// -o names a file: in the 0.17 mode the two blank lines before the
@@ -52,7 +52,7 @@ type RunOptions struct {
 	// package catches none. SIGUSR1 runs the self:signal:SIGUSR1 probes
 	// (and prints the maps to Output in the 0.17 mode). Any other
 	// arriving before BEGIN ran makes Start fail with a
-	// [runtime.InterruptError]; after, the first stops the run as Stop
+	// [InterruptError]; after, the first stops the run as Stop
 	// does, and a second one, or one arriving while the run ends by
 	// itself or while the output takes no writes, ends the process by
 	// that signal, as the kinst command ends.
@@ -83,7 +83,7 @@ type Run struct {
 	mu       sync.Mutex
 	dropErr  error         // why records are dropped: the error of StopContext's context
 	unwatch  []func() bool // StopContext's watches of contexts, to end with the run
-	reader   *runtime.MapReader
+	reader   *session.MapReader
 	final    []*output.Map // the maps after END; nil until then
 	finished bool
 	printed  bool // the maps went to RunOptions.Output
@@ -108,7 +108,34 @@ func (e *DropError) Unwrap() error { return e.Err }
 
 // An ExitError is Run.Wait's error when the program ended by calling
 // exit() with a code other than 0.
-type ExitError = runtime.ExitError
+type ExitError = session.ExitError
+
+// A VerifierError is Start's or Load's error when the kernel's verifier
+// refused a probe's program: it points at the source the refused
+// instruction came from.
+type VerifierError = session.VerifierError
+
+// An InterruptError is Start's error when a signal of
+// RunOptions.Signals arrived before BEGIN ran.
+type InterruptError = session.InterruptError
+
+// A FileLimitError is Start's error when the probes need more file
+// descriptors than the process may open.
+type FileLimitError = session.FileLimitError
+
+// Buffering says when RunOptions.Output is written, as -B does.
+type Buffering = session.Buffering
+
+// The buffering modes of -B.
+const (
+	BufferDrained = session.BufferDrained
+	BufferLine    = session.BufferLine
+	BufferFull    = session.BufferFull
+	BufferNone    = session.BufferNone
+)
+
+// ParseBuffering reads -B's argument: "line", "full" or "none".
+func ParseBuffering(s string) (Buffering, error) { return session.ParseBuffering(s) }
 
 var (
 	errNoProgram = errors.New("kinst: the Program was not made by Compile")
@@ -119,7 +146,7 @@ var (
 // Start loads the program into the kernel, runs BEGIN and attaches every
 // probe, and returns once they are attached, or once the program ended
 // if BEGIN called exit(). h may be nil to ignore records. A program the
-// kernel refuses to load is an error here: a [runtime.VerifierError]
+// kernel refuses to load is an error here: a [VerifierError]
 // when the verifier rejected a probe, wrapping the kernel's errno
 // otherwise (errors.Is(err, unix.EPERM) without the privilege). Once
 // ctx is done the run ends, and Wait returns ctx's error; Start returns
@@ -150,17 +177,17 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 		opts.Stdout = opts.Out
 	}
 	if ro.JSON {
-		opts.Format = runtime.JSON
+		opts.Format = session.JSON
 	}
 	opts.Buffering, opts.Signals, opts.Stop = ro.Buffering, ro.Signals, r.stop
 	if ro.Output == nil {
 		opts.Out, opts.Stdout, opts.Quiet = io.Discard, io.Discard, true
-		opts.Records = func(rec *runtime.Record) error {
+		opts.Records = func(rec *session.Record) error {
 			switch {
 			case h == nil:
 			case !r.dropping.Load():
 				h(convertRecord(rec, p.out.Compat))
-			case rec.Kind == runtime.RecLost:
+			case rec.Kind == session.RecLost:
 				r.dropped += rec.Lost
 			default:
 				r.dropped++
@@ -180,7 +207,7 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 	// Run.Map and Start's return need these two hooks: a runhook
 	// function's own are chained with them.
 	maps, attachedHook := opts.Maps, opts.Attached
-	opts.Maps = func(mr *runtime.MapReader) {
+	opts.Maps = func(mr *session.MapReader) {
 		r.mu.Lock()
 		r.reader = mr
 		r.mu.Unlock()
@@ -198,7 +225,7 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 	go func() {
 		r.gid = goid()
 		close(started)
-		err := runtime.Run(ctx, p.out, &opts)
+		err := session.Run(ctx, p.out, &opts)
 		r.mu.Lock()
 		r.finished = true
 		for _, f := range r.unwatch {
@@ -239,7 +266,7 @@ func goid() uint64 {
 
 // runOptions are the runtime's options for a run or a load of p, from
 // its Options and the environment.
-func (p *Program) runOptions() runtime.Options {
+func (p *Program) runOptions() session.Options {
 	o := p.run
 	o.Verbose, o.Command, o.FileActivation = p.opts.Verbose, p.opts.Command, p.opts.FileActivation
 	o.Stderr, o.NoWarnings, o.Progress = p.opts.Stderr, p.opts.Warnings == nil, p.opts.Progress
@@ -349,7 +376,7 @@ func (r *Run) Map(name string) (*Map, error) {
 	}
 	m, ok, err := reader.Map(name)
 	switch {
-	case errors.Is(err, runtime.ErrEnded):
+	case errors.Is(err, session.ErrEnded):
 		// The run ended after the check above: the final maps are in.
 		return r.Map(name)
 	case err != nil:

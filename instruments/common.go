@@ -20,7 +20,7 @@ import (
 	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/internal/runhook"
 	"kinst.dev/kinst/output"
-	"kinst.dev/kinst/runtime"
+	"kinst.dev/kinst/session"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -117,7 +117,7 @@ func (c *common) check() error {
 		return fmt.Errorf("--pid %d is not a process id", c.Pid)
 	}
 	if c.Pid != 0 && !c.Show {
-		return runtime.CheckPid(c.Pid)
+		return session.CheckPid(c.Pid)
 	}
 	return nil
 }
@@ -174,7 +174,7 @@ type runHooks struct {
 	ExitMaps func(w io.Writer, maps []*output.Map) error
 	Lost     func(w io.Writer, n uint64) error
 	// Symbolizer, when set, resolves user addresses: see
-	// runtime.Options.
+	// session.Options.
 	Symbolizer *elfsym.Symbolizer
 }
 
@@ -188,7 +188,7 @@ func (c *common) run(ctx context.Context, name, src string, hooks runHooks, stdo
 	var argv []string
 	if c.Command != "" {
 		var err error
-		if argv, err = runtime.SplitCommand(c.Command); err != nil {
+		if argv, err = session.SplitCommand(c.Command); err != nil {
 			return usageError("-c: %v", err)
 		}
 	}
@@ -231,7 +231,7 @@ func (c *common) run(ctx context.Context, name, src string, hooks runHooks, stdo
 		Quiet:   true,
 		Signals: sigs,
 	}
-	runhook.Set(ro, func(out *codegen.Output, opts *runtime.Options) {
+	runhook.Set(ro, func(out *codegen.Output, opts *session.Options) {
 		opts.Printf, opts.PrintMap, opts.Symbolizer = hooks.Printf, hooks.PrintMap, hooks.Symbolizer
 		if hooks.ExitMaps != nil {
 			opts.ExitMaps = func(maps []*output.Map) error { return hooks.ExitMaps(w, maps) }
@@ -244,7 +244,7 @@ func (c *common) run(ctx context.Context, name, src string, hooks runHooks, stdo
 		}
 	})
 	// The signals end kinst as any process until it is about to run.
-	defer runtime.CatchSignals(sigs)()
+	defer session.CatchSignals(sigs)()
 	r, err := p.StartWith(ctx, nil, ro)
 	if err != nil {
 		return err

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"kinst.dev/kinst/pipeline"
-	"kinst.dev/kinst/runtime"
+	"kinst.dev/kinst/session"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -44,8 +44,8 @@ func FuzzPipeline(f *testing.F) {
 			}
 			return
 		}
-		err = runtime.Load(out, &runtime.Options{Stderr: io.Discard})
-		var ve *runtime.VerifierError
+		err = session.Load(out, &session.Options{Stderr: io.Discard})
+		var ve *session.VerifierError
 		if err != nil && !errors.As(err, &ve) {
 			t.Fatalf("load error is %T, not pointed at the source: %v", err, err)
 		}

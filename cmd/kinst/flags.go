@@ -13,7 +13,7 @@ import (
 
 	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/instruments"
-	kruntime "kinst.dev/kinst/runtime"
+	"kinst.dev/kinst/session"
 )
 
 // version is kinst's release, set at link time with
@@ -238,7 +238,7 @@ func (p *pidFlag) Set(s string) error {
 	if n < 1 || n > pidMaxLimit {
 		return fmt.Errorf("pid '%s' out of valid pid range [1,%d]", s, pidMaxLimit)
 	}
-	if err := kruntime.CheckPid(int(n)); err != nil {
+	if err := session.CheckPid(int(n)); err != nil {
 		return err
 	}
 	*p = pidFlag(n)

@@ -59,7 +59,7 @@ import (
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/pipeline"
-	"kinst.dev/kinst/runtime"
+	"kinst.dev/kinst/session"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -224,7 +224,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kinst: --emit-llvm: kinst compiles to BPF without LLVM, so there is no LLVM IR to write; --emit-elf FILE writes the compiled programs\n")
 		return 2
 	}
-	buffering, err := runtime.ParseBuffering(*buffer)
+	buffering, err := api.ParseBuffering(*buffer)
 	if err != nil {
 		fmt.Fprintf(stderr, "kinst: %v\n", err)
 		return 2
@@ -294,7 +294,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *command != "" {
-		if argv, err = runtime.SplitCommand(*command); err != nil {
+		if argv, err = session.SplitCommand(*command); err != nil {
 			fmt.Fprintf(stderr, "kinst: -c: %v\n", err)
 			return 2
 		}
@@ -379,7 +379,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Stdout:    stdout,
 		Signals:   sigs,
 	}
-	runhook.Set(ro, func(out *codegen.Output, ro *runtime.Options) {
+	runhook.Set(ro, func(out *codegen.Output, ro *session.Options) {
 		if stackMaps != nil {
 			writeProfile(ro, out.Compat, w, stdout, stackMaps)
 		}
@@ -389,7 +389,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	})
 	// Until now SIGINT and SIGTERM end kinst as they end any process:
 	// nothing is in the kernel yet.
-	defer runtime.CatchSignals(sigs)()
+	defer session.CatchSignals(sigs)()
 	r, err := p.StartWith(context.Background(), nil, ro)
 	if err == nil {
 		err = r.Wait()
@@ -476,7 +476,7 @@ func stackKeyed(p *api.Program) []string {
 
 // writeProfile makes the run write the maps called names as a pprof
 // profile to w at exit, and print the others to stdout as release v does.
-func writeProfile(opts *runtime.Options, v compat.Version, w, stdout io.Writer, names []string) {
+func writeProfile(opts *session.Options, v compat.Version, w, stdout io.Writer, names []string) {
 	start := time.Now()
 	opts.Out = stdout
 	opts.ExitMaps = func(maps []*output.Map) error {
@@ -567,14 +567,14 @@ func report(err error, verbose bool, stderr io.Writer) int {
 		return 0
 	}
 	var list syntax.ErrorList
-	var ve *runtime.VerifierError
-	var ie *runtime.InterruptError
-	var ee *runtime.ExitError
+	var ve *session.VerifierError
+	var ie *session.InterruptError
+	var ee *session.ExitError
 	switch {
 	case errors.As(err, &ee):
 		return ee.Code
 	case errors.As(err, &ie):
-		runtime.ExitBySignal(ie.Signal)
+		session.ExitBySignal(ie.Signal)
 	case errors.As(err, &list):
 		fmt.Fprintln(stderr, list.Detail())
 	case errors.As(err, &ve):

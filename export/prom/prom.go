@@ -19,10 +19,10 @@ import (
 
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/output"
-	"kinst.dev/kinst/runtime"
+	"kinst.dev/kinst/session"
 )
 
-// Source is what a Gatherer reads at each scrape; runtime.MapReader is
+// Source is what a Gatherer reads at each scrape; session.MapReader is
 // one.
 type Source interface {
 	Maps() ([]*output.Map, error)
@@ -379,11 +379,11 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 // labelled as KeyLabels names them. The maps are then not printed at
 // exit as bpftrace prints them; a caller's own exit hook, an
 // instrument's table or profile, still runs.
-func (s *Server) Feed(out *codegen.Output, opts *runtime.Options) {
+func (s *Server) Feed(out *codegen.Output, opts *session.Options) {
 	s.Gatherer.mu.Lock()
 	s.Gatherer.labels = KeyLabels(out)
 	s.Gatherer.mu.Unlock()
-	opts.Maps = func(r *runtime.MapReader) { s.Gatherer.SetSource(r) }
+	opts.Maps = func(r *session.MapReader) { s.Gatherer.SetSource(r) }
 	if opts.ExitMaps == nil {
 		opts.ExitMaps = func([]*output.Map) error { return nil }
 	}

@@ -2,13 +2,13 @@ package runhook
 
 import (
 	"kinst.dev/kinst/codegen"
-	"kinst.dev/kinst/runtime"
+	"kinst.dev/kinst/session"
 )
 
 // A Func adjusts the runtime's options for the compiled program out
 // before the run starts. The Maps and Attached hooks it sets are called
 // along with those package kinst needs.
-type Func func(out *codegen.Output, opts *runtime.Options)
+type Func func(out *codegen.Output, opts *session.Options)
 
 var set func(ro any, f Func)
 

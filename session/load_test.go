@@ -1,4 +1,4 @@
-package runtime_test
+package session_test
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/internal/testenv"
 	"kinst.dev/kinst/pipeline"
-	"kinst.dev/kinst/runtime"
+	"kinst.dev/kinst/session"
 )
 
 // TestVerifierRejection loads a loop the verifier cannot bound: the
@@ -25,8 +25,8 @@ func TestVerifierRejection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = runtime.Load(out, &runtime.Options{})
-	var ve *runtime.VerifierError
+	err = session.Load(out, &session.Options{})
+	var ve *session.VerifierError
 	if !errors.As(err, &ve) {
 		t.Fatalf("got %v, want a VerifierError", err)
 	}
@@ -73,8 +73,8 @@ func TestVerifierComplexity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = runtime.Load(out, &runtime.Options{})
-			var ve *runtime.VerifierError
+			err = session.Load(out, &session.Options{})
+			var ve *session.VerifierError
 			if !errors.As(err, &ve) {
 				t.Fatalf("got %v, want a VerifierError", err)
 			}
@@ -115,7 +115,7 @@ func TestLoadErrno(t *testing.T) {
 			done <- err
 			return
 		}
-		done <- runtime.Load(out, &runtime.Options{})
+		done <- session.Load(out, &session.Options{})
 	}()
 	err = <-done
 	if !errors.Is(err, unix.EPERM) {

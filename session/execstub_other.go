@@ -1,6 +1,6 @@
 //go:build !amd64
 
-package runtime
+package session
 
 // stub is nil where kinst has no -c stub: the command is started
 // directly (see execstub.go).
