@@ -342,7 +342,10 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	}
 	if !s.stopping.Load() {
 		if s.cmd != nil {
-			if s.coll.Maps[codegen.UstackMap] != nil && !opts.NoUserSymbols && !opts.NoSymbolCache {
+			// bpftrace 0.17 leaves a command's frames unknown once it has
+			// gone, which its mode keeps in text; profiles resolve them.
+			keep := !old || opts.ExitMaps != nil
+			if keep && s.coll.Maps[codegen.UstackMap] != nil && !opts.NoUserSymbols && !opts.NoSymbolCache {
 				rememberCommand(s.cmd, s.dec.usyms)
 			}
 			if err := s.cmd.release(); err != nil {
