@@ -352,17 +352,35 @@ const errNotSupp = unix.Errno(524)
 // attachUprobeMulti attaches one uprobe.multi link of targets, all in
 // one file.
 func attachUprobeMulti(prog *ebpf.Program, targets []*check.Target, cookies []uint64, opts Options) (link.Link, error) {
+	ex, first, uopts, err := multiOptions(targets, cookies, opts.Pid)
+	if err != nil {
+		return nil, err
+	}
+	if manualSemaphores() {
+		// The kernel cannot count them, and kinst raises only USDT
+		// probes' semaphores itself.
+		uopts.RefCtrOffsets = nil
+	}
+	if first.Return {
+		return ex.UretprobeMulti(nil, prog, uopts)
+	}
+	return ex.UprobeMulti(nil, prog, uopts)
+}
+
+// multiOptions gathers what one uprobe.multi link of targets, all in one
+// file, needs: the file, its first target, and the link's options.
+func multiOptions(targets []*check.Target, cookies []uint64, pid int) (*link.Executable, Uprobe, *link.UprobeMultiOptions, error) {
 	first := targets[0].Attach.(Uprobe)
 	ex, err := link.OpenExecutable(first.Path)
 	if err != nil {
-		return nil, err
+		return nil, first, nil, err
 	}
 	addrs := make([]uint64, len(targets))
 	var refCtrs []uint64
 	for i, t := range targets {
 		u := t.Attach.(Uprobe)
 		if u.Path != first.Path {
-			return nil, fmt.Errorf("one uprobe.multi link covers one file, not %s and %s", first.Path, u.Path)
+			return nil, first, nil, fmt.Errorf("one uprobe.multi link covers one file, not %s and %s", first.Path, u.Path)
 		}
 		addrs[i] = u.Offset
 		if u.RefCtrOffset != 0 && refCtrs == nil {
@@ -372,16 +390,7 @@ func attachUprobeMulti(prog *ebpf.Program, targets []*check.Target, cookies []ui
 			refCtrs[i] = u.RefCtrOffset
 		}
 	}
-	if manualSemaphores() {
-		// The kernel cannot count them, and kinst raises only USDT
-		// probes' semaphores itself.
-		refCtrs = nil
-	}
-	uopts := &link.UprobeMultiOptions{Addresses: addrs, RefCtrOffsets: refCtrs, Cookies: cookies, PID: uint32(opts.Pid)}
-	if first.Return {
-		return ex.UretprobeMulti(nil, prog, uopts)
-	}
-	return ex.UprobeMulti(nil, prog, uopts)
+	return ex, first, &link.UprobeMultiOptions{Addresses: addrs, RefCtrOffsets: refCtrs, Cookies: cookies, PID: uint32(pid)}, nil
 }
 
 // attachMultiLink attaches the targets through one multi link, or USDT
@@ -411,26 +420,11 @@ func attachMultiLink(prog *ebpf.Program, targets []*check.Target, cookies []uint
 		}
 		return one(link.KprobeMulti(prog, kopts))
 	case Uprobe:
-		ex, err := link.OpenExecutable(first.Path)
+		ex, first, uopts, err := multiOptions(targets, cookies, opts.Pid)
 		if err != nil {
 			return nil, err
 		}
-		addrs := make([]uint64, len(targets))
-		var refCtrs []uint64
-		for i, t := range targets {
-			u := t.Attach.(Uprobe)
-			if u.Path != first.Path {
-				return nil, fmt.Errorf("one uprobe.multi link covers one file, not %s and %s", first.Path, u.Path)
-			}
-			addrs[i] = u.Offset
-			if u.RefCtrOffset != 0 && refCtrs == nil {
-				refCtrs = make([]uint64, len(targets))
-			}
-			if refCtrs != nil {
-				refCtrs[i] = u.RefCtrOffset
-			}
-		}
-		uopts := &link.UprobeMultiOptions{Addresses: addrs, RefCtrOffsets: refCtrs, Cookies: cookies, PID: uint32(opts.Pid)}
+		refCtrs := uopts.RefCtrOffsets
 		attach := func() (link.Link, error) {
 			if first.Return {
 				return ex.UretprobeMulti(nil, prog, uopts)
