@@ -35,7 +35,7 @@ type Config struct {
 	// because they name nothing here (see ErrNoTarget), targets found
 	// elsewhere than named (Target.Warning) or named twice, kernel
 	// fields read under a name a later release gave them. Each one's
-	// Msg starts "warning: ".
+	// Severity is syntax.SeverityWarning.
 	Warn func(*syntax.Error)
 	// Compat is the bpftrace release whose meaning the program has.
 	Compat compat.Version
@@ -209,7 +209,7 @@ func (c *checker) boolType() *Type {
 
 // warnf records a warning at n, written as compilers write one.
 func (c *checker) warnf(n syntax.Node, format string, args ...any) {
-	c.warnings.Add(c.file, n.Pos(), n.End(), "warning: "+format, args...)
+	c.warnings.Warn(c.file, n.Pos(), n.End(), format, args...)
 }
 
 // warned hands the warnings to Config.Warn in source order, those of
@@ -292,13 +292,15 @@ func (c *checker) resolve(prog *syntax.Program) (units []unit, skipped []*syntax
 		case c.conf.MissingProbes == "ignore":
 		case len(absent) == 1:
 			e := absent[0]
-			e.Msg = "warning: " + e.Msg + "; left out of the probe"
+			e.Msg += "; left out of the probe"
+			e.Severity = syntax.SeverityWarning
 			c.warnings = append(c.warnings, e)
 		case len(absent) > 1:
 			// One warning for the probe: tools list a function under each
 			// of the names it had in several releases.
 			e := absent[0]
-			e.Msg = fmt.Sprintf("warning: %d of the probe's %d attach points name nothing on this system and are left out: %s (the first: %s)",
+			e.Severity = syntax.SeverityWarning
+			e.Msg = fmt.Sprintf("%d of the probe's %d attach points name nothing on this system and are left out: %s (the first: %s)",
 				len(absent), len(p.Points), strings.Join(absentAt, ", "), e.Msg)
 			c.warnings = append(c.warnings, e)
 		}

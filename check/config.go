@@ -105,11 +105,11 @@ func ReadConfig(prog *syntax.Program, warn func(*syntax.Error)) (Settings, error
 	for _, it := range prog.Config {
 		key := strings.TrimPrefix(strings.ToLower(it.Key), "bpftrace_")
 		if deprecatedOptions[key] {
-			warnings.Add(prog.File, it.Pos(), it.End(), "warning: %s is deprecated and has no effect", it.Key)
+			warnings.Warn(prog.File, it.Pos(), it.End(), "%s is deprecated and has no effect", it.Key)
 			continue
 		}
 		if to, ok := renamedOptions[key]; ok {
-			warnings.Add(prog.File, it.Pos(), it.End(), "warning: %s has been renamed, please use %s", it.Key, to)
+			warnings.Warn(prog.File, it.Pos(), it.End(), "%s has been renamed, please use %s", it.Key, to)
 			key = to
 		}
 		opt, ok := options[key]
@@ -131,7 +131,7 @@ func ReadConfig(prog *syntax.Program, warn func(*syntax.Error)) (Settings, error
 			continue
 		}
 		if opt.ignored != "" {
-			warnings.Add(prog.File, it.Pos(), it.End(), "warning: %s has no effect: %s", it.Key, opt.ignored)
+			warnings.Warn(prog.File, it.Pos(), it.End(), "%s has no effect: %s", it.Key, opt.ignored)
 		}
 		if _, set := os.LookupEnv(EnvName(key)); !set {
 			s[key] = v

@@ -13,10 +13,21 @@ type Error struct {
 	Pos  Pos // first byte of the offending range
 	End  Pos // one past its last byte; may equal Pos
 	Msg  string
+	// Severity tells an error from a warning, which does not stop the
+	// program; Error writes "warning: " before a warning's Msg.
+	Severity Severity
 	// Err is the cause when Msg reports another package's error, such
 	// as a probe type the kernel refuses; errors.Is and errors.As see it.
 	Err error
 }
+
+// A Severity says whether a diagnostic stops the program.
+type Severity int
+
+const (
+	SeverityError Severity = iota
+	SeverityWarning
+)
 
 // Unwrap returns the cause, if any.
 func (e *Error) Unwrap() error { return e.Err }
@@ -24,10 +35,14 @@ func (e *Error) Unwrap() error { return e.Err }
 // Error gives "file:line:col: message" only; Detail adds the source line
 // and the caret.
 func (e *Error) Error() string {
-	if e.File == nil {
-		return e.Msg
+	msg := e.Msg
+	if e.Severity == SeverityWarning {
+		msg = "warning: " + msg
 	}
-	return fmt.Sprintf("%s: %s", e.File.Position(e.Pos), e.Msg)
+	if e.File == nil {
+		return msg
+	}
+	return fmt.Sprintf("%s: %s", e.File.Position(e.Pos), msg)
 }
 
 // Detail renders the error as users see it: the position and message,
@@ -68,6 +83,11 @@ type ErrorList []*Error
 // Add appends an error covering [pos, end).
 func (l *ErrorList) Add(f *File, pos, end Pos, format string, args ...any) {
 	*l = append(*l, &Error{File: f, Pos: pos, End: end, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Warn appends a warning.
+func (l *ErrorList) Warn(f *File, pos, end Pos, format string, args ...any) {
+	*l = append(*l, &Error{File: f, Pos: pos, End: end, Msg: fmt.Sprintf(format, args...), Severity: SeverityWarning})
 }
 
 // Sort orders the list by position, keeping the order of errors at the

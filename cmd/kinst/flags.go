@@ -130,9 +130,15 @@ func printUsage(w io.Writer) {
 	}
 }
 
-// errUsage reports a command line getopt rejects; the usage follows the
+// A usageError is a command line getopt rejects; the usage follows the
 // message, as in bpftrace.
-var errUsage = errors.New("usage")
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
 
 // parseArgs parses args as getopt_long does for bpftrace: grouped
 // one-letter switches (-lv), a value joined to its option (-p123) or in
@@ -159,11 +165,11 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 			name, val, hasVal := strings.Cut(name, "=")
 			f := fs.Lookup(name)
 			if f == nil || len(name) == 1 {
-				return nil, fmt.Errorf("%w: unrecognized option '%s'", errUsage, a)
+				return nil, usagef("unrecognized option '%s'", a)
 			}
 			if !isBool(f) && !hasVal {
 				if i+1 == len(args) {
-					return nil, fmt.Errorf("%w: option '--%s' requires an argument", errUsage, name)
+					return nil, usagef("option '--%s' requires an argument", name)
 				}
 				i++
 				val = args[i]
@@ -179,7 +185,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 			c := name[j : j+1]
 			f := fs.Lookup(c)
 			if f == nil {
-				return nil, fmt.Errorf("%w: invalid option -- '%s'", errUsage, c)
+				return nil, usagef("invalid option -- '%s'", c)
 			}
 			if isBool(f) {
 				if err := fs.Set(c, "true"); err != nil {
@@ -190,7 +196,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 			val := name[j+1:]
 			if val == "" {
 				if i+1 == len(args) {
-					return nil, fmt.Errorf("%w: option requires an argument -- '%s'", errUsage, c)
+					return nil, usagef("option requires an argument -- '%s'", c)
 				}
 				i++
 				val = args[i]

@@ -73,8 +73,9 @@ func TestParseArgs(t *testing.T) {
 	}
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.Bool("q", false, "")
-	if _, err := parseArgs(fs, []string{"-q", "--q"}); !errors.Is(err, errUsage) {
-		t.Errorf("--q: got %v, want a usage error: one-letter options take one dash", err)
+	_, err := parseArgs(fs, []string{"-q", "--q"})
+	if u := (*usageError)(nil); !errors.As(err, &u) || u.Error() != "unrecognized option '--q'" {
+		t.Errorf("--q: got %v, want the usage error \"unrecognized option '--q'\": one-letter options take one dash", err)
 	}
 }
 

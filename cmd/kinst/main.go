@@ -166,9 +166,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.BoolFunc(name, "", func(string) error { return errors.New(why) })
 	}
 	rest, err := parseArgs(fs, args)
+	var usage *usageError
 	switch {
-	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "kinst: %s\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+	case errors.As(err, &usage):
+		fmt.Fprintf(stderr, "kinst: %v\n", usage)
 		printUsage(stderr)
 		return 2
 	case err != nil:
