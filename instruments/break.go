@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -229,8 +230,11 @@ func (b *breaker) hit(w io.Writer, nsecs uint64, pid, tid int, comm, regs string
 		}
 		b.pid = pid
 		resume := fmt.Sprintf("resume it with: kill -CONT %d", pid)
-		if b.gdb {
-			resume = fmt.Sprintf("debug it with: gdb -p %d", pid)
+		switch {
+		case b.gdb && terminal():
+			resume = fmt.Sprintf("running gdb -p %d; it goes on when gdb ends", pid)
+		case b.gdb:
+			resume = fmt.Sprintf("debug it with: gdb -p %d, then resume it with: kill -CONT %d", pid, pid)
 		}
 		fmt.Fprintf(w, "pid %d tid %d %s: stopped at %s; %s\n", pid, tid, comm, b.fn, resume)
 		b.cancel()
@@ -271,17 +275,37 @@ func (b *breaker) hit(w io.Writer, nsecs uint64, pid, tid int, comm, regs string
 	return nil
 }
 
-// debug execs gdb on the stopped process when there is a terminal, and
-// otherwise printed the command already.
+// terminal reports whether standard input is a terminal, where gdb can
+// run.
+func terminal() bool {
+	_, err := unix.IoctlGetTermios(0, unix.TCGETS)
+	return err == nil
+}
+
+// debug runs gdb on the stopped process when there is a terminal, and
+// otherwise printed the commands already. gdb leaves a process it
+// detaches from in the stop it found it in: the process is continued
+// once gdb ends, as the breakpoint's hit line said.
 func (b *breaker) debug(stdout io.Writer) error {
-	if _, err := unix.IoctlGetTermios(0, unix.TCGETS); err != nil {
+	if !terminal() {
 		return nil
 	}
 	path, err := exec.LookPath("gdb")
 	if err != nil {
 		return fmt.Errorf("no gdb to debug pid %d, which stays stopped: %w", b.pid, err)
 	}
-	return syscall.Exec(path, []string{"gdb", "-p", strconv.Itoa(b.pid)}, os.Environ())
+	cmd := exec.Command(path, "-p", strconv.Itoa(b.pid))
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	// Ctrl-C at gdb's prompt is gdb's, not a signal to end kinst.
+	signal.Ignore(syscall.SIGINT)
+	err = cmd.Run()
+	if kerr := unix.Kill(b.pid, unix.SIGCONT); kerr == nil {
+		fmt.Fprintf(stdout, "pid %d goes on\n", b.pid)
+	}
+	if err != nil {
+		return fmt.Errorf("gdb: %w", err)
+	}
+	return nil
 }
 
 // dumpNow dumps a process at once and lets it go on, unless it was

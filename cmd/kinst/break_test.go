@@ -219,7 +219,7 @@ func TestBreakStop(t *testing.T) {
 	bin := target(t)
 	for _, tc := range []struct{ flag, then string }{
 		{"--stop", "resume it with: kill -CONT %d"},
-		{"--gdb", "debug it with: gdb -p %d"},
+		{"--gdb", "debug it with: gdb -p %[1]d, then resume it with: kill -CONT %[1]d"},
 	} {
 		t.Run(tc.flag, func(t *testing.T) {
 			cmd, release := held(t, bin, "add", "5")
@@ -236,6 +236,79 @@ func TestBreakStop(t *testing.T) {
 			}
 		})
 	}
+}
+
+// On a terminal, --gdb runs gdb on the stopped process and continues
+// the process once gdb ends, which leaves it in its stop when it
+// detaches: the gdb here only says how it was run.
+func TestBreakGdbTerminal(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	dir := t.TempDir()
+	said := filepath.Join(dir, "gdb.args")
+	if err := os.WriteFile(filepath.Join(dir, "gdb"), []byte("#!/bin/sh\necho \"$@\" > "+said+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tty := openPty(t)
+	cmd, release := held(t, bin, "add", "5")
+	pid := cmd.Process.Pid
+	k := exec.Command(testenv.Kinst(t), "break", "uprobe:"+bin+":kinst_add", "--gdb", "--unsafe", "--pid", strconv.Itoa(pid), "-v")
+	k.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+	k.Stdin = tty
+	var stdout bytes.Buffer
+	k.Stdout = &stdout
+	errPipe, err := k.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(runTimeout, func() { k.Process.Kill() })
+	defer timer.Stop()
+	sc := bufio.NewScanner(errPipe)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "kinst: attached ") {
+			release()
+		}
+	}
+	if err := k.Wait(); err != nil {
+		t.Fatalf("kinst: %v\nstdout:\n%s", err, stdout.String())
+	}
+	want := fmt.Sprintf("pid %[1]d tid %[1]d %[2]s: stopped at uprobe:%[3]s:kinst_add; running gdb -p %[1]d; it goes on when gdb ends\npid %[1]d goes on\n", pid, comm(bin), bin)
+	if stdout.String() != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", stdout.String(), want)
+	}
+	if args, err := os.ReadFile(said); err != nil || string(args) != fmt.Sprintf("-p %d\n", pid) {
+		t.Errorf("gdb ran with %q (%v), want -p %d", args, err, pid)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("target add 5, after gdb: %v", err)
+	}
+}
+
+// openPty opens a pseudo-terminal and returns its terminal end.
+func openPty(t *testing.T) *os.File {
+	t.Helper()
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { ptmx.Close() })
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	return tty
 }
 
 // With no target, --core dumps process --pid at once and lets it go on.
