@@ -250,7 +250,7 @@ func TestBreakGdbTerminal(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "gdb"), []byte("#!/bin/sh\necho \"$@\" > "+said+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tty := openPty(t)
+	_, tty := openPty(t)
 	cmd, release := held(t, bin, "add", "5")
 	pid := cmd.Process.Pid
 	k := exec.Command(testenv.Kinst(t), "break", "uprobe:"+bin+":kinst_add", "--gdb", "--unsafe", "--pid", strconv.Itoa(pid), "-v")
@@ -286,29 +286,6 @@ func TestBreakGdbTerminal(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("target add 5, after gdb: %v", err)
 	}
-}
-
-// openPty opens a pseudo-terminal and returns its terminal end.
-func openPty(t *testing.T) *os.File {
-	t.Helper()
-	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
-	}
-	t.Cleanup(func() { ptmx.Close() })
-	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tty.Close() })
-	return tty
 }
 
 // With no target, --core dumps process --pid at once and lets it go on.
