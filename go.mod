@@ -7,7 +7,6 @@ require (
 	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	golang.org/x/arch v0.32.0
 	golang.org/x/sys v0.49.0
-	google.golang.org/protobuf v1.36.12
 )
 
 require (
