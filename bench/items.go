@@ -120,7 +120,7 @@ func (b *bench) sizes() []*row {
 		}
 	}
 	return []*row{
-		size.row("binary with shared libraries", byteSize, kinstMedianAtMost(20*mib, "kinst <= 20 MiB")),
+		size.row("binary with shared libraries", byteSize, kinstMedianAtMost(12*mib, "kinst <= 12 MiB")),
 		libs.row("shared libraries and loader", number, kinstMedianAtMost(0, "kinst 0 (static)")),
 	}
 }
