@@ -5,14 +5,11 @@ go 1.26.0
 require (
 	github.com/cilium/ebpf v0.22.0
 	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
-	github.com/prometheus/client_model v0.6.3
-	github.com/prometheus/common v0.72.0
 	golang.org/x/arch v0.32.0
 	golang.org/x/sys v0.49.0
-	google.golang.org/protobuf v1.36.12
 )
 
 require (
-	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 )

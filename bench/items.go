@@ -19,6 +19,7 @@ const (
 	progHeader = "#include <sys/socket.h>\nBEGIN { @ = AF_INET; exit(); }"
 	progOpenat = "tracepoint:syscalls:sys_enter_openat { @[comm] = count(); }"
 	progCount  = "tracepoint:syscalls:sys_enter_getppid { @[comm] = count(); }"
+	progEmpty  = "tracepoint:syscalls:sys_enter_getppid { }"
 	progAllSys = "tracepoint:syscalls:sys_enter_* { @[probe] = count(); }"
 	progPrintf = `tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { printf("%d %s\n", tid, comm); }`
 )
@@ -119,7 +120,7 @@ func (b *bench) sizes() []*row {
 		}
 	}
 	return []*row{
-		size.row("binary with shared libraries", byteSize, kinstMedianAtMost(20*mib, "kinst <= 20 MiB")),
+		size.row("binary with shared libraries", byteSize, kinstMedianAtMost(12*mib, "kinst <= 12 MiB")),
 		libs.row("shared libraries and loader", number, kinstMedianAtMost(0, "kinst 0 (static)")),
 	}
 }
@@ -257,9 +258,14 @@ func (b *bench) latency() []*row {
 
 // perEvent measures what a counting probe adds to each getppid call:
 // the workload's CPU time, taken by a helper around it, with the tool
-// attached less without.
+// attached less without; and, against it, what an empty probe on the
+// same tracepoint adds, which is the floor the kernel sets for any
+// tool.
 func (b *bench) perEvent() []*row {
-	actors := append([]string{bare}, b.order...)
+	actors := []string{bare}
+	for _, tool := range b.order {
+		actors = append(actors, tool, tool+emptySuffix)
+	}
 	times := map[string][]float64{}
 	for _, a := range actors {
 		times[a] = nanSlice(b.reps)
@@ -270,14 +276,19 @@ func (b *bench) perEvent() []*row {
 		os.Remove(file)
 		child := []string{b.self, childArg, cpuTime, file, b.workload, "getppid", n}
 		argv := child
+		tool, empty := strings.CutSuffix(actor, emptySuffix)
+		prog := progCount
+		if empty {
+			prog = progEmpty
+		}
 		if actor != bare {
-			argv = []string{b.tools[actor], "-e", progCount, "-c", strings.Join(child, " ")}
+			argv = []string{b.tools[tool], "-e", prog, "-c", strings.Join(child, " ")}
 		}
 		r, err := b.runner.run(argv, "")
 		if err != nil {
 			return err
 		}
-		if actor != bare {
+		if actor != bare && !empty {
 			key := "@[" + b.comm + "]"
 			got, ok := r.out.mapValue(key)
 			if !ok || got < int64(b.events) {
@@ -294,7 +305,7 @@ func (b *bench) perEvent() []*row {
 		}
 		return nil
 	})
-	cost := figures{}
+	cost, emptyCost, overEmpty := figures{}, figures{}, figures{}
 	var bareCall series
 	for rep := 0; rep < b.reps; rep++ {
 		t0 := times[bare][rep]
@@ -303,8 +314,15 @@ func (b *bench) perEvent() []*row {
 		}
 		bareCall = append(bareCall, t0/float64(b.events))
 		for _, tool := range b.order {
-			if t := times[tool][rep]; !math.IsNaN(t) {
+			t, te := times[tool][rep], times[tool+emptySuffix][rep]
+			if !math.IsNaN(t) {
 				cost.add(tool, (t-t0)/float64(b.events))
+			}
+			if !math.IsNaN(te) {
+				emptyCost.add(tool, (te-t0)/float64(b.events))
+			}
+			if !math.IsNaN(t) && !math.IsNaN(te) && te > t0 {
+				overEmpty.add(tool, (t-t0)/(te-t0))
 			}
 		}
 	}
@@ -314,8 +332,13 @@ func (b *bench) perEvent() []*row {
 	}
 	return []*row{
 		cost.row("@[comm] = count() cost per event", nanos, ratioAtMost(1)),
+		emptyCost.row("empty probe cost per event", nanos, target{}),
+		overEmpty.row("count() cost / empty probe cost", number, kinstMedianAtMost(1.2, "kinst <= 1.2")),
 	}
 }
+
+// emptySuffix names a tool's runs of progEmpty among the actors.
+const emptySuffix = " (empty)"
 
 // printf measures how fast printf events reach user space, and whether
 // the ones that do not are reported.

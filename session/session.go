@@ -248,8 +248,12 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		}
 	}
 	defer s.buf.Flush()
-	if s.ncpu, err = ebpf.PossibleCPU(); err != nil {
-		return err
+	// Only per-CPU maps need the number of possible CPUs: a program
+	// without them does not parse it from sysfs.
+	if slices.ContainsFunc(out.Maps, func(m *codegen.Map) bool { return m.PerCPU }) {
+		if s.ncpu, err = ebpf.PossibleCPU(); err != nil {
+			return err
+		}
 	}
 	if err := s.load(); err != nil {
 		return s.interrupted(err)

@@ -5,7 +5,8 @@ import (
 	"slices"
 
 	"golang.org/x/sys/unix"
-	"google.golang.org/protobuf/encoding/protowire"
+
+	"kinst.dev/kinst/internal/pbwire"
 )
 
 // Field numbers of perfetto_trace.proto.
@@ -72,7 +73,7 @@ const (
 // An Arg is one debug annotation of an event.
 type Arg struct {
 	Name  string
-	field protowire.Number
+	field pbwire.Number
 	n     uint64
 	s     string
 }
@@ -203,12 +204,11 @@ func (t *Trace) track(b []byte, e Event) ([]byte, *thread) {
 	if !t.processes[e.Pid] {
 		t.processes[e.Pid] = true
 		var proc []byte
-		proc = protowire.AppendTag(proc, processPid, protowire.VarintType)
-		proc = protowire.AppendVarint(proc, uint64(e.Pid))
-		proc = appendString(proc, processName, e.Comm)
+		proc = pbwire.Varint(proc, processPid, uint64(e.Pid))
+		proc = pbwire.String(proc, processName, e.Comm)
 		var desc []byte
-		desc = appendVarintField(desc, trackUUID, processUUIDBase+uint64(e.Pid))
-		desc = appendBytes(desc, trackProcess, proc)
+		desc = pbwire.Varint(desc, trackUUID, processUUIDBase+uint64(e.Pid))
+		desc = pbwire.Bytes(desc, trackProcess, proc)
 		b = appendPacket(b, nil, packetTrackDescriptor, desc)
 	}
 	th := t.threads[e.Tid]
@@ -216,13 +216,13 @@ func (t *Trace) track(b []byte, e Event) ([]byte, *thread) {
 		th = &thread{}
 		t.threads[e.Tid] = th
 		var td []byte
-		td = appendVarintField(td, threadPid, uint64(e.Pid))
-		td = appendVarintField(td, threadTid, uint64(e.Tid))
-		td = appendString(td, threadName, e.Comm)
+		td = pbwire.Varint(td, threadPid, uint64(e.Pid))
+		td = pbwire.Varint(td, threadTid, uint64(e.Tid))
+		td = pbwire.String(td, threadName, e.Comm)
 		var desc []byte
-		desc = appendVarintField(desc, trackUUID, threadUUIDBase+uint64(e.Tid))
-		desc = appendVarintField(desc, trackParent, processUUIDBase+uint64(e.Pid))
-		desc = appendBytes(desc, trackThread, td)
+		desc = pbwire.Varint(desc, trackUUID, threadUUIDBase+uint64(e.Tid))
+		desc = pbwire.Varint(desc, trackParent, processUUIDBase+uint64(e.Pid))
+		desc = pbwire.Bytes(desc, trackThread, td)
 		b = appendPacket(b, nil, packetTrackDescriptor, desc)
 	}
 	return b, th
@@ -234,63 +234,48 @@ func (t *Trace) appendClockSnapshot(b []byte) []byte {
 	var snap []byte
 	for i, id := range []uint64{clockMonotonic, clockBoottime, clockRealtime} {
 		var clock []byte
-		clock = appendVarintField(clock, clockID, id)
-		clock = appendVarintField(clock, clockTimestamp, t.clocks[i])
-		snap = appendBytes(snap, snapshotClock, clock)
+		clock = pbwire.Varint(clock, clockID, id)
+		clock = pbwire.Varint(clock, clockTimestamp, t.clocks[i])
+		snap = pbwire.Bytes(snap, snapshotClock, clock)
 	}
-	snap = appendVarintField(snap, snapshotPrimary, clockBoottime)
+	snap = pbwire.Varint(snap, snapshotPrimary, clockBoottime)
 	var head []byte
-	head = appendVarintField(head, packetTimestamp, t.clocks[1])
-	head = appendVarintField(head, packetClockID, clockBoottime)
-	head = appendVarintField(head, packetSequenceFlags, seqIncrementalCleared)
+	head = pbwire.Varint(head, packetTimestamp, t.clocks[1])
+	head = pbwire.Varint(head, packetClockID, clockBoottime)
+	head = pbwire.Varint(head, packetSequenceFlags, seqIncrementalCleared)
 	return appendPacket(b, head, packetClockSnapshot, snap)
 }
 
 // appendEvent appends a track event packet.
 func (t *Trace) appendEvent(b []byte, ts uint64, tid, typ int, name string, args []Arg) []byte {
 	var ev []byte
-	ev = appendVarintField(ev, eventType, uint64(typ))
-	ev = appendVarintField(ev, eventTrack, threadUUIDBase+uint64(tid))
+	ev = pbwire.Varint(ev, eventType, uint64(typ))
+	ev = pbwire.Varint(ev, eventTrack, threadUUIDBase+uint64(tid))
 	if name != "" {
-		ev = appendString(ev, eventName, name)
+		ev = pbwire.String(ev, eventName, name)
 	}
 	for _, a := range args {
 		var ann []byte
-		ann = appendString(ann, annotationName, a.Name)
+		ann = pbwire.String(ann, annotationName, a.Name)
 		if a.field == annotationString {
-			ann = appendString(ann, a.field, a.s)
+			ann = pbwire.String(ann, a.field, a.s)
 		} else {
-			ann = appendVarintField(ann, a.field, a.n)
+			ann = pbwire.Varint(ann, a.field, a.n)
 		}
-		ev = appendBytes(ev, eventAnnotation, ann)
+		ev = pbwire.Bytes(ev, eventAnnotation, ann)
 	}
 	var head []byte
-	head = appendVarintField(head, packetTimestamp, ts)
-	head = appendVarintField(head, packetClockID, clockMonotonic)
+	head = pbwire.Varint(head, packetTimestamp, ts)
+	head = pbwire.Varint(head, packetClockID, clockMonotonic)
 	return appendPacket(b, head, packetTrackEvent, ev)
 }
 
 // appendPacket appends one TracePacket of the sequence: head's fields,
 // then data as the field called field.
-func appendPacket(b, head []byte, field protowire.Number, data []byte) []byte {
+func appendPacket(b, head []byte, field pbwire.Number, data []byte) []byte {
 	var p []byte
 	p = append(p, head...)
-	p = appendVarintField(p, packetSequenceID, sequenceID)
-	p = appendBytes(p, field, data)
-	return appendBytes(b, tracePacket, p)
-}
-
-func appendVarintField(b []byte, field protowire.Number, v uint64) []byte {
-	b = protowire.AppendTag(b, field, protowire.VarintType)
-	return protowire.AppendVarint(b, v)
-}
-
-func appendBytes(b []byte, field protowire.Number, v []byte) []byte {
-	b = protowire.AppendTag(b, field, protowire.BytesType)
-	return protowire.AppendBytes(b, v)
-}
-
-func appendString(b []byte, field protowire.Number, s string) []byte {
-	b = protowire.AppendTag(b, field, protowire.BytesType)
-	return protowire.AppendString(b, s)
+	p = pbwire.Varint(p, packetSequenceID, sequenceID)
+	p = pbwire.Bytes(p, field, data)
+	return pbwire.Bytes(b, tracePacket, p)
 }

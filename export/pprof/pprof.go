@@ -14,9 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protowire"
-
 	"kinst.dev/kinst/elfsym"
+	"kinst.dev/kinst/internal/pbwire"
 	"kinst.dev/kinst/output"
 )
 
@@ -369,29 +368,23 @@ func (e *encoder) str(s string) int64 {
 }
 
 // varint appends a varint field, left out when zero as proto3 leaves it.
-func varint(b []byte, field protowire.Number, v uint64) []byte {
+func varint(b []byte, field pbwire.Number, v uint64) []byte {
 	if v == 0 {
 		return b
 	}
-	b = protowire.AppendTag(b, field, protowire.VarintType)
-	return protowire.AppendVarint(b, v)
-}
-
-func message(b []byte, field protowire.Number, m []byte) []byte {
-	b = protowire.AppendTag(b, field, protowire.BytesType)
-	return protowire.AppendBytes(b, m)
+	return pbwire.Varint(b, field, v)
 }
 
 // packed appends a packed repeated varint field.
-func packed[T int64 | uint64](b []byte, field protowire.Number, vs []T) []byte {
+func packed[T int64 | uint64](b []byte, field pbwire.Number, vs []T) []byte {
 	if len(vs) == 0 {
 		return b
 	}
 	var m []byte
 	for _, v := range vs {
-		m = protowire.AppendVarint(m, uint64(v))
+		m = pbwire.AppendVarint(m, uint64(v))
 	}
-	return message(b, field, m)
+	return pbwire.Bytes(b, field, m)
 }
 
 func (e *encoder) valueType(vt valueType) []byte {
@@ -405,7 +398,7 @@ func (b *builder) encode(opts Options) []byte {
 	e := &encoder{strings: []string{""}, index: map[string]int64{"": 0}}
 	var p []byte
 	for _, st := range b.sampleTypes {
-		p = message(p, profileSampleType, e.valueType(st))
+		p = pbwire.Bytes(p, profileSampleType, e.valueType(st))
 	}
 	for _, s := range b.samples {
 		var m []byte
@@ -419,15 +412,15 @@ func (b *builder) encode(opts Options) []byte {
 			var l []byte
 			l = varint(l, labelKey, uint64(e.str(k)))
 			l = varint(l, labelStr, uint64(e.str(s.labels[k])))
-			m = message(m, sampleLabel, l)
+			m = pbwire.Bytes(m, sampleLabel, l)
 		}
 		for _, k := range slices.Sorted(maps.Keys(s.numLabels)) {
 			var l []byte
 			l = varint(l, labelKey, uint64(e.str(k)))
 			l = varint(l, labelNum, uint64(s.numLabels[k]))
-			m = message(m, sampleLabel, l)
+			m = pbwire.Bytes(m, sampleLabel, l)
 		}
-		p = message(p, profileSample, m)
+		p = pbwire.Bytes(p, profileSample, m)
 	}
 	for _, mp := range b.mappings {
 		var m []byte
@@ -439,7 +432,7 @@ func (b *builder) encode(opts Options) []byte {
 		m = varint(m, mappingBuildID, uint64(e.str(mp.buildID)))
 		// The frames are symbolized already: pprof must not look again.
 		m = varint(m, mappingHasFunctions, 1)
-		p = message(p, profileMapping, m)
+		p = pbwire.Bytes(p, profileMapping, m)
 	}
 	for _, l := range b.locations {
 		var m []byte
@@ -449,29 +442,28 @@ func (b *builder) encode(opts Options) []byte {
 		}
 		m = varint(m, locationAddress, l.addr)
 		if l.function != nil {
-			m = message(m, locationLine, varint(nil, lineFunctionID, l.function.id))
+			m = pbwire.Bytes(m, locationLine, varint(nil, lineFunctionID, l.function.id))
 		}
-		p = message(p, profileLocation, m)
+		p = pbwire.Bytes(p, profileLocation, m)
 	}
 	for _, fn := range b.functions {
 		var m []byte
 		m = varint(m, functionID, fn.id)
 		m = varint(m, functionName, uint64(e.str(fn.name)))
 		m = varint(m, functionSystemName, uint64(e.str(fn.name)))
-		p = message(p, profileFunction, m)
+		p = pbwire.Bytes(p, profileFunction, m)
 	}
 	if !opts.Start.IsZero() {
 		p = varint(p, profileTimeNanos, uint64(opts.Start.UnixNano()))
 	}
 	p = varint(p, profileDurationNanos, uint64(opts.Duration.Nanoseconds()))
 	if opts.Period != 0 {
-		p = message(p, profilePeriodType, e.valueType(valueType{"cpu", "nanoseconds"}))
+		p = pbwire.Bytes(p, profilePeriodType, e.valueType(valueType{"cpu", "nanoseconds"}))
 		p = varint(p, profilePeriod, uint64(opts.Period))
 	}
 	// The string table goes last: every message above added to it.
 	for _, s := range e.strings {
-		p = protowire.AppendTag(p, profileStringTable, protowire.BytesType)
-		p = protowire.AppendString(p, s)
+		p = pbwire.String(p, profileStringTable, s)
 	}
 	return p
 }

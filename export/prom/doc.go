@@ -15,7 +15,6 @@
 // the updates each map refused because it was full. Maps named @__… are
 // instruments' bookkeeping and are not served.
 //
-// A Server serves them on /metrics in the text or protobuf exposition
-// format, as the scraper asks; a Gatherer alone hands them to a program
-// that serves its own metrics with client_golang.
+// A Server serves them on /metrics in Prometheus's text exposition format
+// (version 0.0.4), which every Prometheus server reads.
 package prom

@@ -1,7 +1,6 @@
 package prom
 
 import (
-	"regexp"
 	"slices"
 
 	"kinst.dev/kinst/codegen"
@@ -47,7 +46,7 @@ func KeyLabels(out *codegen.Output) map[string][]string {
 		for i, n := range names {
 			// A name twice in one key, or one of the place names
 			// another key may keep, is no one's.
-			if n != "" && !reserved[n] && validLabel.MatchString(n) && count(names, n) == 1 && !slices.Contains(final, n) {
+			if n != "" && !reserved[n] && validLabel(n) && count(names, n) == 1 && !slices.Contains(final, n) {
 				final[i] = n
 			}
 		}
@@ -59,7 +58,17 @@ func KeyLabels(out *codegen.Output) map[string][]string {
 // reserved are label names Prometheus gives a meaning, or kinst does.
 var reserved = map[string]bool{"le": true, "quantile": true, "value": true, "job": true, "instance": true}
 
-var validLabel = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+// validLabel reports whether n is a label name Prometheus takes,
+// [a-zA-Z_][a-zA-Z0-9_]*, checked by hand: a regular expression compiled
+// at package initialisation cost every run of kinst, exporter or not.
+func validLabel(n string) bool {
+	for i, c := range n {
+		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return n != ""
+}
 
 func count(names []string, n string) int {
 	c := 0

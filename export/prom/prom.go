@@ -1,6 +1,7 @@
 package prom
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"math"
@@ -12,10 +13,6 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"google.golang.org/protobuf/proto"
 
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/output"
@@ -33,16 +30,39 @@ type Source interface {
 }
 
 // Gatherer turns a Source's maps into metric families at each scrape.
-// Its Gather method is client_golang's prometheus.Gatherer, so a program
-// using that client serves kinst's maps beside its own through
-// prometheus.Gatherers; kinst itself does without the client, whose
-// default registry costs every run a millisecond of start-up.
+// kinst writes Prometheus's text format itself: the client library's
+// encoders and their protobuf runtime were a twentieth of the binary,
+// for a format every Prometheus server reads.
 type Gatherer struct {
 	mu  sync.Mutex
 	src Source
 	// labels names the key labels of maps, by map name; a map missing
 	// here has its keys labelled by place: key, or key0, key1, …
 	labels map[string][]string
+}
+
+// A family is one metric family: a map, or one of kinst's own counters.
+type family struct {
+	name, help string
+	typ        string // counter, gauge, summary or histogram
+	metrics    []metric
+}
+
+// A metric is one entry of a map: its labels, sorted by name as the
+// format wants them, and its samples.
+type metric struct {
+	labels  []labelPair
+	samples []sample
+}
+
+type labelPair struct{ name, value string }
+
+// A sample is one line: the family's name with suffix (_bucket, _sum,
+// _count or none), the le bound of a bucket, and the value.
+type sample struct {
+	suffix string
+	le     float64
+	value  float64
 }
 
 // SetSource makes later scrapes read src; until then they find no
@@ -53,10 +73,10 @@ func (g *Gatherer) SetSource(src Source) {
 	g.mu.Unlock()
 }
 
-// Gather reads every map and returns its metrics, the families sorted by
-// name and each family's metrics by their label values, as client_golang
-// gathers them.
-func (g *Gatherer) Gather() ([]*dto.MetricFamily, error) {
+// gather reads every map and makes its metrics, the families sorted by
+// name and each family's metrics by their label values, as Prometheus's
+// client libraries write them.
+func (g *Gatherer) gather() ([]*family, error) {
 	g.mu.Lock()
 	src, labels := g.src, g.labels
 	g.mu.Unlock()
@@ -67,8 +87,8 @@ func (g *Gatherer) Gather() ([]*dto.MetricFamily, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the lost events: %w", err)
 	}
-	lostFam := family("kinst_lost_events_total", "Records probes sent that the ring buffer refused because it was full.", dto.MetricType_COUNTER)
-	lostFam.Metric = []*dto.Metric{{Counter: &dto.Counter{Value: proto.Float64(float64(lost))}}}
+	lostFam := &family{name: "kinst_lost_events_total", help: "Records probes sent that the ring buffer refused because it was full.", typ: "counter"}
+	lostFam.metrics = []metric{{samples: value(float64(lost))}}
 	maps, err := src.Maps()
 	if err != nil {
 		return nil, fmt.Errorf("read the maps: %w", err)
@@ -77,74 +97,120 @@ func (g *Gatherer) Gather() ([]*dto.MetricFamily, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the full-map counts: %w", err)
 	}
-	fullFam := family("kinst_map_full_total", "Updates of a map refused because it held as many elements as it may (KINST_MAP_KEYS_MAX).", dto.MetricType_COUNTER)
-	fams := []*dto.MetricFamily{lostFam}
+	fullFam := &family{name: "kinst_map_full_total", help: "Updates of a map refused because it held as many elements as it may (KINST_MAP_KEYS_MAX).", typ: "counter"}
+	fams := []*family{lostFam}
 	for i, m := range maps {
 		if strings.HasPrefix(m.Name, "@__") {
 			continue // an instrument's bookkeeping: calls in progress, processes seen
 		}
 		if i < len(full) {
-			fullFam.Metric = append(fullFam.Metric, &dto.Metric{
-				Label:   pairs([]string{"map"}, []string{m.Name}),
-				Counter: &dto.Counter{Value: proto.Float64(float64(full[i]))},
+			fullFam.metrics = append(fullFam.metrics, metric{
+				labels:  pairs([]string{"map"}, []string{m.Name}),
+				samples: value(float64(full[i])),
 			})
 		}
 		f, err := mapFamily(m, labels[m.Name])
 		if err != nil {
 			return nil, err
 		}
-		if len(f.Metric) > 0 {
+		if len(f.metrics) > 0 {
 			fams = append(fams, f)
 		}
 	}
-	if len(fullFam.Metric) > 0 {
+	if len(fullFam.metrics) > 0 {
 		fams = append(fams, fullFam)
 	}
 	for _, f := range fams {
-		slices.SortStableFunc(f.Metric, compareLabels)
-		for i := 1; i < len(f.Metric); i++ {
-			if compareLabels(f.Metric[i-1], f.Metric[i]) == 0 {
-				return nil, fmt.Errorf("%s: two entries give the labels %s", f.GetName(), labelText(f.Metric[i].Label))
+		slices.SortStableFunc(f.metrics, compareLabels)
+		for i := 1; i < len(f.metrics); i++ {
+			if compareLabels(f.metrics[i-1], f.metrics[i]) == 0 {
+				return nil, fmt.Errorf("%s: two entries give the labels %s", f.name, labelText(f.metrics[i].labels))
 			}
 		}
 	}
-	slices.SortFunc(fams, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+	slices.SortFunc(fams, func(a, b *family) int { return strings.Compare(a.name, b.name) })
 	return fams, nil
 }
 
-func family(name, help string, typ dto.MetricType) *dto.MetricFamily {
-	return &dto.MetricFamily{Name: proto.String(name), Help: proto.String(help), Type: typ.Enum()}
+// write writes f in the text format. Names are the format's plain
+// names (a map's name is an identifier), so only help text and label
+// values need escaping.
+func (f *family) write(b *bufio.Writer) {
+	b.WriteString("# HELP " + f.name + " ")
+	helpEscaper.WriteString(b, f.help)
+	b.WriteString("\n# TYPE " + f.name + " " + f.typ + "\n")
+	for _, m := range f.metrics {
+		for _, s := range m.samples {
+			b.WriteString(f.name + s.suffix)
+			sep := byte('{')
+			for _, l := range m.labels {
+				b.WriteByte(sep)
+				b.WriteString(l.name + `="`)
+				valueEscaper.WriteString(b, l.value)
+				b.WriteByte('"')
+				sep = ','
+			}
+			if s.suffix == "_bucket" {
+				b.WriteByte(sep)
+				b.WriteString(`le="` + formatFloat(s.le) + `"`)
+				sep = ','
+			}
+			if sep == ',' {
+				b.WriteByte('}')
+			}
+			b.WriteString(" " + formatFloat(s.value) + "\n")
+		}
+	}
+}
+
+var (
+	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+	valueEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
+)
+
+// formatFloat writes a value as the format and Go's client write it:
+// the shortest form that reads back the same, NaN and ±Inf by name.
+func formatFloat(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "NaN"
+	case math.IsInf(x, 1):
+		return "+Inf"
+	case math.IsInf(x, -1):
+		return "-Inf"
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
 }
 
 // pairs makes a metric's labels, sorted by name as the exposition
-// formats want them.
-func pairs(names, values []string) []*dto.LabelPair {
-	ps := make([]*dto.LabelPair, len(names))
+// format wants them.
+func pairs(names, values []string) []labelPair {
+	ps := make([]labelPair, len(names))
 	for i := range names {
-		ps[i] = &dto.LabelPair{Name: proto.String(names[i]), Value: proto.String(values[i])}
+		ps[i] = labelPair{names[i], values[i]}
 	}
-	slices.SortFunc(ps, func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) })
+	slices.SortFunc(ps, func(a, b labelPair) int { return strings.Compare(a.name, b.name) })
 	return ps
 }
 
-// labelText writes labels as the text format does: {name="value",…}.
-func labelText(ps []*dto.LabelPair) string {
+// labelText writes labels for an error message: {name="value",…}.
+func labelText(ps []labelPair) string {
 	parts := make([]string, len(ps))
 	for i, p := range ps {
-		parts[i] = p.GetName() + "=" + strconv.Quote(p.GetValue())
+		parts[i] = p.name + "=" + strconv.Quote(p.value)
 	}
 	return "{" + strings.Join(parts, ",") + "}"
 }
 
 // compareLabels orders the metrics of one family, whose label names are
 // the same, by their label values.
-func compareLabels(a, b *dto.Metric) int {
-	for i := range min(len(a.Label), len(b.Label)) {
-		if c := strings.Compare(a.Label[i].GetValue(), b.Label[i].GetValue()); c != 0 {
+func compareLabels(a, b metric) int {
+	for i := range min(len(a.labels), len(b.labels)) {
+		if c := strings.Compare(a.labels[i].value, b.labels[i].value); c != 0 {
 			return c
 		}
 	}
-	return len(a.Label) - len(b.Label)
+	return len(a.labels) - len(b.labels)
 }
 
 // metricName is the metric name of a map.
@@ -170,7 +236,7 @@ func labelNames(n int) []string {
 
 // mapFamily makes the family of m, a metric per entry, its keys labelled
 // by names or, where names do not fit, by place.
-func mapFamily(m *output.Map, names []string) (*dto.MetricFamily, error) {
+func mapFamily(m *output.Map, names []string) (*family, error) {
 	nkeys := 0
 	if len(m.Entries) > 0 {
 		nkeys = len(m.Entries[0].Key)
@@ -188,7 +254,7 @@ func mapFamily(m *output.Map, names []string) (*dto.MetricFamily, error) {
 		info = true
 		labels = append(labels, "value")
 	}
-	f := family(metricName(m.Name), fmt.Sprintf("%s map %s of the kinst program.", m.Kind, m.Name), dto.MetricType_GAUGE)
+	f := &family{name: metricName(m.Name), help: fmt.Sprintf("%s map %s of the kinst program.", m.Kind, m.Name), typ: "gauge"}
 	for _, e := range m.Entries {
 		values, err := labelValues(e.Key)
 		if err == nil && info {
@@ -202,14 +268,13 @@ func mapFamily(m *output.Map, names []string) (*dto.MetricFamily, error) {
 		if err != nil {
 			return nil, fmt.Errorf("map %s: %w", m.Name, err)
 		}
-		metric, typ := entryMetric(e.Value, info)
-		metric.Label = pairs(labels, values)
-		f.Type = typ.Enum()
-		f.Metric = append(f.Metric, metric)
+		samples, typ := entrySamples(e.Value, info)
+		f.typ = typ
+		f.metrics = append(f.metrics, metric{labels: pairs(labels, values), samples: samples})
 	}
 	// Prometheus names a counter for what it counts, with _total.
-	if f.GetType() == dto.MetricType_COUNTER && !strings.HasSuffix(f.GetName(), "_total") {
-		f.Name = proto.String(f.GetName() + "_total")
+	if f.typ == "counter" && !strings.HasSuffix(f.name, "_total") {
+		f.name += "_total"
 	}
 	return f, nil
 }
@@ -236,72 +301,67 @@ func labelValues(key []output.Value) ([]string, error) {
 	return values, nil
 }
 
-// entryMetric makes the metric of one entry and says its type, which is
-// the same for every entry of a map.
-func entryMetric(v output.Value, info bool) (*dto.Metric, dto.MetricType) {
-	gauge := func(x float64) (*dto.Metric, dto.MetricType) {
-		return &dto.Metric{Gauge: &dto.Gauge{Value: proto.Float64(x)}}, dto.MetricType_GAUGE
-	}
-	counter := func(x float64) (*dto.Metric, dto.MetricType) {
-		return &dto.Metric{Counter: &dto.Counter{Value: proto.Float64(x)}}, dto.MetricType_COUNTER
-	}
-	histogram := func(count uint64, buckets []*dto.Bucket) (*dto.Metric, dto.MetricType) {
-		return &dto.Metric{Histogram: &dto.Histogram{
-			SampleCount: proto.Uint64(count), SampleSum: proto.Float64(math.NaN()), Bucket: buckets,
-		}}, dto.MetricType_HISTOGRAM
-	}
+// entrySamples makes the samples of one entry and says its type, which
+// is the same for every entry of a map.
+func entrySamples(v output.Value, info bool) ([]sample, string) {
 	if info {
-		return gauge(1)
+		return value(1), "gauge"
 	}
 	switch v.Kind() {
 	case output.KindCount:
-		return counter(float64(v.Uint()))
+		return value(float64(v.Uint())), "counter"
 	case output.KindSum:
 		if v.Signed() {
-			return gauge(float64(v.Int()))
+			return value(float64(v.Int())), "gauge"
 		}
-		return counter(float64(v.Uint()))
+		return value(float64(v.Uint())), "counter"
 	case output.KindInt:
 		if v.Signed() {
-			return gauge(float64(v.Int()))
+			return value(float64(v.Int())), "gauge"
 		}
-		return gauge(float64(v.Uint()))
+		return value(float64(v.Uint())), "gauge"
 	case output.KindAvg, output.KindStats:
-		return &dto.Metric{Summary: &dto.Summary{
-			SampleCount: proto.Uint64(v.Uint()), SampleSum: proto.Float64(float64(v.Total())),
-		}}, dto.MetricType_SUMMARY
+		return []sample{{suffix: "_sum", value: float64(v.Total())}, {suffix: "_count", value: float64(v.Uint())}}, "summary"
 	case output.KindHist:
-		return histogram(histBuckets(v.Buckets()))
+		return histogram(v.Buckets(), HistBounds, histBound), "histogram"
 	case output.KindLhist:
 		min, max, step := v.LhistBounds()
-		return histogram(lhistBuckets(min, max, step, v.Buckets()))
+		// Below min is le min-1, [min+(i-1)*step, min+i*step) is le
+		// min+i*step-1, and the values from max up count only in +Inf.
+		bound := func(i int) float64 { return float64(min + int64(i)*step - 1) }
+		return histogram(v.Buckets(), int((max-min)/step)+1, bound), "histogram"
 	}
 	// Pointers, min and max.
-	return gauge(float64(v.Int()))
+	return value(float64(v.Int())), "gauge"
 }
+
+// value is the one sample of a counter or gauge.
+func value(x float64) []sample { return []sample{{value: x}} }
 
 // HistBounds is how many buckets of a hist() become le bounds: below
 // zero, zero, then up to [2^31, 2^32), the last bpftrace 0.17 fills.
 const HistBounds = 34
 
-// histBuckets turns hist() buckets into cumulative counts by le bound.
-// Values are integers, so the bucket [2^(k-2), 2^(k-1)) is le 2^(k-1)-1.
-func histBuckets(counts []uint64) (uint64, []*dto.Bucket) {
-	buckets := make([]*dto.Bucket, 0, HistBounds)
+// histogram turns the first n buckets into cumulative counts by the le
+// bound gives them, then +Inf, _sum and _count. Neither hist() nor
+// lhist() keeps a total, so _sum is NaN.
+func histogram(counts []uint64, n int, bound func(int) float64) []sample {
+	samples := make([]sample, 0, n+3)
 	var total uint64
-	for k, n := range counts {
-		total += n
-		if k < HistBounds {
-			buckets = append(buckets, bucket(histBound(k), total))
+	for i, c := range counts {
+		total += c
+		if i < n {
+			samples = append(samples, sample{suffix: "_bucket", le: bound(i), value: float64(total)})
 		}
 	}
-	return total, buckets
+	return append(samples,
+		sample{suffix: "_bucket", le: math.Inf(1), value: float64(total)},
+		sample{suffix: "_sum", value: math.NaN()},
+		sample{suffix: "_count", value: float64(total)})
 }
 
-func bucket(le float64, cumulative uint64) *dto.Bucket {
-	return &dto.Bucket{UpperBound: proto.Float64(le), CumulativeCount: proto.Uint64(cumulative)}
-}
-
+// histBound is the le bound of hist() bucket k. Values are integers, so
+// the bucket [2^(k-2), 2^(k-1)) is le 2^(k-1)-1.
 func histBound(k int) float64 {
 	switch k {
 	case 0:
@@ -310,22 +370,6 @@ func histBound(k int) float64 {
 		return 0
 	}
 	return float64(uint64(1)<<(k-1) - 1)
-}
-
-// lhistBuckets turns lhist() buckets into cumulative counts by le bound:
-// below min is le min-1, [min+(i-1)*step, min+i*step) is le
-// min+i*step-1, and the values from max up count only in +Inf.
-func lhistBuckets(min, max, step int64, counts []uint64) (uint64, []*dto.Bucket) {
-	n := int((max-min)/step) + 1
-	buckets := make([]*dto.Bucket, 0, n)
-	var total uint64
-	for i, c := range counts {
-		total += c
-		if i < n {
-			buckets = append(buckets, bucket(float64(min+int64(i)*step-1), total))
-		}
-	}
-	return total, buckets
 }
 
 // Server serves /metrics over HTTP.
@@ -353,26 +397,21 @@ func Listen(addr string) (*Server, error) {
 	return s, nil
 }
 
-// serveMetrics answers a scrape in the format it asks for: Prometheus's
-// protobuf or text format. A map that cannot be read fails the scrape,
-// as promhttp's HTTPErrorOnError fails it.
+// serveMetrics answers a scrape in Prometheus's text format, which
+// every Prometheus server accepts whatever else it asks for first. A map
+// that cannot be read fails the scrape, as Go's client fails it.
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	fams, err := s.Gatherer.Gather()
+	fams, err := s.Gatherer.gather()
 	if err != nil {
 		http.Error(w, "An error has occurred while serving metrics:\n\n"+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	format := expfmt.NegotiateAccept(r.Header, expfmt.DefaultAcceptedFormats()...)
-	w.Header().Set("Content-Type", string(format))
-	enc := expfmt.NewEncoder(w, format)
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	b := bufio.NewWriter(w)
 	for _, f := range fams {
-		if err := enc.Encode(f); err != nil {
-			return // the scraper went away, or the family cannot be written: the scrape fails short
-		}
+		f.write(b)
 	}
-	if c, ok := enc.(expfmt.Closer); ok {
-		c.Close()
-	}
+	b.Flush() // a scraper gone away fails only its own scrape
 }
 
 // Feed makes the maps of a run of out the server's metrics, their keys
