@@ -16,9 +16,9 @@ import (
 // → a run), then the API and what is built on it, and last the tools
 // the tests and benchmarks use.
 var layers = [][]string{
-	{"compat", "cconst", "syntax", "bpfelf", "output/pcap", "export/perfetto",
+	{"compat", "cconst", "syntax", "bpfelf", "output/pcap", "internal/pbwire",
 		"internal/spell", "internal/inject", "internal/hwbp", "internal/chunked", "internal/vm", "instruments/internal/cfg"},
-	{"kernel", "preprocess", "output", "internal/vm/guestinit", "instruments/internal/cfg/cfgtest"},
+	{"kernel", "preprocess", "output", "export/perfetto", "internal/vm/guestinit", "instruments/internal/cfg/cfgtest"},
 	{"elfsym"},
 	{"usdt", "export/pprof"},
 	{"check"},
