@@ -27,7 +27,8 @@ func TestManual(t *testing.T) {
 }
 
 // TestCompletion: each shell's script offers the instruments and the
-// options of the usage text, and bash and zsh accept the script.
+// options of the usage text, and bash, where there is one, takes the
+// script.
 func TestCompletion(t *testing.T) {
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		r := kinst(t, "completion", sh)
@@ -42,7 +43,7 @@ func TestCompletion(t *testing.T) {
 				t.Errorf("the %s completion does not offer %q:\n%s", sh, word, r.stdout)
 			}
 		}
-		if sh == "bash" {
+		if _, err := exec.LookPath("bash"); sh == "bash" && err == nil {
 			// The script defines the function and registers it.
 			out, err := exec.Command("bash", "-c", r.stdout+"\ncomplete -p kinst").CombinedOutput()
 			if err != nil || string(out) != "complete -o filenames -F _kinst kinst\n" {
