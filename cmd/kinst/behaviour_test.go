@@ -45,7 +45,9 @@ func TestFieldReadStatements(t *testing.T) {
 func TestFullCharArrays(t *testing.T) {
 	t.Parallel()
 	tracing(t)
-	bin := target(t)
+	// A copy of its own: a uprobe fires in every process that runs
+	// the file, and the other tests run it at the same time.
+	bin := targetCopy(t)
 	prog := `struct m { int x; short y0; char mac[6]; } struct n { int x, y; char s[4]; }
 uprobe:` + bin + `:kinst_move {
 	$m = (struct m *)arg0; $n = (struct n *)arg0;
@@ -66,7 +68,9 @@ uprobe:` + bin + `:kinst_move {
 func TestTupleLayout(t *testing.T) {
 	t.Parallel()
 	tracing(t)
-	bin := target(t)
+	// A copy of its own: a uprobe fires in every process that runs
+	// the file, and the other tests run it at the same time.
+	bin := targetCopy(t)
 	prog := `struct a { int a[4]; } struct p { int x; int y; } struct l { long x; } struct s { short a[3]; }
 uprobe:` + bin + `:kinst_move {
 	$a = (struct a *)arg0; $p = (struct p *)arg0; $l = (struct l *)arg0; $s = (struct s *)arg0;
@@ -88,7 +92,9 @@ uprobe:` + bin + `:kinst_move {
 func TestRunTimeFamilyAndBufferEquality(t *testing.T) {
 	t.Parallel()
 	tracing(t)
-	bin := target(t)
+	// A copy of its own: a uprobe fires in every process that runs
+	// the file, and the other tests run it at the same time.
+	bin := targetCopy(t)
 	prog := `struct u { int x, y; uint8_t s[4]; } struct w { uint8_t a[16]; }
 uprobe:` + bin + `:kinst_move {
 	$u = (struct u *)arg0; $w = (struct w *)arg0; $af = 2; $af6 = $af + 8;
