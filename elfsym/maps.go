@@ -1,6 +1,7 @@
 package elfsym
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -26,13 +27,22 @@ func (m Mapping) File() bool {
 	return m.Inode != 0 && strings.HasPrefix(m.Path, "/")
 }
 
+// ErrNoMappings is returned by ReadMaps for a process without an
+// address space: a kernel thread, or a process that is exiting or has
+// exited and not been reaped, whose maps file reads empty.
+var ErrNoMappings = errors.New("process has no mappings")
+
 // ReadMaps reads the memory mappings of process pid.
 func ReadMaps(pid int) ([]Mapping, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
 		return nil, fmt.Errorf("read maps of pid %d: %w", pid, err)
 	}
-	return ParseMaps(data)
+	maps, err := ParseMaps(data)
+	if err == nil && len(maps) == 0 {
+		err = fmt.Errorf("read maps of pid %d: %w", pid, ErrNoMappings)
+	}
+	return maps, err
 }
 
 // ParseMaps parses the text of /proc/PID/maps.

@@ -2,10 +2,13 @@ package elfsym
 
 import (
 	"bufio"
+	"bytes"
 	"debug/elf"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -94,6 +97,12 @@ func TestSymbolizeLiveAndExited(t *testing.T) {
 		t.Errorf("Frame(0x10) = %+v, want the bare address", got)
 	}
 	stdin.Close()
+	// Exited and not yet reaped, a process's maps file reads empty:
+	// remembering it then must keep what was read while it lived.
+	waitZombie(t, pid)
+	if err := s.Remember(pid); !errors.Is(err, ErrNoMappings) {
+		t.Errorf("Remember(zombie) = %v, want ErrNoMappings", err)
+	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +115,22 @@ func TestSymbolizeLiveAndExited(t *testing.T) {
 	if fresh != (Frame{Addr: leaf + 3}) || fresh.SymOff() != fmt.Sprintf("0x%x", leaf+3) {
 		t.Errorf("after exit, fresh Frame(leaf+3) = %+v", fresh)
 	}
+}
+
+// waitZombie waits until process pid has exited, unreaped.
+func waitZombie(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The state follows the command name, which is in parentheses.
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && bytes.HasPrefix(stat[i:], []byte(") Z")) {
+			return
+		}
+	}
+	t.Fatalf("process %d never became a zombie", pid)
 }
 
 // startDynamic runs a dynamically linked program that sleeps and waits
