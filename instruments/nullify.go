@@ -109,7 +109,11 @@ func nullify(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // program whose nonzero return value replaces the function's body.
 func nullifyProgram(c *common, fn string, value int64, cond string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "fmod_ret:%s%s {\n\toverride(%d);\n", fn, predClause(and(c.predicate(), cond)), value)
+	who := c.predicate()
+	if c.Command != "" {
+		who = commandFamily(&b, c)
+	}
+	fmt.Fprintf(&b, "fmod_ret:%s%s {\n\toverride(%d);\n", fn, predClause(and(who, cond)), value)
 	if c.Quiet {
 		b.WriteString("\t@nullified = count();\n")
 	} else {
@@ -118,6 +122,23 @@ func nullifyProgram(c *common, fn string, value int64, cond string) string {
 	b.WriteString("}\n")
 	b.WriteString(c.stop())
 	return b.String()
+}
+
+// commandFamily writes the probes that follow the -c command and its
+// descendants, thread by thread, and returns the condition that holds
+// in one of them outside an exec. The exec of the command itself, and of
+// each program it runs, calls the very hooks nullify replaces (opening
+// the program's file is security_file_open): failing those would fail
+// the exec, not the work the user wants to change.
+func commandFamily(b *strings.Builder, c *common) string {
+	only := *c
+	only.Command = ""
+	member := and("(pid == cpid || @__family[tid])", only.predicate())
+	b.WriteString("tracepoint:sched:sched_process_fork /pid == cpid || @__family[tid]/ {\n\t@__family[args.child_pid] = 1;\n}\n")
+	b.WriteString("tracepoint:sched:sched_process_exit /@__family[tid]/ {\n\tdelete(@__family[tid]);\n}\n")
+	b.WriteString("tracepoint:syscalls:sys_enter_execve, tracepoint:syscalls:sys_enter_execveat /pid == cpid || @__family[tid]/ {\n\t@__exec[tid] = 1;\n}\n")
+	b.WriteString("tracepoint:syscalls:sys_exit_execve, tracepoint:syscalls:sys_exit_execveat /@__exec[tid]/ {\n\tdelete(@__exec[tid]);\n}\n")
+	return and(member, "!@__exec[tid]")
 }
 
 // canNullify checks that BPF may replace fn's return value on this

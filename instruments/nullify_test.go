@@ -103,6 +103,29 @@ func TestNullifyCount(t *testing.T) {
 	}
 }
 
+// TestNullifyCommand nullifies every open of a -c command and of the
+// programs it runs, but not the opens that start them: the shell and
+// each cat it runs must start, and each cat's open fail.
+func TestNullifyCommand(t *testing.T) {
+	testenv.Require(t, testenv.FmodRet)
+	path := tempFile(t, "f")
+	bb := testenv.Busybox(t)
+	script := fmt.Sprintf("%s cat %s; %s cat %s", bb, path, bb, path)
+	stdout, stderr, code := kinst(t, "nullify", "security_file_open", "--return", "-13", "--unsafe", "-q",
+		"-c", fmt.Sprintf("%s sh -c %q", bb, script))
+	denied := fmt.Sprintf("cat: can't open '%s': Permission denied\n", path)
+	if code != 0 || stderr != denied+denied {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if want := "security_file_open: 2 calls nullified\n"; stdout != want {
+		t.Errorf("got %q, want %q", stdout, want)
+	}
+	// The family is the command's: others open as before.
+	if got := openStatus(t, path); got != 0 {
+		t.Errorf("after the run, open failed with errno %d", got)
+	}
+}
+
 // TestOverrideInLanguage writes the replacement in kinst's language.
 func TestOverrideInLanguage(t *testing.T) {
 	testenv.Require(t, testenv.FmodRet)
