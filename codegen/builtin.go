@@ -149,6 +149,23 @@ func (g *gen) stackID(t *check.Type) operand {
 	g.mapPtr(asm.R2, name)
 	g.emit(asm.Mov.Imm(asm.R3, flags))
 	g.call(asm.FnGetStackid)
+	// A stack whose hash bucket holds another stack (EEXIST), or that
+	// finds the map full (ENOMEM), is dropped and prints empty: counted,
+	// for the warning at exit. EFAULT, a user stack where there is none,
+	// is no loss.
+	counted := g.newLabel("stacked")
+	lost := g.newLabel("stacklost")
+	g.emit(
+		asm.JEq.Imm(asm.R0, -int32(unix.EEXIST), lost),
+		asm.JNE.Imm(asm.R0, -int32(unix.ENOMEM), counted),
+	)
+	g.place(lost)
+	g.emit(
+		asm.LoadMapValue(asm.R1, 0, LostStacks).WithReference(LostMap),
+		asm.Mov.Imm(asm.R2, 1),
+		asm.StoreXAdd(asm.R1, asm.R2, asm.DWord),
+	)
+	g.place(counted)
 	g.emit(asm.Mov.Reg32(asm.R0, asm.R0))
 	id := g.fromReg(asm.R0)
 	if !t.User {

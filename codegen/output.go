@@ -25,13 +25,18 @@ const (
 )
 
 // The lost map holds 64-bit counters: at LostRecords the records the
-// ring buffer refused, at FullOffset(m) the updates of map m refused
-// because it was full.
-const LostRecords = 0
+// ring buffer refused, at LostStacks the stacks the stack-trace maps
+// refused, at FullOffset(m) the updates of map m refused because it was
+// full.
+const (
+	LostRecords = 0
+	LostStacks  = 8
+	lostFixed   = 2 // the counters before the maps'
+)
 
 // FullOffset is where the lost map counts the updates m refused because
 // it was full.
-func FullOffset(m *Map) int { return 8 * (1 + m.Index) }
+func FullOffset(m *Map) int { return 8 * (lostFixed + m.Index) }
 
 // Offsets of the values user space writes into the consts map.
 const (

@@ -38,6 +38,9 @@ type Options struct {
 	MapEntries int
 	// EventsSize is the ring buffer's size in bytes; 0 for the default.
 	EventsSize int
+	// StackEntries bounds the kstack and ustack maps; 0 for the
+	// default, bpftrace's 131072.
+	StackEntries int
 	// Force runs kprobes through one mechanism; "" picks the cheapest.
 	Force codegen.Mechanism
 	// MaxProbes, from BPFTRACE_MAX_PROBES, bounds the probes a program
@@ -288,6 +291,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	out, err := codegen.Generate(checked, &codegen.Options{
 		MapEntries:   opts.MapEntries,
 		EventsSize:   opts.EventsSize,
+		StackEntries: opts.StackEntries,
 		Supports:     opts.supports,
 		Force:        opts.Force,
 		HelperChecks: opts.HelperChecks,

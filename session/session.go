@@ -394,6 +394,7 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	s.drain()
 	s.reportLost()
 	s.reportFull()
+	s.reportStacks()
 	printErr := s.printMaps(true)
 	detachErr := <-detached
 	// Once the probes are detached, the packets queued are all there is.
@@ -979,6 +980,22 @@ func (s *Session) reportFull() {
 			fmt.Fprintf(s.opts.Stderr, "kinst: warning: map @%s was full: %d %s dropped; it holds at most %d (set KINST_MAP_KEYS_MAX for more)\n",
 				m.Name, n, plural(n, "update", "updates"), s.out.Collection.Maps[m.Spec].MaxEntries)
 		}
+	}
+}
+
+// reportStacks warns of the stacks the stack-trace maps refused, which
+// print empty.
+func (s *Session) reportStacks() {
+	if s.opts.NoWarnings || s.lostMem == nil {
+		return
+	}
+	var buf [8]byte
+	if _, err := s.lostMem.ReadAt(buf[:], codegen.LostStacks); err != nil {
+		return
+	}
+	if n := le.Uint64(buf[:]); n > 0 {
+		fmt.Fprintf(s.opts.Stderr, "kinst: warning: %d %s dropped: the stack map's slot for %s held another stack, or the map was full; %s empty\n",
+			n, plural(n, "stack", "stacks"), plural(n, "it", "them"), plural(n, "it prints", "they print"))
 	}
 }
 

@@ -1,0 +1,47 @@
+package session_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"kinst.dev/kinst/internal/testenv"
+	"kinst.dev/kinst/output"
+	"kinst.dev/kinst/pipeline"
+	"kinst.dev/kinst/session"
+)
+
+// TestDroppedStacks gives the kernel-stack map one slot: every stack
+// but the first to take it is dropped, and the warning counts exactly
+// the events whose stack came out empty.
+func TestDroppedStacks(t *testing.T) {
+	testenv.Require(t, testenv.Ringbuf)
+	out, err := pipeline.Compile("-e", []byte("tracepoint:sched:sched_switch { @[kstack] = count(); }"), &pipeline.Options{StackEntries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var stderr bytes.Buffer
+	var empty uint64
+	err = session.Run(ctx, out, &session.Options{Stderr: &stderr, ExitMaps: func(maps []*output.Map) error {
+		for _, e := range maps[0].Entries {
+			if len(e.Key[0].Frames()) == 0 {
+				empty += e.Value.Uint()
+			}
+		}
+		return nil
+	}})
+	if err != nil && ctx.Err() == nil {
+		t.Fatal(err)
+	}
+	if empty == 0 {
+		t.Fatalf("no stack was dropped; stderr:\n%s", &stderr)
+	}
+	want := fmt.Sprintf("Attached 1 probe\nkinst: warning: %d stacks dropped: the stack map's slot for them held another stack, or the map was full; they print empty\n", empty)
+	if stderr.String() != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", &stderr, want)
+	}
+}
