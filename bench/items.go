@@ -74,8 +74,13 @@ func (b *bench) note(format string, args ...any) {
 // rotating from one repetition to the next, after a warm-up repetition
 // (rep -1) whose figures fn must drop.
 func (b *bench) repeat(item string, actors []string, fn func(actor string, rep int) error) {
-	fmt.Fprintf(b.log, "bench: %s: %d repetitions of %s\n", item, b.reps, strings.Join(actors, ", "))
-	for rep := -1; rep < b.reps; rep++ {
+	b.repeatN(item, b.reps, actors, fn)
+}
+
+// repeatN is repeat with reps repetitions.
+func (b *bench) repeatN(item string, reps int, actors []string, fn func(actor string, rep int) error) {
+	fmt.Fprintf(b.log, "bench: %s: %d repetitions of %s\n", item, reps, strings.Join(actors, ", "))
+	for rep := -1; rep < reps; rep++ {
 		for i := range actors {
 			a := actors[(i+rep+1)%len(actors)]
 			if err := fn(a, rep); err != nil {

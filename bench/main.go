@@ -49,6 +49,8 @@ var items = []struct {
 	{"printf", (*bench).printf, false},
 	{"soak", (*bench).soak, true},
 	{"syscalls", (*bench).syscalls, true},
+	{"probes", (*bench).probes, true},
+	{"bigmap", (*bench).bigmap, true},
 }
 
 func mainBench(args []string, stdout, stderr io.Writer) int {
@@ -57,7 +59,7 @@ func mainBench(args []string, stdout, stderr io.Writer) int {
 	var (
 		short        = fs.Bool("short", false, "a quick run: 5 repetitions and smaller workloads")
 		reps         = fs.Int("n", 0, "repetitions per tool and item (default 20, 5 with -short)")
-		only         = fs.String("run", "", "comma-separated items to measure: "+itemNames()+" (default all but soak and syscalls)")
+		only         = fs.String("run", "", "comma-separated items to measure: "+itemNames()+" (default all but soak, syscalls, probes and bigmap)")
 		kinstPath    = fs.String("kinst", "", "kinst binary (default bin/kinst at the module root, built if absent)")
 		bpftracePath = fs.String("bpftrace", "", `bpftrace binary (default bpftrace on PATH; "none" measures kinst alone)`)
 		workload     = fs.String("workload", "", "workload binary (default bin/workload at the module root, built if absent)")

@@ -12,7 +12,7 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"-run", "begin,bogus"}, `bench: unknown item "bogus" in -run: use size,begin,header,tracepoint,latency,event,printf,soak,syscalls`},
+		{[]string{"-run", "begin,bogus"}, `bench: unknown item "bogus" in -run: use size,begin,header,tracepoint,latency,event,printf,soak,syscalls,probes,bigmap`},
 		{[]string{"-n", "-1"}, "bench: -n, -events, -printf-events and -soak-rate must be positive, -soak at least 1s"},
 		{[]string{"-soak", "500ms"}, "bench: -n, -events, -printf-events and -soak-rate must be positive, -soak at least 1s"},
 		{[]string{"-soak-rate", "0"}, "bench: -n, -events, -printf-events and -soak-rate must be positive, -soak at least 1s"},

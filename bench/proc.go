@@ -35,6 +35,7 @@ type lines struct {
 	maps      []string
 	sums      map[string]int64 // each map's values added up, by name ("@ms")
 	lost      uint64           // the sum of "Lost N events" lines
+	attached  int              // from an "Attaching N probes..." line
 	full      uint64           // updates kinst reports full maps refused
 }
 
@@ -58,6 +59,9 @@ func (l *lines) add(line []byte, at int64) {
 	default:
 		if n, ok := parseLost(line); ok {
 			l.lost += n
+		}
+		if n, ok := parseAttached(line); ok {
+			l.attached = n
 		}
 	}
 }
@@ -242,6 +246,9 @@ func (r *runner) runWatched(argv []string, event string, watch func(pid int, don
 			}
 			if n, ok := parseFull(line); ok {
 				res.out.full += n
+			}
+			if n, ok := parseAttached(line); ok {
+				res.out.attached = n
 			}
 		}
 	}

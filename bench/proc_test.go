@@ -35,6 +35,28 @@ func TestParseLost(t *testing.T) {
 	}
 }
 
+func TestParseAttached(t *testing.T) {
+	tests := []struct {
+		line string
+		n    int
+		ok   bool
+	}{
+		{"Attaching 10001 probes...", 10001, true},
+		{"Attaching 1 probe...", 1, true},
+		{"Attached 10002 probes", 10002, true},
+		{"Attached 1 probe", 1, true},
+		{"Attached many probes", 0, false},
+		{"kinst: Attached 2 probes", 0, false},
+		{"", 0, false},
+	}
+	for _, tt := range tests {
+		n, ok := parseAttached([]byte(tt.line))
+		if n != tt.n || ok != tt.ok {
+			t.Errorf("parseAttached(%q) = %d, %v; want %d, %v", tt.line, n, ok, tt.n, tt.ok)
+		}
+	}
+}
+
 func TestLinesAdd(t *testing.T) {
 	l := lines{event: " workload"}
 	for i, s := range []string{
