@@ -31,6 +31,7 @@ func (s *Session) readMap(gm *codegen.Map, dec *decoder) (*output.Map, error) {
 		om.Kind = output.KindPointer // decoded as the value's address
 	}
 	keyed := gm.Keys != nil
+	var keys keySlab
 	// Hist and lhist elements are spread over one key per bucket; they
 	// are gathered per user key.
 	type hist struct {
@@ -50,7 +51,7 @@ func (s *Session) readMap(gm *codegen.Map, dec *decoder) (*output.Map, error) {
 			return out
 		}, func(i int, key []byte) {
 			val := vals[i*size : (i+1)*size]
-			om.Entries = append(om.Entries, output.Entry{Key: decodeKey(dec, gm, key, keyed), Value: dec.value(vt, val, asValue)})
+			om.Entries = append(om.Entries, output.Entry{Key: keys.decode(dec, gm, key, keyed), Value: dec.value(vt, val, asValue)})
 		})
 	case gm.ValueSize == 8:
 		var all []uint64
@@ -72,7 +73,7 @@ func (s *Session) readMap(gm *codegen.Map, dec *decoder) (*output.Map, error) {
 					if vt.Kind == check.Lhist {
 						n = int((vt.LhistMax-vt.LhistMin)/vt.LhistStep) + 2
 					}
-					h = &hist{key: decodeKey(dec, gm, key, keyed), buckets: make([]uint64, n)}
+					h = &hist{key: keys.decode(dec, gm, key, keyed), buckets: make([]uint64, n)}
 					hists[string(userKey)] = h
 					order = append(order, string(userKey))
 				}
@@ -80,9 +81,9 @@ func (s *Session) readMap(gm *codegen.Map, dec *decoder) (*output.Map, error) {
 					h.buckets[bucket] += sumU64(vals)
 				}
 			case check.Count:
-				om.Entries = append(om.Entries, output.Entry{Key: decodeKey(dec, gm, key, keyed), Value: output.Count(sumU64(vals))})
+				om.Entries = append(om.Entries, output.Entry{Key: keys.decode(dec, gm, key, keyed), Value: output.Count(sumU64(vals))})
 			case check.Sum:
-				om.Entries = append(om.Entries, output.Entry{Key: decodeKey(dec, gm, key, keyed), Value: output.Sum(sumU64(vals), vt.Signed)})
+				om.Entries = append(om.Entries, output.Entry{Key: keys.decode(dec, gm, key, keyed), Value: output.Sum(sumU64(vals), vt.Signed)})
 			}
 		})
 	default:
@@ -92,7 +93,7 @@ func (s *Session) readMap(gm *codegen.Map, dec *decoder) (*output.Map, error) {
 			return all
 		}, func(i int, key []byte) {
 			if v, ok := combine(vt, all[i*s.ncpu:(i+1)*s.ncpu]); ok {
-				om.Entries = append(om.Entries, output.Entry{Key: decodeKey(dec, gm, key, keyed), Value: v})
+				om.Entries = append(om.Entries, output.Entry{Key: keys.decode(dec, gm, key, keyed), Value: v})
 			}
 		})
 	}
@@ -212,14 +213,27 @@ func better(t *check.Type, a, b uint64) bool {
 	return a > b
 }
 
-// decodeKey decodes a stored key into the map's key values.
-func decodeKey(dec *decoder, gm *codegen.Map, key []byte, keyed bool) []output.Value {
+// A keySlab hands out the keys of a map's entries from chunks of
+// values: one allocation per element made reading a million-element map
+// a million small objects for the collector.
+type keySlab struct{ free []output.Value }
+
+// keySlabChunk is how many values a chunk holds.
+const keySlabChunk = 4096
+
+// decode decodes a stored key into the map's key values.
+func (s *keySlab) decode(dec *decoder, gm *codegen.Map, key []byte, keyed bool) []output.Value {
 	if !keyed {
 		return nil
 	}
+	n := len(gm.Keys)
+	if len(s.free) < n {
+		s.free = make([]output.Value, max(n, keySlabChunk))
+	}
+	vals := s.free[:n:n]
+	s.free = s.free[n:]
 	// The stored key lays the keys out first; hist and lhist only add
 	// the bucket after them.
-	vals := make([]output.Value, len(gm.Keys))
 	for i, t := range gm.Keys {
 		vals[i] = dec.value(t, key[gm.Key.Offsets[i]:], asKey)
 	}
