@@ -34,7 +34,7 @@ var attachedLine = regexp.MustCompile(`^Attach(?:ing|ed) (\d+) probes?`)
 func (b *bench) probes() []*row {
 	defer func(t time.Duration) { b.runner.timeout = t }(b.runner.timeout)
 	b.runner.timeout = max(b.runner.timeout, time.Hour)
-	restore, err := raiseFileLimit(8 * scaleProbes)
+	restore, err := raiseFileLimit(4 * scaleProbes)
 	if err != nil {
 		b.fail("probes", "bench", err)
 		return nil
@@ -80,17 +80,21 @@ func parseAttached(line []byte) (int, bool) {
 	return n, err == nil
 }
 
-// raiseFileLimit raises the open-file limit the tools inherit to at
-// least n and returns what puts the old one back. Go starts children
-// with the limit its process began with unless the limit was set since.
+// raiseFileLimit raises the open-file limit the tools inherit towards n,
+// as far as the hard limit allows where it may not be raised, and
+// returns what puts the old one back. Go starts children with the limit
+// its process began with unless the limit was set since.
 func raiseFileLimit(n uint64) (restore func(), err error) {
 	var old syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
 		return nil, err
 	}
 	lim := syscall.Rlimit{Cur: max(old.Cur, n), Max: max(old.Max, n)}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return nil, fmt.Errorf("raise the open-file limit to %d: %w", n, err)
+	if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim) != nil {
+		lim = syscall.Rlimit{Cur: old.Max, Max: old.Max}
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			return nil, fmt.Errorf("raise the open-file limit to %d: %w", old.Max, err)
+		}
 	}
 	return func() { syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old) }, nil
 }
