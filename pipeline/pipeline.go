@@ -207,83 +207,9 @@ func (o *Options) dumps(stage string) bool {
 // Compile turns a program's source into BPF for the running kernel.
 // Errors in the program are a syntax.ErrorList.
 func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
-	pre, err := preprocess.Preprocess(name, src, &preprocess.Config{
-		IncludeDirs: opts.IncludeDirs,
-		Includes:    opts.Includes,
-		BTF:         haveBTF,
-		CacheDir:    opts.CacheDir,
-	})
-	if pre != nil && opts.Warnings != nil {
-		for _, w := range pre.Warnings {
-			fmt.Fprintf(opts.Warnings, "kinst: warning: %s\n", w)
-		}
-	}
+	checked, settings, opts, err := checkProgram(name, src, opts)
 	if err != nil {
 		return nil, err
-	}
-	parsed, err := syntax.ParseFile(pre.File)
-	if err != nil {
-		return nil, err
-	}
-	// Imports are relative to the program's folder, or to the working
-	// directory for a program given with -e.
-	dir := "."
-	if _, err := os.Stat(name); err == nil {
-		dir = filepath.Dir(name)
-	}
-	if parsed, err = syntax.ResolveImports(parsed, dir); err != nil {
-		return nil, err
-	}
-	if err := syntax.Expand(parsed, check.IsBuiltin); err != nil {
-		return nil, err
-	}
-	params := opts.Params
-	if opts.Compat != compat.V017 {
-		var named []string
-		params, named = splitOptions(params)
-		if err := syntax.ResolveGetopt(parsed, named); err != nil {
-			return nil, err
-		}
-	}
-	if opts.dumps("ast") {
-		fmt.Fprintln(opts.Dump, "syntax tree:")
-		syntax.Dump(opts.Dump, parsed)
-	}
-	var warn func(*syntax.Error)
-	if opts.Warnings != nil {
-		warn = func(w *syntax.Error) { fmt.Fprintln(opts.Warnings, w.Detail()) }
-	}
-	settings, err := check.ReadConfig(parsed, warn)
-	if err != nil {
-		return nil, err
-	}
-	if opts, err = configure(opts, settings); err != nil {
-		return nil, err
-	}
-	strLen := opts.StrLen
-	if strLen == 0 {
-		strLen = check.DefaultStrLen
-	}
-	checked, err := check.Check(parsed, &check.Config{
-		Resolver: &attach.Resolver{Pid: opts.Pid, Command: opts.Command, StrLen: strLen},
-		Kernel:   attach.Kernel{},
-		Params:   params,
-		Unsafe:   opts.Unsafe,
-		Cpid:     opts.Cpid,
-		StrLen:   strLen,
-		Warn:     warn,
-		Compat:   opts.Compat,
-
-		MissingProbes: opts.MissingProbes,
-		StackMode:     opts.StackMode,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if opts.ProbeFilter != nil {
-		if err := filterProbes(checked, opts.ProbeFilter); err != nil {
-			return nil, err
-		}
 	}
 	if opts.dumps("types") {
 		DumpTypes(opts.Dump, checked)
@@ -313,6 +239,91 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 			"raise it with BPFTRACE_MAX_PROBES, but carefully: very many probes can slow the system down", ErrTooManyProbes, n, opts.MaxProbes)
 	}
 	return out, nil
+}
+
+// checkProgram takes a program's source through preprocessing,
+// parsing, macro expansion, its config block and type checking, and
+// returns the options its config block amended.
+func checkProgram(name string, src []byte, opts *Options) (*check.Program, check.Settings, *Options, error) {
+	pre, err := preprocess.Preprocess(name, src, &preprocess.Config{
+		IncludeDirs: opts.IncludeDirs,
+		Includes:    opts.Includes,
+		BTF:         haveBTF,
+		CacheDir:    opts.CacheDir,
+	})
+	if pre != nil && opts.Warnings != nil {
+		for _, w := range pre.Warnings {
+			fmt.Fprintf(opts.Warnings, "kinst: warning: %s\n", w)
+		}
+	}
+	if err != nil {
+		return nil, check.Settings{}, nil, err
+	}
+	parsed, err := syntax.ParseFile(pre.File)
+	if err != nil {
+		return nil, check.Settings{}, nil, err
+	}
+	// Imports are relative to the program's folder, or to the working
+	// directory for a program given with -e.
+	dir := "."
+	if _, err := os.Stat(name); err == nil {
+		dir = filepath.Dir(name)
+	}
+	if parsed, err = syntax.ResolveImports(parsed, dir); err != nil {
+		return nil, check.Settings{}, nil, err
+	}
+	if err := syntax.Expand(parsed, check.IsBuiltin); err != nil {
+		return nil, check.Settings{}, nil, err
+	}
+	params := opts.Params
+	if opts.Compat != compat.V017 {
+		var named []string
+		params, named = splitOptions(params)
+		if err := syntax.ResolveGetopt(parsed, named); err != nil {
+			return nil, check.Settings{}, nil, err
+		}
+	}
+	if opts.dumps("ast") {
+		fmt.Fprintln(opts.Dump, "syntax tree:")
+		syntax.Dump(opts.Dump, parsed)
+	}
+	var warn func(*syntax.Error)
+	if opts.Warnings != nil {
+		warn = func(w *syntax.Error) { fmt.Fprintln(opts.Warnings, w.Detail()) }
+	}
+	settings, err := check.ReadConfig(parsed, warn)
+	if err != nil {
+		return nil, check.Settings{}, nil, err
+	}
+	if opts, err = configure(opts, settings); err != nil {
+		return nil, check.Settings{}, nil, err
+	}
+	strLen := opts.StrLen
+	if strLen == 0 {
+		strLen = check.DefaultStrLen
+	}
+	checked, err := check.Check(parsed, &check.Config{
+		Resolver: &attach.Resolver{Pid: opts.Pid, Command: opts.Command, StrLen: strLen},
+		Kernel:   attach.Kernel{},
+		Params:   params,
+		Unsafe:   opts.Unsafe,
+		Cpid:     opts.Cpid,
+		StrLen:   strLen,
+		Warn:     warn,
+		Compat:   opts.Compat,
+
+		MissingProbes: opts.MissingProbes,
+		StackMode:     opts.StackMode,
+	})
+	if err != nil {
+		return nil, check.Settings{}, nil, err
+	}
+	if opts.ProbeFilter != nil {
+		if err := filterProbes(checked, opts.ProbeFilter); err != nil {
+			return nil, check.Settings{}, nil, err
+		}
+	}
+	return checked, settings, opts, nil
 }
 
 // haveBTF says whether the kernel has BTF, for BPFTRACE_HAVE_BTF: the

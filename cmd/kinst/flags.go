@@ -25,6 +25,7 @@ const usage = `USAGE:
     kinst [options] - <stdin input>
     kinst [options] -e 'program' [ARGS...]
     kinst -l [-v] [search]
+    kinst -l [-v] -e 'program' | filename
     kinst features [-f text|json]
     kinst INSTRUMENT [options]
     kinst help [INSTRUMENT]
@@ -42,7 +43,8 @@ OPTIONS:
     -I DIR         add the directory to the include search path
     --include FILE add an #include file before preprocessing
     -l, --list [search]
-                   list probes (-v adds argument types)
+                   list probes (-v adds argument types); with a
+                   program, the probes it attaches to
     -p, --pid PID  restrict uprobes to process PID
     -c, --cmd 'CMD'
                    run CMD under tracing; stop when it exits

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -285,4 +286,37 @@ func TestListIterators(t *testing.T) {
 			t.Errorf("kinst %s %s: exit status %d, stderr %q\n got %q\nwant %q", tt.flag, tt.pattern, r.code, r.stderr, got, tt.want)
 		}
 	}
+}
+
+// kinst -l with a program, given with -e or as a file, lists the probes
+// the program would attach to, each once, without BEGIN, END and self
+// probes; -lv adds their arguments; a bad program is a located error.
+func TestListProgram(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe)
+	dir := tracefs(t)
+	formats, err := filepath.Glob(filepath.Join(dir, "events", "syscalls", "sys_enter_open*", "format"))
+	if err != nil || len(formats) == 0 {
+		t.Fatalf("no syscalls:sys_enter_open* events in %s: %v", dir, err)
+	}
+	var opens strings.Builder
+	for _, f := range formats {
+		fmt.Fprintf(&opens, "tracepoint:syscalls:%s\n", filepath.Base(filepath.Dir(f)))
+	}
+	bin := target(t)
+	prog := fmt.Sprintf("BEGIN { } tracepoint:syscalls:sys_enter_open* { exit(); } interval:s:1, tracepoint:syscalls:sys_enter_openat { } uretprobe:%s:kinst_a* { } end { } self:signal:SIGUSR1 { }", bin)
+	want := opens.String() + "interval:s:1\n" + "uretprobe:" + bin + ":kinst_add\n"
+	kinst(t, "-l", "-e", prog).want(t, 0, want, "")
+	file := filepath.Join(t.TempDir(), "p.bt")
+	if err := os.WriteFile(file, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kinst(t, "-l", file).want(t, 0, want, "")
+
+	verbose := kinst(t, "-lv", "-e", "tracepoint:syscalls:sys_enter_openat { }")
+	if verbose.code != 0 || !strings.HasPrefix(verbose.stdout, "tracepoint:syscalls:sys_enter_openat\n    int __syscall_nr\n    int dfd\n    const char * filename\n") {
+		t.Errorf("kinst -lv -e: exit status %d\nstdout:\n%s\nstderr:\n%s", verbose.code, verbose.stdout, verbose.stderr)
+	}
+	kinst(t, "-l", "-e", "tracepoint:nope:x { }").want(t, 1, "",
+		"-e:1:1: tracepoint nope:x does not exist; kinst -l 'tracepoint:nope:*' lists the nope tracepoints\ntracepoint:nope:x { }\n^~~~~~~~~~~~~~~~~\n")
 }

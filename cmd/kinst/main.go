@@ -6,6 +6,7 @@
 //	kinst [options] -e PROGRAM [ARGS...]
 //	kinst [options] FILE [ARGS...]
 //	kinst -l [PATTERN]
+//	kinst -l -e PROGRAM | FILE
 //	kinst features
 //	kinst INSTRUMENT [options]
 //	kinst help [INSTRUMENT]
@@ -230,15 +231,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kinst: %v\n", err)
 		return 2
 	}
+	// -l with a program (-e, or a file that exists) lists the probes it
+	// would attach to, once it has compiled; otherwise its argument is
+	// a search pattern.
+	listProgram := false
 	if *list {
-		pattern := ""
-		if len(rest) > 0 {
-			pattern = rest[0]
+		if *prog == "" && (len(rest) == 0 || !isFile(rest[0])) {
+			pattern := ""
+			if len(rest) > 0 {
+				pattern = rest[0]
+			}
+			return listProbes(pattern, *verbose, int(pid), stdout, stderr)
 		}
-		if *prog != "" {
-			pattern = *prog
-		}
-		return listProbes(pattern, *verbose, int(pid), stdout, stderr)
+		listProgram = true
 	}
 	switch *format {
 	case "text", "json":
@@ -334,6 +339,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	p, err := api.Compile(name, src, opts)
 	if err != nil {
 		return report(err, *verbose, stderr)
+	}
+	if listProgram {
+		return listProgramProbes(p, *verbose, int(pid), stdout, stderr)
 	}
 	if *emitELF != "" {
 		if code := writeELF(*emitELF, p, stderr); code != 0 || debug.n == 0 {

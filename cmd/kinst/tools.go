@@ -5,8 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"text/tabwriter"
 
+	api "kinst.dev/kinst"
 	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/kernel"
 )
@@ -45,6 +48,36 @@ func features(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return 0
+}
+
+// listProgramProbes prints the probes p attaches to, as bpftrace 0.26.1
+// lists them for -l with a program: each once, BEGIN, END and self probes
+// left out; with -v, each with its arguments where -l gives them.
+func listProgramProbes(p *api.Program, verbose bool, pid int, stdout, stderr io.Writer) int {
+	seen := map[string]bool{}
+	for _, probe := range p.Probes() {
+		for _, t := range probe.Targets {
+			provider, _, _ := strings.Cut(t, ":")
+			switch provider {
+			case "BEGIN", "END", "begin", "end", "self":
+				continue
+			}
+			if seen[t] {
+				continue
+			}
+			seen[t] = true
+			if !verbose || attach.List(stdout, t, true, pid) != nil {
+				fmt.Fprintln(stdout, t)
+			}
+		}
+	}
+	return 0
+}
+
+// isFile says whether path names a file, which -l reads as a program.
+func isFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // listProbes prints the probes matching pattern.
