@@ -4,6 +4,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 
 	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -19,7 +20,7 @@ func (g *gen) scalar(x syntax.Expr) operand {
 		return g.scalar(e)
 	}
 	saved := g.cur
-	g.cur = x.Pos()
+	g.cur = g.startOf(x)
 	defer func() { g.cur = saved }()
 	switch x := x.(type) {
 	case *syntax.ParenExpr:
@@ -501,11 +502,30 @@ func (g *gen) storeValue(x syntax.Expr, dst mem, t *check.Type) {
 	g.memInto(x, dst, t)
 }
 
+// startOf is where x starts, as the run-time messages about it locate
+// it: bpftrace 0.26.1 drops the parentheses that lead an expression
+// (((struct foo *)0).a starts at the cast), 0.17 keeps them.
+func (g *gen) startOf(x syntax.Expr) syntax.Pos {
+	if g.c.prog.Compat == compat.V017 {
+		return x.Pos()
+	}
+	for {
+		switch e := x.(type) {
+		case *syntax.ParenExpr:
+			x = e.X
+		case *syntax.FieldExpr:
+			x = e.X
+		default:
+			return x.Pos()
+		}
+	}
+}
+
 // memInto writes the value of memory-class x into dst as type t
 // (dst.size == t.Size), converting strings and tuples as needed.
 func (g *gen) memInto(x syntax.Expr, dst mem, t *check.Type) {
 	saved := g.cur
-	g.cur = x.Pos()
+	g.cur = g.startOf(x)
 	defer func() { g.cur = saved }()
 	if v, ok := g.p.Consts[x]; ok && v.IsStr {
 		g.storeBytes(dst, v.Str)

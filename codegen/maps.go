@@ -6,6 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -116,6 +117,10 @@ func (g *gen) assignMap(x *syntax.MapExpr, s *syntax.AssignStmt) {
 		v := g.alloc(m.Value.Size, m.Value.Align())
 		g.storeValue(s.Rhs, v, m.Value)
 		k := g.key(x, m)
+		if g.c.prog.Compat == compat.V017 {
+			// 0.17 locates the update at its '='.
+			g.cur = s.OpPos
+		}
 		g.update(m, k, v, updateAny)
 		return
 	}

@@ -73,10 +73,10 @@ func (s *Session) handle(rec []byte) {
 		errno := int64(le.Uint64(body[a.Args.Offsets[0]:]))
 		old := s.out.Compat == compat.V017
 		he := output.HelperError{Helper: a.Text, Retcode: errno}
-		if !old && s.opts.Format == JSON {
-			// 0.26.1 reports it in the output, as an object there.
-			p, _ := s.out.File.Locate(a.Pos)
-			he.File, he.Line, he.Column = s.out.File.Name, p.Line, p.Column
+		if s.opts.Format == JSON {
+			// Both releases report it in the output, as an object there.
+			p := s.out.File.Position(a.Pos)
+			he.File, he.Line, he.Column = s.sourceName(p.Filename), p.Line, p.Column
 			err = s.w.HelperError(he)
 			break
 		}
@@ -324,6 +324,15 @@ func (s *Session) record(a *codegen.Action, body []byte) error {
 	return s.opts.Records(r)
 }
 
+// sourceName is how run-time messages name the source file name:
+// bpftrace 0.26.1 names a one-liner's stdin.
+func (s *Session) sourceName(name string) string {
+	if s.out.Compat != compat.V017 && name == "-e" {
+		return "stdin"
+	}
+	return name
+}
+
 // diagnostic reports errorf() and warnf() as bpftrace 0.26 does: on
 // Stderr as "FILE:LINE:COL-ENDCOL: ERROR: message" (or WARNING, which
 // --no-warnings silences), or in JSON as an errorf or warnf record.
@@ -336,11 +345,7 @@ func (s *Session) diagnostic(a *codegen.Action, body []byte) error {
 		return err
 	}
 	pos, end := s.out.File.Position(a.Pos), s.out.File.Position(a.End)
-	file, line, col, endCol := pos.Filename, pos.Line, pos.Column, end.Column
-	if s.out.Compat != compat.V017 && file == "-e" {
-		// bpftrace 0.26.1 names a one-liner's source stdin.
-		file = "stdin"
-	}
+	file, line, col, endCol := s.sourceName(pos.Filename), pos.Line, pos.Column, end.Column
 	if o := a.Origin; o != nil {
 		file, line, col, endCol = o.File, o.Line, o.Col, o.EndCol
 	}

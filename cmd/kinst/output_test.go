@@ -131,12 +131,15 @@ func TestMapsByMode(t *testing.T) {
 }
 
 // TestHelperErrorByMode: a failed helper under -k is a warning on
-// standard error in both modes, in each release's words; 0.26.1's JSON
-// makes it an object in the output.
+// standard error in both modes, in each release's words, located where
+// each release locates it; in JSON it is an object in the output, in
+// each release's shape.
 func TestHelperErrorByMode(t *testing.T) {
 	testenv.Root(t)
 	const prog = `begin { @a[1] = 1; @a[2] = 2; exit(); }`
 	caret := prog + "\n" + strings.Repeat(" ", 19) + "^\n"
+	// 0.17 locates an update at its '='.
+	caret017 := prog + "\n" + strings.Repeat(" ", 25) + "^\n"
 	full := "kinst: warning: map @a was full: 1 update dropped; it holds at most 1 (set KINST_MAP_KEYS_MAX for more)\n"
 	for _, tc := range []struct {
 		name           string
@@ -145,12 +148,15 @@ func TestHelperErrorByMode(t *testing.T) {
 		stdout, stderr string
 	}{
 		{"0.17", v017, "text", "\n\n@a[1]: 1\n",
-			"-e:1:20: WARNING: Failed to map_update_elem: Argument list too long (-7)\n" + caret + full},
+			"-e:1:26: WARNING: Failed to map_update_elem: Argument list too long (-7)\n" + caret017 + full},
+		{"0.17 json", v017, "json",
+			`{"type": "helper_error", "helper": "map_update_elem", "retcode": -7, "line": 1, "col": 26}` + "\n\n\n" +
+				`{"type": "map", "data": {"@a": {"1": 1}}}` + "\n", full},
 		{"0.26.1", current, "text", "\n\n@a[1]: 1\n",
 			"-e:1:20: WARNING: Map full; can't update element. Try increasing max_map_keys config or manually setting the max entries in a map declaration e.g. `let @a = hash(5000)`\n" +
 				"Additional Info - helper: map_update_elem, retcode: -7\n" + caret + full},
 		{"0.26.1 json", current, "json",
-			`{"type": "helper_error", "msg": "Argument list too long", "helper": "map_update_elem", "retcode": -7, "filename": "-e", "line": 1, "col": 20}` + "\n" +
+			`{"type": "helper_error", "msg": "Argument list too long", "helper": "map_update_elem", "retcode": -7, "filename": "stdin", "line": 1, "col": 20}` + "\n" +
 				`{"type": "map", "data": {"@a": {"1": 1}}}` + "\n", full},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
