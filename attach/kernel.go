@@ -108,8 +108,15 @@ func (Kernel) KfuncAllowed(name, provider string) bool {
 	return kernel.KfuncAllowed(name, pt)
 }
 
-// PercpuVar returns the BTF id of the per-CPU kernel variable name.
-func (Kernel) PercpuVar(name string) (uint32, error) {
+// PercpuVar returns the BTF id of the per-CPU kernel variable name. The
+// verifier finds the variable's address in kallsyms, which must list it.
+func (k Kernel) PercpuVar(name string) (uint32, error) {
 	id, err := kernel.PercpuVar(name)
-	return uint32(id), err
+	if err != nil {
+		return 0, err
+	}
+	if _, err := k.Symbol(name); err != nil {
+		return 0, err
+	}
+	return uint32(id), nil
 }

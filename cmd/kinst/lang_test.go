@@ -354,3 +354,18 @@ func TestWriteUser(t *testing.T) {
 	}
 	kinst(t, "-q", "--unsafe", "-e", prog, "-c", cat+" "+path).want(t, 0, "the redirected file\nredirected\n\n\n", "")
 }
+
+// TestSocketCookie: socket_cookie(sk) is the kernel's cookie of a socket
+// an fentry probe was given, the same for each datagram of one socket
+// and never 0; in other probes it is refused. The host forbids fentry,
+// so the run is the guests'.
+func TestSocketCookie(t *testing.T) {
+	kinst(t, "-e", `begin { $c = socket_cookie(0); }`).want(t, 1, "",
+		"-e:1:14: socket_cookie() is only available in fentry and fexit probes (kfunc, kretfunc): the kernel lets only those call bpf_get_socket_cookie on a socket\n"+
+			"begin { $c = socket_cookie(0); }\n"+
+			"             ^~~~~~~~~~~~~~~~\n")
+	testenv.Require(t, testenv.Fentry, testenv.Ringbuf)
+	prog := `fentry:ip_output /pid == cpid/ { @nonzero[socket_cookie(args->sk) != 0] = count(); @k[socket_cookie(args->sk)] = 1; }
+end { print(len(@k)); clear(@k); }`
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", prog, "-c", workload(t)+" udp 5 100").want(t, 0, "1\n\n\n@nonzero[true]: 5\n", "")
+}
