@@ -370,3 +370,11 @@ func TestSocketCookie(t *testing.T) {
 end { print(len(@k)); clear(@k); }`
 	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", prog, "-c", workload(t)+" udp 5 100").want(t, 0, "1\n\n\n@nonzero[true]: 5\n", "")
 }
+
+// TestPrintfGFP: bpftrace 0.26.1's %gr prints GFP flags by name.
+func TestPrintfGFP(t *testing.T) {
+	testenv.Require(t, testenv.Ringbuf)
+	runLangCases(t, []langCase{{name: "gr", defaultOnly: true,
+		prog: `begin { printf("GFPFlags: %gr %gr|%-12gr|%gr\n", 0x1, (uint32)0xcc0, 0x820, 0); exit(); }`,
+		want: "GFPFlags: GFP_DMA GFP_KERNEL|GFP_ATOMIC  |0\n\n\n"}})
+}
