@@ -253,7 +253,7 @@ func (c *checker) checkMemcmp(x *syntax.CallExpr, call *Call) *Type {
 		if t == nil {
 			return nil
 		}
-		if !storable(t) || t.Kind == Void {
+		if !storable(t) {
 			c.errorf(a, "memcmp() compares values a variable can hold, not %s", t)
 			return nil
 		}

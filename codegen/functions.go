@@ -361,14 +361,16 @@ func (g *gen) writeUser(x *syntax.CallExpr) operand {
 	mark := g.mark()
 	defer g.release(mark)
 	src := g.valueMem(x.Args[1])
-	dst := g.owned(g.scalar(x.Args[0]))
+	dst := g.scalar(x.Args[0])
 	n := g.scalar(x.Args[2])
 	done := g.newLabel("written")
 	if n.kind == opImm {
 		g.emit(asm.Mov.Imm(asm.R3, int32(n.imm)))
 	} else {
+		// JLT, not JEQ: every verifier learns from it that the size
+		// left is at least 1, which the helper requires.
 		g.load(asm.R3, n)
-		g.emit(asm.Mov.Imm(asm.R0, 1), asm.JEq.Imm(asm.R3, 0, done))
+		g.emit(asm.Mov.Imm(asm.R0, 1), asm.JLT.Imm(asm.R3, 1, done))
 		fits := g.newLabel("writelen")
 		g.emit(asm.JLE.Imm(asm.R3, int32(src.size), fits), asm.Mov.Imm(asm.R3, int32(src.size)))
 		g.place(fits)

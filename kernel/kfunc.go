@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -42,6 +43,25 @@ func HasFunc(name string) bool {
 // kfunc_allowed decides (a load refused for another reason, such as a
 // tracing program's missing target, leaves the answer yes).
 func KfuncAllowed(name string, pt ebpf.ProgramType) bool {
+	key := kfuncQuery{name, pt}
+	if v, ok := kfuncAnswers.Load(key); ok {
+		return v.(bool)
+	}
+	yes := kfuncAllowed(name, pt)
+	kfuncAnswers.Store(key, yes)
+	return yes
+}
+
+// kfuncAnswers remembers KfuncAllowed's answers: the checker asks again
+// on each of its passes, and each question costs a program load.
+var kfuncAnswers sync.Map // kfuncQuery → bool
+
+type kfuncQuery struct {
+	name string
+	pt   ebpf.ProgramType
+}
+
+func kfuncAllowed(name string, pt ebpf.ProgramType) bool {
 	id, ok := funcID(name)
 	if !ok {
 		return false
