@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 
 	"kinst.dev/kinst/check"
@@ -82,4 +83,40 @@ func (Kernel) Enum(name string) (int64, bool) {
 	})
 	v, ok := enums.values[name]
 	return v, ok
+}
+
+// Kfunc reports whether the kernel's BTF describes function name.
+func (Kernel) Kfunc(name string) bool { return kernel.HasFunc(name) }
+
+// kfuncProgTypes are the program types bpftrace 0.26.1 asks the kernel
+// about for kfunc_allowed, by probe type; the others are kprobes.
+var kfuncProgTypes = map[string]ebpf.ProgramType{
+	"BEGIN": ebpf.RawTracepoint, "END": ebpf.RawTracepoint,
+	"tracepoint": ebpf.TracePoint,
+	"profile":    ebpf.PerfEvent, "interval": ebpf.PerfEvent, "software": ebpf.PerfEvent,
+	"hardware": ebpf.PerfEvent, "watchpoint": ebpf.PerfEvent,
+	"fentry": ebpf.Tracing, "fexit": ebpf.Tracing, "iter": ebpf.Tracing, "rawtracepoint": ebpf.Tracing,
+}
+
+// KfuncAllowed reports whether a probe of type provider may call kernel
+// function name.
+func (Kernel) KfuncAllowed(name, provider string) bool {
+	pt, ok := kfuncProgTypes[provider]
+	if !ok {
+		pt = ebpf.Kprobe
+	}
+	return kernel.KfuncAllowed(name, pt)
+}
+
+// PercpuVar returns the BTF id of the per-CPU kernel variable name. The
+// verifier finds the variable's address in kallsyms, which must list it.
+func (k Kernel) PercpuVar(name string) (uint32, error) {
+	id, err := kernel.PercpuVar(name)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := k.Symbol(name); err != nil {
+		return 0, err
+	}
+	return uint32(id), nil
 }

@@ -90,6 +90,15 @@ func init() {
 		"static_assert":       {stmt: true, check: (*checker).checkStaticAssert},
 		"assert":              {stmt: true, check: (*checker).checkAssert},
 		"has_cpid":            {check: (*checker).checkHasCpid},
+		"signal_thread":       {stmt: true, unsafe: true, check: (*checker).checkSignal},
+		"write_user":          {unsafe: true, check: (*checker).checkWriteUser},
+		"memcmp":              {check: (*checker).checkMemcmp},
+		"assert_str":          {stmt: true, check: (*checker).checkAssertStr},
+		"find":                {check: (*checker).checkFind},
+		"kfunc_exist":         {check: (*checker).checkKfunc},
+		"kfunc_allowed":       {check: (*checker).checkKfunc},
+		"socket_cookie":       {check: (*checker).checkSocketCookie},
+		"percpu_kaddr":        {check: (*checker).checkPercpuKaddr},
 	}
 }
 
@@ -589,12 +598,14 @@ var signals = map[string]int64{
 	"SIGIO": 29, "SIGPWR": 30, "SIGSYS": 31,
 }
 
+// checkSignal checks signal(sig) and signal_thread(sig), which signal
+// the process or the thread that hit the probe.
 func (c *checker) checkSignal(x *syntax.CallExpr, call *Call) *Type {
 	if !c.nargs(x, 1, 1) {
 		return nil
 	}
 	if c.probe.Provider == "BEGIN" || c.probe.Provider == "END" {
-		c.errorf(x, "signal() has no process to signal in %s", c.probe.Provider)
+		c.errorf(x, "%s() has no process to signal in %s", x.Fun.Name, c.probe.Provider)
 		return nil
 	}
 	t := c.expr(x.Args[0])
@@ -619,7 +630,7 @@ func (c *checker) checkSignal(x *syntax.CallExpr, call *Call) *Type {
 		c.errorf(x.Args[0], "signal %d is out of range 1..64", int64(v.Int))
 		return nil
 	case t.Kind != Int:
-		c.errorf(x.Args[0], "signal() takes a signal number or name, not %s", t)
+		c.errorf(x.Args[0], "%s() takes a signal number or name, not %s", x.Fun.Name, t)
 		return nil
 	}
 	return TVoid

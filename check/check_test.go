@@ -613,3 +613,18 @@ func TestRenamedKernelField(t *testing.T) {
 		t.Errorf("err = %v, want %q", err, want)
 	}
 }
+
+// The fake kernel has one kfunc, which only fentry probes may call, and
+// one per-CPU variable.
+func (fakeKernel) Kfunc(name string) bool { return name == "bpf_task_from_pid" }
+
+func (fakeKernel) KfuncAllowed(name, provider string) bool {
+	return name == "bpf_task_from_pid" && provider == "fentry"
+}
+
+func (fakeKernel) PercpuVar(name string) (uint32, error) {
+	if name == "process_counts" {
+		return 42, nil
+	}
+	return 0, fmt.Errorf("could not resolve variable %q from BTF", name)
+}

@@ -59,6 +59,13 @@ type Kernel interface {
 	Symbol(name string) (uint64, error)
 	// Enum returns the value of a kernel enum constant.
 	Enum(name string) (int64, bool)
+	// Kfunc reports whether the kernel's BTF describes function name.
+	Kfunc(name string) bool
+	// KfuncAllowed reports whether programs of the probe type provider
+	// may call kernel function name, as the verifier answers.
+	KfuncAllowed(name, provider string) bool
+	// PercpuVar returns the BTF id of the per-CPU kernel variable name.
+	PercpuVar(name string) (uint32, error)
 }
 
 // String sizes. Strings larger than the BPF stack allows live in a

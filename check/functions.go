@@ -298,3 +298,63 @@ func (c *checker) checkSkbOutput(x *syntax.CallExpr, call *Call) *Type {
 	call.Text, call.Offset = path, uint64(off)
 	return TUint32
 }
+
+// socketCookieProviders are the probes whose arguments are pointers the
+// kernel knows the types of, which bpf_get_socket_cookie requires.
+var socketCookieProviders = []string{"fentry", "fexit"}
+
+// checkSocketCookie checks socket_cookie(sk): the kernel's cookie of the
+// socket sk, a struct sock * the probe was given.
+func (c *checker) checkSocketCookie(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 1) {
+		return nil
+	}
+	if !has(socketCookieProviders, c.probe.Provider) {
+		c.errorf(x, "socket_cookie() is only available in fentry and fexit probes (kfunc, kretfunc): the kernel lets only those call bpf_get_socket_cookie on a socket")
+		return nil
+	}
+	t := c.expr(x.Args[0])
+	if t == nil {
+		return nil
+	}
+	if t.Kind != Ptr {
+		c.errorf(x, "socket_cookie() only supports pointer arguments (%s provided)", t)
+		return nil
+	}
+	if t.Elem == nil || t.Elem.Name != "struct sock" {
+		c.errorf(x, "socket_cookie() only supports 'struct sock *' as the argument ('%s' provided)", t)
+		return nil
+	}
+	return TUint64
+}
+
+// checkPercpuKaddr checks percpu_kaddr(name[, cpu]): the address of a
+// per-CPU kernel variable on this CPU or on cpu, where it may be null.
+func (c *checker) checkPercpuKaddr(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 2) {
+		return nil
+	}
+	name, ok := c.constString(x.Args[0], "percpu_kaddr() variable")
+	if !ok {
+		return nil
+	}
+	if len(x.Args) == 2 {
+		if t := c.expr(x.Args[1]); t == nil {
+			return nil
+		} else if t.Kind != Int {
+			c.errorf(x.Args[1], "percpu_kaddr() takes a CPU number, not %s", t)
+			return nil
+		}
+	}
+	if c.conf.Kernel == nil {
+		c.errorf(x, "percpu_kaddr(): kernel BTF is not available")
+		return nil
+	}
+	id, err := c.conf.Kernel.PercpuVar(name)
+	if err != nil {
+		c.errorf(x, "percpu_kaddr(): %v", err)
+		return nil
+	}
+	call.Text, call.ID = name, id
+	return &Type{Kind: Ptr, Size: 8, Elem: TUint64, Space: KernelSpace}
+}

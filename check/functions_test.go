@@ -60,3 +60,37 @@ func TestFunctionConstants(t *testing.T) {
 		}
 	}
 }
+
+// TestKfuncQueries: kfunc_exist and kfunc_allowed are constants the
+// kernel answers, kfunc_allowed for the probe's type; without a kernel
+// both are false.
+func TestKfuncQueries(t *testing.T) {
+	tests := []struct {
+		probe, expr string
+		kernel      Kernel
+		want        uint64
+	}{
+		{"BEGIN", `kfunc_exist("bpf_task_from_pid")`, fakeKernel{}, 1},
+		{"BEGIN", `kfunc_exist("bpf_nope")`, fakeKernel{}, 0},
+		{"BEGIN", `kfunc_exist("bpf_task_from_pid")`, nil, 0},
+		{"BEGIN", `kfunc_allowed("bpf_task_from_pid")`, fakeKernel{}, 0},
+		{"fentry:f", `kfunc_allowed("bpf_task_from_pid")`, fakeKernel{}, 1},
+		{"fentry:f", `kfunc_allowed("bpf_nope")`, fakeKernel{}, 0},
+	}
+	for _, tt := range tests {
+		src := tt.probe + " { @x = " + tt.expr + " }"
+		prog, err := checkSrc(t, src, &Config{Kernel: tt.kernel})
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		p := prog.Probes[0]
+		rhs := p.Syntax.Body.Stmts[0].(*syntax.AssignStmt).Rhs
+		if v, ok := p.Consts[rhs]; !ok || v.Int != tt.want {
+			t.Errorf("%s: %v (constant %v), want %d", src, v.Int, ok, tt.want)
+		}
+		if typ := p.Types[rhs]; !typ.IsBool() {
+			t.Errorf("%s: type %s, want bool", src, typ)
+		}
+	}
+}

@@ -208,6 +208,8 @@ type Call struct {
 	// Offset is skboutput's: the bytes at the start of each packet the
 	// file leaves out.
 	Offset uint64
+	// ID is percpu_kaddr's: the kernel BTF id of its variable.
+	ID uint32
 	// Space is where str, buf and join read from.
 	Space AddrSpace
 	// Top and Div are print's optional limits for a whole map.

@@ -237,3 +237,174 @@ func (c *checker) checkHasCpid(x *syntax.CallExpr, call *Call) *Type {
 	c.setConst(x, Const{Int: b2u(c.conf.Cpid)})
 	return c.boolType()
 }
+
+// checkMemcmp checks memcmp(left, right, count): the first count bytes of
+// two values compared as signed chars, as the standard library's
+// __memcmp does, which returns the difference of the first bytes that
+// differ, or 0. A constant count must lie within both values; a variable
+// one compares no further than the smaller.
+func (c *checker) checkMemcmp(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 3, 3) {
+		return nil
+	}
+	var sizes [2]int
+	for i, a := range x.Args[:2] {
+		t := c.expr(a)
+		if t == nil {
+			return nil
+		}
+		if !storable(t) {
+			c.errorf(a, "memcmp() compares values a variable can hold, not %s", t)
+			return nil
+		}
+		sizes[i] = t.Size
+	}
+	nt := c.expr(x.Args[2])
+	if nt == nil {
+		return nil
+	}
+	if nt.Kind != Int {
+		c.errorf(x.Args[2], "memcmp() takes a byte count, not %s", nt)
+		return nil
+	}
+	if v, ok := c.probe.Consts[x.Args[2]]; ok {
+		if most := min(sizes[0], sizes[1]); v.Int > uint64(most) {
+			c.errorf(x.Args[2], "memcmp() cannot compare %d bytes: the smaller value holds %d", int64(v.Int), most)
+			return nil
+		}
+	}
+	return TInt32
+}
+
+// checkAssertStr checks assert_str(e), which compiles only if e is
+// string-like: a string, or an array of or a pointer to int8. It leaves
+// no code.
+func (c *checker) checkAssertStr(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 1) {
+		return nil
+	}
+	t := c.expr(x.Args[0])
+	if t == nil {
+		return nil
+	}
+	char := t.Elem != nil && t.Elem.Kind == Int && t.Elem.Size == 1 && t.Elem.Signed
+	switch {
+	case t.Kind == Str:
+	case t.Kind == Array && !char:
+		c.errorf(x, "string-like arrays must contain a char-like type")
+		return nil
+	case t.Kind == Ptr && !char:
+		c.errorf(x, "string-like pointers must point to a char-like type")
+		return nil
+	case t.Kind != Array && t.Kind != Ptr:
+		c.errorf(x, "string-like values must be either strings, arrays or pointers")
+		return nil
+	}
+	return TVoid
+}
+
+// checkFind checks find(@m, key, $v): whether @m holds key, and if so
+// its value copied to $v, which must be able to hold it as an
+// assignment $v = @m[key] would. Call.Elems holds @m[key].
+func (c *checker) checkFind(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 3, 3) {
+		return nil
+	}
+	m, ok := x.Args[0].(*syntax.MapExpr)
+	if !ok || m.Keys != nil {
+		c.errorf(x.Args[0], "find() takes a map, a key and a variable, as in find(@name, key, $v)")
+		return nil
+	}
+	v, ok := x.Args[2].(*syntax.VarExpr)
+	if !ok {
+		c.errorf(x.Args[2], "find() takes a map, a key and a variable, as in find(@name, key, $v)")
+		return nil
+	}
+	if mm := c.prog.mapIndex[m.Name]; mm != nil && mm.Keys == nil {
+		c.errorf(x, "call to find expects a map with explicit keys (non-scalar map)")
+		return nil
+	}
+	e := &syntax.MapExpr{NamePos: m.NamePos, Name: m.Name, Keys: []syntax.Expr{x.Args[1]}, Rbrack: x.Args[1].End()}
+	mm := c.useMap(e, nil, false)
+	if mm == nil {
+		return nil
+	}
+	if !storable(mm.Value) {
+		c.errorf(e, "find() cannot read the elements of a %s() map", mm.Value)
+		return nil
+	}
+	c.probe.Types[m] = mm.Value
+	c.probe.Types[e] = mm.Value
+	mm.Read = true
+	c.assign(&syntax.AssignStmt{Lhs: v, OpPos: v.Pos(), Op: syntax.ASSIGN, Rhs: e})
+	if c.probe.Types[v] == nil {
+		return nil
+	}
+	call.Map = mm
+	call.Elems = []*syntax.MapExpr{e}
+	return c.boolType()
+}
+
+// checkKfunc checks kfunc_exist(name) and kfunc_allowed(name), answered
+// when the program is compiled: whether the kernel's BTF describes the
+// function, and whether programs of this probe's type may call it.
+func (c *checker) checkKfunc(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 1, 1) || c.expr(x.Args[0]) == nil {
+		return nil
+	}
+	v, ok := c.probe.Consts[x.Args[0]]
+	if _, lit := syntax.Unparen(x.Args[0]).(*syntax.StringLit); !ok || !v.IsStr || !lit {
+		c.errorf(x, "%s() accepts a string literal only", x.Fun.Name)
+		return nil
+	}
+	yes := false
+	if k := c.conf.Kernel; k != nil {
+		if x.Fun.Name == "kfunc_exist" {
+			yes = k.Kfunc(v.Str)
+		} else {
+			yes = k.KfuncAllowed(v.Str, c.probe.Provider)
+		}
+	}
+	c.setConst(x, Const{Int: b2u(yes)})
+	return c.boolType()
+}
+
+// checkWriteUser checks write_user(dst, src, len): len bytes of src, a
+// value the program holds, written to the user address dst. A constant
+// len must lie within src; a variable one is bounded by it.
+func (c *checker) checkWriteUser(x *syntax.CallExpr, call *Call) *Type {
+	if !c.nargs(x, 3, 3) {
+		return nil
+	}
+	dt := c.expr(x.Args[0])
+	if dt == nil {
+		return nil
+	}
+	if dt.Kind != Ptr && dt.Kind != Int {
+		c.errorf(x.Args[0], "write_user() writes to a user address, not %s", dt)
+		return nil
+	}
+	st := c.expr(x.Args[1])
+	if st == nil {
+		return nil
+	}
+	switch st.Kind {
+	case Str, Array, Tuple, Record, Buffer:
+	default:
+		c.errorf(x.Args[1], "write_user() writes from a value the program holds, a string, an array or a tuple, not %s", st)
+		return nil
+	}
+	nt := c.expr(x.Args[2])
+	if nt == nil {
+		return nil
+	}
+	if nt.Kind != Int {
+		c.errorf(x.Args[2], "write_user() takes a byte count, not %s", nt)
+		return nil
+	}
+	if v, ok := c.probe.Consts[x.Args[2]]; ok && (v.Int == 0 || v.Int > uint64(st.Size)) {
+		c.errorf(x.Args[2], "write_user() cannot write %d bytes of a %s: it holds %d", int64(v.Int), st, st.Size)
+		return nil
+	}
+	return c.boolType()
+}

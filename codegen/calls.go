@@ -106,7 +106,7 @@ func (g *gen) callStmt(x *syntax.CallExpr) {
 			g.callStmt(s)
 		}
 		g.place(holds)
-	case "static_assert":
+	case "static_assert", "assert_str":
 		// It held when the program was compiled; nothing is left to do.
 	case "print":
 		if c.Map != nil {
@@ -139,11 +139,15 @@ func (g *gen) callStmt(x *syntax.CallExpr) {
 		for _, e := range c.Elems {
 			g.deleteElem(e)
 		}
-	case "signal":
+	case "signal", "signal_thread":
 		op := g.scalar(x.Args[0])
 		g.load(asm.R1, op)
 		g.free(op)
-		g.call(asm.FnSendSignal)
+		if x.Fun.Name == "signal_thread" {
+			g.call(asm.FnSendSignalThread)
+		} else {
+			g.call(asm.FnSendSignal)
+		}
 	case "core":
 		// The process stops here, from inside the probe; user space
 		// dumps it and lets it go on.
@@ -262,6 +266,16 @@ func (g *gen) callScalar(x *syntax.CallExpr) operand {
 		return g.nsecs(c.Text)
 	case "is_err":
 		return g.isErr(x)
+	case "memcmp":
+		return g.memcmp(x)
+	case "find":
+		return g.find(x, c)
+	case "write_user":
+		return g.writeUser(x)
+	case "socket_cookie":
+		return g.socketCookie(x)
+	case "percpu_kaddr":
+		return g.percpuKaddr(x, c)
 	}
 	g.c.errorf(x, "%s() has no integer value", x.Fun.Name)
 	return immOp(0)

@@ -269,3 +269,151 @@ func (g *gen) isErr(x *syntax.CallExpr) operand {
 	g.set(p, r)
 	return p
 }
+
+// valueMem returns memory holding the value of x: its own when it has
+// a home, else a copy, integers and pointers included.
+func (g *gen) valueMem(x syntax.Expr) mem {
+	t := g.typeOf(x)
+	if !t.InRegister() {
+		return g.memOf(x)
+	}
+	m := g.alloc(t.Size, t.Align())
+	g.storeValue(x, m, t)
+	return m
+}
+
+// memcmp compares the first count bytes of two values as signed chars:
+// the difference of the first pair that differs, or 0. A variable count
+// stops the comparison early; the check bounded a constant one.
+func (g *gen) memcmp(x *syntax.CallExpr) operand {
+	mark := g.mark()
+	defer g.release(mark)
+	a, b := g.valueMem(x.Args[0]), g.valueMem(x.Args[1])
+	n := min(a.size, b.size)
+	count := g.scalar(x.Args[2])
+	if count.kind == opImm {
+		n = min(n, int(count.imm))
+	}
+	if n <= 0 {
+		g.free(count)
+		return immOp(0)
+	}
+	var rc asm.Register
+	if count.kind != opImm {
+		rc = g.reg(count, asm.R3)
+		if rc != asm.R3 {
+			g.emit(asm.Mov.Reg(asm.R3, rc))
+			rc = asm.R3
+		}
+	}
+	g.free(count)
+	same, diff, done := g.newLabel("memsame"), g.newLabel("memdiff"), g.newLabel("memcmp")
+	for i := 0; i < n; i++ {
+		if count.kind != opImm {
+			g.emit(asm.JLE.Imm(rc, int32(i), same))
+		}
+		g.emit(
+			asm.LoadMem(asm.R1, a.base, a.off+int16(i), asm.Byte),
+			asm.LoadMem(asm.R2, b.base, b.off+int16(i), asm.Byte),
+			asm.JNE.Reg(asm.R1, asm.R2, diff),
+		)
+	}
+	g.place(same)
+	g.emit(asm.Mov.Imm(asm.R0, 0), asm.Ja.Label(done))
+	g.place(diff)
+	g.extend(asm.R1, 1, true)
+	g.extend(asm.R2, 1, true)
+	g.emit(asm.Mov.Reg(asm.R0, asm.R1), asm.Sub.Reg(asm.R0, asm.R2))
+	g.place(done)
+	return g.fromReg(asm.R0)
+}
+
+// find looks the element up once: when it is there, its value goes to
+// the variable, converted to the variable's type, and the result is 1.
+func (g *gen) find(x *syntax.CallExpr, c *check.Call) operand {
+	e := c.Elems[0]
+	m := g.mapOf(e)
+	v := x.Args[2].(*syntax.VarExpr)
+	dst, vt := g.vars[v.Name], g.p.Vars[v.Name].Type
+	mark := g.mark()
+	g.lookup(m, g.key(e, m))
+	g.release(mark)
+	done := g.newLabel("found")
+	g.emit(asm.JEq.Imm(asm.R0, 0, done))
+	if vt.InRegister() {
+		g.loadInt(asm.R1, asm.R0, 0, m.Value)
+		g.normalize(asm.R1, vt)
+		g.emit(asm.StoreMem(dst.base, dst.off, asm.R1, asm.DWord))
+	} else {
+		g.emit(asm.Mov.Reg(asm.R3, asm.R0))
+		g.convertMem(dst, vt, mem{base: asm.R3, size: m.Value.Size}, m.Value)
+	}
+	g.emit(asm.Mov.Imm(asm.R0, 1))
+	g.place(done)
+	return g.fromReg(asm.R0)
+}
+
+// writeUser writes len bytes of a value the program holds to a user
+// address with bpf_probe_write_user; the result is 1 when it did. The
+// kernel takes only a size the verifier can bound: a variable len is
+// cut to the value's size, and nothing written is no failure.
+func (g *gen) writeUser(x *syntax.CallExpr) operand {
+	mark := g.mark()
+	defer g.release(mark)
+	src := g.valueMem(x.Args[1])
+	dst := g.scalar(x.Args[0])
+	n := g.scalar(x.Args[2])
+	done := g.newLabel("written")
+	if n.kind == opImm {
+		g.emit(asm.Mov.Imm(asm.R3, int32(n.imm)))
+	} else {
+		// JLT, not JEQ: every verifier learns from it that the size
+		// left is at least 1, which the helper requires.
+		g.load(asm.R3, n)
+		g.emit(asm.Mov.Imm(asm.R0, 1), asm.JLT.Imm(asm.R3, 1, done))
+		fits := g.newLabel("writelen")
+		g.emit(asm.JLE.Imm(asm.R3, int32(src.size), fits), asm.Mov.Imm(asm.R3, int32(src.size)))
+		g.place(fits)
+	}
+	g.free(n)
+	g.load(asm.R1, dst)
+	g.free(dst)
+	g.addr(asm.R2, src)
+	g.call(asm.FnProbeWriteUser)
+	yes := g.newLabel("wrote")
+	g.emit(asm.JEq.Imm(asm.R0, 0, yes), asm.Mov.Imm(asm.R0, 0), asm.Ja.Label(done))
+	g.place(yes)
+	g.emit(asm.Mov.Imm(asm.R0, 1))
+	g.place(done)
+	return g.fromReg(asm.R0)
+}
+
+// socketCookie asks bpf_get_socket_cookie for the cookie of a socket
+// the probe was given.
+func (g *gen) socketCookie(x *syntax.CallExpr) operand {
+	sk := g.scalar(x.Args[0])
+	g.load(asm.R1, sk)
+	g.free(sk)
+	return g.helperResult(asm.FnGetSocketCookie)
+}
+
+// pseudoBTFID marks a 64-bit load of a kernel variable by its BTF id
+// (BPF_PSEUDO_BTF_ID), which package asm does not name.
+const pseudoBTFID = asm.R3
+
+// percpuKaddr loads the per-CPU variable's BTF id, which the verifier
+// turns into its per-CPU address, and asks for this CPU's copy or cpu's,
+// which is null for a CPU that does not exist.
+func (g *gen) percpuKaddr(x *syntax.CallExpr, c *check.Call) operand {
+	var cpu operand
+	if len(x.Args) == 2 {
+		cpu = g.scalar(x.Args[1])
+		g.load(asm.R2, cpu)
+		g.free(cpu)
+	}
+	g.emit(asm.Instruction{OpCode: asm.LoadImmOp(asm.DWord), Dst: asm.R1, Src: pseudoBTFID, Constant: int64(c.ID)})
+	if len(x.Args) == 2 {
+		return g.helperResult(asm.FnPerCpuPtr)
+	}
+	return g.helperResult(asm.FnThisCpuPtr)
+}

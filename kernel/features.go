@@ -60,7 +60,8 @@ const (
 	FeatRingbufOutput
 	FeatOverrideReturn
 	FeatSendSignal
-	FeatLoop // the bpf_loop helper
+	FeatProbeWriteUser // bpf_probe_write_user, refused under lockdown
+	FeatLoop           // the bpf_loop helper
 	FeatForEachMapElem
 	FeatMapLookupPercpuElem
 	FeatBoundedLoops // verifier support for bounded loops
@@ -110,6 +111,7 @@ var featureInfos = [numFeatures]featureInfo{
 	FeatRingbufOutput:         {"ringbuf_output", "the bpf_ringbuf_output helper", false},
 	FeatOverrideReturn:        {"override_return", "the bpf_override_return helper", false},
 	FeatSendSignal:            {"send_signal", "the bpf_send_signal helper", false},
+	FeatProbeWriteUser:        {"probe_write_user", "the bpf_probe_write_user helper", false},
 	FeatLoop:                  {"loop", "the bpf_loop helper", false},
 	FeatForEachMapElem:        {"for_each_map_elem", "the bpf_for_each_map_elem helper", false},
 	FeatMapLookupPercpuElem:   {"map_lookup_percpu_elem", "the bpf_map_lookup_percpu_elem helper", false},
@@ -292,6 +294,7 @@ var helperFuncs = map[Feature]asm.BuiltinFunc{
 	FeatRingbufOutput:      asm.FnRingbufOutput,
 	FeatOverrideReturn:     asm.FnOverrideReturn,
 	FeatSendSignal:         asm.FnSendSignal,
+	FeatProbeWriteUser:     asm.FnProbeWriteUser,
 	FeatLoop:               asm.FnLoop,
 	// for ($kv : @map) and, over an aggregation, its totals.
 	FeatForEachMapElem:      asm.FnForEachMapElem,
@@ -614,6 +617,12 @@ func probeLSM() Status {
 
 func probeHelper(f Feature, fn asm.BuiltinFunc) Status {
 	err := features.HaveProgramHelper(ebpf.Kprobe, fn)
+	if f == FeatProbeWriteUser && errors.Is(err, ebpf.ErrNotSupported) {
+		// The kernel offers the helper only outside lockdown.
+		if mode := Probe(FeatLockdown).Value; mode == "integrity" || mode == "confidentiality" {
+			return f.no("kernel lockdown is set to " + mode + ", which forbids BPF programs to write user memory")
+		}
+	}
 	if f == FeatOverrideReturn && errors.Is(err, ebpf.ErrNotSupported) {
 		if why := configSays("CONFIG_FUNCTION_ERROR_INJECTION", "CONFIG_BPF_KPROBE_OVERRIDE"); why != "" {
 			return f.no(why)

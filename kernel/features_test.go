@@ -171,13 +171,14 @@ func TestProbeProjectHost(t *testing.T) {
 		}
 	}
 	refused := map[Feature]string{
-		FeatFentry:       "fentry programs are refused by this kernel's policy (EPERM)",
-		FeatFexit:        "fexit programs are refused by this kernel's policy (EPERM)",
-		FeatFmodRet:      "fmod_ret programs are refused by this kernel's policy (EPERM)",
-		FeatLSM:          "LSM programs are refused by this kernel's policy (EPERM)",
-		FeatKprobe:       "kprobes are not available: this kernel was built without CONFIG_KPROBES",
-		FeatKprobeMulti:  "kprobe.multi links are not available: this kernel was built without CONFIG_FPROBE",
-		FeatPerfHardware: "hardware perf events are not available: this machine exposes no hardware performance counters (ENOENT)",
+		FeatFentry:         "fentry programs are refused by this kernel's policy (EPERM)",
+		FeatFexit:          "fexit programs are refused by this kernel's policy (EPERM)",
+		FeatFmodRet:        "fmod_ret programs are refused by this kernel's policy (EPERM)",
+		FeatLSM:            "LSM programs are refused by this kernel's policy (EPERM)",
+		FeatKprobe:         "kprobes are not available: this kernel was built without CONFIG_KPROBES",
+		FeatKprobeMulti:    "kprobe.multi links are not available: this kernel was built without CONFIG_FPROBE",
+		FeatPerfHardware:   "hardware perf events are not available: this machine exposes no hardware performance counters (ENOENT)",
+		FeatProbeWriteUser: "the bpf_probe_write_user helper is not available: kernel lockdown is set to integrity, which forbids BPF programs to write user memory",
 	}
 	for f, reason := range refused {
 		if st := Probe(f); st != (Status{Feature: f, Reason: reason}) {

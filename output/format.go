@@ -1,6 +1,7 @@
 package output
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"strconv"
@@ -68,7 +69,7 @@ type Verb struct {
 	width  int
 	prec   int    // -1 when absent
 	length string // hh h l ll j z t, or ""
-	conv   string // s c d u o x X p r rx rh
+	conv   string // s c d u o x X p r rx rh gr
 }
 
 // token is the verb's conversion without flags, width and precision, as
@@ -177,6 +178,9 @@ func matchVerb(s string, i int) (Verb, int, bool) {
 	switch {
 	case strings.HasPrefix(rest, "rx"), strings.HasPrefix(rest, "rh"):
 		v.conv, v.Arg = rest[:2], ArgBuffer
+	case strings.HasPrefix(rest, "gr"):
+		// bpftrace 0.26.1's GFP flags, by name.
+		v.conv, v.Arg = "gr", ArgInteger
 	case strings.HasPrefix(rest, "r"):
 		v.conv, v.Arg = "r", ArgBuffer
 	case strings.HasPrefix(rest, "s"):
@@ -228,7 +232,7 @@ func scanPart(s string, start int, v *Verb, end int) part {
 		return part{lit: string(append(lit, s[v.Offset+len(v.Text)-len(v.conv)+1:end]...))}
 	}
 	piece := s[start:end]
-	if v.Arg == ArgBuffer {
+	if v.Arg == ArgBuffer || v.conv == "gr" {
 		piece = s[start:v.Offset] + "%s"
 	}
 	p := scanLiteral(piece, start)
@@ -470,6 +474,18 @@ func (v *Verb) appendArg(b []byte, a Value) ([]byte, error) {
 	case "c":
 		c := [1]byte{byte(a.n)}
 		return v.pad(b, c[:]), nil
+	case "gr":
+		// bpftrace pads the names as a C++ stream does: with '0' after a
+		// 0 flag, on either side.
+		text := appendGFP(nil, uint64(a.n))
+		if !v.zero {
+			return v.pad(b, text), nil
+		}
+		fill := bytes.Repeat([]byte{'0'}, max(v.width-len(text), 0))
+		if v.left {
+			return append(append(b, text...), fill...), nil
+		}
+		return append(append(b, fill...), text...), nil
 	case "p":
 		if a.n == 0 {
 			return v.pad(b, []byte("(nil)")), nil

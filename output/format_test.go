@@ -27,6 +27,7 @@ func TestParseFormatVerbs(t *testing.T) {
 			{17, "%zu", ArgInteger}, {20, "%tp", ArgInteger}, {23, "%c", ArgInteger}}},
 		{"%r %rx %rh %5r %rd", []verb{{0, "%r", ArgBuffer}, {3, "%rx", ArgBuffer},
 			{7, "%rh", ArgBuffer}, {11, "%5r", ArgBuffer}, {15, "%r", ArgBuffer}}},
+		{"%gr|%-20gr|", []verb{{0, "%gr", ArgInteger}, {4, "%-20gr", ArgInteger}}},
 		// 0.17 finds a verb in "%%d" and none in these:
 		{"100%%d", []verb{{4, "%d", ArgInteger}}},
 		{"%i %+d % d %#x %lf %.d %*d %ls %lc %Ld %qd %--5d %", nil},
@@ -123,6 +124,15 @@ func TestFormatAppend(t *testing.T) {
 			"2001:db8::1 00:1A:FF:03:04:A0"},
 		{"%rh|%rx|%r", []Value{Buffer(nil), Buffer([]byte{0}), Buffer([]byte("\t~"))}, "|\\x00|\\x09~"},
 		{"100%% %d%%%%", []Value{Int(5)}, "100% 5%%%%"},
+		// GFP flags, as bpftrace 0.26.1's %gr names them: masks first,
+		// then single bits, and what is left in hex.
+		{"%gr|%gr|%gr|%gr", []Value{Int(1), Int(0), Uint(0xcc0), Uint(0x100cc0)}, "GFP_DMA|0|GFP_KERNEL|GFP_USER"},
+		{"%gr|%gr|%gr|%gr|%-12gr|%9gr|", []Value{Uint(0x820), Uint(0x2800), Uint(0x400cc0), Uint(0x1 | 0x200 | 0x40), Uint(0xcc0), Int(1)},
+			"GFP_ATOMIC|GFP_NOWAIT|GFP_KERNEL_ACCOUNT|GFP_DMA|__GFP_IO|0x200|GFP_KERNEL  |  GFP_DMA|"},
+		{"%gr", []Value{Uint(0x2000000 | 0x100000 | 0xcc0 | 0x2 | 0x8)}, "GFP_HIGHUSER_MOVABLE"},
+		{"%gr", []Value{Uint((0x2000000|0x100000|0xcc0|0x2|0x8|0x40000|0x80000|0x2000)&^0xc00 | 0x400)}, "GFP_TRANSHUGE"},
+		{"%gr", []Value{Uint(1 << 40)}, "0x10000000000"},
+		{"%09gr|%-09gr|%05gr", []Value{Int(1), Int(1), Int(1)}, "00GFP_DMA|GFP_DMA00|GFP_DMA"},
 	} {
 		got, err := ParseFormat(tc.format).Append(nil, tc.args)
 		if err != nil || string(got) != tc.want {

@@ -63,7 +63,8 @@ OPTIONS:
     --usdt-file-activation
                    activate usdt semaphores based on file path (always so
                    where the kernel has the uprobe reference counter)
-    --unsafe       allow unsafe builtin functions: system(), signal(), override()
+    --unsafe       allow unsafe builtin functions: system(), signal(),
+                   signal_thread(), override(), write_user(), core()
     -q, --quiet    keep messages quiet: no "Attached N probes" line
     --info         print information about kernel BPF support
     -k, --warnings warn when a helper or a probe read fails (0.17 mode:
