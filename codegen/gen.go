@@ -172,7 +172,7 @@ func (c *compiler) declareMaps() {
 		valueSize := m.Value.Size
 		mapType := ebpf.Hash
 		switch m.Value.Kind {
-		case check.Hist, check.Lhist:
+		case check.Hist, check.Lhist, check.TSeries:
 			keys := append(append([]*check.Type{}, m.Keys...), check.TUint64)
 			key = check.TupleType(keys)
 			gm.PerCPU = true
