@@ -139,7 +139,12 @@ func (c *checker) call(x *syntax.CallExpr, stmt bool) *Type {
 		return t
 	}
 	if f == nil {
-		if near := spell.Nearest(name, functionNames()); near != "" {
+		names := functionNames()
+		if c.conf.Compat == compat.V017 {
+			// 0.17 has no tseries() to suggest.
+			names = slices.DeleteFunc(names, func(n string) bool { return n == "tseries" })
+		}
+		if near := spell.Nearest(name, names); near != "" {
 			c.errorf(x.Fun, "unknown function %s (did you mean %s?)", name, near)
 		} else {
 			c.errorf(x.Fun, "unknown function %s", name)
