@@ -361,6 +361,8 @@ func (s *Session) clearMap(gm *codegen.Map, zero bool) error {
 			err = m.Put(k, make([]byte, gm.ValueSize))
 		case gm.ValueSize == 8:
 			err = m.Put(k, make([]uint64, s.ncpu))
+		case gm.Value.Kind == check.TSeries:
+			err = m.Put(k, make([]tsPart, s.ncpu))
 		default:
 			err = m.Put(k, make([]pair, s.ncpu))
 		}

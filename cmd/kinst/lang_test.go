@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -383,4 +386,105 @@ func TestPrintfGFP(t *testing.T) {
 	runLangCases(t, []langCase{{name: "gr", defaultOnly: true,
 		prog: `begin { printf("GFPFlags: %gr %gr|%-12gr|%gr\n", 0x1, (uint32)0xcc0, 0x820, 0); exit(); }`,
 		want: "GFPFlags: GFP_DMA GFP_KERNEL|GFP_ATOMIC  |0\n\n\n"}})
+}
+
+// tseriesTime matches the start of a tseries interval of 10s, in the
+// text and in the JSON output: what a run cannot fix in advance.
+var tseriesTime = regexp.MustCompile(`(?m)^\d\d:\d\d:\d0\.000000000 |2\d{3}-\d\d-\d\d \d\d:\d\d:\d0\.000000000`)
+
+// TestTSeries: bpftrace 0.26.1's tseries keeps, per interval, the last
+// value recorded or the sum, average, minimum or maximum of them; clear
+// empties it, zero leaves buckets of no interval. One begin probe falls
+// in one interval of 10s, whose start (the only part that varies) is
+// replaced by TIME.
+func TestTSeries(t *testing.T) {
+	testenv.Require(t, testenv.Ringbuf)
+	prog := `begin { @a = tseries(3, 10s, 5); @a = tseries(7, 10s, 5); @s["x"] = tseries(2, 10s, 3, "sum"); @s["x"] = tseries(5, 10s, 3, "sum"); @v = tseries(-4, 10s, 3, "avg"); @v = tseries(-1, 10s, 3, "avg"); @lo = tseries(4, 10s, 3, "min"); @lo = tseries(2, 10s, 3, "min"); @hi = tseries(4, 10s, 3, "max"); @hi = tseries(9, 10s, 3, "max"); @b[1] = tseries(1, 10s, 5); clear(@b); @z = tseries(5, 10s, 2, "avg"); zero(@z); print(@a); exit(); }`
+	graph := func(name, lo, value, hi string) string {
+		return name + ":\n" +
+			"                   " + lo + strings.Repeat(" ", 21-len(lo)) + strings.Repeat(" ", 32-len(hi)) + hi + "\n" +
+			"hh:mm:ss.ns        |___________________________________________________|\n" +
+			"TIME |                         *                         | " + value + "\n" +
+			"                   v___________________________________________________v\n" +
+			"                   " + lo + strings.Repeat(" ", 21-len(lo)) + strings.Repeat(" ", 32-len(hi)) + hi + "\n\n"
+	}
+	r := kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", prog)
+	r.stdout = tseriesTime.ReplaceAllString(r.stdout, "TIME ")
+	r.want(t, 0, graph("@a", "6", "7", "8")+"\n\n"+
+		graph("@a", "6", "7", "8")+
+		graph("@hi", "8", "9", "10")+
+		graph("@lo", "1", "2", "3")+
+		graph("@s[x]", "6", "7", "8")+
+		graph("@v", "-3", "-2", "-1")+
+		"@z:\n<no data>\n", "")
+
+	// zero() leaves @y's one bucket of no interval: bpftrace shows it
+	// as interval 0, the Unix epoch, with the value 0; the date tells
+	// it from the run's.
+	prog = strings.Replace(prog, "print(@a);", "@y = tseries(5, 10s, 1); zero(@y); print(@a);", 1)
+	r = kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-f", "json", "-e", prog)
+	r.stdout = tseriesTime.ReplaceAllString(r.stdout, "TIME")
+	point := func(v string) string { return `[{"interval_start":"TIME","value":` + v + `}]` }
+	r.want(t, 0, `{"type": "tseries", "data": {"@a": `+point("7")+"}}\n"+
+		`{"type": "tseries", "data": {"@a": `+point("7")+"}}\n"+
+		`{"type": "tseries", "data": {"@hi": `+point("9")+"}}\n"+
+		`{"type": "tseries", "data": {"@lo": `+point("2")+"}}\n"+
+		`{"type": "tseries", "data": {"@s": {"x": `+point("7")+"}}}\n"+
+		`{"type": "tseries", "data": {"@v": `+point("-2")+"}}\n"+
+		`{"type": "tseries", "data": {"@y": [{"interval_start":"1970-01-01 00:00:00.000000000","value":0}]}}`+"\n"+
+		`{"type": "tseries", "data": {"@z": []}}`+"\n", "")
+
+	kinst(t, "-e", `BEGIN { @ = tseries(1, 1000, 5); }`).want(t, 1, "",
+		"-e:1:13: unknown function tseries\nBEGIN { @ = tseries(1, 1000, 5); }\n            ^~~~~~~\n")
+}
+
+// TestTSeriesIntervals: a probe every 100ms feeds two series of 1s
+// intervals, the count of its runs and the number of the run; each
+// interval's last number is then one less than the runs up to its end.
+func TestTSeriesIntervals(t *testing.T) {
+	testenv.Require(t, testenv.Ringbuf)
+	prog := `interval:ms:100 { @n = tseries(1, 1s, 10, "sum"); @last = tseries(@c, 1s, 10); @c++; if (@c == 25) { clear(@c); exit(); } }`
+	r := kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-f", "json", "-e", prog)
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("exit status %d, stderr:\n%s", r.code, r.stderr)
+	}
+	type point struct {
+		Start string `json:"interval_start"`
+		Value int64  `json:"value"`
+	}
+	series := map[string][]point{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var msg struct {
+			Type string             `json:"type"`
+			Data map[string][]point `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(line), &msg); err != nil || msg.Type != "tseries" {
+			t.Fatalf("%q: %v", line, err)
+		}
+		maps.Copy(series, msg.Data)
+	}
+	n, last := series["@n"], series["@last"]
+	if len(n) < 3 || len(n) > 4 || len(last) != len(n) {
+		t.Fatalf("%d and %d intervals for a run of 2.5s:\n%s", len(n), len(last), r.stdout)
+	}
+	runs := int64(0)
+	for i := range n {
+		start, err := time.Parse("2006-01-02 15:04:05.000000000", n[i].Start)
+		if err != nil || start.Nanosecond() != 0 || last[i].Start != n[i].Start {
+			t.Errorf("interval %d starts at %s and %s, not on a second", i, n[i].Start, last[i].Start)
+		}
+		if i > 0 {
+			prev, _ := time.Parse("2006-01-02 15:04:05.000000000", n[i-1].Start)
+			if start.Sub(prev) != time.Second {
+				t.Errorf("interval %d starts %v after the one before", i, start.Sub(prev))
+			}
+		}
+		runs += n[i].Value
+		if last[i].Value != runs-1 {
+			t.Errorf("interval %d: last number %d after %d runs", i, last[i].Value, runs)
+		}
+	}
+	if runs != 25 {
+		t.Errorf("%d runs counted, want 25:\n%s", runs, r.stdout)
+	}
 }
