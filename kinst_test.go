@@ -591,3 +591,42 @@ func TestStopContext(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeSeries reads a tseries map through the API: per key, the
+// interval and the intervals with values, started on a multiple of the
+// interval.
+func TestTimeSeries(t *testing.T) {
+	testenv.Root(t)
+	prog, err := kinst.Compile("t.bt", []byte(`BEGIN { @t["a"] = tseries(5, 10s, 3, "min"); @t["a"] = tseries(6, 10s, 3, "min"); @t["b"] = tseries(-1, 10s, 3, "min"); @t["b"] = tseries(2, 10s, 3, "min"); exit() }`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := prog.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := run.Map("@t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Entries) != 2 {
+		t.Fatalf("%d entries, want 2: %+v", len(m.Entries), m.Entries)
+	}
+	for i, want := range []struct {
+		key   string
+		value int64
+	}{{"a", 5}, {"b", -1}} {
+		e := m.Entries[i]
+		ts, ok := e.Value.(kinst.TimeSeries)
+		if !ok || len(e.Key) != 1 || e.Key[0] != want.key || ts.Interval != 10*time.Second || len(ts.Points) != 1 {
+			t.Fatalf("entry %d: %+v", i, e)
+		}
+		p := ts.Points[0]
+		if p.Value != want.value || p.Start.UnixNano()%int64(10*time.Second) != 0 || time.Since(p.Start) > time.Minute {
+			t.Errorf("@t[%s]: %+v, want the value %d in an interval of 10s begun lately", want.key, p, want.value)
+		}
+	}
+}

@@ -40,7 +40,42 @@ func TSeries(interval, intervals uint64, signed bool, points []TSeriesPoint) Val
 		return 0
 	})
 	ps = slices.CompactFunc(ps, func(a, b TSeriesPoint) bool { return a.Epoch == b.Epoch })
-	return Value{kind: KindTSeries, ref: &tseries{interval: interval, intervals: intervals, signed: signed, points: ps}}
+	return Value{kind: KindTSeries, signed: signed, ref: &tseries{interval: interval, intervals: intervals, signed: signed, points: ps}}
+}
+
+// TSeriesInterval returns a tseries' interval in nanoseconds and how
+// many intervals it keeps.
+func (v Value) TSeriesInterval() (interval, intervals uint64) {
+	if t := v.tseries(); t != nil {
+		return t.interval, t.intervals
+	}
+	return 0, 0
+}
+
+// TSeriesLatest returns the number of the latest interval a tseries
+// holds: a map shows the window of intervals ending at the latest of
+// all its entries.
+func (v Value) TSeriesLatest() uint64 {
+	if t := v.tseries(); t != nil {
+		return t.latest()
+	}
+	return 0
+}
+
+// TSeriesPoints returns the intervals with values of a tseries in the
+// window ending at interval last, oldest first, as bpftrace prints them.
+func (v Value) TSeriesPoints(last uint64) []TSeriesPoint {
+	t := v.tseries()
+	if t == nil {
+		return nil
+	}
+	var ps []TSeriesPoint
+	for _, r := range t.rows(last) {
+		if r.ok {
+			ps = append(ps, TSeriesPoint{Epoch: r.start / t.interval, Value: r.value})
+		}
+	}
+	return ps
 }
 
 func (v Value) tseries() *tseries { t, _ := v.ref.(*tseries); return t }
