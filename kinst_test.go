@@ -411,6 +411,7 @@ func TestBadOptions(t *testing.T) {
 		{kinst.Options{Environment: true}, []string{"BPFTRACE_MAP_KEYS_MAX=4294967296"}, kinst.ErrEnvironment, `BPFTRACE_MAP_KEYS_MAX="4294967296" is more than 4294967295`},
 		{kinst.Options{Environment: true}, []string{"KINST_BUFFER_KB=3"}, kinst.ErrEnvironment, "KINST_BUFFER_KB must be a power of two of at least 4"},
 		{kinst.Options{Environment: true}, []string{"BPFTRACE_CAT_BYTES_MAX=-1"}, kinst.ErrEnvironment, `BPFTRACE_CAT_BYTES_MAX="-1" is not a number of bytes`},
+		{kinst.Options{Environment: true}, []string{"BPFTRACE_UNSTABLE_TSERIES=on"}, kinst.ErrEnvironment, `BPFTRACE_UNSTABLE_TSERIES="on": want enable, warn or error`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

@@ -398,6 +398,10 @@ func (c *checker) aggregate(x *syntax.MapExpr, call *syntax.CallExpr) {
 		}
 		value = &Type{Kind: Lhist, Size: 8, LhistMin: lo, LhistMax: hi, LhistStep: step}
 	case "tseries":
+		if c.conf.NoTSeries {
+			c.errorf(call, "tseries() is an unstable feature that unstable_tseries=error turns off; enable it with unstable_tseries=enable")
+			return
+		}
 		value = c.tseriesType(call, signed)
 		if value == nil {
 			return

@@ -71,6 +71,10 @@ type Options struct {
 	// default mode and warn in 0.17's.
 	MissingProbes string
 	StackMode     string
+	// UnstableTSeries is bpftrace 0.26.1's unstable_tseries, from
+	// BPFTRACE_UNSTABLE_TSERIES: "error" refuses tseries(); "enable",
+	// "warn" or "" (the program's config block then decides) allow it.
+	UnstableTSeries string
 	// ProbeFilter, when set, keeps only the probes whose names match
 	// it, and BEGIN and END, as --probe-filter does.
 	ProbeFilter *regexp.Regexp
@@ -99,6 +103,11 @@ func (o *Options) FromEnv() error {
 	case "", "bpftrace", "perf":
 	default:
 		return fmt.Errorf("BPFTRACE_STACK_MODE=%q: kinst prints stacks in bpftrace or perf mode", o.StackMode)
+	}
+	switch o.UnstableTSeries = strings.ToLower(os.Getenv("BPFTRACE_UNSTABLE_TSERIES")); o.UnstableTSeries {
+	case "", "enable", "warn", "error":
+	default:
+		return fmt.Errorf("BPFTRACE_UNSTABLE_TSERIES=%q: want enable, warn or error", o.UnstableTSeries)
 	}
 	kb, err := envInt(0, "KINST_BUFFER_KB")
 	if err != nil || kb != 0 && (kb < 4 || kb&(kb-1) != 0) {
@@ -314,6 +323,7 @@ func checkProgram(name string, src []byte, opts *Options) (*check.Program, check
 
 		MissingProbes: opts.MissingProbes,
 		StackMode:     opts.StackMode,
+		NoTSeries:     opts.UnstableTSeries == "error",
 	})
 	if err != nil {
 		return nil, check.Settings{}, nil, err
@@ -518,6 +528,9 @@ func configure(opts *Options, s check.Settings) (*Options, error) {
 	}
 	if o.StackMode == "" {
 		o.StackMode, _ = s.Str("stack_mode")
+	}
+	if on, ok := s.Bool("unstable_tseries"); ok && !on && o.UnstableTSeries == "" {
+		o.UnstableTSeries = "error"
 	}
 	return &o, nil
 }

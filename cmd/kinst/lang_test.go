@@ -436,6 +436,21 @@ func TestTSeries(t *testing.T) {
 
 	kinst(t, "-e", `BEGIN { @ = tseries(1, 1000, 5); }`).want(t, 1, "",
 		"-e:1:13: unknown function tseries\nBEGIN { @ = tseries(1, 1000, 5); }\n            ^~~~~~~\n")
+
+	// unstable_tseries=error refuses it, in the config block or the
+	// environment, which overrides the block.
+	gated := `config = { unstable_tseries = error } begin { @ = tseries(1, 10s, 5); exit(); }`
+	refused := func(prog string) string {
+		col := strings.Index(prog, "tseries(")
+		return fmt.Sprintf("-e:1:%d: tseries() is an unstable feature that unstable_tseries=error turns off; enable it with unstable_tseries=enable\n%s\n%s^~~~~~~~~~~~~~~~~~\n",
+			col+1, prog, strings.Repeat(" ", col))
+	}
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", gated).want(t, 1, "", refused(gated))
+	enabled := strings.Replace(gated, "error", "enable", 1)
+	kinstEnv(t, []string{"KINST_COMPAT=", "BPFTRACE_UNSTABLE_TSERIES=error"}, "-q", "-e", enabled).want(t, 1, "", refused(enabled))
+	r = kinstEnv(t, []string{"KINST_COMPAT=", "BPFTRACE_UNSTABLE_TSERIES=enable"}, "-q", "-e", gated)
+	r.stdout = tseriesTime.ReplaceAllString(r.stdout, "TIME ")
+	r.want(t, 0, "\n\n"+graph("@", "0", "1", "2"), "")
 }
 
 // TestTSeriesIntervals: a probe every 100ms feeds two series of 1s
