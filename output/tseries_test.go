@@ -145,7 +145,8 @@ func TestTSeriesCurrent(t *testing.T) {
 				"                0                                18446744073709551615\n" +
 				"\n", ""},
 	} {
-		text, json := bothIn(t, compat.Current, func(w *Writer) error { return w.Map(tc.m, 0, 0) })
+		// print(@m, top, div) prints every entry, undivided.
+		text, json := bothIn(t, compat.Current, func(w *Writer) error { return w.Map(tc.m, 1, 2) })
 		want := strings.ReplaceAll(tc.text, "%H", hour)
 		if text != want {
 			t.Errorf("%s: text\n%s\nwant\n%s", tc.name, text, want)

@@ -324,7 +324,8 @@ func (w *Writer) Map(m *Map, top, div uint32) error {
 		d = 1
 	}
 	entries := m.Sorted()
-	if top != 0 && len(entries) > int(top) && m.Kind != KindStats {
+	// 0.26.1 ignores top for tseries maps too.
+	if top != 0 && len(entries) > int(top) && m.Kind != KindStats && m.Kind != KindTSeries {
 		entries = entries[len(entries)-int(top):]
 	}
 	keyed := len(m.Entries) > 0 && len(m.Entries[0].Key) > 0
