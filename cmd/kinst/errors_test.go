@@ -294,7 +294,7 @@ func TestUsageErrors(t *testing.T) {
 		{"max probes", []string{"BPFTRACE_MAX_PROBES=-1"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_MAX_PROBES=\"-1\" is not a positive integer\n"},
 		{"user symbols", []string{"BPFTRACE_NO_USER_SYMBOLS=yes"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_NO_USER_SYMBOLS=\"yes\": want 0 or 1\n"},
 		{"no program", nil, nil, "kinst: no program: give -e PROGRAM or a file (kinst -h for help)\n"},
-		{"missing file", nil, []string{"testdata/nonexistent.bt"}, "kinst: open testdata/nonexistent.bt: no such file or directory\n"},
+		{"missing file", nil, []string{"testdata/nonexistent.bt"}, "kinst: failed to open file 'testdata/nonexistent.bt': no such file or directory\n"},
 		{"misspelt instrument", nil, []string{"latncy", "syscall:read"}, "kinst: no instrument or file latncy (did you mean latency?)\n"},
 		{"unknown word", nil, []string{"frobnicate"}, "kinst: no instrument or file frobnicate: kinst -h lists the instruments\n"},
 		{"help misspelt", nil, []string{"help", "cuont"}, "kinst help: no instrument cuont (did you mean count?)\n"},

@@ -39,6 +39,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"slices"
@@ -547,6 +548,11 @@ func source(prog string, rest []string) (name string, src []byte, params []strin
 		src, err = io.ReadAll(os.Stdin)
 	} else {
 		src, err = os.ReadFile(name)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		// bpftrace's words, which users search for.
+		return "", nil, nil, fmt.Errorf("failed to open file '%s': %w", name, pe.Err)
 	}
 	if err != nil {
 		return "", nil, nil, err
