@@ -290,7 +290,8 @@ func TestListIterators(t *testing.T) {
 
 // kinst -l with a program, given with -e or as a file, lists the probes
 // the program would attach to, each once, without BEGIN, END and self
-// probes; -lv adds their arguments; a bad program is a located error.
+// probes, and timers without their rates; -lv adds their arguments; a
+// bad program is a located error.
 func TestListProgram(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe)
@@ -304,8 +305,8 @@ func TestListProgram(t *testing.T) {
 		fmt.Fprintf(&opens, "tracepoint:syscalls:%s\n", filepath.Base(filepath.Dir(f)))
 	}
 	bin := target(t)
-	prog := fmt.Sprintf("BEGIN { } tracepoint:syscalls:sys_enter_open* { exit(); } interval:s:1, tracepoint:syscalls:sys_enter_openat { } uretprobe:%s:kinst_a* { } end { } self:signal:SIGUSR1 { }", bin)
-	want := opens.String() + "interval:s:1\n" + "uretprobe:" + bin + ":kinst_add\n"
+	prog := fmt.Sprintf("BEGIN { } tracepoint:syscalls:sys_enter_open* { exit(); } interval:s:1, tracepoint:syscalls:sys_enter_openat { } interval:s:2 { } uretprobe:%s:kinst_a* { } end { } self:signal:SIGUSR1 { }", bin)
+	want := opens.String() + "interval:s:\n" + "uretprobe:" + bin + ":kinst_add\n"
 	kinst(t, "-l", "-e", prog).want(t, 0, want, "")
 	file := filepath.Join(t.TempDir(), "p.bt")
 	if err := os.WriteFile(file, []byte(prog), 0o644); err != nil {
