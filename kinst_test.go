@@ -259,7 +259,20 @@ func TestErrors(t *testing.T) {
 		}
 	}
 
+	// What Options.Unsafe allows is refused without it, and the error
+	// says so in the API's terms, not the command's.
+	_, err = kinst.Compile("u.bt", []byte(`BEGIN { system("true") }`), nil)
+	if !errors.As(err, &list) || len(list) != 1 || !errors.Is(err, kinst.ErrUnsafe) || list[0].Error() != "u.bt:1:9: system() changes the system it runs on" {
+		t.Errorf("system() without Unsafe: got %v, want one error matching ErrUnsafe", err)
+	}
+
 	testenv.Root(t)
+	// A probe naming nothing says so; how to list what exists is the
+	// command's to add.
+	_, err = kinst.Compile("t.bt", []byte("tracepoint:syscalls:nope {}"), nil)
+	if !errors.As(err, &list) || len(list) != 1 || list[0].Error() != "t.bt:1:1: tracepoint syscalls:nope does not exist" {
+		t.Errorf("missing tracepoint: got %v", err)
+	}
 	prog, err := kinst.Compile("loop.bt", []byte("BEGIN { $i = 0; while ($i < 100000000) { $i = $i + nsecs % 2; } exit(); }"), nil)
 	if err != nil {
 		t.Fatal(err)

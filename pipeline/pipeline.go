@@ -55,6 +55,9 @@ type Options struct {
 	Includes    []string
 	// Warnings receives compile-time warnings; nil discards them.
 	Warnings io.Writer
+	// Warn, when set, receives the warnings about the program's source
+	// instead of Warnings.
+	Warn func(*syntax.Error)
 	// CacheDir keeps preprocessed headers between runs; "" keeps none.
 	// FromEnv sets it from KINST_CACHE_DIR, or preprocess.DefaultCacheDir.
 	CacheDir string
@@ -246,8 +249,8 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		fmt.Fprintln(opts.Dump, "syntax tree:")
 		syntax.Dump(opts.Dump, parsed)
 	}
-	var warn func(*syntax.Error)
-	if opts.Warnings != nil {
+	warn := opts.Warn
+	if warn == nil && opts.Warnings != nil {
 		warn = func(w *syntax.Error) { fmt.Fprintln(opts.Warnings, w.Detail()) }
 	}
 	settings, err := check.ReadConfig(parsed, warn)

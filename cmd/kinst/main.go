@@ -327,6 +327,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *noWarn {
 		opts.Warnings = nil
+	} else {
+		opts.Warn = func(err error) {
+			var w *syntax.Error
+			if errors.As(err, &w) {
+				fmt.Fprintln(stderr, hinted(w).Detail())
+			} else {
+				fmt.Fprintf(stderr, "kinst: warning: %v\n", err)
+			}
+		}
 	}
 	if !*quiet && isTerminal(stderr) {
 		opts.Progress = stderr
@@ -577,7 +586,11 @@ func report(err error, verbose bool, stderr io.Writer) int {
 	case errors.As(err, &ie):
 		session.ExitBySignal(ie.Signal)
 	case errors.As(err, &list):
-		fmt.Fprintln(stderr, list.Detail())
+		hints := make(syntax.ErrorList, len(list))
+		for i, e := range list {
+			hints[i] = hinted(e)
+		}
+		fmt.Fprintln(stderr, hints.Detail())
 	case errors.As(err, &ve):
 		fmt.Fprintln(stderr, ve.Detail(verbose))
 	case errors.Is(err, api.ErrEnvironment):
@@ -585,7 +598,7 @@ func report(err error, verbose bool, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kinst: %v\n", err)
 		return 2
 	default:
-		fmt.Fprintf(stderr, "kinst: %v\n", strings.TrimSpace(err.Error()))
+		fmt.Fprintf(stderr, "kinst: %v\n", strings.TrimSpace(hintedText(err)))
 	}
 	return 1
 }
