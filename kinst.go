@@ -35,7 +35,11 @@ type Options struct {
 	// Pid restricts uprobes and usdt probes to one process, as -p does;
 	// 0 means none; a run ends when that process exits.
 	Pid int
-	// Unsafe allows system(), signal() and override(), as --unsafe does.
+	// Unsafe allows system(), signal(), override() and core(), as
+	// --unsafe does. core() dumps the process from this one under
+	// ptrace: a child of this program that it waits for meanwhile (as
+	// exec.Cmd.Wait does) would see the dump's stops as its end; the
+	// Command is waited for by its exit alone.
 	Unsafe bool
 	// StrLen is the size of strings str() reads, at most 1024 bytes;
 	// 0 means 64.
@@ -123,9 +127,9 @@ type Options struct {
 	Stderr io.Writer
 }
 
-// ErrUnsafe matches Compile's error for a call of system(), signal() or
-// override(), which change the system they run on, in a program whose
-// Options do not set Unsafe.
+// ErrUnsafe matches Compile's error for a call of system(), signal(),
+// override() or core(), which change the system they run on, in a
+// program whose Options do not set Unsafe.
 var ErrUnsafe = check.ErrUnsafe
 
 // ErrOption matches Compile's error for an Options field out of its

@@ -48,8 +48,8 @@ func (e *ListError) Error() string { return e.Err.Error() }
 func (e *ListError) Unwrap() error { return e.Err }
 
 // ErrUnsafe matches the error for a call of a builtin that changes the
-// system it runs on (system(), signal(), override()) in a program that
-// Config.Unsafe does not allow to.
+// system it runs on (system(), signal(), override(), core()) in a
+// program that Config.Unsafe does not allow to.
 var ErrUnsafe = errors.New("not allowed to change the system")
 
 // A Target is one concrete place a probe fires.
