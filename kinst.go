@@ -77,7 +77,8 @@ type Options struct {
 	// Warn, when set, receives each warning about the program's source
 	// as an error located as Compile's errors are (a
 	// [kinst.dev/kinst/syntax.Error] whose Severity says it is a
-	// warning), instead of Warnings receiving its text: errors.Is and
+	// warning; its File is nil for the preprocessor's, such as a missing
+	// header), instead of Warnings receiving its text: errors.Is and
 	// errors.As see what it is about.
 	Warn func(error)
 

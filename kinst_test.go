@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -236,6 +237,33 @@ func TestContextEndsRun(t *testing.T) {
 	ticks, err := run.Map("@ticks")
 	if err != nil || len(ticks.Entries) != 1 || ticks.Entries[0].Value.(uint64) < 2 {
 		t.Errorf("@ticks = %#v, %v; want at least the 2 ticks seen before the cancel", ticks, err)
+	}
+}
+
+// Options.Warn receives the warnings as values: the preprocessor's with
+// no place in the source, the checker's located, each a warning by its
+// severity rather than by a prefix of its message; Warnings gets none.
+func TestWarn(t *testing.T) {
+	var got []string
+	var text strings.Builder
+	src := "#warning careful\nBEGIN { @m[1] = 2; delete(@m[1], @m[2]); }"
+	_, err := kinst.Compile("w.bt", []byte(src), &kinst.Options{Warnings: &text, Warn: func(err error) {
+		var w *syntax.Error
+		if !errors.As(err, &w) || w.Severity != syntax.SeverityWarning {
+			t.Errorf("Warn got %v, want a syntax.Error with SeverityWarning", err)
+			return
+		}
+		got = append(got, fmt.Sprintf("%v %q", w.File != nil, w.Msg))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`false "w.bt:1:2: #warning careful"`,
+		`true "delete() of several elements is bpftrace 0.17's form: delete them one by one, as in delete(@name, key)"`,
+	}
+	if !slices.Equal(got, want) || text.Len() != 0 {
+		t.Errorf("Warn got\n%s\nand Warnings %q; want\n%s\nand none", strings.Join(got, "\n"), text.String(), strings.Join(want, "\n"))
 	}
 }
 

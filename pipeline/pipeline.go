@@ -55,8 +55,8 @@ type Options struct {
 	Includes    []string
 	// Warnings receives compile-time warnings; nil discards them.
 	Warnings io.Writer
-	// Warn, when set, receives the warnings about the program's source
-	// instead of Warnings.
+	// Warn, when set, receives the warnings about the program's source,
+	// the preprocessor's among them, instead of Warnings.
 	Warn func(*syntax.Error)
 	// CacheDir keeps preprocessed headers between runs; "" keeps none.
 	// FromEnv sets it from KINST_CACHE_DIR, or preprocess.DefaultCacheDir.
@@ -213,9 +213,17 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		BTF:         haveBTF,
 		CacheDir:    opts.CacheDir,
 	})
-	if pre != nil && opts.Warnings != nil {
-		for _, w := range pre.Warnings {
-			fmt.Fprintf(opts.Warnings, "kinst: warning: %s\n", w)
+	if pre != nil {
+		for _, msg := range pre.Warnings {
+			// A missing header or a #warning, which the message
+			// places itself.
+			w := &syntax.Error{Msg: msg, Severity: syntax.SeverityWarning}
+			switch {
+			case opts.Warn != nil:
+				opts.Warn(w)
+			case opts.Warnings != nil:
+				fmt.Fprintf(opts.Warnings, "kinst: %v\n", w)
+			}
 		}
 	}
 	if err != nil {

@@ -330,10 +330,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	} else {
 		opts.Warn = func(err error) {
 			var w *syntax.Error
-			if errors.As(err, &w) {
-				fmt.Fprintln(stderr, hinted(w).Detail())
-			} else {
+			switch {
+			case !errors.As(err, &w):
 				fmt.Fprintf(stderr, "kinst: warning: %v\n", err)
+			case w.File == nil:
+				// No place in the source to show: kinst's own.
+				fmt.Fprintf(stderr, "kinst: %v\n", w)
+			default:
+				fmt.Fprintln(stderr, hinted(w).Detail())
 			}
 		}
 	}
