@@ -22,7 +22,7 @@ var layers = [][]string{
 	{"elfsym"},
 	{"usdt", "export/pprof"},
 	{"check"},
-	{"codegen", "attach"},
+	{"codegen", "attach", "internal/hint"},
 	{"pipeline", "session"},
 	{"export/prom", "internal/runhook"},
 	{""}, // the API, package kinst

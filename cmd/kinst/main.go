@@ -53,6 +53,7 @@ import (
 	"kinst.dev/kinst/export/pprof"
 	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/instruments"
+	"kinst.dev/kinst/internal/hint"
 	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/internal/runhook"
 	"kinst.dev/kinst/internal/spell"
@@ -328,18 +329,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *noWarn {
 		opts.Warnings = nil
 	} else {
-		opts.Warn = func(err error) {
-			var w *syntax.Error
-			switch {
-			case !errors.As(err, &w):
-				fmt.Fprintf(stderr, "kinst: warning: %v\n", err)
-			case w.File == nil:
-				// No place in the source to show: kinst's own.
-				fmt.Fprintf(stderr, "kinst: %v\n", w)
-			default:
-				fmt.Fprintln(stderr, hinted(w).Detail())
-			}
-		}
+		opts.Warn = hint.Warn(stderr)
 	}
 	if !*quiet && isTerminal(stderr) {
 		opts.Progress = stderr
@@ -590,11 +580,7 @@ func report(err error, verbose bool, stderr io.Writer) int {
 	case errors.As(err, &ie):
 		session.ExitBySignal(ie.Signal)
 	case errors.As(err, &list):
-		hints := make(syntax.ErrorList, len(list))
-		for i, e := range list {
-			hints[i] = hinted(e)
-		}
-		fmt.Fprintln(stderr, hints.Detail())
+		fmt.Fprintln(stderr, hint.List(list).Detail())
 	case errors.As(err, &ve):
 		fmt.Fprintln(stderr, ve.Detail(verbose))
 	case errors.Is(err, api.ErrEnvironment):
@@ -602,7 +588,7 @@ func report(err error, verbose bool, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kinst: %v\n", err)
 		return 2
 	default:
-		fmt.Fprintf(stderr, "kinst: %v\n", strings.TrimSpace(hintedText(err)))
+		fmt.Fprintf(stderr, "kinst: %v\n", strings.TrimSpace(hint.Text(err)))
 	}
 	return 1
 }
