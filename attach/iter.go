@@ -37,14 +37,14 @@ func iterators(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	}
 	name := ap.Parts[0]
 	if kernel.HasGlob(name) {
-		return nil, fmt.Errorf("iter:%s: an iter probe names one iterator; kinst -l 'iter:*' lists them", name)
+		return nil, &check.ListError{Err: fmt.Errorf("iter:%s: an iter probe names one iterator", name), Pattern: "iter:*", Listed: "them"}
 	}
 	if slices.Contains(mapIterators, name) {
 		return nil, fmt.Errorf("iterator %s walks one map, which kinst cannot name: %w", name, ErrUnsupported)
 	}
 	fn, err := kernel.Iterator(name)
 	if errors.Is(err, kernel.ErrNoType) {
-		return nil, fmt.Errorf("this kernel has no iterator %s; kinst -l 'iter:*' lists them", name)
+		return nil, &check.ListError{Err: fmt.Errorf("this kernel has no iterator %s", name), Pattern: "iter:*", Listed: "them"}
 	}
 	if err != nil {
 		return nil, err

@@ -66,7 +66,7 @@ func perfEvents(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	}
 	i := slices.IndexFunc(events, func(e perfCounter) bool { return ap.Parts[0] == e.Name || ap.Parts[0] == e.Alias && e.Alias != "" })
 	if i < 0 {
-		return nil, fmt.Errorf("unknown %s event %q; kinst -l '%s:*' lists them", ap.Provider, ap.Parts[0], ap.Provider)
+		return nil, &check.ListError{Err: fmt.Errorf("unknown %s event %q", ap.Provider, ap.Parts[0]), Pattern: ap.Provider + ":*", Listed: "them"}
 	}
 	ev := events[i]
 	count := ev.Count

@@ -135,9 +135,9 @@ func (r *Resolver) tracepoints(ap *syntax.AttachPoint) ([]*check.Target, error) 
 	}
 	if len(tps) == 0 {
 		if kernel.HasGlob(cat) || kernel.HasGlob(name) {
-			return nil, check.NoTarget(fmt.Errorf("no tracepoint matches %s:%s; kinst -l 'tracepoint:*' lists them", cat, name))
+			return nil, check.NoTarget(&check.ListError{Err: fmt.Errorf("no tracepoint matches %s:%s", cat, name), Pattern: "tracepoint:*", Listed: "them"})
 		}
-		return nil, check.NoTarget(fmt.Errorf("tracepoint %s:%s does not exist; kinst -l 'tracepoint:%s:*' lists the %s tracepoints", cat, name, cat, cat))
+		return nil, check.NoTarget(&check.ListError{Err: fmt.Errorf("tracepoint %s:%s does not exist", cat, name), Pattern: "tracepoint:" + cat + ":*", Listed: "the " + cat + " tracepoints"})
 	}
 	targets := make([]*check.Target, 0, len(tps))
 	for _, tp := range tps {
@@ -262,7 +262,7 @@ func (r *Resolver) rawTracepoint(ap *syntax.AttachPoint) ([]*check.Target, error
 		return nil, err
 	}
 	if len(tps) == 0 {
-		return nil, check.NoTarget(fmt.Errorf("raw tracepoint %s does not exist; kinst -l 'rawtracepoint:*' lists them", name))
+		return nil, check.NoTarget(&check.ListError{Err: fmt.Errorf("raw tracepoint %s does not exist", name), Pattern: "rawtracepoint:*", Listed: "them"})
 	}
 	seen := map[string]bool{}
 	var targets []*check.Target
@@ -429,7 +429,7 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	if kernel.HasGlob(spec) {
 		syms := f.Symbols(spec)
 		if len(syms) == 0 {
-			return nil, check.NoTarget(fmt.Errorf("no function in %s matches %s; kinst -l 'uprobe:%s:*' lists them", path, spec, path))
+			return nil, check.NoTarget(&check.ListError{Err: fmt.Errorf("no function in %s matches %s", path, spec), Pattern: "uprobe:" + path + ":*", Listed: "them"})
 		}
 		var targets []*check.Target
 		for _, s := range syms {

@@ -78,14 +78,15 @@ func (r *Resolver) usdts(ap *syntax.AttachPoint) ([]*check.Target, error) {
 			spec = name
 		}
 		where := "the files process " + strconv.Itoa(r.Pid) + " maps"
-		list := fmt.Sprintf("kinst -lp %d 'usdt:*'", r.Pid)
+		list := &check.ListError{Pattern: "usdt:*", Pid: r.Pid, Listed: "them"}
 		switch {
 		case kernel.HasGlob(bin):
-			where, list = "the files matching "+bin, fmt.Sprintf("kinst -l 'usdt:%s'", bin)
+			where, list.Pattern, list.Pid = "the files matching "+bin, "usdt:"+bin, 0
 		case bin != "":
-			where, list = files[0].path, fmt.Sprintf("kinst -l 'usdt:%s:*'", files[0].path)
+			where, list.Pattern, list.Pid = files[0].path, "usdt:"+files[0].path+":*", 0
 		}
-		return nil, check.NoTarget(fmt.Errorf("no USDT probe matches %s in %s; %s lists them", spec, where, list))
+		list.Err = fmt.Errorf("no USDT probe matches %s in %s", spec, where)
+		return nil, check.NoTarget(list)
 	}
 	return targets, nil
 }

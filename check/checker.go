@@ -385,7 +385,7 @@ func (c *checker) resolvePoint(ap *syntax.AttachPoint) ([]*Target, error) {
 		return nil, err
 	}
 	if len(targets) == 0 {
-		return nil, NoTarget(fmt.Errorf("%s matches nothing; kinst -l %q lists what exists", expanded.Raw, expanded.Raw))
+		return nil, NoTarget(&ListError{Err: fmt.Errorf("%s matches nothing", expanded.Raw), Pattern: expanded.Raw, Listed: "what exists"})
 	}
 	for _, t := range targets {
 		t.Point = ap

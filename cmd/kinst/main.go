@@ -55,6 +55,7 @@ import (
 	"kinst.dev/kinst/export/pprof"
 	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/instruments"
+	"kinst.dev/kinst/internal/hint"
 	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/internal/runhook"
 	"kinst.dev/kinst/internal/spell"
@@ -333,6 +334,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *noWarn {
 		opts.Warnings = nil
+	} else {
+		opts.Warn = hint.Warn(stderr)
 	}
 	if !*quiet && isTerminal(stderr) {
 		opts.Progress = stderr
@@ -591,7 +594,7 @@ func report(err error, verbose bool, stderr io.Writer) int {
 	case errors.As(err, &ie):
 		session.ExitBySignal(ie.Signal)
 	case errors.As(err, &list):
-		fmt.Fprintln(stderr, list.Detail())
+		fmt.Fprintln(stderr, hint.List(list).Detail())
 	case errors.As(err, &ve):
 		fmt.Fprintln(stderr, ve.Detail(verbose))
 	case errors.Is(err, api.ErrEnvironment):
@@ -599,7 +602,7 @@ func report(err error, verbose bool, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kinst: %v\n", err)
 		return 2
 	default:
-		fmt.Fprintf(stderr, "kinst: %v\n", strings.TrimSpace(err.Error()))
+		fmt.Fprintf(stderr, "kinst: %v\n", strings.TrimSpace(hint.Text(err)))
 	}
 	return 1
 }
