@@ -29,6 +29,26 @@ var listers = map[string]func(w *bufio.Writer, pattern string, verbose bool) err
 	"software":      listPerf("software", softwareEvents),
 	"hardware":      listPerf("hardware", hardwareEvents),
 	"iter":          listIterators,
+	"interval":      listTimers("interval"),
+	"profile":       listTimers("profile"),
+}
+
+// timerUnits are the units interval and profile probes take, in the
+// order -l lists them.
+var timerUnits = []string{"hz", "ms", "s", "us"}
+
+// listTimers lists a timer provider's units, each as "provider:unit:",
+// as bpftrace lists them: the rate is the program's to choose.
+func listTimers(provider string) func(*bufio.Writer, string, bool) error {
+	return func(w *bufio.Writer, pattern string, _ bool) error {
+		unit, _, _ := strings.Cut(pattern, ":")
+		for _, u := range timerUnits {
+			if kernel.Match(unit, u) {
+				fmt.Fprintf(w, "%s:%s:\n", provider, u)
+			}
+		}
+		return nil
+	}
 }
 
 // processListers list the probes of a provider in the files of the
@@ -58,6 +78,15 @@ func List(w io.Writer, pattern string, verbose bool, pid int) error {
 	defer bw.Flush()
 	if pattern == "" {
 		pattern = "*"
+	}
+	if strings.Contains(pattern, ",") {
+		// Several patterns, listed one after the other.
+		for part := range strings.SplitSeq(pattern, ",") {
+			if err := List(bw, strings.Join(strings.Fields(part), " "), verbose, pid); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if kind, _, _ := strings.Cut(pattern, " "); kind == "struct" || kind == "union" || kind == "enum" {
 		return listTypes(bw, pattern, verbose)
@@ -187,6 +216,14 @@ func listRawTracepoints(w *bufio.Writer, pattern string, verbose bool) error {
 		if !seen[tp.Name] {
 			seen[tp.Name] = true
 			fmt.Fprintf(w, "rawtracepoint:%s\n", tp.Name)
+			if !verbose {
+				continue
+			}
+			if fn, err := kernel.RawTracepointProto(tp.Name); err == nil {
+				for _, p := range fn.Params {
+					fmt.Fprintf(w, "    %s\n", p)
+				}
+			}
 		}
 	}
 	return nil

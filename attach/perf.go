@@ -97,7 +97,9 @@ func perfEvents(ap *syntax.AttachPoint) ([]*check.Target, error) {
 // left to the user.
 func listPerf(provider string, events []perfCounter) func(*bufio.Writer, string, bool) error {
 	return func(w *bufio.Writer, pattern string, verbose bool) error {
-		pattern = strings.TrimSuffix(pattern, ":*")
+		// The event's name; a count after it, or a '*' for any, is
+		// not part of it.
+		pattern, _, _ = strings.Cut(pattern, ":")
 		for _, e := range events {
 			if !kernel.Match(pattern, e.Name) && (e.Alias == "" || !kernel.Match(pattern, e.Alias)) {
 				continue

@@ -271,11 +271,22 @@ func (r *Resolver) rawTracepoint(ap *syntax.AttachPoint) ([]*check.Target, error
 			continue
 		}
 		seen[tp.Name] = true
+		name := tp.Name
 		targets = append(targets, &check.Target{
 			Provider: "rawtracepoint",
-			Name:     tp.Name,
-			Func:     tp.Name,
-			Attach:   RawTracepoint{Name: tp.Name},
+			Name:     name,
+			Func:     name,
+			Attach:   RawTracepoint{Name: name},
+			// The context is the tracepoint's arguments, a word each, as
+			// a trampoline's is.
+			ArgsFrom: func() (*check.Type, error) {
+				fn, err := kernel.RawTracepointProto(name)
+				if err != nil {
+					return nil, err
+				}
+				args, _, err := tracingContext(fn)
+				return args, err
+			},
 		})
 	}
 	return targets, nil
