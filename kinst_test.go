@@ -298,7 +298,7 @@ func TestErrors(t *testing.T) {
 	// A probe naming nothing says so; how to list what exists is the
 	// command's to add.
 	_, err = kinst.Compile("t.bt", []byte("tracepoint:syscalls:nope {}"), nil)
-	if !errors.As(err, &list) || len(list) != 1 || list[0].Error() != "t.bt:1:1: tracepoint syscalls:nope does not exist" {
+	if !errors.As(err, &list) || len(list) != 1 || list[0].Error() != "t.bt:1:1: no matches for tracepoint syscalls:nope" {
 		t.Errorf("missing tracepoint: got %v", err)
 	}
 	prog, err := kinst.Compile("loop.bt", []byte("BEGIN { $i = 0; while ($i < 100000000) { $i = $i + nsecs % 2; } exit(); }"), nil)

@@ -137,7 +137,7 @@ func (r *Resolver) tracepoints(ap *syntax.AttachPoint) ([]*check.Target, error) 
 		if kernel.HasGlob(cat) || kernel.HasGlob(name) {
 			return nil, check.NoTarget(&check.ListError{Err: fmt.Errorf("no tracepoint matches %s:%s", cat, name), Pattern: "tracepoint:*", Listed: "them"})
 		}
-		return nil, check.NoTarget(&check.ListError{Err: fmt.Errorf("tracepoint %s:%s does not exist", cat, name), Pattern: "tracepoint:" + cat + ":*", Listed: "the " + cat + " tracepoints"})
+		return nil, check.NoTarget(&check.ListError{Err: fmt.Errorf("no matches for tracepoint %s:%s", cat, name), Pattern: "tracepoint:" + cat + ":*", Listed: "the " + cat + " tracepoints"})
 	}
 	targets := make([]*check.Target, 0, len(tps))
 	for _, tp := range tps {

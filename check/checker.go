@@ -543,8 +543,10 @@ func (c *checker) stmt(s syntax.Stmt) {
 		case t == nil:
 		case !ok || v.IsStr:
 			c.errorf(s.Count, "unroll count must be a constant integer")
-		case int64(v.Int) < 1 || v.Int > 100:
-			c.errorf(s.Count, "unroll count must be between 1 and 100, not %d", int64(v.Int))
+		case int64(v.Int) < 1:
+			c.errorf(s.Count, "unroll minimum value is 1 (not %d)", int64(v.Int))
+		case v.Int > 100:
+			c.errorf(s.Count, "unroll maximum value is 100 (not %d)", int64(v.Int))
 		}
 		c.block(s.Body)
 	case *syntax.WhileStmt:

@@ -319,7 +319,7 @@ func TestListProgram(t *testing.T) {
 		t.Errorf("kinst -lv -e: exit status %d\nstdout:\n%s\nstderr:\n%s", verbose.code, verbose.stdout, verbose.stderr)
 	}
 	kinst(t, "-l", "-e", "tracepoint:nope:x { }").want(t, 1, "",
-		"-e:1:1: tracepoint nope:x does not exist; kinst -l 'tracepoint:nope:*' lists the nope tracepoints\ntracepoint:nope:x { }\n^~~~~~~~~~~~~~~~~\n")
+		"-e:1:1: no matches for tracepoint nope:x; kinst -l 'tracepoint:nope:*' lists the nope tracepoints\ntracepoint:nope:x { }\n^~~~~~~~~~~~~~~~~\n")
 }
 
 // Timers list their units; perf events are listed by name whatever count

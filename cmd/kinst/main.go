@@ -255,7 +255,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	default:
-		fmt.Fprintf(stderr, "kinst: unknown output format %q: use text, json or pprof\n", *format)
+		fmt.Fprintf(stderr, "kinst: invalid output format %q: use text, json or pprof\n", *format)
 		return 2
 	}
 	if !pipeline.ValidStage(*dump) {

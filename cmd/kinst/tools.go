@@ -44,7 +44,7 @@ func features(args []string, stdout, stderr io.Writer) int {
 		}
 		tw.Flush()
 	default:
-		fmt.Fprintf(stderr, "kinst: unknown output format %q: use text or json\n", *format)
+		fmt.Fprintf(stderr, "kinst: invalid output format %q: use text or json\n", *format)
 		return 2
 	}
 	return 0

@@ -14,14 +14,14 @@ import (
 // The hint of a listing goes right after the fact it is about, before
 // what the checker added; --unsafe's ends the message.
 func TestError(t *testing.T) {
-	tp := &check.ListError{Err: errors.New("tracepoint a:b does not exist"), Pattern: "tracepoint:a:*", Listed: "the a tracepoints"}
+	tp := &check.ListError{Err: errors.New("no matches for tracepoint a:b"), Pattern: "tracepoint:a:*", Listed: "the a tracepoints"}
 	usdt := &check.ListError{Err: errors.New("no USDT probe matches p"), Pattern: "usdt:*", Pid: 42, Listed: "them"}
 	for _, tt := range []struct {
 		e    *syntax.Error
 		want string
 	}{
 		{&syntax.Error{Msg: tp.Error() + "; left out of the probe", Err: check.NoTarget(tp), Severity: syntax.SeverityWarning},
-			"warning: tracepoint a:b does not exist; kinst -l 'tracepoint:a:*' lists the a tracepoints; left out of the probe"},
+			"warning: no matches for tracepoint a:b; kinst -l 'tracepoint:a:*' lists the a tracepoints; left out of the probe"},
 		{&syntax.Error{Msg: usdt.Error(), Err: usdt},
 			"no USDT probe matches p; kinst -lp 42 'usdt:*' lists them"},
 		{&syntax.Error{Msg: "system() changes the system it runs on", Err: check.ErrUnsafe},
@@ -32,7 +32,7 @@ func TestError(t *testing.T) {
 			t.Errorf("got  %s\nwant %s", got, tt.want)
 		}
 	}
-	if got, want := hint.Text(fmt.Errorf("trace x: %w", tp)), "trace x: tracepoint a:b does not exist; kinst -l 'tracepoint:a:*' lists the a tracepoints"; got != want {
+	if got, want := hint.Text(fmt.Errorf("trace x: %w", tp)), "trace x: no matches for tracepoint a:b; kinst -l 'tracepoint:a:*' lists the a tracepoints"; got != want {
 		t.Errorf("Text: got %q, want %q", got, want)
 	}
 }
