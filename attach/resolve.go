@@ -335,9 +335,10 @@ func timer(ap *syntax.AttachPoint) ([]*check.Target, error) {
 }
 
 // positive parses the whole number s, what a probe calls it, from 1 to
-// max: the kernel takes sample periods below 2^63.
+// max: the kernel takes sample periods below 2^63. It is written as an
+// integer literal is, 1e6 included.
 func positive(what, s string, max uint64) (uint64, error) {
-	n, err := strconv.ParseUint(s, 10, 64)
+	n, err := syntax.ParseIntLit(s)
 	switch {
 	case errors.Is(err, strconv.ErrRange) || err == nil && n > max:
 		return 0, fmt.Errorf("%s %q is out of range: at most %d", what, s, max)

@@ -897,6 +897,10 @@ func (p *parser) parsePostfix(x Expr) Expr {
 	}
 }
 
+// ParseIntLit converts an integer literal as the language reads one,
+// wherever else one appears, as in an attach point's count.
+func ParseIntLit(lit string) (uint64, error) { return parseInt(lit) }
+
 // parseInt converts an integer literal as bpftrace 0.17 reads them: C's
 // u, l, ul and ll suffixes on decimal and octal literals, and scientific
 // notation with a one-digit coefficient, such as 5e3.

@@ -190,6 +190,10 @@ software:page-faults:1 /@on[tid]/ { @faults = count(); }
 END { clear(@on); }`)
 	// The cleared @on prints as an empty line, as in bpftrace.
 	kinst(t, "-q", "-e", prog, "-c", bin+" touch 300").want(t, 0, "\n\n@faults: 300\n\n", "")
+	// A count is written as any integer literal is: 1e0 is 1, 0x1 too.
+	for _, count := range []string{"1e0", "0x1"} {
+		kinst(t, "-q", "-e", strings.Replace(prog, "page-faults:1 ", "page-faults:"+count+" ", 1), "-c", bin+" touch 300").want(t, 0, "\n\n@faults: 300\n\n", "")
+	}
 }
 
 // debugRegisters is held by each test that sets hardware breakpoints,
