@@ -95,9 +95,9 @@ func perfEvents(ap *syntax.AttachPoint) ([]*check.Target, error) {
 
 // listPerf lists a provider's events as bpftrace names them, the count
 // left to the user.
-func listPerf(provider string, events []perfCounter) func(*bufio.Writer, string, bool) error {
-	return func(w *bufio.Writer, pattern string, verbose bool) error {
-		pattern = strings.TrimSuffix(pattern, ":*")
+func listPerf(provider string, events []perfCounter) lister {
+	return func(w *bufio.Writer, parts []string, verbose bool) error {
+		pattern := strings.TrimSuffix(strings.Join(parts, ":"), ":*")
 		for _, e := range events {
 			if !kernel.Match(pattern, e.Name) && (e.Alias == "" || !kernel.Match(pattern, e.Alias)) {
 				continue

@@ -399,6 +399,8 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	var path, spec string
 	var err error
 	switch {
+	case len(ap.Parts) == 2 && kernel.HasGlob(ap.Parts[0]):
+		return r.globUprobes(ap)
 	case len(ap.Parts) == 2:
 		spec = ap.Parts[1]
 		path, err = elfsym.Resolve(ap.Parts[0], r.Pid)
@@ -411,6 +413,40 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.uprobesIn(ap, path, spec)
+}
+
+// globUprobes resolves a uprobe whose path is a wildcard, as bpftrace
+// does: in each file it matches, named as glob(3) names it ("./prog*"
+// giving "./prog"), the functions the spec names; files that are not ELF
+// or lack the function are passed over, and it is an error only when no
+// file has one.
+func (r *Resolver) globUprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
+	pattern, spec := ap.Parts[0], ap.Parts[1]
+	paths, err := elfsym.GlobFiles(pattern, r.Pid)
+	if err != nil {
+		return nil, err
+	}
+	var targets []*check.Target
+	for _, path := range paths {
+		ts, err := r.uprobesIn(ap, path, spec)
+		switch {
+		case err == nil:
+			targets = append(targets, ts...)
+		case errors.Is(err, check.ErrNoTarget) || errors.Is(err, elfsym.ErrNotELF):
+		default:
+			return nil, err
+		}
+	}
+	if len(targets) == 0 {
+		return nil, check.NoTarget(fmt.Errorf("no function in the files matching %s matches %s; kinst -l '%s:%s:*' lists them", pattern, spec, ap.Provider, pattern))
+	}
+	return targets, nil
+}
+
+// uprobesIn resolves a uprobe's spec, FUNCTION, FUNCTION+OFFSET, an
+// address or a wildcard, in the file at path.
+func (r *Resolver) uprobesIn(ap *syntax.AttachPoint, path, spec string) ([]*check.Target, error) {
 	f, err := r.open(path)
 	if err != nil {
 		return nil, err

@@ -191,9 +191,28 @@ func kinst(t *testing.T, args ...string) result {
 // kinstEnv runs the kinst command with extra environment variables.
 func kinstEnv(t *testing.T, env []string, args ...string) result {
 	t.Helper()
+	return kinstRun(t, "", env, args...)
+}
+
+// kinstIn runs the kinst command in directory dir, for attach points
+// with relative paths.
+func kinstIn(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	return kinstRun(t, dir, nil, args...)
+}
+
+// kinstRun runs the kinst command in dir ("" for the test's own) with
+// extra environment variables.
+func kinstRun(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, testenv.Kinst(t), args...)
+	exe := testenv.Kinst(t)
+	if abs, err := filepath.Abs(exe); err == nil {
+		exe = abs // a relative path would be read from dir
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.WaitDelay = waitDelay
 	var stdout, stderr bytes.Buffer
