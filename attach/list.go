@@ -44,13 +44,6 @@ var processListers = map[string]func(pid int) lister{
 	"uretprobe": func(pid int) lister { return listUprobes("uretprobe", pid) },
 }
 
-// userProviders are what a wildcard over providers stands for in a
-// process's files, as in bpftrace: a pattern whose file part is a path
-// (holds a '/'), or any pattern with -p, lists these instead of the
-// kernel's providers; return probes are left out, being the same
-// functions again.
-var userProviders = []string{"uprobe", "usdt"}
-
 // providerAliases maps the short and old provider names -l accepts.
 var providerAliases = map[string]string{
 	"t": "tracepoint", "rt": "rawtracepoint", "k": "kprobe", "kr": "kretprobe",
@@ -101,6 +94,8 @@ func List(w io.Writer, pattern string, verbose bool, pid int) error {
 		return listers[p]
 	}
 	if kernel.HasGlob(provider) {
+		// In files, the types a wildcard attach point stands for;
+		// in the kernel, every type kinst lists.
 		inFiles := pid != 0 || strings.Contains(parts[0], "/")
 		for _, p := range slices.Sorted(maps.Keys(listers)) {
 			_, user := processListers[p]

@@ -334,6 +334,11 @@ func (p *parser) parseAttachPoint() *AttachPoint {
 		// the checker knows the parameters (see ProviderName).
 		ok, prov = true, fields[0]
 	}
+	if !ok && isWildcardProvider(p.lit) {
+		// A wildcard over probe types, as bpftrace allows: the
+		// resolver knows which types the attach point can be.
+		ok, prov = true, fields[0]
+	}
 	if !ok {
 		p.error(p.pos, p.pos+Pos(len(fields[0])), "unknown probe type %q", fields[0])
 		prov = fields[0]

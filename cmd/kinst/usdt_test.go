@@ -318,6 +318,12 @@ func TestUSDTAttachForms(t *testing.T) {
 		{`usdt:./kinst-target:kinst:"tick"`, "usdt 3", counts(1, "@[usdt:BIN:kinst:tick]: 3")},
 		{"uprobe:./kinst-targ*:kinst_add", "add 3", counts(1, "@[uprobe:BIN:kinst_add]: 3")},
 		{"uretprobe:./kinst-targ*:kinst_a*", "add 3", counts(1, "@[uretprobe:BIN:kinst_add]: 3")},
+		// A wildcard probe type before a path is uprobe or usdt,
+		// whichever the rest fits.
+		{"*:./kinst-target:kinst_add", "add 3", counts(1, "@[uprobe:BIN:kinst_add]: 3")},
+		{"u*:./kinst-targ*:kinst_add", "add 3", counts(1, "@[uprobe:BIN:kinst_add]: 3")},
+		{"*:./kinst-target:kinst:tick", "usdt 3", counts(1, "@[usdt:BIN:kinst:tick]: 3")},
+		{"us*:./kinst-target:*ick", "usdt 3", counts(2, "@[usdt:BIN:kinst:tick]: 3", "@[usdt:BIN:other:tick]: 3")},
 	}
 	bpftrace, _ := exec.LookPath("bpftrace")
 	for _, tt := range tests {
@@ -341,6 +347,9 @@ func TestUSDTAttachForms(t *testing.T) {
 		{"uprobe:./kinst-targ*:nope { }", "no function in the files matching ./kinst-targ* matches nope; kinst -l 'uprobe:./kinst-targ*:*' lists them"},
 		{"usdt:./kinst-target::tick { }", "usdt:./kinst-target::tick names no provider and matches kinst:tick and other:tick: name one, or use '*' for all"},
 		{"usdt:./kinst-nope*:tick { }", "resolve ./kinst-nope*: no such binary or library: no file matches"},
+		{"*:./kinst-target:nope { }", "*:./kinst-target:nope matches nothing; kinst -l '*:./kinst-target:nope' lists what exists"},
+		{"ur*:./kinst-target:kinst_add { }", "no probe type matches ur*"},
+		{"*:syscalls:sys_enter_getppid { }", "* matches the kernel probe types fentry, hardware, iter, kprobe, rawtracepoint, software, tracepoint: name one, or a file (a path) for uprobe and usdt"},
 	} {
 		caret := "^" + strings.Repeat("~", strings.Index(tt.prog, " {")-1)
 		kinstIn(t, dir, "-e", tt.prog).want(t, 1, "", fmt.Sprintf("-e:1:1: %s\n%s\n%s\n", tt.msg, tt.prog, caret))
@@ -353,8 +362,20 @@ func TestUSDTAttachForms(t *testing.T) {
 	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
 	pid := strconv.Itoa(proc.Process.Pid)
 	seen := "/proc/" + pid + "/root" + bin
-	kinst(t, "-p", pid, "-e", "usdt:::*ick { @[probe] = 1; } interval:ms:500 { exit(); }").want(t, 0,
-		fmt.Sprintf("Attaching 3 probes...\n\n\n@[usdt:%s:kinst:tick]: 1\n@[usdt:%[1]s:other:tick]: 1\n", seen), "")
+	ticks := fmt.Sprintf("Attaching 3 probes...\n\n\n@[usdt:%s:kinst:tick]: 1\n@[usdt:%[1]s:other:tick]: 1\n", seen)
+	kinst(t, "-p", pid, "-e", "usdt:::*ick { @[probe] = 1; } interval:ms:500 { exit(); }").want(t, 0, ticks, "")
+	// With -p, a wildcard probe type is uprobe or usdt too.
+	kinst(t, "-p", pid, "-e", "*:*ick { @[probe] = 1; } interval:ms:500 { exit(); }").want(t, 0, ticks, "")
+}
+
+// Without a path or -p, a wildcard probe type is one of the kernel's, as
+// in bpftrace: t* is tracepoint (and not uprobe or usdt).
+func TestWildcardKernelProbeType(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Tracepoint, testenv.Ringbuf)
+	bin := target(t)
+	kinst(t, "-e", "t*:syscalls:sys_enter_getppid /pid == cpid/ { @[probe] = count(); }", "-c", bin+" getppid 2").want(t, 0,
+		"Attaching 1 probe...\n\n\n@[tracepoint:syscalls:sys_enter_getppid]: 2\n", "")
 }
 
 // Bad USDT attach points are located errors, before anything attaches.
