@@ -29,8 +29,10 @@ const usdtForm = "usdt:PATH:[PROVIDER:]NAME, or usdt:NAME with -p"
 
 // usdts resolves usdt:PATH:PROVIDER:NAME, usdt:PATH:NAME and
 // usdt:PATH::NAME (any provider) and, with -p, usdt:NAME,
-// usdt::PROVIDER:NAME and usdt:::NAME over every file the process maps. Each probe site becomes a uprobe at the site; a site with
-// a semaphore has the kernel count attached probes in it.
+// usdt::PROVIDER:NAME and usdt:::NAME over every file the process maps.
+// PATH may be a wildcard over files. Each probe site becomes a uprobe at
+// the site; a site with a semaphore has the kernel count attached probes
+// in it.
 func (r *Resolver) usdts(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	var bin, provider, name string
 	switch len(ap.Parts) {
