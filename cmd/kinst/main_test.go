@@ -114,13 +114,20 @@ func targetCopy(t testing.TB) string {
 // process runs bin; the test kills it when it ends.
 func startSleeping(t *testing.T, bin string) string {
 	t.Helper()
-	proc := exec.Command(bin, "sleep", "20000")
+	return startTarget(t, bin, "sleep", "20000")
+}
+
+// startTarget starts bin with args and returns its pid once the process
+// runs bin; the test kills it when it ends.
+func startTarget(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	proc := exec.Command(bin, args...)
 	err := proc.Start()
 	// A copy just written may be open for writing in a child another
 	// test forked and has not exec'd yet (Go issue 22315).
 	for try := 0; errors.Is(err, syscall.ETXTBSY) && try < 50; try++ {
 		time.Sleep(20 * time.Millisecond)
-		proc = exec.Command(bin, "sleep", "20000")
+		proc = exec.Command(bin, args...)
 		err = proc.Start()
 	}
 	if err != nil {

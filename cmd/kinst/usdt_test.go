@@ -294,10 +294,12 @@ func TestUSDTListForms(t *testing.T) {
 // The same forms attach, each probe counting every time the target
 // passes it; with -p, usdt:::NAME searches every file the process maps.
 // bpftrace 0.17 counts the same, printing equal counts in another order.
+// The target is a copy of the test's own, in a directory of its own:
+// other tests count every call of kinst_add in the shared one.
 func TestUSDTAttachForms(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
-	bin := target(t)
+	bin := targetCopy(t)
 	dir, rel := filepath.Dir(bin), "./"+targetName
 	counts := func(n int, lines ...string) string {
 		s := fmt.Sprintf("Attaching %d probes...\n\n\n", n)
@@ -355,12 +357,7 @@ func TestUSDTAttachForms(t *testing.T) {
 		kinstIn(t, dir, "-e", tt.prog).want(t, 1, "", fmt.Sprintf("-e:1:1: %s\n%s\n%s\n", tt.msg, tt.prog, caret))
 	}
 
-	proc := exec.Command(bin, "usdtloop")
-	if err := proc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
-	pid := strconv.Itoa(proc.Process.Pid)
+	pid := startTarget(t, bin, "usdtloop")
 	seen := "/proc/" + pid + "/root" + bin
 	ticks := fmt.Sprintf("Attaching 3 probes...\n\n\n@[usdt:%s:kinst:tick]: 1\n@[usdt:%[1]s:other:tick]: 1\n", seen)
 	kinst(t, "-p", pid, "-e", "usdt:::*ick { @[probe] = 1; } interval:ms:500 { exit(); }").want(t, 0, ticks, "")
