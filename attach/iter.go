@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -85,7 +86,8 @@ func (l IterLink) Run() error {
 	return nil
 }
 
-func listIterators(w *bufio.Writer, pattern string, verbose bool) error {
+func listIterators(w *bufio.Writer, parts []string, verbose bool) error {
+	pattern := strings.Join(parts, ":")
 	names, err := kernel.Iterators()
 	if err != nil {
 		return err

@@ -95,11 +95,13 @@ func perfEvents(ap *syntax.AttachPoint) ([]*check.Target, error) {
 
 // listPerf lists a provider's events as bpftrace names them, the count
 // left to the user.
-func listPerf(provider string, events []perfCounter) func(*bufio.Writer, string, bool) error {
-	return func(w *bufio.Writer, pattern string, verbose bool) error {
-		// The event's name; a count after it, or a '*' for any, is
-		// not part of it.
-		pattern, _, _ = strings.Cut(pattern, ":")
+func listPerf(provider string, events []perfCounter) lister {
+	return func(w *bufio.Writer, parts []string, verbose bool) error {
+		// The event's name; a count after it is not part of it.
+		pattern := "*"
+		if len(parts) > 0 && parts[0] != "" {
+			pattern = parts[0]
+		}
 		for _, e := range events {
 			if !kernel.Match(pattern, e.Name) && (e.Alias == "" || !kernel.Match(pattern, e.Alias)) {
 				continue
