@@ -23,8 +23,8 @@ var layers = [][]string{
 	{"usdt", "export/pprof"},
 	{"check"},
 	{"codegen", "attach", "internal/hint"},
-	{"pipeline", "session"},
-	{"export/prom", "internal/runhook"},
+	{"pipeline", "session", "export/prom"},
+	{"internal/runhook"},
 	{""}, // the API, package kinst
 	{"instruments"},
 	{"cmd/kinst", "cmd/vmrun", "bench", "internal/testenv", "internal/workload", "internal/difftest", "internal/vm/guesttest"},

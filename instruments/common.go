@@ -242,7 +242,7 @@ func (c *common) run(ctx context.Context, name, src string, hooks runHooks, stdo
 			opts.Lost = func(n uint64) error { return hooks.Lost(stderr, n) }
 		}
 		if srv != nil {
-			srv.Feed(out, opts)
+			runhook.Serve(&srv.Gatherer, out, opts)
 		}
 	})
 	// The signals end kinst as any process until it is about to run.

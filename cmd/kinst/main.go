@@ -397,7 +397,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			writeProfile(ro, out.Compat, w, stdout, stackMaps)
 		}
 		if srv != nil {
-			srv.Feed(out, ro)
+			runhook.Serve(&srv.Gatherer, out, ro)
 		}
 	})
 	// Until now SIGINT and SIGTERM end kinst as they end any process:
