@@ -17,6 +17,7 @@ import (
 	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/pipeline"
 	"kinst.dev/kinst/session"
+	"kinst.dev/kinst/syntax"
 )
 
 // ErrNotSupported matches the errors of probe types that the running
@@ -34,7 +35,11 @@ type Options struct {
 	// Pid restricts uprobes and usdt probes to one process, as -p does;
 	// 0 means none; a run ends when that process exits.
 	Pid int
-	// Unsafe allows system(), signal() and override(), as --unsafe does.
+	// Unsafe allows system(), signal(), override() and core(), as
+	// --unsafe does. core() dumps the process from this one under
+	// ptrace: a child of this program that it waits for meanwhile (as
+	// exec.Cmd.Wait does) would see the dump's stops as its end; the
+	// Command is waited for by its exit alone.
 	Unsafe bool
 	// StrLen is the size of strings str() reads, at most 1024 bytes;
 	// 0 means 64.
@@ -69,6 +74,13 @@ type Options struct {
 	// Warnings receives compile-time, attach-time and run-time
 	// warnings; nil discards them.
 	Warnings io.Writer
+	// Warn, when set, receives each warning about the program's source
+	// as an error located as Compile's errors are (a
+	// [kinst.dev/kinst/syntax.Error] whose Severity says it is a
+	// warning; its File is nil for the preprocessor's, such as a missing
+	// header), instead of Warnings receiving its text: errors.Is and
+	// errors.As see what it is about.
+	Warn func(error)
 
 	// Command is run under tracing, as -c runs it: started before the
 	// probes attach, released once they are, and waited for; the run
@@ -115,6 +127,11 @@ type Options struct {
 	// Warnings.
 	Stderr io.Writer
 }
+
+// ErrUnsafe matches Compile's error for a call of system(), signal(),
+// override() or core(), which change the system they run on, in a
+// program whose Options do not set Unsafe.
+var ErrUnsafe = check.ErrUnsafe
 
 // ErrOption matches Compile's error for an Options field out of its
 // range or of no meaning.
@@ -254,6 +271,9 @@ func Compile(name string, src []byte, opts *Options) (*Program, error) {
 		popts.Cpid, popts.Command = true, opts.Command[0]
 	}
 	popts.Warnings = opts.Warnings
+	if opts.Warn != nil {
+		popts.Warn = func(w *syntax.Error) { opts.Warn(w) }
+	}
 	popts.HelperChecks = opts.HelperChecks
 	popts.IncludeDirs, popts.Includes = opts.IncludeDirs, opts.Includes
 	popts.Dump, popts.Stages = opts.Debug, opts.DebugStages

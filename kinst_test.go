@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -239,6 +240,33 @@ func TestContextEndsRun(t *testing.T) {
 	}
 }
 
+// Options.Warn receives the warnings as values: the preprocessor's with
+// no place in the source, the checker's located, each a warning by its
+// severity rather than by a prefix of its message; Warnings gets none.
+func TestWarn(t *testing.T) {
+	var got []string
+	var text strings.Builder
+	src := "#warning careful\nBEGIN { @m[1] = 2; delete(@m[1], @m[2]); }"
+	_, err := kinst.Compile("w.bt", []byte(src), &kinst.Options{Warnings: &text, Warn: func(err error) {
+		var w *syntax.Error
+		if !errors.As(err, &w) || w.Severity != syntax.SeverityWarning {
+			t.Errorf("Warn got %v, want a syntax.Error with SeverityWarning", err)
+			return
+		}
+		got = append(got, fmt.Sprintf("%v %q", w.File != nil, w.Msg))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`false "w.bt:1:2: #warning careful"`,
+		`true "delete() of several elements is bpftrace 0.17's form: delete them one by one, as in delete(@name, key)"`,
+	}
+	if !slices.Equal(got, want) || text.Len() != 0 {
+		t.Errorf("Warn got\n%s\nand Warnings %q; want\n%s\nand none", strings.Join(got, "\n"), text.String(), strings.Join(want, "\n"))
+	}
+}
+
 // TestErrors checks the errors each stage gives and what they match.
 func TestErrors(t *testing.T) {
 	_, err := kinst.Compile("bad.bt", []byte("BEGIN { @x = ; }"), nil)
@@ -259,7 +287,20 @@ func TestErrors(t *testing.T) {
 		}
 	}
 
+	// What Options.Unsafe allows is refused without it, and the error
+	// says so in the API's terms, not the command's.
+	_, err = kinst.Compile("u.bt", []byte(`BEGIN { system("true") }`), nil)
+	if !errors.As(err, &list) || len(list) != 1 || !errors.Is(err, kinst.ErrUnsafe) || list[0].Error() != "u.bt:1:9: system() changes the system it runs on" {
+		t.Errorf("system() without Unsafe: got %v, want one error matching ErrUnsafe", err)
+	}
+
 	testenv.Root(t)
+	// A probe naming nothing says so; how to list what exists is the
+	// command's to add.
+	_, err = kinst.Compile("t.bt", []byte("tracepoint:syscalls:nope {}"), nil)
+	if !errors.As(err, &list) || len(list) != 1 || list[0].Error() != "t.bt:1:1: no matches for tracepoint syscalls:nope" {
+		t.Errorf("missing tracepoint: got %v", err)
+	}
 	prog, err := kinst.Compile("loop.bt", []byte("BEGIN { $i = 0; while ($i < 100000000) { $i = $i + nsecs % 2; } exit(); }"), nil)
 	if err != nil {
 		t.Fatal(err)

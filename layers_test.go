@@ -16,15 +16,15 @@ import (
 // → a run), then the API and what is built on it, and last the tools
 // the tests and benchmarks use.
 var layers = [][]string{
-	{"compat", "cconst", "syntax", "bpfelf", "output/pcap", "internal/pbwire",
+	{"compat", "cconst", "syntax", "bpfelf", "output/pcap", "internal/pbwire", "internal/coredump",
 		"internal/spell", "internal/inject", "internal/hwbp", "internal/chunked", "internal/vm", "instruments/internal/cfg"},
 	{"kernel", "preprocess", "output", "export/perfetto", "internal/vm/guestinit", "instruments/internal/cfg/cfgtest"},
 	{"elfsym"},
 	{"usdt", "export/pprof"},
 	{"check"},
-	{"codegen", "attach"},
-	{"pipeline", "session"},
-	{"export/prom", "internal/runhook"},
+	{"codegen", "attach", "internal/hint"},
+	{"pipeline", "session", "export/prom"},
+	{"internal/runhook"},
 	{""}, // the API, package kinst
 	{"instruments"},
 	{"cmd/kinst", "cmd/vmrun", "bench", "internal/testenv", "internal/workload", "internal/difftest", "internal/vm/guesttest"},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -37,14 +38,14 @@ func iterators(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	}
 	name := ap.Parts[0]
 	if kernel.HasGlob(name) {
-		return nil, fmt.Errorf("iter:%s: an iter probe names one iterator; kinst -l 'iter:*' lists them", name)
+		return nil, &check.ListError{Err: fmt.Errorf("iter:%s: an iter probe names one iterator", name), Pattern: "iter:*", Listed: "them"}
 	}
 	if slices.Contains(mapIterators, name) {
 		return nil, fmt.Errorf("iterator %s walks one map, which kinst cannot name: %w", name, ErrUnsupported)
 	}
 	fn, err := kernel.Iterator(name)
 	if errors.Is(err, kernel.ErrNoType) {
-		return nil, fmt.Errorf("this kernel has no iterator %s; kinst -l 'iter:*' lists them", name)
+		return nil, &check.ListError{Err: fmt.Errorf("this kernel has no iterator %s", name), Pattern: "iter:*", Listed: "them"}
 	}
 	if err != nil {
 		return nil, err
@@ -85,7 +86,8 @@ func (l IterLink) Run() error {
 	return nil
 }
 
-func listIterators(w *bufio.Writer, pattern string, verbose bool) error {
+func listIterators(w *bufio.Writer, parts []string, verbose bool) error {
+	pattern := strings.Join(parts, ":")
 	names, err := kernel.Iterators()
 	if err != nil {
 		return err

@@ -103,14 +103,14 @@ func (r *Resolver) kernelFuncs(ap *syntax.AttachPoint) ([]*check.Target, error) 
 			}
 		}
 		if len(names) == 0 {
-			return nil, check.NoTarget(fmt.Errorf("no traceable kernel function matches %s; kinst -l '%s:*' lists them", name, ap.Provider))
+			return nil, check.NoTarget(&check.ListError{Err: fmt.Errorf("no traceable kernel function matches %s", name), Pattern: ap.Provider + ":*", Listed: "them"})
 		}
 	} else {
 		if !funcs.Contains(name) && !(isKprobe(ap.Provider) && inKallsyms(name)) {
-			return nil, check.NoTarget(fmt.Errorf("kernel function %s does not exist or cannot be traced; kinst -l '%s:%s*' lists similar ones", name, ap.Provider, name))
+			return nil, check.NoTarget(&check.ListError{Err: fmt.Errorf("kernel function %s does not exist or cannot be traced", name), Pattern: ap.Provider + ":" + name + "*", Listed: "similar ones"})
 		}
 		if module != "" && funcs.Contains(name) && !slices.ContainsFunc(funcs.Match(name), func(f kernel.Func) bool { return f.Module == module }) {
-			return nil, check.NoTarget(fmt.Errorf("kernel function %s is not in module %s; kinst -l '%s:%s:*' lists the module's functions", name, module, ap.Provider, module))
+			return nil, check.NoTarget(&check.ListError{Err: fmt.Errorf("kernel function %s is not in module %s", name, module), Pattern: ap.Provider + ":" + module + ":*", Listed: "the module's functions"})
 		}
 		names = []kernel.Func{{Name: name, Module: module}}
 		switch {

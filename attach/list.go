@@ -11,12 +11,17 @@ import (
 
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/kernel"
+	"kinst.dev/kinst/syntax"
 	"kinst.dev/kinst/usdt"
 )
 
-// listers lists the probes of one provider matching a pattern over what
-// follows "provider:".
-var listers = map[string]func(w *bufio.Writer, pattern string, verbose bool) error{
+// A lister lists the probes of one provider matching the parts of a
+// pattern that follow "provider:", split as the parser splits an attach
+// point (so quotes protect colons and are removed).
+type lister func(w *bufio.Writer, parts []string, verbose bool) error
+
+// listers lists the probes of each provider.
+var listers = map[string]lister{
 	"tracepoint":    listTracepoints,
 	"rawtracepoint": listRawTracepoints,
 	"kprobe":        listFuncs("kprobe"),
@@ -29,14 +34,37 @@ var listers = map[string]func(w *bufio.Writer, pattern string, verbose bool) err
 	"software":      listPerf("software", softwareEvents),
 	"hardware":      listPerf("hardware", hardwareEvents),
 	"iter":          listIterators,
+	"interval":      listTimers("interval"),
+	"profile":       listTimers("profile"),
+}
+
+// timerUnits are the units interval and profile probes take, in the
+// order -l lists them.
+var timerUnits = []string{"hz", "ms", "s", "us"}
+
+// listTimers lists a timer provider's units, each as "provider:unit:",
+// as bpftrace lists them: the rate is the program's to choose.
+func listTimers(provider string) lister {
+	return func(w *bufio.Writer, parts []string, _ bool) error {
+		unit := "*"
+		if len(parts) > 0 && parts[0] != "" {
+			unit = parts[0]
+		}
+		for _, u := range timerUnits {
+			if kernel.Match(unit, u) {
+				fmt.Fprintf(w, "%s:%s:\n", provider, u)
+			}
+		}
+		return nil
+	}
 }
 
 // processListers list the probes of a provider in the files of the
 // process -p names, or anywhere when pid is 0.
-var processListers = map[string]func(pid int) func(w *bufio.Writer, pattern string, verbose bool) error{
+var processListers = map[string]func(pid int) lister{
 	"usdt":      listUSDT,
-	"uprobe":    func(pid int) func(*bufio.Writer, string, bool) error { return listUprobes("uprobe", pid) },
-	"uretprobe": func(pid int) func(*bufio.Writer, string, bool) error { return listUprobes("uretprobe", pid) },
+	"uprobe":    func(pid int) lister { return listUprobes("uprobe", pid) },
+	"uretprobe": func(pid int) lister { return listUprobes("uretprobe", pid) },
 }
 
 // providerAliases maps the short and old provider names -l accepts.
@@ -52,18 +80,29 @@ var providerAliases = map[string]string{
 // matched against every provider whose probes have names (hardware and
 // software events, iterators, kprobes, raw tracepoints, tracepoints), or,
 // for a process (pid not 0), against the functions of its executable and
-// the USDT probes of every file it maps, as bpftrace -lp does.
+// the USDT probes of every file it maps, as bpftrace -lp does. The
+// pattern is split into parts as a program's attach point is, so quoted
+// parts match as the program would.
 func List(w io.Writer, pattern string, verbose bool, pid int) error {
 	bw := bufio.NewWriter(w)
 	defer bw.Flush()
 	if pattern == "" {
 		pattern = "*"
 	}
+	if strings.Contains(pattern, ",") {
+		// Several patterns, listed one after the other.
+		for part := range strings.SplitSeq(pattern, ",") {
+			if err := List(bw, strings.Join(strings.Fields(part), " "), verbose, pid); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if kind, _, _ := strings.Cut(pattern, " "); kind == "struct" || kind == "union" || kind == "enum" {
 		return listTypes(bw, pattern, verbose)
 	}
-	provider, rest, hasProvider := strings.Cut(pattern, ":")
-	if !hasProvider {
+	fields := syntax.SplitAttachPoint(pattern)
+	if len(fields) == 1 {
 		if pid != 0 {
 			return listProcess(bw, pattern, verbose, pid)
 		}
@@ -76,24 +115,28 @@ func List(w io.Writer, pattern string, verbose bool, pid int) error {
 		}
 		return nil
 	}
+	provider, parts := fields[0], fields[1:]
 	if full, ok := providerAliases[provider]; ok {
 		provider = full
 	}
-	lister := func(p string) func(*bufio.Writer, string, bool) error {
+	lister := func(p string) lister {
 		if pl, ok := processListers[p]; ok && pid != 0 {
 			return pl(pid)
 		}
 		return listers[p]
 	}
 	if kernel.HasGlob(provider) {
+		// In files, the types a wildcard attach point stands for;
+		// in the kernel, every type kinst lists.
+		inFiles := pid != 0 || strings.Contains(parts[0], "/")
 		for _, p := range slices.Sorted(maps.Keys(listers)) {
-			// Without -p, user-space providers need a file, which a
-			// pattern over providers does not name.
 			_, user := processListers[p]
-			if kernel.Match(provider, p) && (pid != 0 || !user) {
-				if err := lister(p)(bw, rest, verbose); err != nil {
-					return err
-				}
+			wanted := inFiles && slices.Contains(userProviders, p) || !inFiles && !user
+			if !wanted || !kernel.Match(provider, p) {
+				continue
+			}
+			if err := lister(p)(bw, parts, verbose); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -102,7 +145,7 @@ func List(w io.Writer, pattern string, verbose bool, pid int) error {
 	if l == nil {
 		return fmt.Errorf("kinst cannot list %s probes", provider)
 	}
-	return l(bw, rest, verbose)
+	return l(bw, parts, verbose)
 }
 
 // listTypes lists the kernel's structs, unions or enums matching a
@@ -126,12 +169,9 @@ func listTypes(w *bufio.Writer, pattern string, verbose bool) error {
 // listMatching lists a provider's probes whose full name matches a
 // pattern given without a provider.
 func listMatching(w *bufio.Writer, provider, pattern string, verbose bool) error {
-	var sub string
-	switch provider {
-	case "tracepoint":
-		sub = "*:*"
-	default:
-		sub = "*"
+	sub := []string{"*"}
+	if provider == "tracepoint" {
+		sub = []string{"*", "*"}
 	}
 	var buf strings.Builder
 	inner := bufio.NewWriter(&buf)
@@ -152,10 +192,10 @@ func listMatching(w *bufio.Writer, provider, pattern string, verbose bool) error
 	return nil
 }
 
-func listTracepoints(w *bufio.Writer, pattern string, verbose bool) error {
-	cat, name, ok := strings.Cut(pattern, ":")
-	if !ok {
-		cat, name = "*", pattern
+func listTracepoints(w *bufio.Writer, parts []string, verbose bool) error {
+	cat, name := "*", parts[0]
+	if len(parts) > 1 {
+		cat, name = parts[0], strings.Join(parts[1:], ":")
 	}
 	tps, err := kernel.Tracepoints(cat, name)
 	if err != nil {
@@ -177,8 +217,8 @@ func listTracepoints(w *bufio.Writer, pattern string, verbose bool) error {
 	return nil
 }
 
-func listRawTracepoints(w *bufio.Writer, pattern string, verbose bool) error {
-	tps, err := kernel.Tracepoints("*", pattern)
+func listRawTracepoints(w *bufio.Writer, parts []string, verbose bool) error {
+	tps, err := kernel.Tracepoints("*", strings.Join(parts, ":"))
 	if err != nil {
 		return err
 	}
@@ -187,20 +227,28 @@ func listRawTracepoints(w *bufio.Writer, pattern string, verbose bool) error {
 		if !seen[tp.Name] {
 			seen[tp.Name] = true
 			fmt.Fprintf(w, "rawtracepoint:%s\n", tp.Name)
+			if !verbose {
+				continue
+			}
+			if fn, err := kernel.RawTracepointProto(tp.Name); err == nil {
+				for _, p := range fn.Params {
+					fmt.Fprintf(w, "    %s\n", p)
+				}
+			}
 		}
 	}
 	return nil
 }
 
-func listFuncs(provider string) func(*bufio.Writer, string, bool) error {
-	return func(w *bufio.Writer, pattern string, verbose bool) error {
+func listFuncs(provider string) lister {
+	return func(w *bufio.Writer, parts []string, verbose bool) error {
 		funcs, err := listableFuncs(provider, verbose)
 		if err != nil {
 			return err
 		}
-		module := ""
-		if m, f, ok := strings.Cut(pattern, ":"); ok {
-			module, pattern = m, f
+		module, pattern := "", parts[0]
+		if len(parts) > 1 {
+			module, pattern = parts[0], strings.Join(parts[1:], ":")
 		}
 		for _, f := range funcs.Match(pattern) {
 			if module != "" && !kernel.Match(module, f.Module) {
@@ -265,10 +313,10 @@ func listProto(w *bufio.Writer, provider, name string) {
 func listProcess(w *bufio.Writer, pattern string, verbose bool, pid int) error {
 	var buf strings.Builder
 	inner := bufio.NewWriter(&buf)
-	if err := listUprobes("uprobe", pid)(inner, "*", false); err != nil {
+	if err := listUprobes("uprobe", pid)(inner, []string{"*"}, false); err != nil {
 		return err
 	}
-	if err := listUSDT(pid)(inner, "*", false); err != nil && !errors.Is(err, usdt.ErrNoNotes) {
+	if err := listUSDT(pid)(inner, []string{"*"}, false); err != nil && !errors.Is(err, usdt.ErrNoNotes) {
 		return err
 	}
 	inner.Flush()
@@ -280,40 +328,64 @@ func listProcess(w *bufio.Writer, pattern string, verbose bool, pid int) error {
 	return nil
 }
 
-// listUprobes lists the functions of a file as uprobe or uretprobe
-// probes; with pid, those of the process's executable when the pattern
-// names no file, and a named file as the process sees it.
-func listUprobes(provider string, pid int) func(*bufio.Writer, string, bool) error {
-	return func(w *bufio.Writer, pattern string, verbose bool) error {
-		file, sym, ok := strings.Cut(pattern, ":")
-		if !ok && pid == 0 {
+// listUprobes lists the functions of a file, or of each file a wildcard
+// path matches, as uprobe or uretprobe probes; with pid, those of the
+// process's executable when the pattern names no file ("uprobe:FUNC",
+// "uprobe::FUNC" or "uprobe:*:FUNC", as bpftrace -lp reads them), and a
+// named file as the process sees it.
+func listUprobes(provider string, pid int) lister {
+	return func(w *bufio.Writer, parts []string, verbose bool) error {
+		file, sym := parts[0], "*"
+		switch {
+		case len(parts) > 1:
+			sym = strings.Join(parts[1:], ":")
+		case pid == 0:
 			return fmt.Errorf("list %s probes as %s:PATH:PATTERN", provider, provider)
+		case !strings.Contains(file, "/"):
+			file, sym = "", file
 		}
 		if sym == "" {
 			sym = "*"
 		}
-		var path string
-		var err error
-		if pid != 0 && (file == "" || file == "*") {
-			path, err = processExe(pid)
-		} else {
-			path, err = elfsym.Resolve(file, pid)
+		var paths []string
+		switch {
+		case pid != 0 && (file == "" || file == "*"):
+			path, err := processExe(pid)
+			if err != nil {
+				return err
+			}
+			paths = []string{path}
+		case kernel.HasGlob(file):
+			var err error
+			if paths, err = elfsym.GlobFiles(file, pid); err != nil {
+				return err
+			}
+		default:
+			path, err := elfsym.Resolve(file, pid)
+			if err != nil {
+				return err
+			}
+			paths = []string{path}
 		}
-		if err != nil {
-			return err
-		}
-		f, err := elfsym.Open(path)
-		if err != nil {
-			return err
-		}
-		var params map[string][]elfsym.Param
-		if verbose {
-			params = dwarfParams(path, sym)
-		}
-		for _, s := range f.Symbols(sym) {
-			fmt.Fprintf(w, "%s:%s:%s\n", provider, path, s.Name)
-			for _, p := range params[s.Name] {
-				fmt.Fprintf(w, "    %s %s\n", cTypeString(p.Type), p.Name)
+		for _, path := range paths {
+			f, err := elfsym.Open(path)
+			if err != nil {
+				if kernel.HasGlob(file) {
+					// Files a wildcard matches that are not ELF are
+					// passed over.
+					continue
+				}
+				return err
+			}
+			var params map[string][]elfsym.Param
+			if verbose {
+				params = dwarfParams(path, sym)
+			}
+			for _, s := range f.Symbols(sym) {
+				fmt.Fprintf(w, "%s:%s:%s\n", provider, path, s.Name)
+				for _, p := range params[s.Name] {
+					fmt.Fprintf(w, "    %s %s\n", cTypeString(p.Type), p.Name)
+				}
 			}
 		}
 		return nil

@@ -66,7 +66,7 @@ func perfEvents(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	}
 	i := slices.IndexFunc(events, func(e perfCounter) bool { return ap.Parts[0] == e.Name || ap.Parts[0] == e.Alias && e.Alias != "" })
 	if i < 0 {
-		return nil, fmt.Errorf("unknown %s event %q; kinst -l '%s:*' lists them", ap.Provider, ap.Parts[0], ap.Provider)
+		return nil, &check.ListError{Err: fmt.Errorf("unknown %s event %q", ap.Provider, ap.Parts[0]), Pattern: ap.Provider + ":*", Listed: "them"}
 	}
 	ev := events[i]
 	count := ev.Count
@@ -95,9 +95,13 @@ func perfEvents(ap *syntax.AttachPoint) ([]*check.Target, error) {
 
 // listPerf lists a provider's events as bpftrace names them, the count
 // left to the user.
-func listPerf(provider string, events []perfCounter) func(*bufio.Writer, string, bool) error {
-	return func(w *bufio.Writer, pattern string, verbose bool) error {
-		pattern = strings.TrimSuffix(pattern, ":*")
+func listPerf(provider string, events []perfCounter) lister {
+	return func(w *bufio.Writer, parts []string, verbose bool) error {
+		// The event's name; a count after it is not part of it.
+		pattern := "*"
+		if len(parts) > 0 && parts[0] != "" {
+			pattern = parts[0]
+		}
 		for _, e := range events {
 			if !kernel.Match(pattern, e.Name) && (e.Alias == "" || !kernel.Match(pattern, e.Alias)) {
 				continue

@@ -114,7 +114,71 @@ func (r *Resolver) Resolve(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	case "kprobe", "kretprobe", "fentry", "fexit", "fmod_ret":
 		return r.kernelFuncs(ap)
 	}
+	if kernel.HasGlob(ap.Provider) {
+		return r.anyProvider(ap)
+	}
 	return nil, fmt.Errorf("%s probes are %w by kinst", ap.Provider, ErrUnsupported)
+}
+
+// The probe types a wildcard one stands for, as in bpftrace: those of
+// user space where the attach point names a file (its first part holds
+// a '/') or -p names a process, else the kernel's that bpftrace lists.
+// Return probes are left out, being the same functions again.
+var (
+	userProviders   = []string{"uprobe", "usdt"}
+	kernelProviders = []string{"fentry", "hardware", "iter", "kprobe", "rawtracepoint", "software", "tracepoint"}
+)
+
+// wildcardProviders gives the providers a wildcard probe type matches,
+// first being the attach point's first part after the provider, and
+// whether they are user space's.
+func wildcardProviders(provider, first string, pid int) (provs []string, user bool) {
+	all := kernelProviders
+	if user = pid != 0 || strings.Contains(first, "/"); user {
+		all = userProviders
+	}
+	for _, p := range all {
+		if kernel.Match(provider, p) {
+			provs = append(provs, p)
+		}
+	}
+	return provs, user
+}
+
+// anyProvider resolves an attach point whose probe type is a wildcard,
+// such as *:./prog:main, as each type the wildcard matches. Where it
+// matches both uprobe and usdt, each takes the attach point if it can,
+// and one it does not fit or where it names nothing is passed over, as
+// in bpftrace; it is an error only when neither has a target. Kernel
+// probe types read their parts too differently for that (bpftrace 0.17
+// fails on most such attach points), so there the wildcard must match
+// one type.
+func (r *Resolver) anyProvider(ap *syntax.AttachPoint) ([]*check.Target, error) {
+	first := ""
+	if len(ap.Parts) > 0 {
+		first = ap.Parts[0]
+	}
+	provs, user := wildcardProviders(ap.Provider, first, r.Pid)
+	switch {
+	case len(provs) == 0:
+		return nil, fmt.Errorf("no probe type matches %s", ap.Provider)
+	case !user && len(provs) > 1:
+		return nil, fmt.Errorf("%s matches the kernel probe types %s: name one, or a file (a path) for uprobe and usdt", ap.Provider, strings.Join(provs, ", "))
+	}
+	var targets []*check.Target
+	for _, p := range provs {
+		one := *ap
+		one.Provider = p
+		ts, err := r.Resolve(&one)
+		if err != nil && len(provs) == 1 {
+			return nil, err
+		}
+		targets = append(targets, ts...)
+	}
+	if len(targets) == 0 {
+		return nil, check.NoTarget(fmt.Errorf("%s matches nothing; kinst -l '%s' lists what exists", ap.Raw, ap.Raw))
+	}
+	return targets, nil
 }
 
 func wantParts(ap *syntax.AttachPoint, n int, form string) error {
@@ -135,9 +199,9 @@ func (r *Resolver) tracepoints(ap *syntax.AttachPoint) ([]*check.Target, error) 
 	}
 	if len(tps) == 0 {
 		if kernel.HasGlob(cat) || kernel.HasGlob(name) {
-			return nil, check.NoTarget(fmt.Errorf("no tracepoint matches %s:%s; kinst -l 'tracepoint:*' lists them", cat, name))
+			return nil, check.NoTarget(&check.ListError{Err: fmt.Errorf("no tracepoint matches %s:%s", cat, name), Pattern: "tracepoint:*", Listed: "them"})
 		}
-		return nil, check.NoTarget(fmt.Errorf("tracepoint %s:%s does not exist; kinst -l 'tracepoint:%s:*' lists the %s tracepoints", cat, name, cat, cat))
+		return nil, check.NoTarget(&check.ListError{Err: fmt.Errorf("no matches for tracepoint %s:%s", cat, name), Pattern: "tracepoint:" + cat + ":*", Listed: "the " + cat + " tracepoints"})
 	}
 	targets := make([]*check.Target, 0, len(tps))
 	for _, tp := range tps {
@@ -262,7 +326,7 @@ func (r *Resolver) rawTracepoint(ap *syntax.AttachPoint) ([]*check.Target, error
 		return nil, err
 	}
 	if len(tps) == 0 {
-		return nil, check.NoTarget(fmt.Errorf("raw tracepoint %s does not exist; kinst -l 'rawtracepoint:*' lists them", name))
+		return nil, check.NoTarget(&check.ListError{Err: fmt.Errorf("raw tracepoint %s does not exist", name), Pattern: "rawtracepoint:*", Listed: "them"})
 	}
 	seen := map[string]bool{}
 	var targets []*check.Target
@@ -271,11 +335,22 @@ func (r *Resolver) rawTracepoint(ap *syntax.AttachPoint) ([]*check.Target, error
 			continue
 		}
 		seen[tp.Name] = true
+		name := tp.Name
 		targets = append(targets, &check.Target{
 			Provider: "rawtracepoint",
-			Name:     tp.Name,
-			Func:     tp.Name,
-			Attach:   RawTracepoint{Name: tp.Name},
+			Name:     name,
+			Func:     name,
+			Attach:   RawTracepoint{Name: name},
+			// The context is the tracepoint's arguments, a word each, as
+			// a trampoline's is.
+			ArgsFrom: func() (*check.Type, error) {
+				fn, err := kernel.RawTracepointProto(name)
+				if err != nil {
+					return nil, err
+				}
+				args, _, err := tracingContext(fn)
+				return args, err
+			},
 		})
 	}
 	return targets, nil
@@ -324,9 +399,10 @@ func timer(ap *syntax.AttachPoint) ([]*check.Target, error) {
 }
 
 // positive parses the whole number s, what a probe calls it, from 1 to
-// max: the kernel takes sample periods below 2^63.
+// max: the kernel takes sample periods below 2^63. It is written as an
+// integer literal is, 1e6 included.
 func positive(what, s string, max uint64) (uint64, error) {
-	n, err := strconv.ParseUint(s, 10, 64)
+	n, err := syntax.ParseIntLit(s)
 	switch {
 	case errors.Is(err, strconv.ErrRange) || err == nil && n > max:
 		return 0, fmt.Errorf("%s %q is out of range: at most %d", what, s, max)
@@ -399,6 +475,8 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	var path, spec string
 	var err error
 	switch {
+	case len(ap.Parts) == 2 && kernel.HasGlob(ap.Parts[0]):
+		return r.globUprobes(ap)
 	case len(ap.Parts) == 2:
 		spec = ap.Parts[1]
 		path, err = elfsym.Resolve(ap.Parts[0], r.Pid)
@@ -411,6 +489,40 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.uprobesIn(ap, path, spec)
+}
+
+// globUprobes resolves a uprobe whose path is a wildcard, as bpftrace
+// does: in each file it matches, named as glob(3) names it ("./prog*"
+// giving "./prog"), the functions the spec names; files that are not ELF
+// or lack the function are passed over, and it is an error only when no
+// file has one.
+func (r *Resolver) globUprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
+	pattern, spec := ap.Parts[0], ap.Parts[1]
+	paths, err := elfsym.GlobFiles(pattern, r.Pid)
+	if err != nil {
+		return nil, err
+	}
+	var targets []*check.Target
+	for _, path := range paths {
+		ts, err := r.uprobesIn(ap, path, spec)
+		switch {
+		case err == nil:
+			targets = append(targets, ts...)
+		case errors.Is(err, check.ErrNoTarget) || errors.Is(err, elfsym.ErrNotELF):
+		default:
+			return nil, err
+		}
+	}
+	if len(targets) == 0 {
+		return nil, check.NoTarget(fmt.Errorf("no function in the files matching %s matches %s; kinst -l '%s:%s:*' lists them", pattern, spec, ap.Provider, pattern))
+	}
+	return targets, nil
+}
+
+// uprobesIn resolves a uprobe's spec, FUNCTION, FUNCTION+OFFSET, an
+// address or a wildcard, in the file at path.
+func (r *Resolver) uprobesIn(ap *syntax.AttachPoint, path, spec string) ([]*check.Target, error) {
 	f, err := r.open(path)
 	if err != nil {
 		return nil, err
@@ -429,7 +541,7 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	if kernel.HasGlob(spec) {
 		syms := f.Symbols(spec)
 		if len(syms) == 0 {
-			return nil, check.NoTarget(fmt.Errorf("no function in %s matches %s; kinst -l 'uprobe:%s:*' lists them", path, spec, path))
+			return nil, check.NoTarget(&check.ListError{Err: fmt.Errorf("no function in %s matches %s", path, spec), Pattern: "uprobe:" + path + ":*", Listed: "them"})
 		}
 		var targets []*check.Target
 		for _, s := range syms {

@@ -27,10 +27,12 @@ type usdtFile struct {
 // usdtForm is how usdt probes are written.
 const usdtForm = "usdt:PATH:[PROVIDER:]NAME, or usdt:NAME with -p"
 
-// usdts resolves usdt:PATH:PROVIDER:NAME, usdt:PATH:NAME (any provider)
-// and, with -p, usdt:NAME and usdt::PROVIDER:NAME over every file the
-// process maps. Each probe site becomes a uprobe at the site; a site with
-// a semaphore has the kernel count attached probes in it.
+// usdts resolves usdt:PATH:PROVIDER:NAME, usdt:PATH:NAME and
+// usdt:PATH::NAME (any provider) and, with -p, usdt:NAME,
+// usdt::PROVIDER:NAME and usdt:::NAME over every file the process maps.
+// PATH may be a wildcard over files. Each probe site becomes a uprobe at
+// the site; a site with a semaphore has the kernel count attached probes
+// in it.
 func (r *Resolver) usdts(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	var bin, provider, name string
 	switch len(ap.Parts) {
@@ -45,6 +47,10 @@ func (r *Resolver) usdts(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		provider, name = "*", ap.Parts[0]
 	default:
 		return nil, fmt.Errorf("usdt probes are written %s", usdtForm)
+	}
+	anyProvider := len(ap.Parts) < 3 || provider == ""
+	if anyProvider {
+		provider = "*"
 	}
 	files, err := r.usdtFiles(bin)
 	if err != nil {
@@ -67,25 +73,26 @@ func (r *Resolver) usdts(ap *syntax.AttachPoint) ([]*check.Target, error) {
 			})
 		}
 	}
-	if len(ap.Parts) < 3 && !kernel.HasGlob(name) {
+	if anyProvider && !kernel.HasGlob(name) {
 		if err := oneProvider(targets, ap.Raw); err != nil {
 			return nil, err
 		}
 	}
 	if len(targets) == 0 {
 		spec := provider + ":" + name
-		if len(ap.Parts) < 3 {
+		if anyProvider {
 			spec = name
 		}
 		where := "the files process " + strconv.Itoa(r.Pid) + " maps"
-		list := fmt.Sprintf("kinst -lp %d 'usdt:*'", r.Pid)
+		list := &check.ListError{Pattern: "usdt:*", Pid: r.Pid, Listed: "them"}
 		switch {
 		case kernel.HasGlob(bin):
-			where, list = "the files matching "+bin, fmt.Sprintf("kinst -l 'usdt:%s'", bin)
+			where, list.Pattern, list.Pid = "the files matching "+bin, "usdt:"+bin, 0
 		case bin != "":
-			where, list = files[0].path, fmt.Sprintf("kinst -l 'usdt:%s:*'", files[0].path)
+			where, list.Pattern, list.Pid = files[0].path, "usdt:"+files[0].path+":*", 0
 		}
-		return nil, check.NoTarget(fmt.Errorf("no USDT probe matches %s in %s; %s lists them", spec, where, list))
+		list.Err = fmt.Errorf("no USDT probe matches %s in %s", spec, where)
+		return nil, check.NoTarget(list)
 	}
 	return targets, nil
 }
@@ -123,9 +130,9 @@ func (r *Resolver) usdtFiles(bin string) ([]usdtFile, error) {
 			return nil, err
 		}
 	case kernel.HasGlob(bin):
-		paths, _ = filepath.Glob(bin)
-		if len(paths) == 0 {
-			return nil, fmt.Errorf("no file matches %s", bin)
+		var err error
+		if paths, err = elfsym.GlobFiles(bin, r.Pid); err != nil {
+			return nil, err
 		}
 		named = len(paths) == 1
 	default:
@@ -215,22 +222,29 @@ func processExe(pid int) (string, error) {
 	return fmt.Sprintf("/proc/%d/root%s", pid, exe), nil
 }
 
-// listUSDT lists the probes matching PATH:PROVIDER:NAME, PATH:NAME or
-// PATH alone, each probe once however many sites it has, sorted as
-// bpftrace sorts them. With pid, an empty or "*" PATH stands for every
-// file the process maps.
-func listUSDT(pid int) func(w *bufio.Writer, pattern string, verbose bool) error {
-	return func(w *bufio.Writer, pattern string, verbose bool) error {
-		parts := strings.Split(pattern, ":")
+// listUSDT lists the probes matching PATH:PROVIDER:NAME, PATH:NAME,
+// PATH::NAME or PATH alone, each probe once however many sites it has,
+// sorted as bpftrace sorts them. With pid, an empty or "*" PATH stands
+// for every file the process maps, and NAME alone (no '/') is a name.
+func listUSDT(pid int) lister {
+	return func(w *bufio.Writer, parts []string, verbose bool) error {
 		bin, provider, name := parts[0], "*", "*"
 		switch len(parts) {
 		case 1:
+			if pid != 0 && !strings.Contains(bin, "/") {
+				// usdt:NAME with -p, as a program names the probes.
+				bin, name = "", bin
+			}
 		case 2:
 			name = parts[1]
 		case 3:
 			provider, name = parts[1], parts[2]
 		default:
 			return fmt.Errorf("list usdt probes as usdt:PATH[:PROVIDER[:NAME]]")
+		}
+		if provider == "" {
+			// usdt:PATH::NAME names no provider, as usdt:PATH:NAME.
+			provider = "*"
 		}
 		if pid != 0 && (bin == "*" || bin == "") {
 			bin = ""

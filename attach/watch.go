@@ -110,7 +110,7 @@ func (r *Resolver) watchArg(ap *syntax.AttachPoint, fn, argText string, w Watchp
 	syms := []elfsym.Symbol{{Name: fn}}
 	if kernel.HasGlob(fn) {
 		if syms = f.Symbols(fn); len(syms) == 0 {
-			return nil, fmt.Errorf("no function in %s matches %s; kinst -l 'uprobe:%s:*' lists them", path, fn, path)
+			return nil, &check.ListError{Err: fmt.Errorf("no function in %s matches %s", path, fn), Pattern: "uprobe:" + path + ":*", Listed: "them"}
 		}
 	} else if syms[0].Offset, err = f.SymbolOffset(fn, 0); err != nil {
 		return nil, err

@@ -19,7 +19,7 @@ var (
 	argProviders  = []string{"kprobe", "uprobe", "usdt", "rawtracepoint", "fentry", "fexit", "fmod_ret"}
 	retProviders  = []string{"kretprobe", "uretprobe", "fexit", "fmod_ret"}
 	funcProviders = []string{"kprobe", "kretprobe", "uprobe", "uretprobe", "fentry", "fexit", "fmod_ret"}
-	argsProviders = []string{"tracepoint", "fentry", "fexit", "fmod_ret", "kprobe", "kretprobe", "uprobe"}
+	argsProviders = []string{"tracepoint", "rawtracepoint", "fentry", "fexit", "fmod_ret", "kprobe", "kretprobe", "uprobe"}
 )
 
 func has(list []string, s string) bool {

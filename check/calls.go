@@ -161,7 +161,7 @@ func (c *checker) call(x *syntax.CallExpr, stmt bool) *Type {
 		allowed = false
 	}
 	if f.unsafe && !c.conf.Unsafe {
-		c.errorf(x.Fun, "%s() changes the system it runs on: run kinst with --unsafe to allow it", name)
+		c.errs = append(c.errs, &syntax.Error{File: c.file, Pos: x.Fun.Pos(), End: x.Fun.End(), Msg: name + "() changes the system it runs on", Err: ErrUnsafe})
 		allowed = false
 	}
 	call := &Call{Func: name}

@@ -56,7 +56,7 @@ func (fakeResolver) Resolve(ap *syntax.AttachPoint) ([]*Target, error) {
 				{Provider: "tracepoint", Name: "syscalls:sys_enter_openat", Func: "sys_enter_openat", Args: openatArgs},
 			}, nil
 		}
-		return nil, absent{fmt.Errorf("tracepoint %s does not exist", name)}
+		return nil, absent{fmt.Errorf("no matches for tracepoint %s", name)}
 	case "fentry", "fexit":
 		return []*Target{{Provider: ap.Provider, Name: name, Func: name, Typed: true, Args: skbArgs}}, nil
 	case "interval", "profile", "uprobe", "uretprobe", "kprobe", "kretprobe", "rawtracepoint":
@@ -463,17 +463,17 @@ func TestAbsentAttachPoints(t *testing.T) {
 	}{
 		{
 			src:      "t:syscalls:nope, t:syscalls:sys_enter_openat { }",
-			warnings: "t:1:1: warning: tracepoint syscalls:nope does not exist; left out of the probe\nt:syscalls:nope, t:syscalls:sys_enter_openat { }\n^~~~~~~~~~~~~~~",
+			warnings: "t:1:1: warning: no matches for tracepoint syscalls:nope; left out of the probe\nt:syscalls:nope, t:syscalls:sys_enter_openat { }\n^~~~~~~~~~~~~~~",
 		},
 		{
 			src: "t:syscalls:sys_enter_openat,\nt:syscalls:nope,\nt:syscalls:nada { }",
 			warnings: "t:2:1: warning: 2 of the probe's 3 attach points name nothing on this system and are left out: " +
-				"t:syscalls:nope, t:syscalls:nada (the first: tracepoint syscalls:nope does not exist)\nt:syscalls:nope,\n^~~~~~~~~~~~~~~",
+				"t:syscalls:nope, t:syscalls:nada (the first: no matches for tracepoint syscalls:nope)\nt:syscalls:nope,\n^~~~~~~~~~~~~~~",
 		},
 		{
 			// Warnings come in source order, whichever was found first.
 			src: "t:syscalls:nope, uprobe:libpthread:pthread_create { }",
-			warnings: "t:1:1: warning: tracepoint syscalls:nope does not exist; left out of the probe\nt:syscalls:nope, uprobe:libpthread:pthread_create { }\n^~~~~~~~~~~~~~~\n" +
+			warnings: "t:1:1: warning: no matches for tracepoint syscalls:nope; left out of the probe\nt:syscalls:nope, uprobe:libpthread:pthread_create { }\n^~~~~~~~~~~~~~~\n" +
 				"t:1:18: warning: libpthread has no function pthread_create; probing libc's\nt:syscalls:nope, uprobe:libpthread:pthread_create { }\n                 ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~",
 		},
 		{
@@ -487,8 +487,8 @@ func TestAbsentAttachPoints(t *testing.T) {
 			// and the warnings still come.
 			src:      "uprobe:libpthread:pthread_create { @ = count() }\nt:syscalls:nope, t:syscalls:nada { @ = 1 }",
 			warnings: "t:1:1: warning: libpthread has no function pthread_create; probing libc's\nuprobe:libpthread:pthread_create { @ = count() }\n^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~",
-			err: "t:2:1: tracepoint syscalls:nope does not exist\nt:syscalls:nope, t:syscalls:nada { @ = 1 }\n^~~~~~~~~~~~~~~\n" +
-				"t:2:18: tracepoint syscalls:nada does not exist\nt:syscalls:nope, t:syscalls:nada { @ = 1 }\n                 ^~~~~~~~~~~~~~~",
+			err: "t:2:1: no matches for tracepoint syscalls:nope\nt:syscalls:nope, t:syscalls:nada { @ = 1 }\n^~~~~~~~~~~~~~~\n" +
+				"t:2:18: no matches for tracepoint syscalls:nada\nt:syscalls:nope, t:syscalls:nada { @ = 1 }\n                 ^~~~~~~~~~~~~~~",
 		},
 	}
 	for _, tt := range tests {

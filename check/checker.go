@@ -388,7 +388,7 @@ func (c *checker) resolvePoint(ap *syntax.AttachPoint) ([]*Target, error) {
 		return nil, err
 	}
 	if len(targets) == 0 {
-		return nil, NoTarget(fmt.Errorf("%s matches nothing; kinst -l %q lists what exists", expanded.Raw, expanded.Raw))
+		return nil, NoTarget(&ListError{Err: fmt.Errorf("%s matches nothing", expanded.Raw), Pattern: expanded.Raw, Listed: "what exists"})
 	}
 	for _, t := range targets {
 		t.Point = ap
@@ -546,8 +546,10 @@ func (c *checker) stmt(s syntax.Stmt) {
 		case t == nil:
 		case !ok || v.IsStr:
 			c.errorf(s.Count, "unroll count must be a constant integer")
-		case int64(v.Int) < 1 || v.Int > 100:
-			c.errorf(s.Count, "unroll count must be between 1 and 100, not %d", int64(v.Int))
+		case int64(v.Int) < 1:
+			c.errorf(s.Count, "unroll minimum value is 1 (not %d)", int64(v.Int))
+		case v.Int > 100:
+			c.errorf(s.Count, "unroll maximum value is 100 (not %d)", int64(v.Int))
 		}
 		c.block(s.Body)
 	case *syntax.WhileStmt:

@@ -145,10 +145,10 @@ func TestStackMode(t *testing.T) {
 func TestMissingProbes(t *testing.T) {
 	src := "kprobe:f, tracepoint:a:b { }"
 	for _, tt := range []struct{ mode, warning, err string }{
-		{"", "t:1:11: warning: tracepoint a:b does not exist; left out of the probe", ""},
-		{"warn", "t:1:11: warning: tracepoint a:b does not exist; left out of the probe", ""},
+		{"", "t:1:11: warning: no matches for tracepoint a:b; left out of the probe", ""},
+		{"warn", "t:1:11: warning: no matches for tracepoint a:b; left out of the probe", ""},
 		{"ignore", "", ""},
-		{"error", "", "t:1:11: tracepoint a:b does not exist; if this is expected, set the 'missing_probes' config variable to 'warn'"},
+		{"error", "", "t:1:11: no matches for tracepoint a:b; if this is expected, set the 'missing_probes' config variable to 'warn'"},
 	} {
 		var warnings []string
 		_, err := checkSrc(t, src, &Config{MissingProbes: tt.mode, Warn: func(e *syntax.Error) { warnings = append(warnings, e.Error()) }})

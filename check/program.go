@@ -34,6 +34,24 @@ type noTarget struct{ error }
 func (e noTarget) Unwrap() error      { return e.error }
 func (noTarget) Is(target error) bool { return target == ErrNoTarget }
 
+// A ListError is an error about an attach point that a listing of the
+// probes that exist answers. Its message is Err's, the fact alone: the
+// kinst command adds how to list them, as "kinst -l PATTERN".
+type ListError struct {
+	Err     error
+	Pattern string // a probe pattern that lists what exists
+	Pid     int    // when not 0, list what process Pid maps
+	Listed  string // what the listing holds: "them", "similar ones"
+}
+
+func (e *ListError) Error() string { return e.Err.Error() }
+func (e *ListError) Unwrap() error { return e.Err }
+
+// ErrUnsafe matches the error for a call of a builtin that changes the
+// system it runs on (system(), signal(), override(), core()) in a
+// program that Config.Unsafe does not allow to.
+var ErrUnsafe = errors.New("not allowed to change the system")
+
 // A Target is one concrete place a probe fires.
 type Target struct {
 	Provider string // full provider name, as in syntax.AttachPoint

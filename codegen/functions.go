@@ -175,7 +175,7 @@ func checkLevel(fn asm.BuiltinFunc) int {
 	case asm.FnMapUpdateElem, asm.FnMapDeleteElem, asm.FnSendSignal:
 		return 1
 	case asm.FnProbeRead, asm.FnProbeReadUser, asm.FnProbeReadStr, asm.FnProbeReadUserStr,
-		asm.FnProbeReadKernelStr, asm.FnDPath:
+		asm.FnProbeReadKernelStr, asm.FnDPath, asm.FnMapLookupElem:
 		return 2
 	}
 	return 0

@@ -89,11 +89,32 @@ func (g *gen) mapReadScalar(x *syntax.MapExpr) operand {
 		return g.fromReg(asm.R0)
 	}
 	g.lookup(m, k)
+	g.lookupMiss()
 	done := g.newLabel("mapval")
 	g.emit(asm.JEq.Imm(asm.R0, 0, done))
 	g.loadInt(asm.R0, asm.R0, 0, m.Value)
 	g.place(done)
 	return g.fromReg(asm.R0)
+}
+
+// lookupMiss reports a map read whose key is absent, as both releases
+// do at their highest warning level (-kk in 0.17, -k in 0.26.1): a
+// helper error of map_lookup_elem with code 0. R0, the lookup's result,
+// is left as it was.
+func (g *gen) lookupMiss() {
+	if g.c.opts.HelperChecks < checkLevel(asm.FnMapLookupElem) {
+		return
+	}
+	mark := g.mark()
+	defer g.release(mark)
+	found := g.newLabel("found")
+	g.emit(asm.JNE.Imm(asm.R0, 0, found))
+	a := g.action(&Action{Kind: ActHelperError, Text: helperName(asm.FnMapLookupElem), Args: helperErrorArgs})
+	rec := g.record(a)
+	g.storeImm(rec.base, rec.off+headerSize, 0, asm.DWord)
+	g.emitRecord(rec)
+	g.emit(asm.Mov.Imm(asm.R0, 0))
+	g.place(found)
 }
 
 // mapReadMem copies a string or tuple element into dst, zeroes when
@@ -102,6 +123,7 @@ func (g *gen) mapReadMem(x *syntax.MapExpr, dst mem, t *check.Type) {
 	m := g.mapOf(x)
 	k := g.key(x, m)
 	g.lookup(m, k)
+	g.lookupMiss()
 	missing, done := g.newLabel("nokey"), g.newLabel("mapval")
 	g.emit(asm.JEq.Imm(asm.R0, 0, missing), asm.Mov.Reg(asm.R3, asm.R0))
 	g.convertMem(dst, t, mem{base: asm.R3, size: m.Value.Size}, m.Value)

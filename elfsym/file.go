@@ -278,7 +278,7 @@ func (f *File) SymbolOffset(name string, off uint64) (uint64, error) {
 		return 0, err
 	}
 	if s.Size > 0 && off >= s.Size {
-		return 0, fmt.Errorf("%s+%d in %s: offset is beyond the function's %d bytes", name, off, f.Path, s.Size)
+		return 0, fmt.Errorf("%s+%d in %s: offset outside the function bounds ('%s' size is %d)", name, off, f.Path, name, s.Size)
 	}
 	return s.Offset + off, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 
 	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/internal/coredump"
 	"kinst.dev/kinst/output"
 )
 
@@ -83,11 +85,7 @@ func breakpoint(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	if len(pos) == 0 {
-		at, err := hitRegs(os.Getenv(hitRegsEnv))
-		if err != nil {
-			return err
-		}
-		return dumpNow(stdout, *core, c.Pid, *thread, at)
+		return dumpNow(stdout, *core, c.Pid, *thread)
 	}
 
 	t, err := parseTarget(pos[0])
@@ -106,11 +104,11 @@ func breakpoint(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	b := &breaker{core: *core, count: *n, gdb: *gdb, stop: *stop, cancel: cancel, stderr: stderr, fn: t.Spec, waitsCommand: c.Command != ""}
 	hooks := runHooks{
 		Printf: func(w io.Writer, _ *codegen.Action, args []output.Value) error {
-			var regs []string
+			var regs []uint64
 			for _, a := range args[4:] {
-				regs = append(regs, strconv.FormatUint(a.Uint(), 16))
+				regs = append(regs, a.Uint())
 			}
-			return b.hit(w, args[0].Uint(), int(args[1].Int()), int(args[2].Int()), args[3].Text(), strings.Join(regs, ","))
+			return b.hit(w, args[0].Uint(), int(args[1].Int()), int(args[2].Int()), args[3].Text(), regs)
 		},
 		ExitMaps: func(io.Writer, []*output.Map) error { return nil },
 	}
@@ -169,29 +167,6 @@ var breakRegs = []string{
 	"ax", "cx", "dx", "si", "di", "orig_ax", "ip", "cs", "flags", "sp", "ss",
 }
 
-// hitRegsEnv hands the dump kinst runs for a hit the registers at the hit,
-// in breakRegs's order, in hex, comma-separated.
-const hitRegsEnv = "KINST_BREAK_REGS"
-
-// hitRegs parses what hitRegsEnv holds; nil for nothing.
-func hitRegs(s string) ([]uint64, error) {
-	if s == "" {
-		return nil, nil
-	}
-	words := strings.Split(s, ",")
-	if len(words) != len(breakRegs) {
-		return nil, fmt.Errorf("%s holds %d registers, not %d", hitRegsEnv, len(words), len(breakRegs))
-	}
-	regs := make([]uint64, len(words))
-	for i, w := range words {
-		var err error
-		if regs[i], err = strconv.ParseUint(w, 16, 64); err != nil {
-			return nil, fmt.Errorf("%s: register %s: %w", hitRegsEnv, breakRegs[i], err)
-		}
-	}
-	return regs, nil
-}
-
 // A breaker acts on the hits the probe reports.
 type breaker struct {
 	core         string
@@ -209,9 +184,9 @@ type breaker struct {
 }
 
 // hit handles a stop the probe made at nsecs in thread tid of pid; regs
-// are the registers at the hit, as hitRegsEnv holds them, "" for a stop
-// in kernel code.
-func (b *breaker) hit(w io.Writer, nsecs uint64, pid, tid int, comm, regs string) error {
+// are the registers at the hit, in breakRegs's order, nil for a stop in
+// kernel code.
+func (b *breaker) hit(w io.Writer, nsecs uint64, pid, tid int, comm string, regs []uint64) error {
 	if b.hits >= b.count || nsecs < b.resumed {
 		// A stop that threads hitting together shared with one
 		// already dumped, or one past the count: the probe limits
@@ -223,7 +198,7 @@ func (b *breaker) hit(w io.Writer, nsecs uint64, pid, tid int, comm, regs string
 	}
 	b.hits++
 	if b.gdb || b.stop {
-		if err := waitStopped(pid, 5*time.Second); err != nil {
+		if err := coredump.WaitStopped(pid, 5*time.Second); err != nil {
 			b.err = fmt.Errorf("cannot stop at %s: %w", b.fn, err)
 			b.cancel()
 			return nil
@@ -241,31 +216,15 @@ func (b *breaker) hit(w io.Writer, nsecs uint64, pid, tid int, comm, regs string
 		return nil
 	}
 	file := coreName(b.core, b.hits, b.count)
-	// The dump runs in a process of its own: ptrace stops of a -c
-	// command, kinst's child, would reach the wait for its end.
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	var out strings.Builder
-	cmd := exec.Command(self, "break", "--unsafe", "--pid", strconv.Itoa(pid), "--thread", strconv.Itoa(tid), "--core", file)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if regs != "" {
-		cmd.Env = append(os.Environ(), hitRegsEnv+"="+regs)
-	}
-	err = cmd.Run()
+	size, err := coredump.Dump(file, pid, tid, regs)
 	clock := monotonic()
 	// Whatever happened, the process must not stay stopped.
 	unix.Kill(pid, unix.SIGCONT)
 	b.resumed = clock
 	if err != nil {
-		b.err = fmt.Errorf("%s (hit at %s)", strings.TrimPrefix(strings.TrimSpace(out.String()), "kinst: "), b.fn)
+		b.err = fmt.Errorf("%v (hit at %s)", err, b.fn)
 		b.cancel()
 		return nil
-	}
-	var size int64
-	if st, err := os.Stat(file); err == nil {
-		size = st.Size()
 	}
 	fmt.Fprintf(w, "pid %d tid %d %s: stopped at %s; core written to %s (%.1f MB, %.3fs after the hit)\n",
 		pid, tid, comm, b.fn, file, float64(size)/1e6, float64(clock-nsecs)/1e9)
@@ -310,28 +269,40 @@ func (b *breaker) debug(stdout io.Writer) error {
 
 // dumpNow dumps a process at once and lets it go on, unless it was
 // stopped before.
-func dumpNow(w io.Writer, file string, pid, first int, at []uint64) error {
-	st, err := threadState(pid, pid)
+func dumpNow(w io.Writer, file string, pid, first int) error {
+	stopped, err := coredump.Stopped(pid)
 	if err != nil {
-		return fmt.Errorf("no process %d", pid)
+		return err
 	}
 	start := time.Now()
-	size, err := dumpCore(file, pid, first, at)
-	if st != 'T' {
-		unix.Kill(pid, unix.SIGCONT)
-	}
-	if errors.Is(err, errExited) {
-		return fmt.Errorf("process %d exited before its core was written", pid)
-	}
+	size, err := coredump.Dump(file, pid, first, nil)
 	if err != nil {
-		return fmt.Errorf("cannot dump process %d: %w", pid, err)
+		return err
 	}
 	stays := ""
-	if st == 'T' {
+	if stopped {
 		stays = "; it was stopped before, and stays stopped"
 	}
 	_, err = fmt.Fprintf(w, "core of pid %d written to %s (%.1f MB in %.3fs)%s\n", pid, file, float64(size)/1e6, time.Since(start).Seconds(), stays)
 	return err
+}
+
+// coreName is the file of the ith of n dumps: FILE, or FILE.i when
+// there are several.
+func coreName(file string, i, n int) string {
+	if n == 1 {
+		return file
+	}
+	return file + "." + strconv.Itoa(i)
+}
+
+// coreDir checks that a core file can be written where it is asked for.
+func coreDir(file string) error {
+	dir := filepath.Dir(file)
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		return fmt.Errorf("cannot write a core file in %s: %w", dir, err)
+	}
+	return nil
 }
 
 // monotonic is the time nsecs gives probes.

@@ -18,6 +18,7 @@ import (
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/export/prom"
+	"kinst.dev/kinst/internal/hint"
 	"kinst.dev/kinst/internal/runhook"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/session"
@@ -198,6 +199,7 @@ func (c *common) run(ctx context.Context, name, src string, hooks runHooks, stdo
 		Command:     argv,
 		Environment: true,
 		Warnings:    stderr,
+		Warn:        hint.Warn(stderr),
 		Verbose:     c.Verbose,
 		// The instruments' programs, and the maps they leave to kinst
 		// to print, are written for bpftrace 0.17's forms, whatever
@@ -240,7 +242,7 @@ func (c *common) run(ctx context.Context, name, src string, hooks runHooks, stdo
 			opts.Lost = func(n uint64) error { return hooks.Lost(stderr, n) }
 		}
 		if srv != nil {
-			srv.Feed(out, opts)
+			runhook.Serve(&srv.Gatherer, out, opts)
 		}
 	})
 	// The signals end kinst as any process until it is about to run.

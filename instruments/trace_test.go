@@ -475,7 +475,7 @@ func TestTraceErrors(t *testing.T) {
 		{[]string{"trace", "--args", "tracepoint:syscalls:sys_enter_getppi*"}, 2,
 			"kinst trace: --args needs one function per target, and tracepoint:syscalls:sys_enter_getppi* matches 1: name them one by one\n"},
 		{[]string{"trace", "syscall:nosuch"}, 1,
-			"kinst: trace syscall:nosuch: tracepoint syscalls:sys_enter_nosuch does not exist; kinst -l 'tracepoint:syscalls:*' lists the syscalls tracepoints\n"},
+			"kinst: trace syscall:nosuch: no matches for tracepoint syscalls:sys_enter_nosuch; kinst -l 'tracepoint:syscalls:*' lists the syscalls tracepoints\n"},
 		{[]string{"trace", "uprobe:" + workload + ":main.nosuch"}, 1,
 			"kinst: trace uprobe:" + workload + ":main.nosuch: no such function: main.nosuch in " + workload + "\n"},
 		{[]string{"trace", `syscall:getppid { system("true") }`}, 1,
@@ -487,7 +487,7 @@ func TestTraceErrors(t *testing.T) {
 		{[]string{"trace", "tracepoint:syscalls:sys_exit_getppid", "syscall:getppid"}, 2,
 			"kinst trace: tracepoint:syscalls:sys_exit_getppid and syscall:getppid both probe tracepoint:syscalls:sys_exit_getppid: name one of them\n"},
 		{[]string{"count", "syscall:nosuch"}, 1,
-			"kinst: count syscall:nosuch: tracepoint syscalls:sys_enter_nosuch does not exist; kinst -l 'tracepoint:syscalls:*' lists the syscalls tracepoints\n"},
+			"kinst: count syscall:nosuch: no matches for tracepoint syscalls:sys_enter_nosuch; kinst -l 'tracepoint:syscalls:*' lists the syscalls tracepoints\n"},
 		{[]string{"count", "--top", "-1", "syscall:getppid"}, 2, "kinst count: --top -1: give a positive number of rows\n"},
 	}
 	for _, tt := range tests {

@@ -122,6 +122,21 @@ func FuncProto(name string) (*Function, error) {
 	return f, nil
 }
 
+// RawTracepointProto describes the arguments a raw tracepoint passes,
+// named as the kernel's __bpf_trace_NAME function names them (the
+// typedef btf_trace_NAME gives the same types without names): its first
+// parameter, the tracepoint's own data, is no argument of the event.
+func RawTracepointProto(name string) (*Function, error) {
+	fn, err := FuncProto("__bpf_trace_" + name)
+	if err != nil {
+		return nil, fmt.Errorf("raw tracepoint %s: %w", name, err)
+	}
+	if len(fn.Params) == 0 {
+		return nil, fmt.Errorf("raw tracepoint %s: __bpf_trace_%s takes no data pointer", name, name)
+	}
+	return &Function{Name: name, Module: fn.Module, Params: fn.Params[1:], Return: &btf.Void{}, Func: fn.Func}, nil
+}
+
 func findFunc(spec *btf.Spec, name string) (*btf.Func, error) {
 	var fn *btf.Func
 	err := spec.TypeByName(name, &fn)

@@ -58,6 +58,9 @@ type Options struct {
 	Includes    []string
 	// Warnings receives compile-time warnings; nil discards them.
 	Warnings io.Writer
+	// Warn, when set, receives the warnings about the program's source,
+	// the preprocessor's among them, instead of Warnings.
+	Warn func(*syntax.Error)
 	// CacheDir keeps preprocessed headers between runs; "" keeps none.
 	// FromEnv sets it from KINST_CACHE_DIR, or preprocess.DefaultCacheDir.
 	CacheDir string
@@ -260,9 +263,17 @@ func checkProgram(name string, src []byte, opts *Options) (*check.Program, check
 		BTF:         haveBTF,
 		CacheDir:    opts.CacheDir,
 	})
-	if pre != nil && opts.Warnings != nil {
-		for _, w := range pre.Warnings {
-			fmt.Fprintf(opts.Warnings, "kinst: warning: %s\n", w)
+	if pre != nil {
+		for _, msg := range pre.Warnings {
+			// A missing header or a #warning, which the message
+			// places itself.
+			w := &syntax.Error{Msg: msg, Severity: syntax.SeverityWarning}
+			switch {
+			case opts.Warn != nil:
+				opts.Warn(w)
+			case opts.Warnings != nil:
+				fmt.Fprintf(opts.Warnings, "kinst: %v\n", w)
+			}
 		}
 	}
 	if err != nil {
@@ -296,8 +307,8 @@ func checkProgram(name string, src []byte, opts *Options) (*check.Program, check
 		fmt.Fprintln(opts.Dump, "syntax tree:")
 		syntax.Dump(opts.Dump, parsed)
 	}
-	var warn func(*syntax.Error)
-	if opts.Warnings != nil {
+	warn := opts.Warn
+	if warn == nil && opts.Warnings != nil {
 		warn = func(w *syntax.Error) { fmt.Fprintln(opts.Warnings, w.Detail()) }
 	}
 	settings, err := check.ReadConfig(parsed, warn)

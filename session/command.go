@@ -78,7 +78,7 @@ func (c *command) supervise(path string, argv []string, afterExec bool) {
 		}
 		syscall.PtraceDetach(pid)
 		c.released <- nil
-		c.cmd.Wait()
+		c.waitExit()
 		return
 	}
 	// Traced to the exec, which says whether the command started.
@@ -103,7 +103,7 @@ func (c *command) supervise(path string, argv []string, afterExec bool) {
 		}
 		syscall.PtraceDetach(pid)
 		c.released <- nil
-		c.cmd.Wait()
+		c.waitExit()
 		return
 	}
 	c.released <- fmt.Errorf("start command %s: %w", argv[0], err)
@@ -159,6 +159,19 @@ func (c *command) startStub(path string, argv []string) (ran bool, err error) {
 		c.cmd.Wait()
 	}
 	return true, err
+}
+
+// waitExit waits for the command let go to end, and reaps it. Until it
+// exits the wait is on a pidfd, which tells an exit alone: core() seizes
+// the command's threads with ptrace from this process, its parent, and
+// a wait for the child would take those stops for its end. Before Linux
+// 5.10 there is no pidfd to wait on.
+func (c *command) waitExit() {
+	if w := watchProcess(c.cmd.Process.Pid); w.fd != nil {
+		w.wait()
+		w.close()
+	}
+	c.cmd.Wait()
 }
 
 // tracedCommand makes the command line to start under ptrace.

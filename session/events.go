@@ -6,13 +6,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/compat"
+	"kinst.dev/kinst/internal/coredump"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/syntax"
 )
@@ -176,23 +176,14 @@ func (s *Session) shell(line string) (string, error) {
 	return string(out), err
 }
 
-// dumpCore writes the core of the process a core() call stopped, with
-// kinst break --core in a process of its own (ptrace stops of a -c
-// command, kinst's child, would reach kinst's wait for its end), then
+// dumpCore writes the core of the process a core() call stopped, then
 // lets it go on whatever happened. It says what it wrote.
 func (s *Session) dumpCore(a *codegen.Action, body []byte) (string, error) {
 	pidTgid := le.Uint64(body[a.Args.Offsets[0]:])
 	pid, tid := int(pidTgid>>32), int(uint32(pidTgid))
 	defer syscall.Kill(pid, syscall.SIGCONT)
-	self, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("core %s: %w", a.Text, err)
-	}
-	cmd := exec.CommandContext(s.ctx, self, "break", "--unsafe", "--pid", strconv.Itoa(pid), "--thread", strconv.Itoa(tid), "--core", a.Text)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("core of pid %d: %s", pid, strings.TrimPrefix(strings.TrimSpace(string(out)), "kinst: "))
+	if _, err := coredump.Dump(a.Text, pid, tid, nil); err != nil {
+		return "", fmt.Errorf("core of pid %d: %w", pid, err)
 	}
 	return fmt.Sprintf("core of pid %d written to %s\n", pid, a.Text), nil
 }

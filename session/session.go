@@ -471,7 +471,7 @@ func (s *Session) stopPackets() error {
 	lost, err := s.packets.stop()
 	s.packets = nil
 	if lost > 0 {
-		s.warnf("kinst: skboutput: %d packets lost: their buffers were full (raise BPFTRACE_PERF_RB_PAGES)\n", lost)
+		s.note("kinst: skboutput: %d packets lost: their buffers were full (raise BPFTRACE_PERF_RB_PAGES)\n", lost)
 	}
 	return err
 }
@@ -707,7 +707,7 @@ func (s *Session) attachAll() error {
 		}
 		s.attached += uint64(len(p.Targets) - len(a.Skipped))
 		if n := len(a.Skipped); n > 0 {
-			s.warnf("kinst: warning: %d of the %d targets of %s could not be attached and are left out: %s; the first: %v\n",
+			s.warnf("%d of the %d targets of %s could not be attached and are left out: %s; the first: %v",
 				n, len(p.Targets), p.Probe.Syntax.Points[0].Raw, skippedNames(a.Skipped), a.Skipped[0])
 		}
 		s.links = append(s.links, a.Links...)
@@ -807,8 +807,17 @@ func (s *Session) attach(p *codegen.Program) (*attach.Attached, error) {
 	return a, err
 }
 
-// warnf prints a warning unless --no-warnings asked for none.
+// warnf prints a warning of the run, which has no place in the
+// program's source, unless --no-warnings asked for none.
 func (s *Session) warnf(format string, args ...any) {
+	if !s.opts.NoWarnings {
+		w := &syntax.Error{Msg: fmt.Sprintf(format, args...), Severity: syntax.SeverityWarning}
+		fmt.Fprintf(s.opts.Stderr, "kinst: %v\n", w)
+	}
+}
+
+// note prints what warnings print, unless --no-warnings asked for none.
+func (s *Session) note(format string, args ...any) {
 	if !s.opts.NoWarnings {
 		fmt.Fprintf(s.opts.Stderr, format, args...)
 	}
@@ -977,7 +986,7 @@ func (s *Session) reportFull() {
 	for i, n := range totals {
 		if n > 0 {
 			m := s.out.Maps[i]
-			fmt.Fprintf(s.opts.Stderr, "kinst: warning: map @%s was full: %d %s dropped; it holds at most %d (set KINST_MAP_KEYS_MAX for more)\n",
+			s.warnf("map @%s was full: %d %s dropped; it holds at most %d (set KINST_MAP_KEYS_MAX for more)",
 				m.Name, n, plural(n, "update", "updates"), s.out.Collection.Maps[m.Spec].MaxEntries)
 		}
 	}

@@ -109,7 +109,9 @@ func (p *parser) isDeclStart() bool {
 	case providers[word] != "":
 		return false
 	case rest != "":
-		return rest[0] == '*'
+		// "word*" opens a pointer declaration, or a wildcard probe
+		// type such as us*:PATH:NAME, which a colon ends.
+		return rest[0] == '*' && !isWildcardProvider(lit)
 	}
 	off, nerr := p.s.off, len(p.errs)
 	p.s.off = p.file.Offset(p.pos) + n
@@ -117,6 +119,13 @@ func (p *parser) isDeclStart() bool {
 	p.s.off = off
 	p.errs = p.errs[:nerr]
 	return next == IDENT || next == MUL
+}
+
+// isWildcardProvider reports whether an attach point starts with a
+// wildcard over probe types: letters, digits and wildcards up to a colon.
+func isWildcardProvider(spec string) bool {
+	prov, _, ok := strings.Cut(spec, ":")
+	return ok && strings.ContainsAny(prov, "*?") && strings.Trim(prov, "*?abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == ""
 }
 
 // parseDecl parses a top-level declaration. It is entered with the

@@ -327,11 +327,16 @@ func ProviderName(name string) (string, bool) {
 // at them.
 func (p *parser) parseAttachPoint() *AttachPoint {
 	a := &AttachPoint{SpecPos: p.pos, Raw: p.lit}
-	fields := splitSpec(p.lit)
+	fields := SplitAttachPoint(p.lit)
 	prov, ok := providers[fields[0]]
 	if !ok && strings.Contains(fields[0], "$") {
 		// A positional parameter in the provider, as bpftrace allows:
 		// the checker knows the parameters (see ProviderName).
+		ok, prov = true, fields[0]
+	}
+	if !ok && isWildcardProvider(p.lit) {
+		// A wildcard over probe types, as bpftrace allows: the
+		// resolver knows which types the attach point can be.
 		ok, prov = true, fields[0]
 	}
 	if !ok {
@@ -345,9 +350,10 @@ func (p *parser) parseAttachPoint() *AttachPoint {
 	return a
 }
 
-// splitSpec splits an attach point at colons outside double quotes and
-// removes the quotes.
-func splitSpec(s string) []string {
+// SplitAttachPoint splits an attach point at colons outside double
+// quotes and removes the quotes, as the parser does; kinst -l splits its
+// pattern with it so that a listing reads parts as a program does.
+func SplitAttachPoint(s string) []string {
 	var parts []string
 	var b strings.Builder
 	quoted := false
@@ -896,6 +902,10 @@ func (p *parser) parsePostfix(x Expr) Expr {
 		}
 	}
 }
+
+// ParseIntLit converts an integer literal as the language reads one,
+// wherever else one appears, as in an attach point's count.
+func ParseIntLit(lit string) (uint64, error) { return parseInt(lit) }
 
 // parseInt converts an integer literal as bpftrace 0.17 reads them: C's
 // u, l, ul and ll suffixes on decimal and octal literals, and scientific

@@ -35,6 +35,11 @@ func TestParseAttachPoints(t *testing.T) {
 		{"kprobe:vfs_read/pid == 1/ {}", "kprobe", []string{"vfs_read"}},
 		{"software:faults:1 {}", "software", []string{"faults", "1"}},
 		{"interval:ms:$1 {}", "interval", []string{"ms", "$1"}},
+		// A wildcard probe type is the resolver's to expand; "us*"
+		// followed by a colon is no pointer declaration.
+		{"*:./prog:main {}", "*", []string{"./prog", "main"}},
+		{"us*:./prog:*ick {}", "us*", []string{"./prog", "*ick"}},
+		{`usdt:./prog::"tick" {}`, "usdt", []string{"./prog", "", "tick"}},
 	}
 	for _, tt := range tests {
 		prog, err := Parse("t", []byte(tt.src))

@@ -53,7 +53,7 @@ func TestDeclarations(t *testing.T) {
 			name: "a missing attach point fails in the default mode",
 			prog: nonsense,
 			code: 1,
-			stderr: "-e:1:39: tracepoint syscalls:nonsense does not exist; kinst -l 'tracepoint:syscalls:*' lists the syscalls tracepoints; if this is expected, set the 'missing_probes' config variable to 'warn'\n" +
+			stderr: "-e:1:39: no matches for tracepoint syscalls:nonsense; kinst -l 'tracepoint:syscalls:*' lists the syscalls tracepoints; if this is expected, set the 'missing_probes' config variable to 'warn'\n" +
 				nonsense + "\n" +
 				"                                      ^~~~~~~~~~~~~~~~~~~~~~~~~~~~\n",
 		},
@@ -61,7 +61,7 @@ func TestDeclarations(t *testing.T) {
 			name: "and is left out in 0.17's",
 			env:  []string{"KINST_COMPAT=0.17"},
 			prog: nonsense, stdout: "ran\n\n\n",
-			stderr: "-e:1:39: warning: tracepoint syscalls:nonsense does not exist; kinst -l 'tracepoint:syscalls:*' lists the syscalls tracepoints; left out of the probe\n" +
+			stderr: "-e:1:39: warning: no matches for tracepoint syscalls:nonsense; kinst -l 'tracepoint:syscalls:*' lists the syscalls tracepoints; left out of the probe\n" +
 				nonsense + "\n" +
 				"                                      ^~~~~~~~~~~~~~~~~~~~~~~~~~~~\n",
 		},

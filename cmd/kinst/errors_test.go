@@ -89,7 +89,7 @@ func TestCompileErrors(t *testing.T) {
 				"BEGIN { $x; }\n" +
 				"        ^~\n"},
 		{"unknown tracepoint", []string{"-e", "tracepoint:syscalls:sys_enter_nope { }"}, true,
-			"-e:1:1: tracepoint syscalls:sys_enter_nope does not exist; kinst -l 'tracepoint:syscalls:*' lists the syscalls tracepoints\n" +
+			"-e:1:1: no matches for tracepoint syscalls:sys_enter_nope; kinst -l 'tracepoint:syscalls:*' lists the syscalls tracepoints\n" +
 				"tracepoint:syscalls:sys_enter_nope { }\n" +
 				"^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n"},
 		{"unknown tracepoint category", []string{"-e", "tracepoint:nope:* { }"}, true,
@@ -294,14 +294,14 @@ func TestUsageErrors(t *testing.T) {
 		{"max probes", []string{"BPFTRACE_MAX_PROBES=-1"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_MAX_PROBES=\"-1\" is not a positive integer\n"},
 		{"user symbols", []string{"BPFTRACE_NO_USER_SYMBOLS=yes"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_NO_USER_SYMBOLS=\"yes\": want 0 or 1\n"},
 		{"no program", nil, nil, "kinst: no program: give -e PROGRAM or a file (kinst -h for help)\n"},
-		{"missing file", nil, []string{"testdata/nonexistent.bt"}, "kinst: open testdata/nonexistent.bt: no such file or directory\n"},
+		{"missing file", nil, []string{"testdata/nonexistent.bt"}, "kinst: failed to open file 'testdata/nonexistent.bt': no such file or directory\n"},
 		{"misspelt instrument", nil, []string{"latncy", "syscall:read"}, "kinst: no instrument or file latncy (did you mean latency?)\n"},
 		{"unknown word", nil, []string{"frobnicate"}, "kinst: no instrument or file frobnicate: kinst -h lists the instruments\n"},
 		{"help misspelt", nil, []string{"help", "cuont"}, "kinst help: no instrument cuont (did you mean count?)\n"},
 		{"help two", nil, []string{"help", "count", "trace"}, "kinst help: name one instrument\n"},
 		{"program file", nil, []string{testenv.Kinst(t)}, "kinst: " + testenv.Kinst(t) + " is an ELF executable, not a bpftrace program: to trace it, run it with -c or name it in a uprobe\n"},
 		{"binary file", nil, []string{data}, "kinst: " + data + " is a binary file, not a bpftrace program\n"},
-		{"output format", nil, []string{"-f", "xml", "-e", "BEGIN {}"}, "kinst: unknown output format \"xml\": use text, json or pprof\n"},
+		{"output format", nil, []string{"-f", "xml", "-e", "BEGIN {}"}, "kinst: invalid output format \"xml\": use text, json or pprof\n"},
 		{"dump stage", nil, []string{"--dump", "ast,nope", "-e", "BEGIN {}"}, "kinst: unknown stage in --dump \"ast,nope\": use ast, types, bpf, maps or all, or several separated by commas\n"},
 		{"-d with a stage", nil, []string{"-d", "bpf", "prog.bt"}, "kinst: -d takes no stage, as in bpftrace: print stage bpf with --dump bpf\n"},
 		{"three -d", nil, []string{"-ddd", "-e", "BEGIN {}"}, "kinst: -d may be given at most twice: -d prints the compiled program, -dd its maps and records too\n"},
@@ -310,7 +310,7 @@ func TestUsageErrors(t *testing.T) {
 		{"map size", []string{"BPFTRACE_MAP_KEYS_MAX=0"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_MAP_KEYS_MAX=\"0\" is not a positive integer\n"},
 		{"string length too large", []string{"BPFTRACE_STRLEN=100000"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_STRLEN=\"100000\" is more than 1024\n"},
 		{"llvm", nil, []string{"--emit-llvm", "out", "-e", "BEGIN {}"}, "kinst: --emit-llvm: kinst compiles to BPF without LLVM, so there is no LLVM IR to write; --emit-elf FILE writes the compiled programs\n"},
-		{"features format", nil, []string{"features", "-f", "xml"}, "kinst: unknown output format \"xml\": use text or json\n"},
+		{"features format", nil, []string{"features", "-f", "xml"}, "kinst: invalid output format \"xml\": use text or json\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

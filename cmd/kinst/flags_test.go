@@ -217,7 +217,8 @@ func TestHelperChecks(t *testing.T) {
 	testenv.Require(t, testenv.Ringbuf)
 	maps := `BEGIN { @a[1] = 1; @a[2] = 2; delete(@a[5]); exit(); }`
 	env := []string{"BPFTRACE_MAP_KEYS_MAX=1"}
-	mapWarnings := "-e:1:20: WARNING: Failed to map_update_elem: Argument list too long (-7)\n" + maps + "\n" + strings.Repeat(" ", 19) + "^\n" +
+	// 0.17 locates the update at its '='.
+	mapWarnings := "-e:1:26: WARNING: Failed to map_update_elem: Argument list too long (-7)\n" + maps + "\n" + strings.Repeat(" ", 25) + "^\n" +
 		"-e:1:31: WARNING: Failed to map_delete_elem: No such file or directory (-2)\n" + maps + "\n" + strings.Repeat(" ", 30) + "^\n"
 	// The count of updates a full map dropped comes at exit in any case.
 	full := "kinst: warning: map @a was full: 1 update dropped; it holds at most 1 (set KINST_MAP_KEYS_MAX for more)\n"

@@ -290,7 +290,8 @@ func TestListIterators(t *testing.T) {
 
 // kinst -l with a program, given with -e or as a file, lists the probes
 // the program would attach to, each once, without BEGIN, END and self
-// probes; -lv adds their arguments; a bad program is a located error.
+// probes, and timers without their rates; -lv adds their arguments; a
+// bad program is a located error.
 func TestListProgram(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe)
@@ -304,8 +305,8 @@ func TestListProgram(t *testing.T) {
 		fmt.Fprintf(&opens, "tracepoint:syscalls:%s\n", filepath.Base(filepath.Dir(f)))
 	}
 	bin := target(t)
-	prog := fmt.Sprintf("BEGIN { } tracepoint:syscalls:sys_enter_open* { exit(); } interval:s:1, tracepoint:syscalls:sys_enter_openat { } uretprobe:%s:kinst_a* { } end { } self:signal:SIGUSR1 { }", bin)
-	want := opens.String() + "interval:s:1\n" + "uretprobe:" + bin + ":kinst_add\n"
+	prog := fmt.Sprintf("BEGIN { } tracepoint:syscalls:sys_enter_open* { exit(); } interval:s:1, tracepoint:syscalls:sys_enter_openat { } interval:s:2 { } uretprobe:%s:kinst_a* { } end { } self:signal:SIGUSR1 { }", bin)
+	want := opens.String() + "interval:s:\n" + "uretprobe:" + bin + ":kinst_add\n"
 	kinst(t, "-l", "-e", prog).want(t, 0, want, "")
 	file := filepath.Join(t.TempDir(), "p.bt")
 	if err := os.WriteFile(file, []byte(prog), 0o644); err != nil {
@@ -318,5 +319,30 @@ func TestListProgram(t *testing.T) {
 		t.Errorf("kinst -lv -e: exit status %d\nstdout:\n%s\nstderr:\n%s", verbose.code, verbose.stdout, verbose.stderr)
 	}
 	kinst(t, "-l", "-e", "tracepoint:nope:x { }").want(t, 1, "",
-		"-e:1:1: tracepoint nope:x does not exist; kinst -l 'tracepoint:nope:*' lists the nope tracepoints\ntracepoint:nope:x { }\n^~~~~~~~~~~~~~~~~\n")
+		"-e:1:1: no matches for tracepoint nope:x; kinst -l 'tracepoint:nope:*' lists the nope tracepoints\ntracepoint:nope:x { }\n^~~~~~~~~~~~~~~~~\n")
+}
+
+// Timers list their units; perf events are listed by name whatever count
+// follows; several patterns separated by commas are listed in turn;
+func TestListForms(t *testing.T) {
+	t.Parallel()
+	kinst(t, "-l", "profile:*").want(t, 0, "profile:hz:\nprofile:ms:\nprofile:s:\nprofile:us:\n", "")
+	kinst(t, "-l", "i:*s").want(t, 0, "interval:ms:\ninterval:s:\ninterval:us:\n", "")
+	kinst(t, "-l", "software:cpu-clock:1000").want(t, 0, "software:cpu-clock:\n", "")
+	kinst(t, "-l", "profile:hz, software:cpu-clock").want(t, 0, "profile:hz:\nsoftware:cpu-clock:\n", "")
+}
+
+// A raw tracepoint's args are its arguments, typed and named from BTF,
+// which -lv lists.
+func TestRawTracepointArgs(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.BTF, testenv.Ringbuf)
+	kinst(t, "-lv", "rawtracepoint:sched_switch").want(t, 0,
+		"rawtracepoint:sched_switch\n    bool preempt\n    struct task_struct * prev\n    struct task_struct * next\n    unsigned int prev_state\n", "")
+	// sys_enter passes the registers and the syscall's number: getppid
+	// is 110 on x86-64.
+	prog := `rawtracepoint:sys_enter /pid == cpid && args.id == 110/ { @calls = count(); @regs = args.regs != 0; }`
+	kinst(t, "-e", prog, "-c", workload(t)+" getppid 7").want(t, 0, "Attaching 1 probe...\n\n\n@calls: 7\n@regs: 1\n", "")
+	kinst(t, "-e", `rawtracepoint:sys_enter { @ = args.nope; }`).want(t, 1, "",
+		"-e:1:31: struct sys_enter_args has no field nope\nrawtracepoint:sys_enter { @ = args.nope; }\n                              ^~~~~~~~~\n")
 }

@@ -39,6 +39,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"slices"
@@ -54,6 +55,7 @@ import (
 	"kinst.dev/kinst/export/pprof"
 	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/instruments"
+	"kinst.dev/kinst/internal/hint"
 	"kinst.dev/kinst/internal/inject"
 	"kinst.dev/kinst/internal/runhook"
 	"kinst.dev/kinst/internal/spell"
@@ -253,7 +255,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	default:
-		fmt.Fprintf(stderr, "kinst: unknown output format %q: use text, json or pprof\n", *format)
+		fmt.Fprintf(stderr, "kinst: invalid output format %q: use text, json or pprof\n", *format)
 		return 2
 	}
 	if !pipeline.ValidStage(*dump) {
@@ -332,6 +334,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *noWarn {
 		opts.Warnings = nil
+	} else {
+		opts.Warn = hint.Warn(stderr)
 	}
 	if !*quiet && isTerminal(stderr) {
 		opts.Progress = stderr
@@ -393,7 +397,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			writeProfile(ro, out.Compat, w, stdout, stackMaps)
 		}
 		if srv != nil {
-			srv.Feed(out, ro)
+			runhook.Serve(&srv.Gatherer, out, ro)
 		}
 	})
 	// Until now SIGINT and SIGTERM end kinst as they end any process:
@@ -548,6 +552,11 @@ func source(prog string, rest []string) (name string, src []byte, params []strin
 	} else {
 		src, err = os.ReadFile(name)
 	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		// bpftrace's words, which users search for.
+		return "", nil, nil, fmt.Errorf("failed to open file '%s': %w", name, pe.Err)
+	}
 	if err != nil {
 		return "", nil, nil, err
 	}
@@ -585,7 +594,7 @@ func report(err error, verbose bool, stderr io.Writer) int {
 	case errors.As(err, &ie):
 		session.ExitBySignal(ie.Signal)
 	case errors.As(err, &list):
-		fmt.Fprintln(stderr, list.Detail())
+		fmt.Fprintln(stderr, hint.List(list).Detail())
 	case errors.As(err, &ve):
 		fmt.Fprintln(stderr, ve.Detail(verbose))
 	case errors.Is(err, api.ErrEnvironment):
@@ -593,7 +602,7 @@ func report(err error, verbose bool, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kinst: %v\n", err)
 		return 2
 	default:
-		fmt.Fprintf(stderr, "kinst: %v\n", strings.TrimSpace(err.Error()))
+		fmt.Fprintf(stderr, "kinst: %v\n", strings.TrimSpace(hint.Text(err)))
 	}
 	return 1
 }

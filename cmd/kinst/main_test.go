@@ -114,13 +114,20 @@ func targetCopy(t testing.TB) string {
 // process runs bin; the test kills it when it ends.
 func startSleeping(t *testing.T, bin string) string {
 	t.Helper()
-	proc := exec.Command(bin, "sleep", "20000")
+	return startTarget(t, bin, "sleep", "20000")
+}
+
+// startTarget starts bin with args and returns its pid once the process
+// runs bin; the test kills it when it ends.
+func startTarget(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	proc := exec.Command(bin, args...)
 	err := proc.Start()
 	// A copy just written may be open for writing in a child another
 	// test forked and has not exec'd yet (Go issue 22315).
 	for try := 0; errors.Is(err, syscall.ETXTBSY) && try < 50; try++ {
 		time.Sleep(20 * time.Millisecond)
-		proc = exec.Command(bin, "sleep", "20000")
+		proc = exec.Command(bin, args...)
 		err = proc.Start()
 	}
 	if err != nil {
@@ -191,9 +198,28 @@ func kinst(t *testing.T, args ...string) result {
 // kinstEnv runs the kinst command with extra environment variables.
 func kinstEnv(t *testing.T, env []string, args ...string) result {
 	t.Helper()
+	return kinstRun(t, "", env, args...)
+}
+
+// kinstIn runs the kinst command in directory dir, for attach points
+// with relative paths.
+func kinstIn(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	return kinstRun(t, dir, nil, args...)
+}
+
+// kinstRun runs the kinst command in dir ("" for the test's own) with
+// extra environment variables.
+func kinstRun(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, testenv.Kinst(t), args...)
+	exe := testenv.Kinst(t)
+	if abs, err := filepath.Abs(exe); err == nil {
+		exe = abs // a relative path would be read from dir
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.WaitDelay = waitDelay
 	var stdout, stderr bytes.Buffer

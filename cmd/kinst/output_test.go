@@ -242,3 +242,32 @@ func TestLostEventsCurrent(t *testing.T) {
 		t.Errorf("%d lines printed, stderr %q; want %q", len(got), r.stderr, want)
 	}
 }
+
+// TestLookupMiss: a map read whose key is absent is a helper error of
+// map_lookup_elem, code 0, at each release's highest warning level: -k in
+// 0.26.1, -kk in 0.17 (and not under 0.17's -k).
+func TestLookupMiss(t *testing.T) {
+	testenv.Root(t)
+	const prog = `i:ms:1 { @[1] = 1; printf("%d\n", @[2]); exit(); }`
+	caret := prog + "\n" + strings.Repeat(" ", 34) + "^\n"
+	for _, tc := range []struct {
+		name   string
+		env    []string
+		flag   string
+		format string
+		stdout string
+		stderr string
+	}{
+		{"0.26.1", current, "-k", "text", "0\n\n\n@[1]: 1\n",
+			"-e:1:35: WARNING: Can't lookup map element because it does not exist.\nAdditional Info - helper: map_lookup_elem, retcode: 0\n" + caret},
+		{"0.26.1 json", current, "-k", "json",
+			`{"type": "helper_error", "msg": "Success", "helper": "map_lookup_elem", "retcode": 0, "filename": "stdin", "line": 1, "col": 35}` + "\n" +
+				`{"type": "printf", "data": "0\n"}` + "\n" + `{"type": "map", "data": {"@": {"1": 1}}}` + "\n", ""},
+		{"0.17 -kk", v017, "-kk", "text", "0\n\n\n@[1]: 1\n", "-e:1:35: WARNING: Failed to map_lookup_elem: 0\n" + caret},
+		{"0.17 -k", v017, "-k", "text", "0\n\n\n@[1]: 1\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kinstEnv(t, tc.env, "-q", tc.flag, "-f", tc.format, "-e", prog).want(t, 0, tc.stdout, tc.stderr)
+		})
+	}
+}

@@ -81,7 +81,7 @@ func TestPprofErrors(t *testing.T) {
 		{[]string{"-f", "pprof", "-e", "profile:hz:99 { @[kstack] = count(); }"}, 2, "kinst: -f pprof writes a binary profile: give -o FILE\n"},
 		{[]string{"-f", "pprof", "-o", file, "-e", "BEGIN { @[comm] = count(); }"}, 1, "kinst: -f pprof: no map is keyed by kstack or ustack\n"},
 		{[]string{"-f", "pprof", "-o", missing, "-e", "profile:hz:99 { @[kstack] = count(); }"}, 1, "kinst: open " + missing + ": no such file or directory\n"},
-		{[]string{"-f", "svg", "-e", "BEGIN { }"}, 2, "kinst: unknown output format \"svg\": use text, json or pprof\n"},
+		{[]string{"-f", "svg", "-e", "BEGIN { }"}, 2, "kinst: invalid output format \"svg\": use text, json or pprof\n"},
 	}
 	for _, tt := range tests {
 		kinst(t, tt.args...).want(t, tt.code, "", tt.stderr)

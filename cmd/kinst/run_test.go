@@ -190,6 +190,10 @@ software:page-faults:1 /@on[tid]/ { @faults = count(); }
 END { clear(@on); }`)
 	// The cleared @on prints as an empty line, as in bpftrace.
 	kinst(t, "-q", "-e", prog, "-c", bin+" touch 300").want(t, 0, "\n\n@faults: 300\n\n", "")
+	// A count is written as any integer literal is: 1e0 is 1, 0x1 too.
+	for _, count := range []string{"1e0", "0x1"} {
+		kinst(t, "-q", "-e", strings.Replace(prog, "page-faults:1 ", "page-faults:"+count+" ", 1), "-c", bin+" touch 300").want(t, 0, "\n\n@faults: 300\n\n", "")
+	}
 }
 
 // debugRegisters is held by each test that sets hardware breakpoints,
@@ -865,7 +869,7 @@ TROUBLESHOOTING OPTIONS:
 	kinst(t, "-dd", "-e", prog).want(t, 0, d.stdout+`kernel maps:
   consts (consts): Array, key 4, value 16, 1 entries
   events (events): RingBuf, 2097152 bytes
-  lost (lost): Array, key 4, value 16, 1 entries, flags 0x400
+  lost (lost): Array, key 4, value 24, 1 entries, flags 0x400
   map0 (m_x): PerCPUHash, key 8, value 8, 4096 entries, holding @x
 ring buffer records:
   0: printf at 1:26, 16 bytes

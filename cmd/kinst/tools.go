@@ -44,7 +44,7 @@ func features(args []string, stdout, stderr io.Writer) int {
 		}
 		tw.Flush()
 	default:
-		fmt.Fprintf(stderr, "kinst: unknown output format %q: use text or json\n", *format)
+		fmt.Fprintf(stderr, "kinst: invalid output format %q: use text or json\n", *format)
 		return 2
 	}
 	return 0
@@ -61,6 +61,9 @@ func listProgramProbes(p *api.Program, verbose bool, pid int, stdout, stderr io.
 			switch provider {
 			case "BEGIN", "END", "begin", "end", "self":
 				continue
+			case "interval", "profile", "hardware", "software":
+				// Listed as -l lists them, without the rate or count.
+				t = t[:strings.LastIndexByte(t, ':')+1]
 			}
 			if seen[t] {
 				continue

@@ -186,14 +186,7 @@ func TestUSDTList(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe)
 	bin := target(t)
-	names := []string{"kinst:gated", "kinst:mem", "kinst:small", "kinst:tick", "kinst:twice", "other:tick"}
-	listing := func(path string) string {
-		var b strings.Builder
-		for _, n := range names {
-			fmt.Fprintf(&b, "usdt:%s:%s\n", path, n)
-		}
-		return b.String()
-	}
+	listing := usdtListing
 	kinst(t, "-l", "usdt:"+bin+":*").want(t, 0, listing(bin), "")
 	kinst(t, "-l", "usdt:"+bin).want(t, 0, listing(bin), "")
 	kinst(t, "-l", "U:"+bin+":kinst:t*").want(t, 0, fmt.Sprintf("usdt:%s:kinst:tick\nusdt:%[1]s:kinst:twice\n", bin), "")
@@ -215,6 +208,171 @@ func TestUSDTList(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "uprobe:"+seen+":kinst_add\n") || !strings.HasSuffix(r.stdout, listing(seen)) {
 		t.Errorf("kinst -lp %s: exit status %d, stdout:\n%s\nstderr:\n%s", pid, r.code, r.stdout, r.stderr)
 	}
+}
+
+// usdtListing is what kinst -l lists of the target's USDT probes, the
+// target named path.
+func usdtListing(path string) string {
+	var b strings.Builder
+	for _, n := range []string{"kinst:gated", "kinst:mem", "kinst:small", "kinst:tick", "kinst:twice", "other:tick"} {
+		fmt.Fprintf(&b, "usdt:%s:%s\n", path, n)
+	}
+	return b.String()
+}
+
+// Attach-point forms bpftrace reads, listed from the target's directory:
+// a wildcard path, which names the file as glob(3) does
+// ("./kinst-target", not "kinst-target"); an empty provider, which is
+// any provider; quoted parts; '*' as the probe type, which before a path
+// stands for uprobe and usdt (not uretprobe); and, with -p, a name alone
+// or after empty path and provider. bpftrace 0.17 lists the same.
+func TestUSDTListForms(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe)
+	bin := target(t)
+	dir, rel := filepath.Dir(bin), "./"+targetName
+	ticks := func(path string) string {
+		return fmt.Sprintf("usdt:%s:kinst:tick\nusdt:%[1]s:other:tick\n", path)
+	}
+	add := "uprobe:" + rel + ":kinst_add\n"
+	tests := []struct{ pattern, want string }{
+		{"usdt:./kinst-targ*::*", usdtListing(rel)},
+		{"usdt:./kinst-targ*:*", usdtListing(rel)},
+		{"usdt:./kinst-target::*ick", ticks(rel)},
+		{`usdt:./kinst-target:kinst:"tick"`, "usdt:" + rel + ":kinst:tick\n"},
+		{`usdt:"./kinst-target":"kinst":tick`, "usdt:" + rel + ":kinst:tick\n"},
+		{"uprobe:./kinst-targ*:kinst_a*", add},
+		{"u:./kinst-targ*:kinst_a*", add},
+		{`uprobe:./kinst-target:"kinst_add"`, add},
+		{"*:./kinst-target:kinst_a*", add},
+		{"*r*:./kinst-targ*:kinst_a*", add},
+		{"*:./kinst-target:kinst:t*", fmt.Sprintf("usdt:%s:kinst:tick\nusdt:%[1]s:kinst:twice\n", rel)},
+	}
+	for _, tt := range tests {
+		kinstIn(t, dir, "-l", tt.pattern).want(t, 0, tt.want, "")
+	}
+	r := kinstIn(t, dir, "-l", "*:./kinst-target:*")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "uprobe:"+rel+":") || !strings.Contains(r.stdout, "\n"+add) ||
+		strings.Contains(r.stdout, "uretprobe:") || !strings.HasSuffix(r.stdout, usdtListing(rel)) {
+		t.Errorf("kinst -l '*:./kinst-target:*': exit status %d, stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+
+	pid := startSleeping(t, bin)
+	seen := "/proc/" + pid + "/root" + bin
+	pidTests := []struct{ pattern, want string }{
+		{"usdt:::*ick", ticks(seen)},
+		{"usdt::*ick", ticks(seen)},
+		{"usdt:*ick", ticks(seen)},
+		{"uprobe:kinst_a*", "uprobe:" + seen + ":kinst_add\n"},
+	}
+	for _, tt := range pidTests {
+		kinst(t, "-lp", pid, tt.pattern).want(t, 0, tt.want, "")
+	}
+
+	bpftrace, err := exec.LookPath("bpftrace")
+	if err != nil {
+		return
+	}
+	var runs [][]string
+	for _, tt := range tests {
+		runs = append(runs, []string{"-l", tt.pattern})
+	}
+	runs = append(runs, []string{"-l", "*:./kinst-target:*"})
+	for _, tt := range pidTests {
+		runs = append(runs, []string{"-lp", pid, tt.pattern})
+	}
+	for _, args := range runs {
+		cmd := exec.Command(bpftrace, args...)
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		if r := kinstIn(t, dir, args...); err != nil || r.stdout != string(out) {
+			t.Errorf("kinst %q lists\n%s\nbpftrace (%v):\n%s", args, r.stdout, err, out)
+		}
+	}
+}
+
+// The same forms attach, each probe counting every time the target
+// passes it; with -p, usdt:::NAME searches every file the process maps.
+// bpftrace 0.17 counts the same, printing equal counts in another order.
+// The target is a copy of the test's own, in a directory of its own:
+// other tests count every call of kinst_add in the shared one.
+func TestUSDTAttachForms(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := targetCopy(t)
+	dir, rel := filepath.Dir(bin), "./"+targetName
+	counts := func(n int, lines ...string) string {
+		s := fmt.Sprintf("Attaching %d probes...\n\n\n", n)
+		if n == 1 {
+			s = "Attaching 1 probe...\n\n\n"
+		}
+		for _, l := range lines {
+			s += strings.ReplaceAll(l, "BIN", rel) + "\n"
+		}
+		return s
+	}
+	tests := []struct{ ap, cmd, want string }{
+		{"usdt:./kinst-targ*::*", "usdt 3", counts(7,
+			"@[usdt:BIN:kinst:gated]: 3", "@[usdt:BIN:kinst:mem]: 3", "@[usdt:BIN:kinst:small]: 3",
+			"@[usdt:BIN:kinst:tick]: 3", "@[usdt:BIN:other:tick]: 3", "@[usdt:BIN:kinst:twice]: 6")},
+		{"usdt:./kinst-target::*ick", "usdt 3", counts(2, "@[usdt:BIN:kinst:tick]: 3", "@[usdt:BIN:other:tick]: 3")},
+		{"usdt:./kinst-target::twice", "usdt 3", counts(2, "@[usdt:BIN:kinst:twice]: 6")},
+		{`usdt:./kinst-target:kinst:"tick"`, "usdt 3", counts(1, "@[usdt:BIN:kinst:tick]: 3")},
+		{"uprobe:./kinst-targ*:kinst_add", "add 3", counts(1, "@[uprobe:BIN:kinst_add]: 3")},
+		{"uretprobe:./kinst-targ*:kinst_a*", "add 3", counts(1, "@[uretprobe:BIN:kinst_add]: 3")},
+		// A wildcard probe type before a path is uprobe or usdt,
+		// whichever the rest fits.
+		{"*:./kinst-target:kinst_add", "add 3", counts(1, "@[uprobe:BIN:kinst_add]: 3")},
+		{"u*:./kinst-targ*:kinst_add", "add 3", counts(1, "@[uprobe:BIN:kinst_add]: 3")},
+		{"*:./kinst-target:kinst:tick", "usdt 3", counts(1, "@[usdt:BIN:kinst:tick]: 3")},
+		{"us*:./kinst-target:*ick", "usdt 3", counts(2, "@[usdt:BIN:kinst:tick]: 3", "@[usdt:BIN:other:tick]: 3")},
+	}
+	bpftrace, _ := exec.LookPath("bpftrace")
+	for _, tt := range tests {
+		args := []string{"-e", tt.ap + " /pid == cpid/ { @[probe] = count(); }", "-c", rel + " " + tt.cmd}
+		r := kinstIn(t, dir, args...)
+		r.want(t, 0, tt.want, "")
+		if bpftrace == "" {
+			continue
+		}
+		cmd := exec.Command(bpftrace, args...)
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		got, want := strings.Split(r.stdout, "\n"), strings.Split(string(out), "\n")
+		slices.Sort(got)
+		slices.Sort(want)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("kinst %q prints\n%s\nbpftrace (%v):\n%s", args, r.stdout, err, out)
+		}
+	}
+	for _, tt := range []struct{ prog, msg string }{
+		{"uprobe:./kinst-targ*:nope { }", "no function in the files matching ./kinst-targ* matches nope; kinst -l 'uprobe:./kinst-targ*:*' lists them"},
+		{"usdt:./kinst-target::tick { }", "usdt:./kinst-target::tick names no provider and matches kinst:tick and other:tick: name one, or use '*' for all"},
+		{"usdt:./kinst-nope*:tick { }", "resolve ./kinst-nope*: no such binary or library: no file matches"},
+		{"*:./kinst-target:nope { }", "*:./kinst-target:nope matches nothing; kinst -l '*:./kinst-target:nope' lists what exists"},
+		{"ur*:./kinst-target:kinst_add { }", "no probe type matches ur*"},
+		{"*:syscalls:sys_enter_getppid { }", "* matches the kernel probe types fentry, hardware, iter, kprobe, rawtracepoint, software, tracepoint: name one, or a file (a path) for uprobe and usdt"},
+	} {
+		caret := "^" + strings.Repeat("~", strings.Index(tt.prog, " {")-1)
+		kinstIn(t, dir, "-e", tt.prog).want(t, 1, "", fmt.Sprintf("-e:1:1: %s\n%s\n%s\n", tt.msg, tt.prog, caret))
+	}
+
+	pid := startTarget(t, bin, "usdtloop")
+	seen := "/proc/" + pid + "/root" + bin
+	ticks := fmt.Sprintf("Attaching 3 probes...\n\n\n@[usdt:%s:kinst:tick]: 1\n@[usdt:%[1]s:other:tick]: 1\n", seen)
+	kinst(t, "-p", pid, "-e", "usdt:::*ick { @[probe] = 1; } interval:ms:500 { exit(); }").want(t, 0, ticks, "")
+	// With -p, a wildcard probe type is uprobe or usdt too.
+	kinst(t, "-p", pid, "-e", "*:*ick { @[probe] = 1; } interval:ms:500 { exit(); }").want(t, 0, ticks, "")
+}
+
+// Without a path or -p, a wildcard probe type is one of the kernel's, as
+// in bpftrace: t* is tracepoint (and not uprobe or usdt).
+func TestWildcardKernelProbeType(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Tracepoint, testenv.Ringbuf)
+	bin := target(t)
+	kinst(t, "-e", "t*:syscalls:sys_enter_getppid /pid == cpid/ { @[probe] = count(); }", "-c", bin+" getppid 2").want(t, 0,
+		"Attaching 1 probe...\n\n\n@[tracepoint:syscalls:sys_enter_getppid]: 2\n", "")
 }
 
 // Bad USDT attach points are located errors, before anything attaches.

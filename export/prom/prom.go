@@ -14,13 +14,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/output"
-	"kinst.dev/kinst/session"
 )
 
-// Source is what a Gatherer reads at each scrape; session.MapReader is
-// one.
+// Source is what a Gatherer reads at each scrape: the runtime's reader
+// of a running program's maps is one.
 type Source interface {
 	Maps() ([]*output.Map, error)
 	Lost() (uint64, error)
@@ -70,6 +68,14 @@ type sample struct {
 func (g *Gatherer) SetSource(src Source) {
 	g.mu.Lock()
 	g.src = src
+	g.mu.Unlock()
+}
+
+// SetLabels names the key labels of maps, by map name, as KeyLabels
+// returns them; a map it leaves out has its keys labelled by place.
+func (g *Gatherer) SetLabels(labels map[string][]string) {
+	g.mu.Lock()
+	g.labels = labels
 	g.mu.Unlock()
 }
 
@@ -423,20 +429,6 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		f.write(b)
 	}
 	b.Flush() // a scraper gone away fails only its own scrape
-}
-
-// Feed makes the maps of a run of out the server's metrics, their keys
-// labelled as KeyLabels names them. The maps are then not printed at
-// exit as bpftrace prints them; a caller's own exit hook, an
-// instrument's table or profile, still runs.
-func (s *Server) Feed(out *codegen.Output, opts *session.Options) {
-	s.Gatherer.mu.Lock()
-	s.Gatherer.labels = KeyLabels(out)
-	s.Gatherer.mu.Unlock()
-	opts.Maps = func(r *session.MapReader) { s.Gatherer.SetSource(r) }
-	if opts.ExitMaps == nil {
-		opts.ExitMaps = func([]*output.Map) error { return nil }
-	}
 }
 
 // Addr is the address the server listens on.

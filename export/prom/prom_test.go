@@ -240,3 +240,36 @@ func BenchmarkScrape10000(b *testing.B) {
 		resp.Body.Close()
 	}
 }
+
+// SetLabels names the keys of the maps it lists; the others keep their
+// place names.
+func TestSetLabels(t *testing.T) {
+	srv, err := prom.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	srv.Gatherer.SetLabels(map[string][]string{"@calls": {"comm", "key1"}})
+	srv.Gatherer.SetSource(&source{maps: []*output.Map{
+		{Name: "@calls", Kind: output.KindCount, Entries: []output.Entry{
+			{Key: []output.Value{output.String("sh"), output.Int(7)}, Value: output.Count(3)},
+		}},
+		{Name: "@fds", Kind: output.KindCount, Entries: []output.Entry{
+			{Key: []output.Value{output.Int(4)}, Value: output.Count(2)},
+		}},
+	}})
+	resp, err := http.Get("http://" + srv.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"kinst_calls_total{comm=\"sh\",key1=\"7\"} 3\n", "kinst_fds_total{key=\"4\"} 2\n"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, body)
+		}
+	}
+}

@@ -1,7 +1,8 @@
 // Command apitest uses kinst.dev/kinst as a program outside its module
 // does, through its exported API only, and checks what a real run does
 // when the handler stops it, when a slow handler leaves a backlog, when
-// the context ends it, and how its records print. It prints a line per
+// the context ends it, how its records print, and that core() writes a
+// core file from this program itself. It prints a line per
 // check, PASS or FAIL, and exits with status 1 if any failed. It needs
 // root.
 package main
@@ -13,6 +14,9 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"time"
 
 	"kinst.dev/kinst"
@@ -28,6 +32,7 @@ func main() {
 		{"stop context", stopContext},
 		{"context error", contextError},
 		{"record strings", recordStrings},
+		{"core file", coreFile},
 	} {
 		if err := c.check(); err != nil {
 			fmt.Printf("FAIL %s: %v\n", c.name, err)
@@ -184,6 +189,56 @@ func recordStrings() error {
 	// log.Print ends the empty text of exit()'s record with a newline.
 	if want := "hi 3\n(1, a)\n@m[2]: 5\n\n"; buf.String() != want {
 		return fmt.Errorf("logged %q, want %q", buf.String(), want)
+	}
+	return nil
+}
+
+// coreFile runs a program whose core() dumps a command where a uprobe
+// stopped it in clock_nanosleep: this program writes the core file
+// itself, with no kinst command to run, and gdb reads the command's
+// stack from it.
+func coreFile() error {
+	gdb, err := exec.LookPath("gdb")
+	if err != nil {
+		return fmt.Errorf("no gdb to read the core file: %w", err)
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "apitest")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	core := filepath.Join(dir, "core")
+	src := fmt.Sprintf(`uprobe:libc:clock_nanosleep /pid == cpid/ { core("%s"); }`, core)
+	prog, err := kinst.Compile("core.bt", []byte(src), &kinst.Options{Unsafe: true, Command: []string{sleep, "0.2"}})
+	if err != nil {
+		return err
+	}
+	var said []string
+	run, err := prog.Start(context.Background(), func(r kinst.Record) {
+		if s, ok := r.(*kinst.System); ok {
+			said = append(said, s.Output)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if err := within("Wait", run.Wait); err != nil {
+		return err
+	}
+	wrote := regexp.MustCompile(`^core of pid \d+ written to ` + regexp.QuoteMeta(core) + "\n$")
+	if len(said) != 1 || !wrote.MatchString(said[0]) {
+		return fmt.Errorf("core() said %q, want that it wrote %s", said, core)
+	}
+	out, err := exec.Command(gdb, "-batch", "-ex", "bt", sleep, core).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("gdb: %v\n%s", err, out)
+	}
+	if !regexp.MustCompile(`(?m)^#0 +0x[0-9a-f]+ in \S*clock_nanosleep`).Match(out) {
+		return fmt.Errorf("gdb shows no stack stopped in clock_nanosleep:\n%s", out)
 	}
 	return nil
 }

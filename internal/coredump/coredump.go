@@ -1,4 +1,8 @@
-package instruments
+// Package coredump writes an ELF core file of a running or stopped
+// Linux process, as gdb's gcore does, from any Go program: it reads the
+// threads' registers under ptrace and the memory from /proc. kinst's
+// core() and kinst break --core dump through it.
+package coredump
 
 import (
 	"bufio"
@@ -9,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -21,8 +24,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// errExited marks a process that ended before it could be dumped.
-var errExited = errors.New("process exited")
+// ErrExited marks a process that ended before it could be dumped.
+var ErrExited = errors.New("process exited")
 
 // The notes of a Linux core file that elf does not name.
 const (
@@ -76,7 +79,7 @@ func readMaps(pid int) ([]mapping, error) {
 func threadState(pid, tid int) (byte, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
 	if err != nil {
-		return 0, fmt.Errorf("%w: pid %d", errExited, pid)
+		return 0, fmt.Errorf("%w: pid %d", ErrExited, pid)
 	}
 	// The command name, in parentheses, may hold anything.
 	i := bytes.LastIndexByte(b, ')')
@@ -91,7 +94,7 @@ func threadState(pid, tid int) (byte, error) {
 func threads(pid, first int) ([]int, error) {
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
-		return nil, fmt.Errorf("%w: pid %d", errExited, pid)
+		return nil, fmt.Errorf("%w: pid %d", ErrExited, pid)
 	}
 	var tids []int
 	for _, e := range ents {
@@ -116,7 +119,7 @@ func threads(pid, first int) ([]int, error) {
 func untraced(pid int) error {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return fmt.Errorf("%w: pid %d", errExited, pid)
+		return fmt.Errorf("%w: pid %d", ErrExited, pid)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, "TracerPid:"); ok && strings.TrimSpace(v) != "0" {
@@ -141,7 +144,7 @@ func waitStopped(pid int, timeout time.Duration) error {
 				return err
 			}
 			if st == 'Z' || st == 'X' {
-				return fmt.Errorf("%w: pid %d", errExited, pid)
+				return fmt.Errorf("%w: pid %d", ErrExited, pid)
 			}
 			stopped = stopped && (st == 'T' || st == 't')
 		}
@@ -212,7 +215,7 @@ func seize(pid, first int) (regs []threadRegs, release func(), err error) {
 	}
 	if len(regs) == 0 {
 		release()
-		return nil, nil, fmt.Errorf("%w: pid %d", errExited, pid)
+		return nil, nil, fmt.Errorf("%w: pid %d", ErrExited, pid)
 	}
 	return regs, release, nil
 }
@@ -348,7 +351,7 @@ func (m mapping) dumped() bool {
 func writeCore(w io.Writer, pid int, regs []threadRegs, sig int, hit uint64) (int64, error) {
 	maps, err := readMaps(pid)
 	if err != nil {
-		return 0, fmt.Errorf("%w: pid %d", errExited, pid)
+		return 0, fmt.Errorf("%w: pid %d", ErrExited, pid)
 	}
 	ids := readProcIDs(pid)
 	var notes []byte
@@ -437,7 +440,7 @@ func writeCore(w io.Writer, pid int, regs []threadRegs, sig int, hit uint64) (in
 	}
 	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
 	if err != nil {
-		return n, fmt.Errorf("%w: pid %d", errExited, pid)
+		return n, fmt.Errorf("%w: pid %d", ErrExited, pid)
 	}
 	defer mem.Close()
 	buf := make([]byte, 1<<20)
@@ -474,14 +477,64 @@ func writeCore(w io.Writer, pid int, regs []threadRegs, sig int, hit uint64) (in
 	return n, bw.Flush()
 }
 
-// dumpCore writes an ELF core file of process pid to path, with the
-// thread first at the top (gdb's current thread): it stops the process
+// Dump writes an ELF core file of process pid to path, with thread
+// first at the top (gdb's current thread; 0 for the main thread), and
+// returns its size. A process found running is stopped for the dump and
+// goes on after it; one found stopped, as a probe's signal("SIGSTOP") or
+// core() leaves it, stays stopped. at, when not nil, holds the
+// registers of thread first at a uprobe's hit, in the order of x86-64's
+// struct pt_regs, which the core shows instead of those after the probed
+// instruction ran. An error for a process that ended before its core was
+// written matches ErrExited.
+//
+// The dump seizes the threads with ptrace: a process that is a child of
+// the caller's must not be waited for meanwhile except for its exit (a
+// pidfd, or waitid with WNOWAIT), as the stops reach its parent's wait.
+func Dump(path string, pid, first int, at []uint64) (int64, error) {
+	st, err := threadState(pid, pid)
+	if err != nil {
+		return 0, fmt.Errorf("no process %d", pid)
+	}
+	size, err := dumpCore(path, pid, first, at)
+	if st != 'T' {
+		unix.Kill(pid, unix.SIGCONT)
+	}
+	if errors.Is(err, ErrExited) {
+		return 0, exitedError(pid)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cannot dump process %d: %w", pid, err)
+	}
+	return size, nil
+}
+
+// exitedError is Dump's error for a process that ended before its core
+// was written.
+type exitedError int
+
+func (e exitedError) Error() string {
+	return fmt.Sprintf("process %d exited before its core was written", int(e))
+}
+func (exitedError) Is(target error) bool { return target == ErrExited }
+
+// Stopped reports whether process pid is stopped by a signal, a stop
+// Dump leaves it in.
+func Stopped(pid int) (bool, error) {
+	st, err := threadState(pid, pid)
+	if err != nil {
+		return false, fmt.Errorf("no process %d", pid)
+	}
+	return st == 'T', nil
+}
+
+// WaitStopped waits until every thread of process pid is stopped, for
+// at most timeout.
+func WaitStopped(pid int, timeout time.Duration) error { return waitStopped(pid, timeout) }
+
+// dumpCore writes the core of process pid to path: it stops the process
 // with SIGSTOP, unless a probe already did, reads every thread's
 // registers under ptrace and the memory from /proc/PID/mem, and lets it
-// go back to its stop. at, when not nil, holds the registers of thread
-// first at a uprobe's hit, in breakRegs's order, which the core shows
-// instead of those after the probed instruction ran. It returns the size
-// written.
+// go back to its stop.
 func dumpCore(path string, pid, first int, at []uint64) (int64, error) {
 	if err := untraced(pid); err != nil {
 		return 0, err
@@ -493,7 +546,7 @@ func dumpCore(path string, pid, first int, at []uint64) (int64, error) {
 	if err := unix.Kill(pid, unix.SIGSTOP); err != nil {
 		f.Close()
 		os.Remove(path)
-		return 0, fmt.Errorf("%w: pid %d", errExited, pid)
+		return 0, fmt.Errorf("%w: pid %d", ErrExited, pid)
 	}
 	n, err := dumpStopped(f, pid, first, at)
 	if cerr := f.Close(); err == nil {
@@ -522,24 +575,6 @@ func dumpStopped(w io.Writer, pid, first int, at []uint64) (int64, error) {
 		hit = regs[0].regs.Rip
 	}
 	return writeCore(w, pid, regs, int(unix.SIGSTOP), hit)
-}
-
-// coreName is the file of the ith of n dumps: FILE, or FILE.i when
-// there are several.
-func coreName(file string, i, n int) string {
-	if n == 1 {
-		return file
-	}
-	return file + "." + strconv.Itoa(i)
-}
-
-// coreDir checks that a core file can be written where it is asked for.
-func coreDir(file string) error {
-	dir := filepath.Dir(file)
-	if err := unix.Access(dir, unix.W_OK); err != nil {
-		return fmt.Errorf("cannot write a core file in %s: %w", dir, err)
-	}
-	return nil
 }
 
 // setRegs sets the registers of r that struct pt_regs has to regs, in
