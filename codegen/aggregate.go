@@ -1,6 +1,10 @@
 package codegen
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/cilium/ebpf/asm"
 
 	"kinst.dev/kinst/check"
@@ -98,7 +102,12 @@ func (g *gen) aggregate(x *syntax.MapExpr, call *syntax.CallExpr, c *check.Call)
 // on wall-clock boundaries.
 func (g *gen) tseries(x *syntax.MapExpr, m *Map, arg operand) {
 	vt := m.Value
-	now := g.helperResult(asm.FnKtimeGetTaiNs)
+	var now operand
+	if name := g.c.opts.TSeriesClock; name != "" {
+		now = g.mapReadScalar(&syntax.MapExpr{Name: strings.TrimPrefix(name, "@")})
+	} else {
+		now = g.helperResult(asm.FnKtimeGetTaiNs)
+	}
 	g.load(asm.R1, now)
 	g.movImm(asm.R2, vt.TSInterval)
 	g.emit(asm.Div.Reg(asm.R1, asm.R2))
@@ -167,6 +176,21 @@ func (g *gen) tseries(x *syntax.MapExpr, m *Map, arg operand) {
 	g.free(epoch)
 	g.free(now)
 	g.free(arg)
+}
+
+// checkTSeriesClock checks Options.TSeriesClock, when set and a map
+// holds tseries() values: the map must exist, without keys, and hold an
+// unsigned integer.
+func (c *compiler) checkTSeriesClock() error {
+	name := c.opts.TSeriesClock
+	if name == "" || !slices.ContainsFunc(c.prog.Maps, func(m *check.Map) bool { return m.Value.Kind == check.TSeries }) {
+		return nil
+	}
+	m := c.prog.Map(strings.TrimPrefix(name, "@"))
+	if m == nil || m.Keys != nil || m.Value.Kind != check.Int || m.Value.Signed {
+		return fmt.Errorf("tseries clock %s: want a map without keys holding an unsigned integer", name)
+	}
+	return nil
 }
 
 // storeOp stores an operand into the stack at off.

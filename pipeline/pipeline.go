@@ -78,6 +78,9 @@ type Options struct {
 	// BPFTRACE_UNSTABLE_TSERIES: "error" refuses tseries(); "enable",
 	// "warn" or "" (the program's config block then decides) allow it.
 	UnstableTSeries string
+	// TSeriesClock is BPFTRACE_DUMMY_TS_MAP (see
+	// codegen.Options.TSeriesClock), for tests of tseries.
+	TSeriesClock string
 	// ProbeFilter, when set, keeps only the probes whose names match
 	// it, and BEGIN and END, as --probe-filter does.
 	ProbeFilter *regexp.Regexp
@@ -112,6 +115,7 @@ func (o *Options) FromEnv() error {
 	default:
 		return fmt.Errorf("BPFTRACE_UNSTABLE_TSERIES=%q: want enable, warn or error", o.UnstableTSeries)
 	}
+	o.TSeriesClock = os.Getenv("BPFTRACE_DUMMY_TS_MAP")
 	kb, err := envInt(0, "KINST_BUFFER_KB")
 	if err != nil || kb != 0 && (kb < 4 || kb&(kb-1) != 0) {
 		return fmt.Errorf("KINST_BUFFER_KB must be a power of two of at least 4")
@@ -235,6 +239,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		HelperChecks: opts.HelperChecks,
 		CompatStatus: kernel.CompatStatusOffset,
 		HasLoop:      func() bool { return kernel.Available(kernel.FeatLoop) },
+		TSeriesClock: opts.TSeriesClock,
 	})
 	if err != nil {
 		return nil, err

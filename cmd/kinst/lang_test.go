@@ -503,3 +503,106 @@ func TestTSeriesIntervals(t *testing.T) {
 		t.Errorf("%d runs counted, want 25:\n%s", runs, r.stdout)
 	}
 }
+
+// TestTSeriesClockMap runs the workloads of bpftrace 0.26.1's tseries
+// tests with BPFTRACE_DUMMY_TS_MAP=@ts, which makes tseries read the
+// time from @ts: exact series, with intervals from the Unix epoch
+// printed in local time (%H is the hour there).
+func TestTSeriesClockMap(t *testing.T) {
+	testenv.Require(t, testenv.Ringbuf)
+	hour := time.Unix(0, 0).Format("15")
+	// Five intervals of 100ms from 0.5s, each at the same value.
+	flat := func(name, lo, v, hi, line string) string {
+		s := name + ":\n" +
+			"             " + lo + strings.Repeat(" ", 21-len(lo)) + strings.Repeat(" ", 32-len(hi)) + hi + "\n" +
+			"hh:mm:ss.ms  |___________________________________________________|\n"
+		for i := 5; i <= 9; i++ {
+			s += fmt.Sprintf("%%H:00:00.%d00 %s %s\n", i, line, v)
+		}
+		return s + "             v___________________________________________________v\n" +
+			"             " + lo + strings.Repeat(" ", 21-len(lo)) + strings.Repeat(" ", 32-len(hi)) + hi + "\n\n"
+	}
+	const mid = "|                         *                         |"
+	const left = "*                                                   |"
+	const right = "|                                                   *"
+	// 100 values, 0 to 9 ten times, 10ms apart.
+	ramp := func(agg string) string {
+		return `begin { @ts = (uint64)0; $i = (uint64)0; while ($i < 100) { @a = tseries($i % 10, 100ms, 5` + agg + `); @ts += 10ms; $i++; } clear(@ts); exit(); }`
+	}
+	half := func(epoch int) string { return fmt.Sprintf(`{"interval_start":"1970-01-01 00:00:00.%d00000000","value":`, epoch) }
+	rampJSON := func(v string) string {
+		var ps []string
+		for i := 5; i <= 9; i++ {
+			ps = append(ps, half(i)+v+"}")
+		}
+		return `{"type": "tseries", "data": {"@a": [` + strings.Join(ps, ",") + "]}}\n"
+	}
+	for _, tc := range []struct {
+		name, prog, want, json string
+	}{
+		{"last", ramp(""), flat("@a", "8", "9", "10", mid), rampJSON("9")},
+		{"min", ramp(`, "min"`), flat("@a", "0", "0", "1", left), rampJSON("0")},
+		{"max", ramp(`, "max"`), flat("@a", "8", "9", "10", mid), rampJSON("9")},
+		{"avg", ramp(`, "avg"`), flat("@a", "3", "4", "5", mid), rampJSON("4")},
+		{"sum", ramp(`, "sum"`), flat("@a", "44", "45", "46", mid), rampJSON("45")},
+		{"zero", strings.Replace(ramp(`, "avg"`), "clear(@ts);", "clear(@ts); zero(@a);", 1), "@a:\n<no data>\n", `{"type": "tseries", "data": {"@a": []}}` + "\n"},
+		// "one"'s first interval is interval 0, which marks a bucket no
+		// CPU wrote: bpftrace shows 0 for it.
+		{"keys", `begin { @ts = (uint64)0; $i = 0; while ($i < 5) { @a["one"] = tseries(5, 100ms, 10); @ts += 100ms; $i++; } $i = 0; while ($i < 5) { @a["two"] = tseries(4, 100ms, 10); @ts += 100ms; $i++; } clear(@ts); exit(); }`,
+			"@a[one]:\n" +
+				"             0                                                   5\n" +
+				"hh:mm:ss.ms  |___________________________________________________|\n" +
+				"%H:00:00.000 " + left + " 0\n" +
+				"%H:00:00.100 " + right + " 5\n" +
+				"%H:00:00.200 " + right + " 5\n" +
+				"%H:00:00.300 " + right + " 5\n" +
+				"%H:00:00.400 " + right + " 5\n" +
+				"%H:00:00.500 |                                                   | -\n" +
+				"%H:00:00.600 |                                                   | -\n" +
+				"%H:00:00.700 |                                                   | -\n" +
+				"%H:00:00.800 |                                                   | -\n" +
+				"%H:00:00.900 |                                                   | -\n" +
+				"             v___________________________________________________v\n" +
+				"             0                                                   5\n\n" +
+				strings.Replace(flat("@a", "3", "4", "5", mid), "@a:", "@a[two]:", 1),
+			`{"type": "tseries", "data": {"@a": {"one": [` + half(0) + `0},` + half(1) + `5},` + half(2) + `5},` + half(3) + `5},` + half(4) + `5}], "two": [` +
+				half(5) + `4},` + half(6) + `4},` + half(7) + `4},` + half(8) + `4},` + half(9) + `4}]}}}` + "\n"},
+		{"zigzag", `begin { @dir = 1; @c = -5; @ts = (uint64)100ms; $i = 0; while ($i < 20) { @ = tseries(@c, 100ms, 20); @ts += 100ms; @c += @dir; $i++; if (@c > 5) { @dir = -1; @c = 4 } else if (@c < -5) { @dir = 1; @c = -4; } } clear(@ts); clear(@c); clear(@dir); exit(); }`,
+			"@:\n" +
+				"             -5                                                  5\n" +
+				"hh:mm:ss.ms  |___________________________________________________|\n" +
+				"%H:00:00.100 *                         .                         | -5\n" +
+				"%H:00:00.200 |    *                    .                         | -4\n" +
+				"%H:00:00.300 |         *               .                         | -3\n" +
+				"%H:00:00.400 |              *          .                         | -2\n" +
+				"%H:00:00.500 |                   *     .                         | -1\n" +
+				"%H:00:00.600 |                         *                         | 0\n" +
+				"%H:00:00.700 |                         .    *                    | 1\n" +
+				"%H:00:00.800 |                         .         *               | 2\n" +
+				"%H:00:00.900 |                         .              *          | 3\n" +
+				"%H:00:01.000 |                         .                   *     | 4\n" +
+				"%H:00:01.100 |                         .                         * 5\n" +
+				"%H:00:01.200 |                         .                   *     | 4\n" +
+				"%H:00:01.300 |                         .              *          | 3\n" +
+				"%H:00:01.400 |                         .         *               | 2\n" +
+				"%H:00:01.500 |                         .    *                    | 1\n" +
+				"%H:00:01.600 |                         *                         | 0\n" +
+				"%H:00:01.700 |                   *     .                         | -1\n" +
+				"%H:00:01.800 |              *          .                         | -2\n" +
+				"%H:00:01.900 |         *               .                         | -3\n" +
+				"%H:00:02.000 |    *                    .                         | -4\n" +
+				"             v___________________________________________________v\n" +
+				"             -5                                                  5\n\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := []string{"KINST_COMPAT=", "BPFTRACE_DUMMY_TS_MAP=@ts"}
+			kinstEnv(t, env, "-q", "-e", tc.prog).want(t, 0, "\n\n"+strings.ReplaceAll(tc.want, "%H", hour), "")
+			if tc.json != "" {
+				kinstEnv(t, env, "-q", "-f", "json", "-e", tc.prog).want(t, 0, tc.json, "")
+			}
+		})
+	}
+	// The clock map must hold one unsigned integer.
+	kinstEnv(t, []string{"KINST_COMPAT=", "BPFTRACE_DUMMY_TS_MAP=@ts"}, "-q", "-e", `begin { @ts = -1; @a = tseries(1, 1s, 2); exit(); }`).want(t, 1, "",
+		"kinst: tseries clock @ts: want a map without keys holding an unsigned integer\n")
+}
