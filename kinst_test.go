@@ -452,6 +452,7 @@ func TestBadOptions(t *testing.T) {
 		{kinst.Options{Environment: true}, []string{"BPFTRACE_MAP_KEYS_MAX=4294967296"}, kinst.ErrEnvironment, `BPFTRACE_MAP_KEYS_MAX="4294967296" is more than 4294967295`},
 		{kinst.Options{Environment: true}, []string{"KINST_BUFFER_KB=3"}, kinst.ErrEnvironment, "KINST_BUFFER_KB must be a power of two of at least 4"},
 		{kinst.Options{Environment: true}, []string{"BPFTRACE_CAT_BYTES_MAX=-1"}, kinst.ErrEnvironment, `BPFTRACE_CAT_BYTES_MAX="-1" is not a number of bytes`},
+		{kinst.Options{Environment: true}, []string{"BPFTRACE_UNSTABLE_TSERIES=on"}, kinst.ErrEnvironment, `BPFTRACE_UNSTABLE_TSERIES="on": want enable, warn or error`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
@@ -629,6 +630,45 @@ func TestStopContext(t *testing.T) {
 		}
 		if handled+lost+de.Count != sent {
 			t.Errorf("%d handled, %d lost and %d dropped, want the %d sent", handled, lost, de.Count, sent)
+		}
+	}
+}
+
+// TestTimeSeries reads a tseries map through the API: per key, the
+// interval and the intervals with values, started on a multiple of the
+// interval.
+func TestTimeSeries(t *testing.T) {
+	testenv.Root(t)
+	prog, err := kinst.Compile("t.bt", []byte(`BEGIN { @t["a"] = tseries(5, 10s, 3, "min"); @t["a"] = tseries(6, 10s, 3, "min"); @t["b"] = tseries(-1, 10s, 3, "min"); @t["b"] = tseries(2, 10s, 3, "min"); exit() }`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := prog.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := run.Map("@t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Entries) != 2 {
+		t.Fatalf("%d entries, want 2: %+v", len(m.Entries), m.Entries)
+	}
+	for i, want := range []struct {
+		key   string
+		value int64
+	}{{"a", 5}, {"b", -1}} {
+		e := m.Entries[i]
+		ts, ok := e.Value.(kinst.TimeSeries)
+		if !ok || len(e.Key) != 1 || e.Key[0] != want.key || ts.Interval != 10*time.Second || len(ts.Points) != 1 {
+			t.Fatalf("entry %d: %+v", i, e)
+		}
+		p := ts.Points[0]
+		if p.Value != want.value || p.Start.UnixNano()%int64(10*time.Second) != 0 || time.Since(p.Start) > time.Minute {
+			t.Errorf("@t[%s]: %+v, want the value %d in an interval of 10s begun lately", want.key, p, want.value)
 		}
 	}
 }

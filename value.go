@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/netip"
 	"syscall"
+	"time"
 
 	"kinst.dev/kinst/output"
 )
@@ -18,7 +19,7 @@ import (
 // strftime(), macaddr(), cgroup_path()), uintptr for pointers, []any for
 // tuples and arrays, []Field for structs, []byte for buf(), [Symbol]
 // for ksym() and usym(), []Frame for kstack and ustack, netip.Addr for
-// ntop() and syscall.Errno for strerror().
+// ntop(), syscall.Errno for strerror() and [TimeSeries] for tseries().
 type Map struct {
 	Name string
 	// Entries are in the order bpftrace prints them: by value, then by
@@ -59,6 +60,22 @@ type Bucket struct {
 	Count    uint64
 }
 
+// TimeSeries is the value of tseries(): the intervals holding values in
+// the window of the map, the intervals up to the latest any entry holds,
+// oldest first.
+type TimeSeries struct {
+	Interval time.Duration
+	Points   []TimePoint
+}
+
+// A TimePoint is one interval of a time series: its start, by the
+// kernel's TAI clock read as Unix time, as bpftrace has it, and its
+// value, int64 or uint64 by the sign of the values recorded.
+type TimePoint struct {
+	Start time.Time
+	Value any
+}
+
 // Field is one field of a C struct or union.
 type Field struct {
 	Name  string
@@ -83,10 +100,32 @@ type Frame struct {
 func convertMap(m *output.Map) *Map {
 	entries := m.Sorted()
 	cm := &Map{Name: m.Name, Entries: make([]Entry, len(entries))}
+	var last uint64 // the end of a tseries map's window
+	for _, e := range entries {
+		last = max(last, e.Value.TSeriesLatest())
+	}
 	for i, e := range entries {
-		cm.Entries[i] = Entry{Key: convertValues(e.Key), Value: convertValue(e.Value)}
+		v := convertValue(e.Value)
+		if e.Value.Kind() == output.KindTSeries {
+			v = timeSeries(e.Value, last)
+		}
+		cm.Entries[i] = Entry{Key: convertValues(e.Key), Value: v}
 	}
 	return cm
+}
+
+// timeSeries converts a tseries whose map's window ends at interval last.
+func timeSeries(v output.Value, last uint64) TimeSeries {
+	interval, _ := v.TSeriesInterval()
+	ts := TimeSeries{Interval: time.Duration(interval)}
+	for _, p := range v.TSeriesPoints(last) {
+		var val any = p.Value
+		if v.Signed() {
+			val = int64(p.Value)
+		}
+		ts.Points = append(ts.Points, TimePoint{Start: time.Unix(0, int64(p.Epoch*interval)), Value: val})
+	}
+	return ts
 }
 
 func convertValues(vals []output.Value) []any {

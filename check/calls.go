@@ -118,7 +118,7 @@ func functionNames() []string {
 // statement, where functions without a value are allowed.
 func (c *checker) call(x *syntax.CallExpr, stmt bool) *Type {
 	name := x.Fun.Name
-	if aggregations[name] {
+	if c.isAggregation(name) {
 		c.errorf(x, "%s() must be assigned to a map, as in @x = %s(…)", name, name)
 		c.use(x.Args)
 		return nil
@@ -139,7 +139,12 @@ func (c *checker) call(x *syntax.CallExpr, stmt bool) *Type {
 		return t
 	}
 	if f == nil {
-		if near := spell.Nearest(name, functionNames()); near != "" {
+		names := functionNames()
+		if c.conf.Compat == compat.V017 {
+			// 0.17 has no tseries() to suggest.
+			names = slices.DeleteFunc(names, func(n string) bool { return n == "tseries" })
+		}
+		if near := spell.Nearest(name, names); near != "" {
 			c.errorf(x.Fun, "unknown function %s (did you mean %s?)", name, near)
 		} else {
 			c.errorf(x.Fun, "unknown function %s", name)
@@ -353,6 +358,8 @@ func OutputKind(t *Type) output.Kind {
 		return output.KindHist
 	case Lhist:
 		return output.KindLhist
+	case TSeries:
+		return output.KindTSeries
 	}
 	return output.KindInvalid
 }
@@ -549,7 +556,7 @@ func (c *checker) checkHasKey(x *syntax.CallExpr, call *Call) *Type {
 	if mm == nil {
 		return nil
 	}
-	if mm.Value.Kind == Hist || mm.Value.Kind == Lhist {
+	if mm.Value.Kind == Hist || mm.Value.Kind == Lhist || mm.Value.Kind == TSeries {
 		c.errorf(e, "has_key() cannot look into a %s() map", mm.Value)
 		return nil
 	}
@@ -581,7 +588,7 @@ func (c *checker) checkLen(x *syntax.CallExpr, call *Call) *Type {
 	if call.Map == nil {
 		return nil
 	}
-	if call.Map.Value.Kind == Hist || call.Map.Value.Kind == Lhist {
+	if call.Map.Value.Kind == Hist || call.Map.Value.Kind == Lhist || call.Map.Value.Kind == TSeries {
 		c.errorf(x.Args[0], "len() cannot count the elements of a %s() map", call.Map.Value)
 		return nil
 	}

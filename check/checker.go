@@ -47,6 +47,9 @@ type Config struct {
 	// StackMode is how kstack and ustack print when their call does not
 	// say: "bpftrace" (or "") or "perf".
 	StackMode string
+	// NoTSeries refuses tseries(), as bpftrace 0.26.1's
+	// unstable_tseries=error does.
+	NoTSeries bool
 }
 
 // Kernel describes the running kernel's types and symbols, for casts,

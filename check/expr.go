@@ -165,7 +165,7 @@ func storable(t *Type) bool {
 	switch t.Kind {
 	case Record:
 		return complete(t)
-	case Void, Count, Sum, Min, Max, Avg, Stats, Hist, Lhist:
+	case Void, Count, Sum, Min, Max, Avg, Stats, Hist, Lhist, TSeries:
 		return false
 	}
 	return true

@@ -8,7 +8,13 @@ import (
 // aggregations are the functions whose results only maps can hold.
 var aggregations = map[string]bool{
 	"count": true, "sum": true, "avg": true, "min": true, "max": true,
-	"stats": true, "hist": true, "lhist": true,
+	"stats": true, "hist": true, "lhist": true, "tseries": true,
+}
+
+// isAggregation reports whether name is an aggregation of the language
+// checked: bpftrace 0.17 has no tseries().
+func (c *checker) isAggregation(name string) bool {
+	return aggregations[name] && (name != "tseries" || c.conf.Compat != compat.V017)
 }
 
 func (c *checker) assign(s *syntax.AssignStmt) {
@@ -18,7 +24,7 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 		})
 		return
 	}
-	if call, ok := s.Rhs.(*syntax.CallExpr); ok && aggregations[call.Fun.Name] {
+	if call, ok := s.Rhs.(*syntax.CallExpr); ok && c.isAggregation(call.Fun.Name) {
 		m, ok := s.Lhs.(*syntax.MapExpr)
 		if !ok || s.Op != syntax.ASSIGN {
 			c.errorf(s, "%s() can only be assigned to a map with =", call.Fun.Name)
@@ -323,8 +329,12 @@ func (c *checker) aggregate(x *syntax.MapExpr, call *syntax.CallExpr) {
 		c.use(x.Keys)
 	}()
 	name := call.Fun.Name
-	want := map[string]int{"count": 0, "sum": 1, "avg": 1, "min": 1, "max": 1, "stats": 1, "hist": 1, "lhist": 4}[name]
-	if len(call.Args) != want {
+	want := map[string]int{"count": 0, "sum": 1, "avg": 1, "min": 1, "max": 1, "stats": 1, "hist": 1, "lhist": 4, "tseries": 3}[name]
+	switch {
+	case name == "tseries" && len(call.Args) != 3 && len(call.Args) != 4:
+		c.errorf(call, "tseries() takes 3 or 4 arguments, not %d", len(call.Args))
+		return
+	case name != "tseries" && len(call.Args) != want:
 		c.errorf(call, "%s() takes %d argument%s, not %d", name, want, plural(want), len(call.Args))
 		return
 	}
@@ -387,6 +397,15 @@ func (c *checker) aggregate(x *syntax.MapExpr, call *syntax.CallExpr) {
 			return
 		}
 		value = &Type{Kind: Lhist, Size: 8, LhistMin: lo, LhistMax: hi, LhistStep: step}
+	case "tseries":
+		if c.conf.NoTSeries {
+			c.errorf(call, "tseries() is an unstable feature that unstable_tseries=error turns off; enable it with unstable_tseries=enable")
+			return
+		}
+		value = c.tseriesType(call, signed)
+		if value == nil {
+			return
+		}
 	}
 	m := c.useMap(x, value, true)
 	if m == nil {
@@ -395,6 +414,57 @@ func (c *checker) aggregate(x *syntax.MapExpr, call *syntax.CallExpr) {
 	c.probe.Types[x] = m.Value
 	c.probe.Calls[call] = &Call{Func: name, Map: m}
 	c.probe.Types[call] = m.Value
+}
+
+// tseriesType checks the arguments of tseries(v, interval, intervals[,
+// agg]) after the value and returns the map value type they make.
+func (c *checker) tseriesType(call *syntax.CallExpr, signed bool) *Type {
+	var args [2]int64
+	for i := range args {
+		a := call.Args[i+1]
+		t := c.expr(a)
+		v, ok := c.probe.Consts[a]
+		if t == nil {
+			return nil
+		}
+		if !ok || v.IsStr {
+			c.errorf(a, "tseries() %s must be a constant integer", []string{"interval", "num_intervals"}[i])
+			return nil
+		}
+		args[i] = int64(v.Int)
+	}
+	switch interval, n := args[0], args[1]; {
+	case interval < 1:
+		c.errorf(call.Args[1], "tseries() interval must be at least 1ns, not %d", interval)
+		return nil
+	case n < 1:
+		c.errorf(call.Args[2], "tseries() num_intervals must be at least 1, not %d", n)
+		return nil
+	case n > 1000000:
+		c.errorf(call.Args[2], "tseries() num_intervals must be at most 1000000, not %d", n)
+		return nil
+	}
+	agg := ""
+	if len(call.Args) == 4 {
+		a := call.Args[3]
+		t := c.expr(a)
+		v, ok := c.probe.Consts[a]
+		if t == nil {
+			return nil
+		}
+		if !ok || !v.IsStr {
+			c.errorf(a, "tseries() aggregation function must be a constant string")
+			return nil
+		}
+		switch v.Str {
+		case "avg", "max", "min", "sum":
+		default:
+			c.errorf(a, "tseries() aggregation function %q is none of avg, max, min and sum", v.Str)
+			return nil
+		}
+		agg = v.Str
+	}
+	return &Type{Kind: TSeries, Size: 24, Signed: signed, TSInterval: args[0], TSIntervals: args[1], TSAgg: agg}
 }
 
 // startsAtZero reports whether x is a map no statement has typed yet, or

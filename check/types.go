@@ -50,6 +50,10 @@ const (
 	Stats
 	Hist
 	Lhist
+	// TSeries is bpftrace 0.26.1's tseries(): one element per interval
+	// bucket, each CPU's part holding the value, what the aggregation
+	// function keeps beside it, and the interval number it belongs to.
+	TSeries
 )
 
 // AddrSpace says which memory a pointer points into; it picks the
@@ -99,6 +103,11 @@ type Type struct {
 
 	// Lhist: the range and bucket width.
 	LhistMin, LhistMax, LhistStep int64
+
+	// TSeries: the interval's length in nanoseconds, how many intervals
+	// are kept, and the aggregation function ("" keeps the last value).
+	TSInterval, TSIntervals int64
+	TSAgg                   string
 }
 
 // An Enum is a C enum's table of names.
@@ -354,6 +363,8 @@ func (t *Type) Equal(u *Type) bool {
 		return t.User == u.User && t.Frames == u.Frames && t.StackMode == u.StackMode
 	case Lhist:
 		return t.LhistMin == u.LhistMin && t.LhistMax == u.LhistMax && t.LhistStep == u.LhistStep
+	case TSeries:
+		return t.TSInterval == u.TSInterval && t.TSIntervals == u.TSIntervals && t.TSAgg == u.TSAgg && t.Signed == u.Signed
 	}
 	return true
 }
@@ -410,5 +421,5 @@ var kindNames = map[Kind]string{
 	ProbeName: "probe", FuncName: "func", Username: "username",
 	Timestamp: "timestamp", Strerror: "strerror", MacAddr: "macaddr", CgroupPath: "cgroup_path", Named: "string",
 	Count: "count", Sum: "sum", Min: "min", Max: "max", Avg: "avg",
-	Stats: "stats", Hist: "hist", Lhist: "lhist",
+	Stats: "stats", Hist: "hist", Lhist: "lhist", TSeries: "tseries",
 }

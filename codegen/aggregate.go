@@ -1,6 +1,10 @@
 package codegen
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/cilium/ebpf/asm"
 
 	"kinst.dev/kinst/check"
@@ -16,6 +20,10 @@ func (g *gen) aggregate(x *syntax.MapExpr, call *syntax.CallExpr, c *check.Call)
 	arg := immOp(1)
 	if len(call.Args) > 0 {
 		arg = g.scalar(call.Args[0])
+	}
+	if vt.Kind == check.TSeries {
+		g.tseries(x, m, arg)
+		return
 	}
 	k := g.key(x, m)
 	switch vt.Kind {
@@ -83,6 +91,106 @@ func (g *gen) aggregate(x *syntax.MapExpr, call *syntax.CallExpr, c *check.Call)
 	}
 	g.place(done)
 	g.free(arg)
+}
+
+// tseries generates @m[k] = tseries(v, interval, n[, agg]). The
+// interval number, the TAI time over the interval, picks the bucket,
+// its remainder by n, stored as the key's last word; the bucket keeps
+// the number beside its value, so that a part left from an interval n
+// intervals before starts over, and reading drops what has gone stale.
+// The TAI clock is what bpftrace's tseries reads, so intervals start
+// on wall-clock boundaries.
+func (g *gen) tseries(x *syntax.MapExpr, m *Map, arg operand) {
+	vt := m.Value
+	var now operand
+	if name := g.c.opts.TSeriesClock; name != "" {
+		now = g.mapReadScalar(&syntax.MapExpr{Name: strings.TrimPrefix(name, "@")})
+	} else {
+		now = g.helperResult(asm.FnKtimeGetTaiNs)
+	}
+	g.load(asm.R1, now)
+	g.movImm(asm.R2, vt.TSInterval)
+	g.emit(asm.Div.Reg(asm.R1, asm.R2))
+	epoch := g.fromReg(asm.R1)
+	k := g.key(x, m)
+	g.load(asm.R1, epoch)
+	g.movImm(asm.R2, vt.TSIntervals)
+	g.emit(asm.Mod.Reg(asm.R1, asm.R2))
+	last := m.Key.Offsets[len(m.Key.Offsets)-1]
+	g.emit(asm.StoreMem(k.base, k.off+int16(last), asm.R1, asm.DWord))
+
+	// The bucket an absent element starts as: value, meta, interval.
+	init := g.allocStack(24)
+	g.storeOp(init.off, arg)
+	switch vt.TSAgg {
+	case "":
+		g.storeOp(init.off+8, now)
+	case "sum":
+		g.storeImm(asm.R10, init.off+8, 0, asm.DWord)
+	default: // avg counts, min and max mark the value set
+		g.storeImm(asm.R10, init.off+8, 1, asm.DWord)
+	}
+	g.storeOp(init.off+16, epoch)
+	have, done := g.newLabel("have"), g.newLabel("aggregated")
+	g.lookup(m, k)
+	g.emit(asm.JNE.Imm(asm.R0, 0, have))
+	g.update(m, k, mem{base: asm.R10, off: init.off, size: vt.Size}, updateNoExist)
+	g.emit(asm.JEq.Imm(asm.R0, 0, done))
+	// Another CPU created the element first: update the copy it made
+	// for this CPU.
+	g.lookup(m, k)
+	g.emit(asm.JEq.Imm(asm.R0, 0, done))
+	g.place(have)
+	if vt.TSAgg != "" {
+		// A part of an older interval starts over.
+		same := g.newLabel("sameinterval")
+		g.emit(asm.LoadMem(asm.R1, asm.R0, 16, asm.DWord))
+		g.emit(asm.JEq.Reg(asm.R1, g.reg(epoch, asm.R2), same))
+		g.storeImm(asm.R0, 0, 0, asm.DWord)
+		g.storeImm(asm.R0, 8, 0, asm.DWord)
+		g.place(same)
+	}
+	switch vt.TSAgg {
+	case "":
+		g.emit(asm.StoreMem(asm.R0, 0, g.reg(arg, asm.R2), asm.DWord))
+		g.emit(asm.StoreMem(asm.R0, 8, g.reg(now, asm.R2), asm.DWord))
+	case "sum":
+		g.addTo(asm.R0, 0, arg)
+	case "avg":
+		g.addTo(asm.R0, 0, arg)
+		g.addTo(asm.R0, 8, immOp(1))
+	case "min", "max":
+		// Replace when the part has no value yet or arg is better.
+		keep, store := g.newLabel("keep"), g.newLabel("store")
+		g.emit(asm.LoadMem(asm.R1, asm.R0, 8, asm.DWord), asm.JEq.Imm(asm.R1, 0, store))
+		g.emit(asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord))
+		j := map[[2]bool]asm.JumpOp{{false, false}: asm.JLE, {false, true}: asm.JSLE, {true, false}: asm.JGE, {true, true}: asm.JSGE}[[2]bool{vt.TSAgg == "max", vt.Signed}]
+		g.emit(j.Reg(asm.R1, g.reg(arg, asm.R2), keep))
+		g.place(store)
+		g.emit(asm.StoreMem(asm.R0, 0, g.reg(arg, asm.R2), asm.DWord))
+		g.storeImm(asm.R0, 8, 1, asm.DWord)
+		g.place(keep)
+	}
+	g.emit(asm.StoreMem(asm.R0, 16, g.reg(epoch, asm.R2), asm.DWord))
+	g.place(done)
+	g.free(epoch)
+	g.free(now)
+	g.free(arg)
+}
+
+// checkTSeriesClock checks Options.TSeriesClock, when set and a map
+// holds tseries() values: the map must exist, without keys, and hold an
+// unsigned integer.
+func (c *compiler) checkTSeriesClock() error {
+	name := c.opts.TSeriesClock
+	if name == "" || !slices.ContainsFunc(c.prog.Maps, func(m *check.Map) bool { return m.Value.Kind == check.TSeries }) {
+		return nil
+	}
+	m := c.prog.Map(strings.TrimPrefix(name, "@"))
+	if m == nil || m.Keys != nil || m.Value.Kind != check.Int || m.Value.Signed {
+		return fmt.Errorf("tseries clock %s: want a map without keys holding an unsigned integer", name)
+	}
+	return nil
 }
 
 // storeOp stores an operand into the stack at off.

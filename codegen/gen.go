@@ -45,6 +45,11 @@ type Options struct {
 	// it the verifier must bound such a loop itself. It is asked only
 	// when a probe has such a loop.
 	HasLoop func() bool
+	// TSeriesClock names a map without keys holding an unsigned integer
+	// (as "@ts") that tseries() reads as the time instead of the TAI
+	// clock, as bpftrace's BPFTRACE_DUMMY_TS_MAP has it: tests advance
+	// time by writing it.
+	TSeriesClock string
 }
 
 // Defaults. bpftrace caps maps at 4096 keys too, and gives its
@@ -98,6 +103,9 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 			Compat:     prog.Compat,
 		},
 		maps: map[*check.Map]*Map{},
+	}
+	if err := c.checkTSeriesClock(); err != nil {
+		return nil, err
 	}
 	c.declareMaps()
 	var probes []*check.Probe
@@ -172,7 +180,7 @@ func (c *compiler) declareMaps() {
 		valueSize := m.Value.Size
 		mapType := ebpf.Hash
 		switch m.Value.Kind {
-		case check.Hist, check.Lhist:
+		case check.Hist, check.Lhist, check.TSeries:
 			keys := append(append([]*check.Type{}, m.Keys...), check.TUint64)
 			key = check.TupleType(keys)
 			gm.PerCPU = true

@@ -108,6 +108,9 @@ func (m *Map) Sorted() []Entry {
 		}
 	case KindAvg, KindStats:
 		stdSort(entries, func(a, b *Entry) bool { return a.Value.average() < b.Value.average() })
+	case KindTSeries:
+		// From the least to the most recently updated.
+		stdSort(entries, func(a, b *Entry) bool { return a.Value.tseries().latest() < b.Value.tseries().latest() })
 	default:
 		sortByKey(entries)
 	}

@@ -36,6 +36,7 @@ const (
 	KindLhist                  // lhist()
 	KindRecord                 // C structs and unions
 	KindBool                   // bpftrace 0.26's bool: true or false
+	KindTSeries                // bpftrace 0.26's tseries()
 )
 
 var kindNames = [...]string{
@@ -67,6 +68,7 @@ var kindNames = [...]string{
 	KindLhist:      "lhist",
 	KindRecord:     "record",
 	KindBool:       "bool",
+	KindTSeries:    "tseries",
 }
 
 // String returns bpftrace's name for the kind, as in its type messages.

@@ -33,6 +33,8 @@ type Writer struct {
 	st  style
 	buf []byte
 	tmp []byte // a JSON message's text before it is escaped into buf
+	// tsLast is the latest interval of the tseries map being written.
+	tsLast uint64
 }
 
 // NewText returns a Writer printing the text format of bpftrace release v
@@ -322,10 +324,19 @@ func (w *Writer) Map(m *Map, top, div uint32) error {
 		d = 1
 	}
 	entries := m.Sorted()
-	if top != 0 && len(entries) > int(top) && m.Kind != KindStats {
+	// 0.26.1 ignores top for tseries maps too.
+	if top != 0 && len(entries) > int(top) && m.Kind != KindStats && m.Kind != KindTSeries {
 		entries = entries[len(entries)-int(top):]
 	}
 	keyed := len(m.Entries) > 0 && len(m.Entries[0].Key) > 0
+	if m.Kind == KindTSeries {
+		// Every entry shows the window of intervals that ends at the
+		// latest one of the whole map.
+		w.tsLast = 0
+		for _, e := range m.Entries {
+			w.tsLast = max(w.tsLast, e.Value.tseries().latest())
+		}
+	}
 
 	b := w.buf[:0]
 	if w.st.json {
@@ -335,6 +346,8 @@ func (w *Writer) Map(m *Map, top, div uint32) error {
 			typ = "hist"
 		case KindAvg, KindStats:
 			typ = "stats"
+		case KindTSeries:
+			typ = "tseries"
 		}
 		b = append(b, `{"type": "`...)
 		b = append(b, typ...)
@@ -418,7 +431,7 @@ func (w *Writer) appendEntry(b []byte, m *Map, e Entry, keyed bool, div uint64) 
 			b = append(b, ']')
 		}
 		b = append(b, ':')
-		if w.st.old || (m.Kind != KindHist && m.Kind != KindLhist) {
+		if w.st.old || (m.Kind != KindHist && m.Kind != KindLhist && m.Kind != KindTSeries) {
 			// 0.17 puts a space after the name of a histogram too.
 			b = append(b, ' ')
 		}
@@ -436,6 +449,13 @@ func (w *Writer) appendEntry(b []byte, m *Map, e Entry, keyed bool, div uint64) 
 		return appendLhistText(append(b, '\n'), v.lhist(), w.st.old), nil
 	case KindStats:
 		return appendStats(b, v, w.st), nil
+	case KindTSeries:
+		if w.st.json {
+			return appendTSeriesJSON(b, v.tseries(), w.tsLast), nil
+		}
+		// The graph ends its last line; the entry's own ending makes
+		// the blank line bpftrace leaves after it.
+		return appendTSeriesText(append(b, '\n'), v.tseries(), w.tsLast), nil
 	}
 	b, err = appendValue(b, e.Value, div, w.st)
 	if err != nil {

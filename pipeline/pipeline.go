@@ -74,6 +74,13 @@ type Options struct {
 	// default mode and warn in 0.17's.
 	MissingProbes string
 	StackMode     string
+	// UnstableTSeries is bpftrace 0.26.1's unstable_tseries, from
+	// BPFTRACE_UNSTABLE_TSERIES: "error" refuses tseries(); "enable",
+	// "warn" or "" (the program's config block then decides) allow it.
+	UnstableTSeries string
+	// TSeriesClock is BPFTRACE_DUMMY_TS_MAP (see
+	// codegen.Options.TSeriesClock), for tests of tseries.
+	TSeriesClock string
 	// ProbeFilter, when set, keeps only the probes whose names match
 	// it, and BEGIN and END, as --probe-filter does.
 	ProbeFilter *regexp.Regexp
@@ -103,6 +110,12 @@ func (o *Options) FromEnv() error {
 	default:
 		return fmt.Errorf("BPFTRACE_STACK_MODE=%q: kinst prints stacks in bpftrace or perf mode", o.StackMode)
 	}
+	switch o.UnstableTSeries = strings.ToLower(os.Getenv("BPFTRACE_UNSTABLE_TSERIES")); o.UnstableTSeries {
+	case "", "enable", "warn", "error":
+	default:
+		return fmt.Errorf("BPFTRACE_UNSTABLE_TSERIES=%q: want enable, warn or error", o.UnstableTSeries)
+	}
+	o.TSeriesClock = os.Getenv("BPFTRACE_DUMMY_TS_MAP")
 	kb, err := envInt(0, "KINST_BUFFER_KB")
 	if err != nil || kb != 0 && (kb < 4 || kb&(kb-1) != 0) {
 		return fmt.Errorf("KINST_BUFFER_KB must be a power of two of at least 4")
@@ -226,6 +239,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		HelperChecks: opts.HelperChecks,
 		CompatStatus: kernel.CompatStatusOffset,
 		HasLoop:      func() bool { return kernel.Available(kernel.FeatLoop) },
+		TSeriesClock: opts.TSeriesClock,
 	})
 	if err != nil {
 		return nil, err
@@ -325,6 +339,7 @@ func checkProgram(name string, src []byte, opts *Options) (*check.Program, check
 
 		MissingProbes: opts.MissingProbes,
 		StackMode:     opts.StackMode,
+		NoTSeries:     opts.UnstableTSeries == "error",
 	})
 	if err != nil {
 		return nil, check.Settings{}, nil, err
@@ -529,6 +544,9 @@ func configure(opts *Options, s check.Settings) (*Options, error) {
 	}
 	if o.StackMode == "" {
 		o.StackMode, _ = s.Str("stack_mode")
+	}
+	if on, ok := s.Bool("unstable_tseries"); ok && !on && o.UnstableTSeries == "" {
+		o.UnstableTSeries = "error"
 	}
 	return &o, nil
 }

@@ -39,6 +39,7 @@ func (s *Session) readMap(gm *codegen.Map, dec *decoder) (*output.Map, error) {
 		buckets []uint64
 	}
 	var hists map[string]*hist
+	var series map[string]*tseriesEntry
 	var order []string
 	var err error
 	switch {
@@ -86,6 +87,24 @@ func (s *Session) readMap(gm *codegen.Map, dec *decoder) (*output.Map, error) {
 				om.Entries = append(om.Entries, output.Entry{Key: keys.decode(dec, gm, key, keyed), Value: output.Sum(sumU64(vals), vt.Signed)})
 			}
 		})
+	case vt.Kind == check.TSeries:
+		var all []tsPart
+		err = readBatches(m, func(n int) any {
+			all = make([]tsPart, n*s.ncpu)
+			return all
+		}, func(i int, key []byte) {
+			userKey := key[:len(key)-8]
+			if series == nil {
+				series = map[string]*tseriesEntry{}
+			}
+			e := series[string(userKey)]
+			if e == nil {
+				e = &tseriesEntry{key: keys.decode(dec, gm, key, keyed)}
+				series[string(userKey)] = e
+				order = append(order, string(userKey))
+			}
+			e.points = append(e.points, reduceTSeries(vt, all[i*s.ncpu:(i+1)*s.ncpu]))
+		})
 	default:
 		var all []pair
 		err = readBatches(m, func(n int) any {
@@ -105,6 +124,14 @@ func (s *Session) readMap(gm *codegen.Map, dec *decoder) (*output.Map, error) {
 	if vt.Kind == check.Count && !keyed && len(om.Entries) == 0 && s.out.Compat == compat.V017 {
 		om.Entries = append(om.Entries, output.Entry{Value: output.Count(0)})
 	}
+	if vt.Kind == check.TSeries {
+		for _, k := range order {
+			e := series[k]
+			v := output.TSeries(uint64(vt.TSInterval), uint64(vt.TSIntervals), vt.Signed, e.points)
+			om.Entries = append(om.Entries, output.Entry{Key: e.key, Value: v})
+		}
+		return om, nil
+	}
 	for _, k := range order {
 		h := hists[k]
 		var v output.Value
@@ -116,6 +143,72 @@ func (s *Session) readMap(gm *codegen.Map, dec *decoder) (*output.Map, error) {
 		om.Entries = append(om.Entries, output.Entry{Key: h.key, Value: v})
 	}
 	return om, nil
+}
+
+// tsPart is one CPU's part of a tseries() bucket: the value, what the
+// aggregation function keeps beside it (the time of a last value, the
+// count of an average, the set flag of a min or max) and the interval
+// the part is of, 0 for a part never written.
+type tsPart struct{ Value, Meta, Epoch uint64 }
+
+// tseriesEntry gathers the buckets of one key of a tseries() map.
+type tseriesEntry struct {
+	key    []output.Value
+	points []output.TSeriesPoint
+}
+
+// reduceTSeries combines the CPUs' parts of a tseries() bucket: those of
+// its latest interval, by the aggregation function. A bucket no CPU has
+// written, as zero() leaves it, is interval 0 with value 0, as bpftrace
+// has it.
+func reduceTSeries(t *check.Type, parts []tsPart) output.TSeriesPoint {
+	var latest uint64
+	for _, p := range parts {
+		latest = max(latest, p.Epoch)
+	}
+	if latest == 0 {
+		return output.TSeriesPoint{}
+	}
+	var cur tsPart
+	found := false
+	for _, p := range parts {
+		if p.Epoch != latest {
+			continue
+		}
+		if !found {
+			cur, found = p, true
+			continue
+		}
+		switch t.TSAgg {
+		case "":
+			// The value written last wins.
+			if p.Meta > cur.Meta {
+				cur = p
+			}
+		case "avg":
+			cur.Value += p.Value
+			cur.Meta += p.Meta
+		case "sum":
+			cur.Value += p.Value
+		case "min", "max":
+			k := &check.Type{Kind: check.Min, Signed: t.Signed}
+			if t.TSAgg == "max" {
+				k.Kind = check.Max
+			}
+			if better(k, p.Value, cur.Value) {
+				cur.Value = p.Value
+			}
+		}
+	}
+	v := cur.Value
+	if t.TSAgg == "avg" && cur.Meta != 0 {
+		if t.Signed {
+			v = uint64(int64(v) / int64(cur.Meta))
+		} else {
+			v /= cur.Meta
+		}
+	}
+	return output.TSeriesPoint{Epoch: latest, Value: v}
 }
 
 // batchSize is how many elements one system call reads at first.
@@ -268,6 +361,8 @@ func (s *Session) clearMap(gm *codegen.Map, zero bool) error {
 			err = m.Put(k, make([]byte, gm.ValueSize))
 		case gm.ValueSize == 8:
 			err = m.Put(k, make([]uint64, s.ncpu))
+		case gm.Value.Kind == check.TSeries:
+			err = m.Put(k, make([]tsPart, s.ncpu))
 		default:
 			err = m.Put(k, make([]pair, s.ncpu))
 		}

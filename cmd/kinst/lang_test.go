@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -383,4 +386,223 @@ func TestPrintfGFP(t *testing.T) {
 	runLangCases(t, []langCase{{name: "gr", defaultOnly: true,
 		prog: `begin { printf("GFPFlags: %gr %gr|%-12gr|%gr\n", 0x1, (uint32)0xcc0, 0x820, 0); exit(); }`,
 		want: "GFPFlags: GFP_DMA GFP_KERNEL|GFP_ATOMIC  |0\n\n\n"}})
+}
+
+// tseriesTime matches the start of a tseries interval of 10s, in the
+// text and in the JSON output: what a run cannot fix in advance.
+var tseriesTime = regexp.MustCompile(`(?m)^\d\d:\d\d:\d0\.000000000 |2\d{3}-\d\d-\d\d \d\d:\d\d:\d0\.000000000`)
+
+// TestTSeries: bpftrace 0.26.1's tseries keeps, per interval, the last
+// value recorded or the sum, average, minimum or maximum of them; clear
+// empties it, zero leaves buckets of no interval. One begin probe falls
+// in one interval of 10s, whose start (the only part that varies) is
+// replaced by TIME.
+func TestTSeries(t *testing.T) {
+	testenv.Require(t, testenv.Ringbuf)
+	prog := `begin { @a = tseries(3, 10s, 5); @a = tseries(7, 10s, 5); @s["x"] = tseries(2, 10s, 3, "sum"); @s["x"] = tseries(5, 10s, 3, "sum"); @v = tseries(-4, 10s, 3, "avg"); @v = tseries(-1, 10s, 3, "avg"); @lo = tseries(4, 10s, 3, "min"); @lo = tseries(2, 10s, 3, "min"); @hi = tseries(4, 10s, 3, "max"); @hi = tseries(9, 10s, 3, "max"); @b[1] = tseries(1, 10s, 5); clear(@b); @z = tseries(5, 10s, 2, "avg"); zero(@z); print(@a); exit(); }`
+	graph := func(name, lo, value, hi string) string {
+		return name + ":\n" +
+			"                   " + lo + strings.Repeat(" ", 21-len(lo)) + strings.Repeat(" ", 32-len(hi)) + hi + "\n" +
+			"hh:mm:ss.ns        |___________________________________________________|\n" +
+			"TIME |                         *                         | " + value + "\n" +
+			"                   v___________________________________________________v\n" +
+			"                   " + lo + strings.Repeat(" ", 21-len(lo)) + strings.Repeat(" ", 32-len(hi)) + hi + "\n\n"
+	}
+	r := kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", prog)
+	r.stdout = tseriesTime.ReplaceAllString(r.stdout, "TIME ")
+	r.want(t, 0, graph("@a", "6", "7", "8")+"\n\n"+
+		graph("@a", "6", "7", "8")+
+		graph("@hi", "8", "9", "10")+
+		graph("@lo", "1", "2", "3")+
+		graph("@s[x]", "6", "7", "8")+
+		graph("@v", "-3", "-2", "-1")+
+		"@z:\n<no data>\n", "")
+
+	// zero() leaves @y's one bucket of no interval: bpftrace shows it
+	// as interval 0, the Unix epoch, with the value 0; the date tells
+	// it from the run's.
+	prog = strings.Replace(prog, "print(@a);", "@y = tseries(5, 10s, 1); zero(@y); print(@a);", 1)
+	r = kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-f", "json", "-e", prog)
+	r.stdout = tseriesTime.ReplaceAllString(r.stdout, "TIME")
+	point := func(v string) string { return `[{"interval_start":"TIME","value":` + v + `}]` }
+	r.want(t, 0, `{"type": "tseries", "data": {"@a": `+point("7")+"}}\n"+
+		`{"type": "tseries", "data": {"@a": `+point("7")+"}}\n"+
+		`{"type": "tseries", "data": {"@hi": `+point("9")+"}}\n"+
+		`{"type": "tseries", "data": {"@lo": `+point("2")+"}}\n"+
+		`{"type": "tseries", "data": {"@s": {"x": `+point("7")+"}}}\n"+
+		`{"type": "tseries", "data": {"@v": `+point("-2")+"}}\n"+
+		`{"type": "tseries", "data": {"@y": [{"interval_start":"1970-01-01 00:00:00.000000000","value":0}]}}`+"\n"+
+		`{"type": "tseries", "data": {"@z": []}}`+"\n", "")
+
+	kinst(t, "-e", `BEGIN { @ = tseries(1, 1000, 5); }`).want(t, 1, "",
+		"-e:1:13: unknown function tseries\nBEGIN { @ = tseries(1, 1000, 5); }\n            ^~~~~~~\n")
+
+	// unstable_tseries=error refuses it, in the config block or the
+	// environment, which overrides the block.
+	gated := `config = { unstable_tseries = error } begin { @ = tseries(1, 10s, 5); exit(); }`
+	refused := func(prog string) string {
+		col := strings.Index(prog, "tseries(")
+		return fmt.Sprintf("-e:1:%d: tseries() is an unstable feature that unstable_tseries=error turns off; enable it with unstable_tseries=enable\n%s\n%s^~~~~~~~~~~~~~~~~~\n",
+			col+1, prog, strings.Repeat(" ", col))
+	}
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", gated).want(t, 1, "", refused(gated))
+	enabled := strings.Replace(gated, "error", "enable", 1)
+	kinstEnv(t, []string{"KINST_COMPAT=", "BPFTRACE_UNSTABLE_TSERIES=error"}, "-q", "-e", enabled).want(t, 1, "", refused(enabled))
+	r = kinstEnv(t, []string{"KINST_COMPAT=", "BPFTRACE_UNSTABLE_TSERIES=enable"}, "-q", "-e", gated)
+	r.stdout = tseriesTime.ReplaceAllString(r.stdout, "TIME ")
+	r.want(t, 0, "\n\n"+graph("@", "0", "1", "2"), "")
+}
+
+// TestTSeriesIntervals: a probe every 100ms feeds two series of 1s
+// intervals, the count of its runs and the number of the run; each
+// interval's last number is then one less than the runs up to its end.
+func TestTSeriesIntervals(t *testing.T) {
+	testenv.Require(t, testenv.Ringbuf)
+	prog := `interval:ms:100 { @n = tseries(1, 1s, 10, "sum"); @last = tseries(@c, 1s, 10); @c++; if (@c == 25) { clear(@c); exit(); } }`
+	r := kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-f", "json", "-e", prog)
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("exit status %d, stderr:\n%s", r.code, r.stderr)
+	}
+	type point struct {
+		Start string `json:"interval_start"`
+		Value int64  `json:"value"`
+	}
+	series := map[string][]point{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var msg struct {
+			Type string             `json:"type"`
+			Data map[string][]point `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(line), &msg); err != nil || msg.Type != "tseries" {
+			t.Fatalf("%q: %v", line, err)
+		}
+		maps.Copy(series, msg.Data)
+	}
+	n, last := series["@n"], series["@last"]
+	if len(n) < 3 || len(n) > 4 || len(last) != len(n) {
+		t.Fatalf("%d and %d intervals for a run of 2.5s:\n%s", len(n), len(last), r.stdout)
+	}
+	runs := int64(0)
+	for i := range n {
+		start, err := time.Parse("2006-01-02 15:04:05.000000000", n[i].Start)
+		if err != nil || start.Nanosecond() != 0 || last[i].Start != n[i].Start {
+			t.Errorf("interval %d starts at %s and %s, not on a second", i, n[i].Start, last[i].Start)
+		}
+		if i > 0 {
+			prev, _ := time.Parse("2006-01-02 15:04:05.000000000", n[i-1].Start)
+			if start.Sub(prev) != time.Second {
+				t.Errorf("interval %d starts %v after the one before", i, start.Sub(prev))
+			}
+		}
+		runs += n[i].Value
+		if last[i].Value != runs-1 {
+			t.Errorf("interval %d: last number %d after %d runs", i, last[i].Value, runs)
+		}
+	}
+	if runs != 25 {
+		t.Errorf("%d runs counted, want 25:\n%s", runs, r.stdout)
+	}
+}
+
+// TestTSeriesClockMap runs the workloads of bpftrace 0.26.1's tseries
+// tests with BPFTRACE_DUMMY_TS_MAP=@ts, which makes tseries read the
+// time from @ts: exact series, with intervals from the Unix epoch
+// printed in local time (%H is the hour there).
+func TestTSeriesClockMap(t *testing.T) {
+	testenv.Require(t, testenv.Ringbuf)
+	hour := time.Unix(0, 0).Format("15")
+	// Five intervals of 100ms from 0.5s, each at the same value.
+	flat := func(name, lo, v, hi, line string) string {
+		s := name + ":\n" +
+			"             " + lo + strings.Repeat(" ", 21-len(lo)) + strings.Repeat(" ", 32-len(hi)) + hi + "\n" +
+			"hh:mm:ss.ms  |___________________________________________________|\n"
+		for i := 5; i <= 9; i++ {
+			s += fmt.Sprintf("%%H:00:00.%d00 %s %s\n", i, line, v)
+		}
+		return s + "             v___________________________________________________v\n" +
+			"             " + lo + strings.Repeat(" ", 21-len(lo)) + strings.Repeat(" ", 32-len(hi)) + hi + "\n\n"
+	}
+	const mid = "|                         *                         |"
+	const left = "*                                                   |"
+	const right = "|                                                   *"
+	// 100 values, 0 to 9 ten times, 10ms apart.
+	ramp := func(agg string) string {
+		return `begin { @ts = (uint64)0; $i = (uint64)0; while ($i < 100) { @a = tseries($i % 10, 100ms, 5` + agg + `); @ts += 10ms; $i++; } clear(@ts); exit(); }`
+	}
+	half := func(epoch int) string { return fmt.Sprintf(`{"interval_start":"1970-01-01 00:00:00.%d00000000","value":`, epoch) }
+	rampJSON := func(v string) string {
+		var ps []string
+		for i := 5; i <= 9; i++ {
+			ps = append(ps, half(i)+v+"}")
+		}
+		return `{"type": "tseries", "data": {"@a": [` + strings.Join(ps, ",") + "]}}\n"
+	}
+	for _, tc := range []struct {
+		name, prog, want, json string
+	}{
+		{"last", ramp(""), flat("@a", "8", "9", "10", mid), rampJSON("9")},
+		{"min", ramp(`, "min"`), flat("@a", "0", "0", "1", left), rampJSON("0")},
+		{"max", ramp(`, "max"`), flat("@a", "8", "9", "10", mid), rampJSON("9")},
+		{"avg", ramp(`, "avg"`), flat("@a", "3", "4", "5", mid), rampJSON("4")},
+		{"sum", ramp(`, "sum"`), flat("@a", "44", "45", "46", mid), rampJSON("45")},
+		{"zero", strings.Replace(ramp(`, "avg"`), "clear(@ts);", "clear(@ts); zero(@a);", 1), "@a:\n<no data>\n", `{"type": "tseries", "data": {"@a": []}}` + "\n"},
+		// "one"'s first interval is interval 0, which marks a bucket no
+		// CPU wrote: bpftrace shows 0 for it.
+		{"keys", `begin { @ts = (uint64)0; $i = 0; while ($i < 5) { @a["one"] = tseries(5, 100ms, 10); @ts += 100ms; $i++; } $i = 0; while ($i < 5) { @a["two"] = tseries(4, 100ms, 10); @ts += 100ms; $i++; } clear(@ts); exit(); }`,
+			"@a[one]:\n" +
+				"             0                                                   5\n" +
+				"hh:mm:ss.ms  |___________________________________________________|\n" +
+				"%H:00:00.000 " + left + " 0\n" +
+				"%H:00:00.100 " + right + " 5\n" +
+				"%H:00:00.200 " + right + " 5\n" +
+				"%H:00:00.300 " + right + " 5\n" +
+				"%H:00:00.400 " + right + " 5\n" +
+				"%H:00:00.500 |                                                   | -\n" +
+				"%H:00:00.600 |                                                   | -\n" +
+				"%H:00:00.700 |                                                   | -\n" +
+				"%H:00:00.800 |                                                   | -\n" +
+				"%H:00:00.900 |                                                   | -\n" +
+				"             v___________________________________________________v\n" +
+				"             0                                                   5\n\n" +
+				strings.Replace(flat("@a", "3", "4", "5", mid), "@a:", "@a[two]:", 1),
+			`{"type": "tseries", "data": {"@a": {"one": [` + half(0) + `0},` + half(1) + `5},` + half(2) + `5},` + half(3) + `5},` + half(4) + `5}], "two": [` +
+				half(5) + `4},` + half(6) + `4},` + half(7) + `4},` + half(8) + `4},` + half(9) + `4}]}}}` + "\n"},
+		{"zigzag", `begin { @dir = 1; @c = -5; @ts = (uint64)100ms; $i = 0; while ($i < 20) { @ = tseries(@c, 100ms, 20); @ts += 100ms; @c += @dir; $i++; if (@c > 5) { @dir = -1; @c = 4 } else if (@c < -5) { @dir = 1; @c = -4; } } clear(@ts); clear(@c); clear(@dir); exit(); }`,
+			"@:\n" +
+				"             -5                                                  5\n" +
+				"hh:mm:ss.ms  |___________________________________________________|\n" +
+				"%H:00:00.100 *                         .                         | -5\n" +
+				"%H:00:00.200 |    *                    .                         | -4\n" +
+				"%H:00:00.300 |         *               .                         | -3\n" +
+				"%H:00:00.400 |              *          .                         | -2\n" +
+				"%H:00:00.500 |                   *     .                         | -1\n" +
+				"%H:00:00.600 |                         *                         | 0\n" +
+				"%H:00:00.700 |                         .    *                    | 1\n" +
+				"%H:00:00.800 |                         .         *               | 2\n" +
+				"%H:00:00.900 |                         .              *          | 3\n" +
+				"%H:00:01.000 |                         .                   *     | 4\n" +
+				"%H:00:01.100 |                         .                         * 5\n" +
+				"%H:00:01.200 |                         .                   *     | 4\n" +
+				"%H:00:01.300 |                         .              *          | 3\n" +
+				"%H:00:01.400 |                         .         *               | 2\n" +
+				"%H:00:01.500 |                         .    *                    | 1\n" +
+				"%H:00:01.600 |                         *                         | 0\n" +
+				"%H:00:01.700 |                   *     .                         | -1\n" +
+				"%H:00:01.800 |              *          .                         | -2\n" +
+				"%H:00:01.900 |         *               .                         | -3\n" +
+				"%H:00:02.000 |    *                    .                         | -4\n" +
+				"             v___________________________________________________v\n" +
+				"             -5                                                  5\n\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := []string{"KINST_COMPAT=", "BPFTRACE_DUMMY_TS_MAP=@ts"}
+			kinstEnv(t, env, "-q", "-e", tc.prog).want(t, 0, "\n\n"+strings.ReplaceAll(tc.want, "%H", hour), "")
+			if tc.json != "" {
+				kinstEnv(t, env, "-q", "-f", "json", "-e", tc.prog).want(t, 0, tc.json, "")
+			}
+		})
+	}
+	// The clock map must hold one unsigned integer.
+	kinstEnv(t, []string{"KINST_COMPAT=", "BPFTRACE_DUMMY_TS_MAP=@ts"}, "-q", "-e", `begin { @ts = -1; @a = tseries(1, 1s, 2); exit(); }`).want(t, 1, "",
+		"kinst: tseries clock @ts: want a map without keys holding an unsigned integer\n")
 }

@@ -254,7 +254,7 @@ func mapFamily(m *output.Map, names []string) (*family, error) {
 	info := false
 	switch m.Kind {
 	case output.KindInt, output.KindPointer, output.KindCount, output.KindSum, output.KindMin, output.KindMax,
-		output.KindAvg, output.KindStats, output.KindHist, output.KindLhist:
+		output.KindAvg, output.KindStats, output.KindHist, output.KindLhist, output.KindTSeries:
 	default:
 		// Text becomes the value label of an info metric.
 		info = true
@@ -336,6 +336,17 @@ func entrySamples(v output.Value, info bool) ([]sample, string) {
 		// min+i*step-1, and the values from max up count only in +Inf.
 		bound := func(i int) float64 { return float64(min + int64(i)*step - 1) }
 		return histogram(v.Buckets(), int((max-min)/step)+1, bound), "histogram"
+	case output.KindTSeries:
+		// The value of the entry's latest interval: the series as it
+		// stands now.
+		var x float64
+		if ps := v.TSeriesPoints(v.TSeriesLatest()); len(ps) > 0 {
+			x = float64(ps[len(ps)-1].Value)
+			if v.Signed() {
+				x = float64(int64(ps[len(ps)-1].Value))
+			}
+		}
+		return value(x), "gauge"
 	}
 	// Pointers, min and max.
 	return value(float64(v.Int())), "gauge"

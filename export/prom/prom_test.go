@@ -93,6 +93,10 @@ kinst_l_bucket{le="+Inf"} 10
 kinst_l_sum NaN
 kinst_l_count 10
 `},
+		{"tseries", &output.Map{Name: "@ts", Kind: output.KindTSeries, Entries: []output.Entry{
+			{Key: []output.Value{output.Int(1)}, Value: output.TSeries(1e9, 5, true, []output.TSeriesPoint{{Epoch: 1.7e9, Value: 3}, {Epoch: 1.7e9 + 1, Value: 1<<64 - 2}})},
+			{Key: []output.Value{output.Int(2)}, Value: output.TSeries(1e9, 5, true, []output.TSeriesPoint{{Epoch: 1.6e9, Value: 9}})},
+		}}, "# HELP kinst_ts tseries map @ts of the kinst program.\n# TYPE kinst_ts gauge\nkinst_ts{key=\"1\"} -2\nkinst_ts{key=\"2\"} 9\n"},
 		{"string values", &output.Map{Name: "@name", Kind: output.KindString, Entries: []output.Entry{
 			{Key: []output.Value{output.Int(42)}, Value: output.String("bash")},
 		}}, "# HELP kinst_name string map @name of the kinst program.\n# TYPE kinst_name gauge\nkinst_name{key=\"42\",value=\"bash\"} 1\n"},
