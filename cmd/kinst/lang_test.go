@@ -529,7 +529,9 @@ func TestTSeriesClockMap(t *testing.T) {
 	ramp := func(agg string) string {
 		return `begin { @ts = (uint64)0; $i = (uint64)0; while ($i < 100) { @a = tseries($i % 10, 100ms, 5` + agg + `); @ts += 10ms; $i++; } clear(@ts); exit(); }`
 	}
-	half := func(epoch int) string { return fmt.Sprintf(`{"interval_start":"1970-01-01 00:00:00.%d00000000","value":`, epoch) }
+	half := func(epoch int) string {
+		return fmt.Sprintf(`{"interval_start":"1970-01-01 00:00:00.%d00000000","value":`, epoch)
+	}
 	rampJSON := func(v string) string {
 		var ps []string
 		for i := 5; i <= 9; i++ {
