@@ -38,6 +38,9 @@ type Resolver struct {
 	Command string
 	// StrLen is the size of tracepoint __data_loc strings.
 	StrLen int
+	// Unsafe lets a uprobe take an address outside every function of
+	// its file, as --unsafe does in bpftrace.
+	Unsafe bool
 
 	// files holds the files uprobes were resolved in, by path: a
 	// program of hundreds of probes on one library reads and indexes
@@ -520,6 +523,15 @@ func (r *Resolver) globUprobes(ap *syntax.AttachPoint) ([]*check.Target, error) 
 	return targets, nil
 }
 
+// noMatch is the error for a function file does not have, in bpftrace's
+// words, with the name it may have meant.
+func noMatch(provider, file, name, near string) error {
+	if near != "" {
+		return fmt.Errorf("no matches for %s %s:%s (did you mean %s?)", provider, file, name, near)
+	}
+	return fmt.Errorf("no matches for %s %s:%s", provider, file, name)
+}
+
 // uprobesIn resolves a uprobe's spec, FUNCTION, FUNCTION+OFFSET, an
 // address or a wildcard, in the file at path.
 func (r *Resolver) uprobesIn(ap *syntax.AttachPoint, path, spec string) ([]*check.Target, error) {
@@ -555,15 +567,22 @@ func (r *Resolver) uprobesIn(ap *syntax.AttachPoint, path, spec string) ([]*chec
 		}
 		return targets, nil
 	}
-	// An absolute address, FUNCTION, or FUNCTION+OFFSET.
-	if strings.HasPrefix(spec, "0x") {
-		addr, err := strconv.ParseUint(spec[2:], 16, 64)
+	// An absolute address, in hexadecimal or decimal as bpftrace takes
+	// it, FUNCTION, or FUNCTION+OFFSET.
+	if strings.HasPrefix(spec, "0x") || strings.Trim(spec, "0123456789") == "" {
+		addr, err := strconv.ParseUint(spec, 0, 64)
+		if !strings.HasPrefix(spec, "0x") {
+			addr, err = strconv.ParseUint(spec, 10, 64)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("bad address %q", spec)
 		}
 		off, ok := f.AddrOffset(addr)
 		if !ok {
-			return nil, fmt.Errorf("address %s is not in a loadable segment of %s", spec, path)
+			return nil, fmt.Errorf("could not resolve address: %s:%#x (no loadable segment holds it)", path, addr)
+		}
+		if _, _, in := f.Symbolize(addr); !in && !r.Unsafe {
+			return nil, fmt.Errorf("could not resolve address: %s:%#x (no function holds it; --unsafe probes it all the same)", path, addr)
 		}
 		t := target(spec, off)
 		t.Attach = withSemaphore(t.Attach.(Uprobe))
@@ -584,7 +603,7 @@ func (r *Resolver) uprobesIn(ap *syntax.AttachPoint, path, spec string) ([]*chec
 	var from *elfsym.File
 	if errors.Is(err, elfsym.ErrNoSymbol) {
 		if from = r.loadedBy(f, name); from == nil {
-			return nil, check.NoTarget(err)
+			return nil, check.NoTarget(noMatch(ap.Provider, path, name, f.Nearest(name)))
 		}
 		// The function is a dependency's: probe it there, as the
 		// dynamic linker binds the library's callers to it.

@@ -264,7 +264,7 @@ func (f *File) Lookup(name string) (Symbol, error) {
 		return s, nil
 	}
 	err := fmt.Errorf("%w: %s in %s", ErrNoSymbol, name, f.Path)
-	if near := f.nearest(name); near != "" {
+	if near := f.Nearest(name); near != "" {
 		err = fmt.Errorf("%w (did you mean %s?)", err, near)
 	}
 	return Symbol{}, err
@@ -327,9 +327,9 @@ func (f *File) Symbolize(addr uint64) (Symbol, uint64, bool) {
 	return Symbol{}, 0, false
 }
 
-// nearest returns the function name closest to name by edit distance, if
-// any is close enough to be a likely typo.
-func (f *File) nearest(name string) string {
+// Nearest returns the function name closest to name by edit distance,
+// if any is close enough to be a likely typo, or "".
+func (f *File) Nearest(name string) string {
 	best, bestDist := "", len(name)/3+1
 	for i, s := range f.byName {
 		if i > 0 && f.byName[i-1].Name == s.Name {

@@ -328,7 +328,7 @@ func checkProgram(name string, src []byte, opts *Options) (*check.Program, check
 		strLen = check.DefaultStrLen
 	}
 	checked, err := check.Check(parsed, &check.Config{
-		Resolver: &attach.Resolver{Pid: opts.Pid, Command: opts.Command, StrLen: strLen},
+		Resolver: &attach.Resolver{Pid: opts.Pid, Command: opts.Command, StrLen: strLen, Unsafe: opts.Unsafe},
 		Kernel:   attach.Kernel{},
 		Params:   params,
 		Unsafe:   opts.Unsafe,

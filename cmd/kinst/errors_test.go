@@ -120,6 +120,16 @@ func TestCompileErrors(t *testing.T) {
 			"-e:1:1: interval:ms:$1 uses positional parameter $1, but 0 were given\n" +
 				"interval:ms:$1 { }\n" +
 				"^~~~~~~~~~~~~~\n"},
+		// A decimal number is an address too, which must fall in a
+		// function unless --unsafe.
+		{"uprobe address outside functions", []string{"-e", "uprobe:/bin/true:10 { }"}, false,
+			"-e:1:1: could not resolve address: /bin/true:0xa (no function holds it; --unsafe probes it all the same)\n" +
+				"uprobe:/bin/true:10 { }\n" +
+				"^~~~~~~~~~~~~~~~~~~\n"},
+		{"uprobe address outside the file", []string{"-e", "uprobe:/bin/true:0x99999999 { }"}, false,
+			"-e:1:1: could not resolve address: /bin/true:0x99999999 (no loadable segment holds it)\n" +
+				"uprobe:/bin/true:0x99999999 { }\n" +
+				"^~~~~~~~~~~~~~~~~~~~~~~~~~~\n"},
 		{"watchpoint length", []string{"-e", "watchpoint:0x1000:3:w { }"}, false,
 			"-e:1:1: watchpoint length \"3\" must be 1, 2, 4 or 8\n" +
 				"watchpoint:0x1000:3:w { }\n" +
@@ -376,7 +386,7 @@ func TestKaddrVariable(t *testing.T) {
 		return
 	}
 	col := strings.Index(prog, `"avenrun"`) + 1
-	want := fmt.Sprintf("-e:1:%d: kaddr(): no kernel symbol avenrun: this kernel's kallsyms lists no variables (it was built without CONFIG_KALLSYMS_ALL)\n%s\n%s^%s\n",
+	want := fmt.Sprintf("-e:1:%d: kaddr(): failed to resolve kernel symbol: avenrun (this kernel's kallsyms lists no variables: it was built without CONFIG_KALLSYMS_ALL)\n%s\n%s^%s\n",
 		col, prog, strings.Repeat(" ", col-1), strings.Repeat("~", len(`"avenrun"`)-1))
 	r.want(t, 1, "", want)
 }

@@ -15,7 +15,7 @@ import (
 // struct field that is not there (runqlen reads a field 6.13 renamed), a
 // function the kernel refuses kprobes in. Anything else is a gap in
 // kinst's language.
-var kernelReasons = regexp.MustCompile(`not available|the kernel refuses a kprobe|refused by this kernel|no such binary|does not exist or cannot be traced|no traceable kernel function matches|no such function|no kernel symbol|in this kernel's BTF has no field`)
+var kernelReasons = regexp.MustCompile(`not available|the kernel refuses a kprobe|refused by this kernel|no such binary|does not exist or cannot be traced|no traceable kernel function matches|no such function|no matches for uprobe|failed to resolve kernel symbol|in this kernel's BTF has no field`)
 
 // shippedTools finds the tools Debian's bpftrace package installs in
 // /usr/sbin, or that vmrun put on the guest's PATH with --file.
