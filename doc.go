@@ -50,11 +50,14 @@
 // records over. Options.Command runs a command under tracing as -c does,
 // Options.Environment reads bpftrace's BPFTRACE_* settings, Options.Debug
 // prints compilation stages as -d does, and [Program.Load] asks the
-// verifier about every probe without attaching any (--dry-run). The
-// command's Prometheus and pprof exporters, and the instruments that
-// render records and maps themselves, need the runtime's own hooks:
-// they reach them through an internal package, which keeps the
-// runtime's types out of this API.
+// verifier about every probe without attaching any (--dry-run). An
+// [Observer] in RunOptions sees what such a run sends as Go values
+// before it is printed, and may print it its own way: the instruments
+// render their logs and tables so, reading a printf()'s arguments as
+// [Value]s in place, without a copy. [Run.WriteMetrics] writes the maps
+// as the command's Prometheus exporter serves them, [WriteProfile] and
+// [WriteFolded] write maps keyed by stacks as profiles, and
+// [Run.KeepSymbols] keeps a process's symbols for after it exits.
 //
 // Loading and attaching need root, or CAP_BPF with CAP_PERFMON. Errors
 // wrap their cause: a program the kernel's verifier refuses is a

@@ -340,17 +340,26 @@ func (p *Program) Probes() []Probe {
 	}
 	probes := make([]Probe, len(p.out.Programs))
 	for i, prog := range p.out.Programs {
-		var names []string
-		for _, pt := range prog.Probe.Syntax.Points {
-			names = append(names, pt.Raw)
-		}
 		targets := make([]string, len(prog.Targets))
 		for j, t := range prog.Targets {
 			targets[j] = t.FullName()
 		}
-		probes[i] = Probe{Name: strings.Join(names, ","), Targets: targets, Mechanism: string(prog.Mechanism), Why: prog.Why}
+		probes[i] = Probe{Name: probeName(prog.Probe.Syntax.Points), Targets: targets, Mechanism: string(prog.Mechanism), Why: prog.Why}
 	}
 	return probes
+}
+
+// probeName is a probe as the program writes it: its attach points,
+// separated by commas.
+func probeName(points []*syntax.AttachPoint) string {
+	if len(points) == 1 {
+		return points[0].Raw
+	}
+	names := make([]string, len(points))
+	for i, pt := range points {
+		names[i] = pt.Raw
+	}
+	return strings.Join(names, ",")
 }
 
 // A MapSpec describes one of a program's maps.

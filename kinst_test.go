@@ -16,8 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst"
-	"kinst.dev/kinst/codegen"
-	"kinst.dev/kinst/internal/runhook"
 	"kinst.dev/kinst/internal/testenv"
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/session"
@@ -395,32 +393,55 @@ func TestEnvironment(t *testing.T) {
 	}
 }
 
-// A runhook function that sets the runtime's Maps and
-// Attached hooks, as the Prometheus exporter does, takes nothing from
-// Run.Map or from Start's wait for the probes.
-func TestRuntimeHooksChain(t *testing.T) {
+// recorder is an Observer that prints printf records its own way and
+// keeps the maps to itself, counting its calls.
+type recorder struct {
+	printfs, records, attached int
+	maps                       []*kinst.Map
+}
+
+func (o *recorder) Printf(w io.Writer, probe, format string, args []kinst.Value) (bool, error) {
+	o.printfs++
+	_, err := fmt.Fprintf(w, "%s %q %d %s\n", probe, format, args[0].Int(), args[1].Text())
+	return true, err
+}
+
+func (o *recorder) Record(w io.Writer, r kinst.Record) (bool, error) {
+	o.records++
+	return false, nil
+}
+
+func (o *recorder) Maps(w io.Writer, maps []*kinst.Map) ([]*kinst.Map, error) {
+	o.maps = maps
+	return maps[1:], nil
+}
+
+func (o *recorder) Attached(r *kinst.Run) { o.attached++ }
+
+// An Observer sees the printf records as values and renders them, is
+// called once the probes are attached, and has the maps it returns
+// printed, as bpftrace prints them; Run.Map still reads the maps.
+func TestObserver(t *testing.T) {
 	testenv.Root(t)
-	prog, err := kinst.Compile("x.bt", []byte(`BEGIN { @a = 7; } interval:s:100 { }`), nil)
+	prog, err := kinst.Compile("x.bt", []byte(`BEGIN { @a = 7; @b = 8; printf("%d %s\n", -3, "x"); print(@a); } interval:ms:10 { exit(); }`), &kinst.Options{Compat: "0.17"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var readers, attached int
-	ro := &kinst.RunOptions{Output: io.Discard}
-	runhook.Set(ro, func(_ *codegen.Output, o *session.Options) {
-		o.Maps = func(*session.MapReader) { readers++ }
-		o.Attached = func() { attached++ }
-	})
-	run, err := prog.StartWith(context.Background(), nil, ro)
+	var out strings.Builder
+	o := &recorder{}
+	run, err := prog.StartWith(context.Background(), nil, &kinst.RunOptions{Output: &out, Quiet: true, Observer: o})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer run.Stop()
-	m, err := run.Map("@a")
-	if err != nil {
+	if err := run.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Entries) != 1 || m.Entries[0].Value != int64(7) || readers != 1 || attached != 1 {
-		t.Errorf("@a = %+v, hooks called %d and %d times, want 7 and once each", m.Entries, readers, attached)
+	want := "BEGIN \"%d %s\\n\" -3 x\n@a: 7\n\n\n@b: 8\n"
+	if out.String() != want {
+		t.Errorf("output %q, want %q", out.String(), want)
+	}
+	if o.printfs != 1 || o.records != 1 || o.attached != 1 || len(o.maps) != 2 || o.maps[0].Name != "@a" {
+		t.Errorf("observer called %d, %d, %d times, maps %v", o.printfs, o.records, o.attached, o.maps)
 	}
 }
 

@@ -24,7 +24,6 @@ var layers = [][]string{
 	{"check"},
 	{"codegen", "attach", "internal/hint"},
 	{"pipeline", "session", "export/prom"},
-	{"internal/runhook"},
 	{""}, // the API, package kinst
 	{"instruments"},
 	{"cmd/kinst", "cmd/vmrun", "bench", "internal/testenv", "internal/workload", "internal/difftest", "internal/vm/guesttest"},

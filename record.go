@@ -111,7 +111,9 @@ func convertRecord(r *session.Record, v compat.Version) Record {
 	case session.RecPrint:
 		return &Print{Value: convertValue(r.Args[0]), text: text(v, func(w *output.Writer) error { return w.Value(r.Args[0]) })}
 	case session.RecPrintMap:
-		return &PrintMap{Map: convertMap(r.Map), Top: r.Action.Top, Div: r.Action.Div,
+		m := convertMap(r.Map)
+		m.src = nil // a Handler's record holds its fields alone, as callers compare it
+		return &PrintMap{Map: m, Top: r.Action.Top, Div: r.Action.Div,
 			text: text(v, func(w *output.Writer) error { return w.Map(r.Map, uint32(r.Action.Top), uint32(r.Action.Div)) })}
 	case session.RecSystem:
 		return &System{Command: r.Command, Output: r.Text}

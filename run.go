@@ -12,7 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"kinst.dev/kinst/internal/runhook"
+	"kinst.dev/kinst/elfsym"
+	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/session"
 )
@@ -57,15 +58,9 @@ type RunOptions struct {
 	// itself or while the output takes no writes, ends the process by
 	// that signal, as the kinst command ends.
 	Signals <-chan os.Signal
-
-	// hook, set through kinst.dev/kinst/internal/runhook, adjusts
-	// the runtime's options before the run, for what this package does
-	// not offer: the kinst command's exporters and instruments.
-	hook runhook.Func
-}
-
-func init() {
-	runhook.Register(func(ro any, f runhook.Func) { ro.(*RunOptions).hook = f })
+	// Observer, when set, sees what the run sends before it is printed
+	// to Output, and may print it its own way: see [Observer].
+	Observer Observer
 }
 
 // A Run is one run of a program. Its probes stay attached until the
@@ -87,6 +82,11 @@ type Run struct {
 	final    []*output.Map // the maps after END; nil until then
 	finished bool
 	printed  bool // the maps went to RunOptions.Output
+
+	prog        *Program
+	usyms       *elfsym.Symbolizer // the run's, which KeepSymbols fills
+	metricsOnce sync.Once
+	metrics     prom.Gatherer // WriteMetrics', set up at its first call
 }
 
 // A DropError reports records that never reached the Handler: the
@@ -169,7 +169,7 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 	if h != nil && ro.Output != nil {
 		return nil, errors.New("kinst: records go to RunOptions.Output: no Handler is called then")
 	}
-	r := &Run{stop: make(chan struct{}), done: make(chan struct{}), printed: ro.Output != nil}
+	r := &Run{stop: make(chan struct{}), done: make(chan struct{}), printed: ro.Output != nil, prog: p, usyms: elfsym.NewSymbolizer()}
 	attached := make(chan struct{})
 	opts := p.runOptions()
 	opts.Out, opts.Stdout, opts.Quiet = ro.Output, ro.Stdout, ro.Quiet
@@ -180,6 +180,7 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 		opts.Format = session.JSON
 	}
 	opts.Buffering, opts.Signals, opts.Stop = ro.Buffering, ro.Signals, r.stop
+	opts.Symbolizer = r.usyms
 	if ro.Output == nil {
 		opts.Out, opts.Stdout, opts.Quiet = io.Discard, io.Discard, true
 		opts.Records = func(rec *session.Record) error {
@@ -194,30 +195,23 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 			}
 			return nil
 		}
-		opts.ExitMaps = func(maps []*output.Map) error {
+		opts.ExitMaps = func(_ io.Writer, maps []*output.Map) ([]*output.Map, error) {
 			r.mu.Lock()
 			r.final = maps
 			r.mu.Unlock()
-			return nil
+			return nil, nil
 		}
+	} else if ro.Observer != nil {
+		observe(ro.Observer, p, &opts)
 	}
-	if ro.hook != nil {
-		ro.hook(p.out, &opts)
-	}
-	// Run.Map and Start's return need these two hooks: a runhook
-	// function's own are chained with them.
-	maps, attachedHook := opts.Maps, opts.Attached
 	opts.Maps = func(mr *session.MapReader) {
 		r.mu.Lock()
 		r.reader = mr
 		r.mu.Unlock()
-		if maps != nil {
-			maps(mr)
-		}
 	}
 	opts.Attached = func() {
-		if attachedHook != nil {
-			attachedHook()
+		if ro.Observer != nil {
+			ro.Observer.Attached(r)
 		}
 		close(attached)
 	}

@@ -25,6 +25,7 @@ type Map struct {
 	// Entries are in the order bpftrace prints them: by value, then by
 	// key. A map without keys has one entry, whose Key is nil.
 	Entries []Entry
+	src     *output.Map // what it was read as, for WriteProfile and Observer.Maps
 }
 
 // An Entry is one key and its value.
@@ -99,7 +100,7 @@ type Frame struct {
 
 func convertMap(m *output.Map) *Map {
 	entries := m.Sorted()
-	cm := &Map{Name: m.Name, Entries: make([]Entry, len(entries))}
+	cm := &Map{Name: m.Name, Entries: make([]Entry, len(entries)), src: m}
 	var last uint64 // the end of a tseries map's window
 	for _, e := range entries {
 		last = max(last, e.Value.TSeriesLatest())

@@ -9,9 +9,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kinst.dev/kinst"
 	"kinst.dev/kinst/instruments/internal/cfg"
 	"kinst.dev/kinst/kernel"
-	"kinst.dev/kinst/output"
 )
 
 func init() {
@@ -52,7 +52,7 @@ func blocks(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return fmt.Errorf("cannot count the blocks of %s: %w", fn, err)
 		}
 	}
-	hooks := runHooks{ExitMaps: func(w io.Writer, maps []*output.Map) error {
+	hooks := runHooks{ExitMaps: func(w io.Writer, maps []*kinst.Map) error {
 		r := newBlockReport(g, refused, maps)
 		if *layout {
 			if err := r.propose(); err != nil {
@@ -193,16 +193,15 @@ func (r *blockReport) propose() error {
 	return nil
 }
 
-func newBlockReport(g *cfg.CFG, refused []error, maps []*output.Map) *blockReport {
+func newBlockReport(g *cfg.CFG, refused []error, maps []*kinst.Map) *blockReport {
 	hits := map[string]uint64{}
 	for _, m := range maps {
 		if m.Name != "@" {
 			continue
 		}
 		for _, e := range m.Entries {
-			if len(e.Key) == 1 {
-				hits[e.Key[0].Text()] = e.Value.Uint()
-			}
+			probe, _ := e.Key[0].(string)
+			hits[probe], _ = e.Value.(uint64)
 		}
 	}
 	measured := make([]cfg.Count, len(g.Blocks))

@@ -7,9 +7,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kinst.dev/kinst"
 	"kinst.dev/kinst/instruments/internal/cfg/cfgtest"
 	"kinst.dev/kinst/kernel"
-	"kinst.dev/kinst/output"
 )
 
 // loopReport is the loop's report after a run that probed every block
@@ -18,11 +18,11 @@ func loopReport(t *testing.T) *blockReport {
 	g := cfgtest.Loop(t)
 	refused := make([]error, len(g.Blocks))
 	refused[1] = &kernel.KprobeRefusal{Symbol: "f", Offset: 0xd, Errno: unix.EILSEQ, Why: "not an instruction boundary (EILSEQ)"}
-	hits := &output.Map{Name: "@", Kind: output.KindCount}
+	hits := &kinst.Map{Name: "@"}
 	for probe, n := range map[string]uint64{"kprobe:f": 10, "kprobe:f+0x14": 7, "kprobe:f+0x19": 25, "kprobe:f+0x1d": 10} {
-		hits.Entries = append(hits.Entries, output.Entry{Key: []output.Value{output.Probe(probe)}, Value: output.Count(n)})
+		hits.Entries = append(hits.Entries, kinst.Entry{Key: []any{probe}, Value: n})
 	}
-	return newBlockReport(g, refused, []*output.Map{hits})
+	return newBlockReport(g, refused, []*kinst.Map{hits})
 }
 
 func TestBlocksProgram(t *testing.T) {

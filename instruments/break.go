@@ -16,10 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kinst.dev/kinst"
 	"kinst.dev/kinst/attach"
-	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/internal/coredump"
-	"kinst.dev/kinst/output"
 )
 
 func init() {
@@ -103,14 +102,14 @@ func breakpoint(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer cancel()
 	b := &breaker{core: *core, count: *n, gdb: *gdb, stop: *stop, cancel: cancel, stderr: stderr, fn: t.Spec, waitsCommand: c.Command != ""}
 	hooks := runHooks{
-		Printf: func(w io.Writer, _ *codegen.Action, args []output.Value) error {
+		Printf: func(w io.Writer, _ string, args []kinst.Value) error {
 			var regs []uint64
 			for _, a := range args[4:] {
 				regs = append(regs, a.Uint())
 			}
 			return b.hit(w, args[0].Uint(), int(args[1].Int()), int(args[2].Int()), args[3].Text(), regs)
 		},
-		ExitMaps: func(io.Writer, []*output.Map) error { return nil },
+		ExitMaps: func(io.Writer, []*kinst.Map) error { return nil },
 	}
 	// The breaker cancels the run once it has its hits: that end is
 	// no error, unlike the end of ctx.

@@ -15,11 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst"
-	"kinst.dev/kinst/codegen"
-	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/internal/hint"
-	"kinst.dev/kinst/internal/runhook"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/session"
 	"kinst.dev/kinst/syntax"
@@ -170,13 +167,62 @@ func (c *common) stop() string {
 // runHooks let an instrument render the run's output itself; nil fields
 // leave the output as kinst -e prints it.
 type runHooks struct {
-	Printf   func(w io.Writer, a *codegen.Action, args []output.Value) error
-	PrintMap func(w io.Writer, m *output.Map, top, div uint32) error
-	ExitMaps func(w io.Writer, maps []*output.Map) error
+	Printf   func(w io.Writer, probe string, args []kinst.Value) error
+	PrintMap func(w io.Writer, m *kinst.Map) error
+	ExitMaps func(w io.Writer, maps []*kinst.Map) error
 	Lost     func(w io.Writer, n uint64) error
-	// Symbolizer, when set, resolves user addresses: see
-	// session.Options.
-	Symbolizer *elfsym.Symbolizer
+	// Attached is called with the run once its probes are attached.
+	Attached func(r *kinst.Run)
+}
+
+// observer is the run's kinst.Observer: it calls an instrument's hooks,
+// and serves the maps to Prometheus.
+type observer struct {
+	hooks  runHooks
+	stderr io.Writer // Lost's
+	srv    *prom.Server
+}
+
+func (o *observer) Printf(w io.Writer, probe, _ string, args []kinst.Value) (bool, error) {
+	if o.hooks.Printf == nil {
+		return false, nil
+	}
+	return true, o.hooks.Printf(w, probe, args)
+}
+
+func (o *observer) Record(w io.Writer, r kinst.Record) (bool, error) {
+	switch r := r.(type) {
+	case *kinst.PrintMap:
+		if o.hooks.PrintMap != nil {
+			return true, o.hooks.PrintMap(w, r.Map)
+		}
+	case *kinst.Lost:
+		if o.hooks.Lost != nil {
+			return true, o.hooks.Lost(o.stderr, r.Count)
+		}
+	}
+	return false, nil
+}
+
+// Maps hands the maps to the instrument; served to Prometheus, they
+// are not printed otherwise.
+func (o *observer) Maps(w io.Writer, maps []*kinst.Map) ([]*kinst.Map, error) {
+	switch {
+	case o.hooks.ExitMaps != nil:
+		return nil, o.hooks.ExitMaps(w, maps)
+	case o.srv != nil:
+		return nil, nil
+	}
+	return maps, nil
+}
+
+func (o *observer) Attached(r *kinst.Run) {
+	if o.hooks.Attached != nil {
+		o.hooks.Attached(r)
+	}
+	if o.srv != nil {
+		o.srv.Serve(r.WriteMetrics)
+	}
 }
 
 // run prints the program with --show; otherwise it compiles and runs it
@@ -228,23 +274,12 @@ func (c *common) run(ctx context.Context, name, src string, hooks runHooks, stdo
 	}
 	sigs := make(chan os.Signal, 4)
 	ro := &kinst.RunOptions{
-		Output:  w,
-		JSON:    c.Format == "json",
-		Quiet:   true,
-		Signals: sigs,
+		Output:   w,
+		JSON:     c.Format == "json",
+		Quiet:    true,
+		Signals:  sigs,
+		Observer: &observer{hooks: hooks, stderr: stderr, srv: srv},
 	}
-	runhook.Set(ro, func(out *codegen.Output, opts *session.Options) {
-		opts.Printf, opts.PrintMap, opts.Symbolizer = hooks.Printf, hooks.PrintMap, hooks.Symbolizer
-		if hooks.ExitMaps != nil {
-			opts.ExitMaps = func(maps []*output.Map) error { return hooks.ExitMaps(w, maps) }
-		}
-		if hooks.Lost != nil {
-			opts.Lost = func(n uint64) error { return hooks.Lost(stderr, n) }
-		}
-		if srv != nil {
-			runhook.Serve(&srv.Gatherer, out, opts)
-		}
-	})
 	// The signals end kinst as any process until it is about to run.
 	defer session.CatchSignals(sigs)()
 	r, err := p.StartWith(ctx, nil, ro)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"kinst.dev/kinst"
 	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/output"
@@ -113,10 +114,10 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	run := c
 	run.Output = ""
 	hooks := runHooks{
-		PrintMap: func(_ io.Writer, m *output.Map, _, _ uint32) error {
-			return table.print(out, callsOf([]*output.Map{m}))
+		PrintMap: func(_ io.Writer, m *kinst.Map) error {
+			return table.print(out, callsOf([]*kinst.Map{m}))
 		},
-		ExitMaps: func(_ io.Writer, maps []*output.Map) error {
+		ExitMaps: func(_ io.Writer, maps []*kinst.Map) error {
 			calls := callsOf(maps)
 			if order != nil {
 				if err := writeOrder(order, calls, resolved); err != nil {
@@ -136,7 +137,7 @@ func count(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // callsOf reads the running counts per probe from the count map.
-func callsOf(maps []*output.Map) map[string]uint64 {
+func callsOf(maps []*kinst.Map) map[string]uint64 {
 	calls := map[string]uint64{}
 	for _, m := range maps {
 		if m.Name != countMap {
@@ -144,7 +145,8 @@ func callsOf(maps []*output.Map) map[string]uint64 {
 		}
 		for _, e := range m.Entries {
 			if len(e.Key) == 1 {
-				calls[e.Key[0].Text()] = e.Value.Uint()
+				probe, _ := e.Key[0].(string)
+				calls[probe], _ = e.Value.(uint64)
 			}
 		}
 	}

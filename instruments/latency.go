@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/bits"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"kinst.dev/kinst"
 	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/output"
 )
@@ -46,7 +48,7 @@ func latency(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		targets = append(targets, t)
 	}
 	src := latencyProgram(&c, targets, *perProcess)
-	hooks := runHooks{ExitMaps: func(w io.Writer, maps []*output.Map) error {
+	hooks := runHooks{ExitMaps: func(w io.Writer, maps []*kinst.Map) error {
 		ow := output.NewText(w, compat.V017)
 		if c.Format == "json" {
 			ow = output.NewJSON(w, compat.V017)
@@ -123,8 +125,9 @@ func latencyProgram(c *common, targets []probeTarget, perProcess bool) string {
 var latencyMap = regexp.MustCompile(`^@(wall|wall_ns|oncpu|oncpu_ns)_(\d+)$`)
 
 // mergeLatency gathers the per-target maps into @wall, @wall_ns, @oncpu
-// and @oncpu_ns keyed by function, leaving out the bookkeeping maps.
-func mergeLatency(maps []*output.Map, targets []probeTarget) []*output.Map {
+// and @oncpu_ns keyed by function, leaving out the bookkeeping maps, to
+// be printed as bpftrace prints maps.
+func mergeLatency(maps []*kinst.Map, targets []probeTarget) []*output.Map {
 	merged := map[string]*output.Map{}
 	var out []*output.Map
 	for _, m := range maps {
@@ -136,17 +139,63 @@ func mergeLatency(maps []*output.Map, targets []probeTarget) []*output.Map {
 		name := "@" + sub[1]
 		mm := merged[name]
 		if mm == nil {
-			mm = &output.Map{Name: name, Kind: m.Kind}
+			mm = &output.Map{Name: name, Kind: output.KindStats}
+			if strings.HasSuffix(name, "_ns") {
+				mm.Kind = output.KindHist
+			}
 			merged[name] = mm
 			out = append(out, mm)
 		}
 		for _, e := range m.Entries {
-			key := e.Key
+			var key []output.Value
 			if !strings.Contains(targets[i].Spec, "*") {
-				key = append([]output.Value{output.String(targets[i].Spec)}, key...)
+				key = append(key, output.String(targets[i].Spec))
 			}
-			mm.Entries = append(mm.Entries, output.Entry{Key: key, Value: e.Value})
+			for _, k := range e.Key {
+				key = append(key, latencyKey(k))
+			}
+			mm.Entries = append(mm.Entries, output.Entry{Key: key, Value: latencyValue(e.Value)})
 		}
 	}
 	return out
+}
+
+// latencyKey is a key element of the latency maps, a function or probe
+// name, a pid or a comm, as the output writer takes it.
+func latencyKey(k any) output.Value {
+	switch k := k.(type) {
+	case uint64:
+		return output.Uint(k)
+	case int64:
+		return output.Int(k)
+	}
+	return output.String(fmt.Sprint(k))
+}
+
+// latencyValue is a value of the latency maps, stats() or hist(), as
+// the output writer takes it: a hist()'s buckets as their counts, below
+// zero, zero, then by powers of two.
+func latencyValue(v any) output.Value {
+	switch v := v.(type) {
+	case kinst.Stats:
+		return output.Stats(v.Count, v.Total)
+	case kinst.Histogram:
+		var counts []uint64
+		for _, b := range v.Buckets {
+			i := 0
+			switch {
+			case b.Min < 0:
+			case b.Max == 0:
+				i = 1
+			default:
+				i = bits.Len64(uint64(b.Min)) + 1
+			}
+			for len(counts) <= i {
+				counts = append(counts, 0)
+			}
+			counts[i] = b.Count
+		}
+		return output.Hist(counts)
+	}
+	return output.Int(0)
 }

@@ -11,10 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"kinst.dev/kinst"
 	"kinst.dev/kinst/check"
-	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/kernel"
-	"kinst.dev/kinst/output"
 )
 
 func init() {
@@ -69,7 +68,7 @@ func nullify(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	hooks := runHooks{}
 	if !c.Quiet {
-		hooks.Printf = func(w io.Writer, a *codegen.Action, args []output.Value) error {
+		hooks.Printf = func(w io.Writer, _ string, args []kinst.Value) error {
 			if c.Format == "json" {
 				_, err := w.Write(nullifiedJSON(clock.Wall(args[0].Uint()), args[1].Int(), args[2].Int(), args[3].Text(), fn, value))
 				return err
@@ -79,24 +78,25 @@ func nullify(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 	}
-	hooks.ExitMaps = func(w io.Writer, maps []*output.Map) error {
+	hooks.ExitMaps = func(w io.Writer, maps []*kinst.Map) error {
 		if !c.Quiet {
 			return nil
 		}
 		for _, m := range maps {
 			if m.Name == "@nullified" && len(m.Entries) > 0 {
+				n, _ := m.Entries[0].Value.(uint64)
 				if c.Format == "json" {
 					var jw jsonWriter
 					jw.open('{')
 					jw.key("function")
 					jw.str(fn)
 					jw.key("nullified")
-					jw.uint(m.Entries[0].Value.Uint())
+					jw.uint(n)
 					jw.close('}')
 					_, err := w.Write(append(jw.b, '\n'))
 					return err
 				}
-				_, err := fmt.Fprintf(w, "%s: %d calls nullified\n", fn, m.Entries[0].Value.Uint())
+				_, err := fmt.Fprintf(w, "%s: %d calls nullified\n", fn, n)
 				return err
 			}
 		}

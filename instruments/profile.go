@@ -7,10 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"kinst.dev/kinst/codegen"
-	"kinst.dev/kinst/elfsym"
-	"kinst.dev/kinst/export/pprof"
-	"kinst.dev/kinst/output"
+	"kinst.dev/kinst"
 )
 
 func init() {
@@ -52,24 +49,27 @@ func profile(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// The program names each process when it first samples it, on CPU
 	// then: its mappings are read at once, so that its stacks resolve
 	// even once it has exited, before the profile is written.
-	syms := elfsym.NewSymbolizer()
-	hooks := runHooks{Symbolizer: syms, Printf: func(_ io.Writer, _ *codegen.Action, args []output.Value) error {
-		syms.Remember(int(args[0].Int())) // a process gone already stays unresolved
-		return nil
-	}}
-	hooks.ExitMaps = func(w io.Writer, maps []*output.Map) error {
+	var run *kinst.Run
+	hooks := runHooks{
+		Attached: func(r *kinst.Run) { run = r },
+		Printf: func(_ io.Writer, _ string, args []kinst.Value) error {
+			run.KeepSymbols(int(args[0].Int())) // a process gone already stays unresolved
+			return nil
+		},
+	}
+	hooks.ExitMaps = func(w io.Writer, maps []*kinst.Map) error {
 		if c.Format == "folded" {
 			for _, m := range maps {
 				if m.Name == profileMap {
-					return pprof.WriteFolded(w, m, []int{1})
+					return kinst.WriteFolded(w, m, []int{1})
 				}
 			}
 			return nil
 		}
-		return pprof.Write(w, maps, pprof.Options{
+		return kinst.WriteProfile(w, maps, kinst.ProfileOptions{
 			Maps:     []string{profileMap},
 			Labels:   profileLabels,
-			Period:   int64(time.Second) / int64(*hz),
+			Period:   time.Second / time.Duration(*hz),
 			Start:    start,
 			Duration: time.Since(start),
 		})

@@ -9,11 +9,11 @@ import (
 	"strconv"
 	"strings"
 
+	"kinst.dev/kinst"
 	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/export/perfetto"
 	"kinst.dev/kinst/kernel"
-	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -71,7 +71,7 @@ func trace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		},
 		// The maps are the program's bookkeeping; what is left at exit
 		// is the summary.
-		ExitMaps: func(w io.Writer, _ []*output.Map) error {
+		ExitMaps: func(w io.Writer, _ []*kinst.Map) error {
 			if log.perfetto != nil {
 				// Calls still open end with the trace, marked.
 				if _, err := w.Write(log.perfetto.AppendClose(nil)); err != nil {
@@ -100,8 +100,9 @@ type traceSpec struct {
 	retFmt valueFormat
 	// entry and exit are what the probes of a single function resolve
 	// to; they are nil for a target of several, whose records carry the
-	// probe that fired.
-	entry, exit *check.Target
+	// probe that fired, one of entries or exits.
+	entry, exit    *check.Target
+	entries, exits []*check.Target
 }
 
 // A traceArg is one argument in the log: its name, the kinst expression
@@ -151,6 +152,8 @@ func traceSpecs(pos []string, c *common, withArgs, withStack bool) ([]*traceSpec
 		wildcard := len(entry) > 1 || kernel.HasGlob(t.Entry)
 		if !wildcard {
 			s.entry = entry[0]
+		} else {
+			s.entries = entry
 		}
 		if withArgs {
 			if wildcard {
@@ -179,6 +182,8 @@ func traceSpecs(pos []string, c *common, withArgs, withStack bool) ([]*traceSpec
 			s.retval, s.retFmt = returnValue(t, exit[0], wildcard)
 			if !wildcard {
 				s.exit = exit[0]
+			} else {
+				s.exits = exit
 			}
 		}
 		specs = append(specs, s)

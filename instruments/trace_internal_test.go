@@ -9,13 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"kinst.dev/kinst"
 	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/check"
-	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/internal/testenv"
 	"kinst.dev/kinst/kernel"
-	"kinst.dev/kinst/output"
-	"kinst.dev/kinst/syntax"
 )
 
 func TestAppendDuration(t *testing.T) {
@@ -42,8 +40,8 @@ func TestAppendDuration(t *testing.T) {
 
 // testLog is a trace log of two targets: a system call whose entries log
 // typed arguments and a stack, and a wildcard of tracepoints. Its
-// actions are those of the probes that send each kind of record.
-func testLog(t testing.TB, json bool) (*traceLog, map[string]*codegen.Action) {
+// probes are those that send each kind of record.
+func testLog(t testing.TB, json bool) (*traceLog, map[string]string) {
 	tracepoint := func(cat, name string) *check.Target {
 		return &check.Target{Provider: "tracepoint", Name: cat + ":" + name, Func: name, Attach: attach.Tracepoint{Category: cat, Name: name}}
 	}
@@ -68,40 +66,49 @@ func testLog(t testing.TB, json bool) (*traceLog, map[string]*codegen.Action) {
 	_, records := traceProgram(&common{Format: format}, specs)
 	clock := &wallClock{offset: 1_700_000_000_000_000_000 - 5_000_000_000}
 	l := newTraceLog(clock, records, json)
-	actions := map[string]*codegen.Action{}
+	probes := map[string]string{}
 	for point, rec := range records {
-		probe := &check.Probe{Syntax: &syntax.Probe{Points: []*syntax.AttachPoint{{Raw: point}}}}
 		if rec.target != nil {
-			probe.Targets = []*check.Target{rec.target}
 			rec.fn = &probeFunc{probe: rec.target.FullName(), name: "openat", symbol: "__x64_sys_openat", addr: 0xffffffff81234560}
 		} else if rec.kind == hitRecord {
-			probe.Targets = []*check.Target{tracepoint("sched", "sched_wakeup"), tracepoint("sched", "sched_switch")}
+			rec.targets = byName([]*check.Target{tracepoint("sched", "sched_wakeup"), tracepoint("sched", "sched_switch")})
 		}
 		kind := [...]string{headerRecord: "header", entryRecord: "entry", exitRecord: "exit", hitRecord: "hit"}[rec.kind]
-		actions[kind] = &codegen.Action{ID: len(actions), Kind: codegen.ActPrintf, Probe: probe}
+		probes[kind] = point
 	}
-	return l, actions
+	return l, probes
 }
 
 // Values of the records testLog's program makes, 5.25s after the
 // monotonic clock's start, which is 2023-11-14T22:13:15.25Z.
 var (
-	logCommon = []output.Value{output.Uint(5_250_000_001), output.Uint(1), output.Uint(4242), output.Uint(4243), output.String("cat")}
-	logStack  = output.Kstack(output.StackBpftrace, []output.Frame{{Addr: 0xffffffff81000010, Symbol: "do_sys_open", Offset: 16}, {Addr: 0xffffffff82000000}})
-	logEntry  = append(append([]output.Value{}, logCommon...), output.Int(1),
-		output.Int(-100), output.String(`/tmp/a "b"`), output.Uint(524288), output.Pointer(0xdead), logStack)
-	logExit = append(append([]output.Value{}, logCommon...), output.Int(1), output.Int(-2), output.Uint(12345))
-	logHit  = append(append([]output.Value{}, logCommon...), output.Int(0), output.Probe("tracepoint:sched:sched_switch"))
+	logCommon = values(uint64(5_250_000_001), uint64(1), uint64(4242), uint64(4243), "cat")
+	logStack  = kinst.ValueOf([]kinst.Frame{{Addr: 0xffffffff81000010, Symbol: "do_sys_open", Offset: 16}, {Addr: 0xffffffff82000000}})
+	logEntry  = append(append(values(), logCommon...), kinst.ValueOf(int64(1)),
+		kinst.ValueOf(int64(-100)), kinst.ValueOf(`/tmp/a "b"`), kinst.ValueOf(uint64(524288)), kinst.ValueOf(uintptr(0xdead)), logStack)
+	logExit = append(append(values(), logCommon...), values(int64(1), int64(-2), uint64(12345))...)
+	logHit  = append(append(values(), logCommon...), values(int64(0), "tracepoint:sched:sched_switch")...)
 )
 
+// values are the Values of Go values.
+func values(xs ...any) []kinst.Value {
+	vals := []kinst.Value{}
+	for _, x := range xs {
+		vals = append(vals, kinst.ValueOf(x))
+	}
+	return vals
+}
+
+var ()
+
 func TestTraceLogText(t *testing.T) {
-	l, actions := testLog(t, false)
+	l, probes := testLog(t, false)
 	var b strings.Builder
 	for _, r := range []struct {
 		kind string
-		args []output.Value
+		args []kinst.Value
 	}{{"header", nil}, {"entry", logEntry}, {"exit", logExit}, {"hit", logHit}} {
-		if err := l.printf(&b, actions[r.kind], r.args); err != nil {
+		if err := l.printf(&b, probes[r.kind], r.args); err != nil {
 			t.Fatalf("%s: %v", r.kind, err)
 		}
 	}
@@ -121,13 +128,13 @@ func TestTraceLogText(t *testing.T) {
 }
 
 func TestTraceLogJSON(t *testing.T) {
-	l, actions := testLog(t, true)
+	l, probes := testLog(t, true)
 	var b strings.Builder
 	for _, r := range []struct {
 		kind string
-		args []output.Value
+		args []kinst.Value
 	}{{"entry", logEntry}, {"exit", logExit}, {"hit", logHit}} {
-		if err := l.printf(&b, actions[r.kind], r.args); err != nil {
+		if err := l.printf(&b, probes[r.kind], r.args); err != nil {
 			t.Fatalf("%s: %v", r.kind, err)
 		}
 	}
@@ -150,12 +157,12 @@ func TestTraceLogJSON(t *testing.T) {
 // TestTraceLogSeconds checks the wall time as it crosses seconds, which
 // the log formats once each.
 func TestTraceLogSeconds(t *testing.T) {
-	l, actions := testLog(t, false)
+	l, probes := testLog(t, false)
 	for _, ns := range []uint64{5_999_999_999, 6_000_000_000, 6_000_000_007, 5_000_000_000} {
-		args := append([]output.Value{}, logExit...)
-		args[recNsecs] = output.Uint(ns)
+		args := append([]kinst.Value{}, logExit...)
+		args[recNsecs] = kinst.ValueOf(ns)
 		var b strings.Builder
-		if err := l.printf(&b, actions["exit"], args); err != nil {
+		if err := l.printf(&b, probes["exit"], args); err != nil {
 			t.Fatal(err)
 		}
 		want := l.clock.Wall(ns).Format("15:04:05.000000000") + " "
@@ -168,10 +175,10 @@ func TestTraceLogSeconds(t *testing.T) {
 // TestTraceLogAllocs: logging an event allocates nothing.
 func TestTraceLogAllocs(t *testing.T) {
 	for _, json := range []bool{false, true} {
-		l, actions := testLog(t, json)
-		for kind, args := range map[string][]output.Value{"entry": logEntry, "exit": logExit, "hit": logHit} {
+		l, probes := testLog(t, json)
+		for kind, args := range map[string][]kinst.Value{"entry": logEntry, "exit": logExit, "hit": logHit} {
 			n := testing.AllocsPerRun(100, func() {
-				if err := l.printf(io.Discard, actions[kind], args); err != nil {
+				if err := l.printf(io.Discard, probes[kind], args); err != nil {
 					t.Fatal(err)
 				}
 			})
@@ -186,23 +193,23 @@ func TestTraceLogAllocs(t *testing.T) {
 func BenchmarkTraceLog(b *testing.B) {
 	for _, json := range []bool{false, true} {
 		b.Run(fmt.Sprintf("json=%v", json), func(b *testing.B) {
-			l, actions := testLog(b, json)
+			l, probes := testLog(b, json)
 			b.ReportAllocs()
 			for b.Loop() {
-				l.printf(io.Discard, actions["entry"], logEntry)
-				l.printf(io.Discard, actions["exit"], logExit)
+				l.printf(io.Discard, probes["entry"], logEntry)
+				l.printf(io.Discard, probes["exit"], logExit)
 			}
 		})
 	}
 }
 
 func TestTraceLogBadRecord(t *testing.T) {
-	l, actions := testLog(t, false)
-	err := l.printf(io.Discard, &codegen.Action{ID: 9, Kind: codegen.ActPrintf, Format: output.ParseFormat("%d\n")}, []output.Value{output.Int(1)})
-	if err == nil || err.Error() != `trace: a record of unknown layout "%d\n"` {
+	l, probes := testLog(t, false)
+	err := l.printf(io.Discard, "kprobe:vfs_read", values(int64(1)))
+	if err == nil || err.Error() != `trace: a record of probe "kprobe:vfs_read", which sends none` {
 		t.Errorf("unknown format: %v", err)
 	}
-	err = l.printf(io.Discard, actions["exit"], logExit[:3])
+	err = l.printf(io.Discard, probes["exit"], logExit[:3])
 	if err == nil || err.Error() != "trace: a record of 3 values, want 8" {
 		t.Errorf("short record: %v", err)
 	}

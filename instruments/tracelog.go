@@ -5,11 +5,9 @@ import (
 	"io"
 	"strconv"
 
-	"kinst.dev/kinst/check"
-	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst"
 	"kinst.dev/kinst/export/perfetto"
 	"kinst.dev/kinst/kernel"
-	"kinst.dev/kinst/output"
 )
 
 // traceLog renders the records of the trace program as log lines.
@@ -20,9 +18,7 @@ type traceLog struct {
 	perfetto *perfetto.Trace
 	pargs    []perfetto.Arg          // an event's arguments, reused
 	records  map[string]*traceRecord // by the probe that sends them
-	// byAction caches each printf call site's record layout.
-	byAction []*traceRecord
-	funcs    map[string]*probeFunc // a wildcard's functions, by probe name
+	funcs    map[string]*probeFunc   // a wildcard's functions, by probe name
 	names    describer
 	buf      []byte
 	jw       jsonWriter
@@ -40,10 +36,10 @@ func newTraceLog(clock *wallClock, records map[string]*traceRecord, json bool) *
 
 // printf is the Printf hook: it writes one record as a log line, into
 // a buffer it reuses, so that logging allocates nothing per event.
-func (l *traceLog) printf(w io.Writer, a *codegen.Action, args []output.Value) error {
-	rec := l.record(a)
+func (l *traceLog) printf(w io.Writer, probe string, args []kinst.Value) error {
+	rec := l.records[probe]
 	if rec == nil {
-		return fmt.Errorf("trace: a record of unknown layout %q", a.Format)
+		return fmt.Errorf("trace: a record of probe %q, which sends none", probe)
 	}
 	if rec.kind == headerRecord {
 		_, err := io.WriteString(w, traceHeader)
@@ -54,7 +50,7 @@ func (l *traceLog) printf(w io.Writer, a *codegen.Action, args []output.Value) e
 	}
 	fn, i := rec.fn, recFixed
 	if rec.target == nil {
-		fn = l.fired(rec, a, args[i].Text())
+		fn = l.fired(rec, args[i].Text())
 		i++
 	} else if fn == nil {
 		fn = l.names.describe(rec.target)
@@ -87,16 +83,10 @@ func (l *traceLog) describeAll() {
 }
 
 // fired describes the function of the probe that fired for a record of
-// a wildcard: one of the targets of the probe that sent it.
-func (l *traceLog) fired(rec *traceRecord, a *codegen.Action, probe string) *probeFunc {
+// a wildcard: one of the record's targets.
+func (l *traceLog) fired(rec *traceRecord, probe string) *probeFunc {
 	if fn := l.funcs[probe]; fn != nil {
 		return fn
-	}
-	if rec.targets == nil {
-		rec.targets = make(map[string]*check.Target, len(a.Probe.Targets))
-		for _, t := range a.Probe.Targets {
-			rec.targets[t.FullName()] = t
-		}
 	}
 	fn := &probeFunc{probe: probe, name: probe}
 	if t := rec.targets[probe]; t != nil {
@@ -104,26 +94,6 @@ func (l *traceLog) fired(rec *traceRecord, a *codegen.Action, probe string) *pro
 	}
 	l.funcs[probe] = fn
 	return fn
-}
-
-// record is the layout of an action's records, which its probe's
-// attach point selects.
-func (l *traceLog) record(a *codegen.Action) *traceRecord {
-	if a.ID < len(l.byAction) && l.byAction[a.ID] != nil {
-		return l.byAction[a.ID]
-	}
-	if a.Kind != codegen.ActPrintf || a.Probe == nil || len(a.Probe.Syntax.Points) != 1 {
-		return nil
-	}
-	rec := l.records[a.Probe.Syntax.Points[0].Raw]
-	if rec == nil {
-		return nil
-	}
-	for len(l.byAction) <= a.ID {
-		l.byAction = append(l.byAction, nil)
-	}
-	l.byAction[a.ID] = rec
-	return rec
 }
 
 // appendTime appends the wall time of a monotonic timestamp: in the
@@ -164,7 +134,7 @@ const maxIndent = 32
 
 // appendText appends a record as a text line; args[i:] are the values
 // after the common fields and the probe.
-func (l *traceLog) appendText(b []byte, rec *traceRecord, fn *probeFunc, args []output.Value, i int) []byte {
+func (l *traceLog) appendText(b []byte, rec *traceRecord, fn *probeFunc, args []kinst.Value, i int) []byte {
 	b = l.appendTime(b, args[recNsecs].Uint())
 	b = appendRight(b, args[recCPU].Uint(), 4)
 	b = appendRight(b, args[recPid].Uint(), 8)
@@ -212,9 +182,9 @@ func (l *traceLog) appendText(b []byte, rec *traceRecord, fn *probeFunc, args []
 	}
 	b = append(b, '\n')
 	if rec.stack {
-		for _, f := range args[i].Frames() {
+		for n := range args[i].NumFrames() {
 			b = append(b, "        "...)
-			b = appendFrame(b, f)
+			b = appendFrame(b, args[i].Frame(n))
 			b = append(b, '\n')
 		}
 	}
@@ -223,7 +193,7 @@ func (l *traceLog) appendText(b []byte, rec *traceRecord, fn *probeFunc, args []
 
 // appendJSON appends a record as a JSON line; args[i:] are the values
 // after the common fields and the probe.
-func (l *traceLog) appendJSON(b []byte, rec *traceRecord, fn *probeFunc, args []output.Value, i int) []byte {
+func (l *traceLog) appendJSON(b []byte, rec *traceRecord, fn *probeFunc, args []kinst.Value, i int) []byte {
 	w := &l.jw
 	w.reset(b)
 	w.open('{')
@@ -288,10 +258,10 @@ func (l *traceLog) appendJSON(b []byte, rec *traceRecord, fn *probeFunc, args []
 	if rec.stack {
 		w.key("stack")
 		w.open('[')
-		for _, f := range args[i].Frames() {
+		for n := range args[i].NumFrames() {
 			w.value()
 			w.b = append(w.b, '"')
-			w.b = appendFrame(w.b, f) // symbols and hex need no escaping
+			w.b = appendFrame(w.b, args[i].Frame(n)) // symbols and hex need no escaping
 			w.b = append(w.b, '"')
 		}
 		w.close(']')
@@ -304,7 +274,7 @@ func (l *traceLog) appendJSON(b []byte, rec *traceRecord, fn *probeFunc, args []
 // begins a slice on its thread's track, its exit ends it, an event with
 // no return is an instant. Arguments, the stack and the return value
 // are the events' debug annotations.
-func (l *traceLog) appendPerfetto(b []byte, rec *traceRecord, fn *probeFunc, args []output.Value, i int) []byte {
+func (l *traceLog) appendPerfetto(b []byte, rec *traceRecord, fn *probeFunc, args []kinst.Value, i int) []byte {
 	e := perfetto.Event{
 		Time: args[recNsecs].Uint(),
 		Pid:  int(args[recPid].Uint()),
@@ -326,7 +296,8 @@ func (l *traceLog) appendPerfetto(b []byte, rec *traceRecord, fn *probeFunc, arg
 	}
 	if rec.stack {
 		var st []byte
-		for n, f := range args[i].Frames() {
+		for n := range args[i].NumFrames() {
+			f := args[i].Frame(n)
 			if n > 0 {
 				st = append(st, '\n')
 			}
@@ -342,7 +313,7 @@ func (l *traceLog) appendPerfetto(b []byte, rec *traceRecord, fn *probeFunc, arg
 }
 
 // perfettoArg is a logged value as a debug annotation.
-func perfettoArg(name string, v output.Value, f valueFormat) perfetto.Arg {
+func perfettoArg(name string, v kinst.Value, f valueFormat) perfetto.Arg {
 	switch f {
 	case stringValue:
 		return perfetto.String(name, v.Text())
@@ -355,7 +326,7 @@ func perfettoArg(name string, v output.Value, f valueFormat) perfetto.Arg {
 }
 
 // appendFormatted renders a logged value in the text log.
-func appendFormatted(b []byte, v output.Value, f valueFormat) []byte {
+func appendFormatted(b []byte, v kinst.Value, f valueFormat) []byte {
 	switch f {
 	case stringValue:
 		return strconv.AppendQuote(b, v.Text())
@@ -369,7 +340,7 @@ func appendFormatted(b []byte, v output.Value, f valueFormat) []byte {
 }
 
 // writeFormatted writes a logged value in JSON, hex values as strings.
-func writeFormatted(w *jsonWriter, v output.Value, f valueFormat) {
+func writeFormatted(w *jsonWriter, v kinst.Value, f valueFormat) {
 	switch f {
 	case stringValue:
 		w.str(v.Text())
@@ -384,7 +355,7 @@ func writeFormatted(w *jsonWriter, v output.Value, f valueFormat) {
 
 // appendFrame renders a stack frame as bpftrace does: symbol+offset,
 // or the address in hex.
-func appendFrame(b []byte, f output.Frame) []byte {
+func appendFrame(b []byte, f kinst.Frame) []byte {
 	if f.Symbol == "" {
 		b = append(b, "0x"...)
 		return strconv.AppendUint(b, f.Addr, 16)

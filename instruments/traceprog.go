@@ -48,7 +48,7 @@ func traceProgram(c *common, specs []*traceSpec) (string, map[string]*traceRecor
 		if s.Exit == "" {
 			kind = hitRecord
 		}
-		records[s.Entry] = &traceRecord{kind: kind, target: s.entry, args: s.args, stack: s.stack != ""}
+		records[s.Entry] = &traceRecord{kind: kind, target: s.entry, targets: byName(s.entries), args: s.args, stack: s.stack != ""}
 
 		fmt.Fprintf(&b, "// %s\n", s.Spec)
 		fmt.Fprintf(&b, "%s%s {\n", s.Entry, predClause(pred))
@@ -70,7 +70,7 @@ func traceProgram(c *common, specs []*traceSpec) (string, map[string]*traceRecor
 		}
 		exitFmt += " duration=%llu\n"
 		exitArgs += ", $t - $s"
-		records[s.Exit] = &traceRecord{kind: exitRecord, target: s.exit, ret: s.retval != "", retFmt: s.retFmt}
+		records[s.Exit] = &traceRecord{kind: exitRecord, target: s.exit, targets: byName(s.exits), ret: s.retval != "", retFmt: s.retFmt}
 
 		// One lookup of the depth, and each element deleted when its
 		// call returns, so that the maps hold only the calls in progress.
@@ -88,6 +88,19 @@ func traceProgram(c *common, specs []*traceSpec) (string, map[string]*traceRecor
 		src = strings.TrimSuffix(src, "\n")
 	}
 	return src, records
+}
+
+// byName indexes a wildcard's targets by their full names, as the probe
+// builtin gives them; nil for none.
+func byName(targets []*check.Target) map[string]*check.Target {
+	if targets == nil {
+		return nil
+	}
+	m := make(map[string]*check.Target, len(targets))
+	for _, t := range targets {
+		m[t.FullName()] = t
+	}
+	return m
 }
 
 // maxCleanup bounds the calls a thread is inside when it ends that the

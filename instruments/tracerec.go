@@ -57,7 +57,7 @@ type traceRecord struct {
 	// for a wildcard's, whose records carry the probe that fired, one
 	// of targets. fn is what the target says of the function.
 	target  *check.Target
-	targets map[string]*check.Target // by full name, filled from the first record
+	targets map[string]*check.Target // by full name
 	fn      *probeFunc
 	args    []traceArg // entry: the arguments
 	stack   bool       // entry: a stack follows the arguments

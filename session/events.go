@@ -40,10 +40,13 @@ func (s *Session) handle(rec []byte) {
 	}
 	switch a.Kind {
 	case codegen.ActPrintf:
+		args := s.decodeArgs(a, body)
+		handled := false
 		if s.opts.Printf != nil {
-			err = s.opts.Printf(s.buf, a, s.decodeArgs(a, body))
-		} else {
-			err = s.w.Printf(a.Format, s.decodeArgs(a, body))
+			handled, err = s.opts.Printf(s.buf, a, args)
+		}
+		if !handled && err == nil {
+			err = s.w.Printf(a.Format, args)
 		}
 	case codegen.ActSystem:
 		err = s.system(a, body)
@@ -52,9 +55,11 @@ func (s *Session) handle(rec []byte) {
 	case codegen.ActPrintMap:
 		var m *output.Map
 		if m, err = s.readMap(a.Map, s.dec); err == nil {
+			handled := false
 			if s.opts.PrintMap != nil {
-				err = s.opts.PrintMap(s.buf, m, uint32(a.Top), uint32(a.Div))
-			} else {
+				handled, err = s.opts.PrintMap(s.buf, m, uint32(a.Top), uint32(a.Div))
+			}
+			if !handled && err == nil {
 				err = s.w.Map(m, uint32(a.Top), uint32(a.Div))
 			}
 		}

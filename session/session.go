@@ -91,21 +91,23 @@ type Options struct {
 	// 0.17 mode.
 	NotifyAttached bool
 
-	// Printf, when set, receives every printf record in place of the
-	// output writer, with its arguments decoded, and writes what it
-	// makes of it to w, a buffer onto Out flushed whenever the ring
-	// buffer is drained: instruments render their own log lines. The
-	// slice is reused after Printf returns.
-	Printf func(w io.Writer, a *codegen.Action, args []output.Value) error
-	// ExitMaps, when set, receives the maps at exit in place of the
-	// output writer, which prints them as bpftrace does.
-	ExitMaps func(maps []*output.Map) error
+	// Printf, when set, receives every printf record before the output
+	// writer, with its arguments decoded, and may write what it makes
+	// of it to w, a buffer onto Out flushed whenever the ring buffer is
+	// drained: instruments render their own log lines. The record is
+	// printed as bpftrace prints it unless Printf says it handled it.
+	// The slice is reused after Printf returns.
+	Printf func(w io.Writer, a *codegen.Action, args []output.Value) (handled bool, err error)
+	// ExitMaps, when set, receives the maps at exit before the output
+	// writer, which prints those it returns as bpftrace does; none
+	// returned, nothing is printed. It writes to w as Printf.
+	ExitMaps func(w io.Writer, maps []*output.Map) (rest []*output.Map, err error)
 	// PrintMap, when set, receives each map print() prints, with its
-	// top and divisor, in place of the writer; it writes to w as Printf.
-	PrintMap func(w io.Writer, m *output.Map, top, div uint32) error
-	// Lost, when set, receives each report of lost records in place of
-	// the writer's "Lost N events" line.
-	Lost func(n uint64) error
+	// top and divisor, before the writer; it writes to w as Printf.
+	PrintMap func(w io.Writer, m *output.Map, top, div uint32) (handled bool, err error)
+	// Lost, when set, receives each report of lost records before the
+	// writer's "Lost N events" line; w is the buffer Printf writes to.
+	Lost func(w io.Writer, n uint64) (handled bool, err error)
 	// Symbolizer, when set, resolves user addresses; a caller that
 	// remembers processes in it while they live keeps their symbols
 	// after they exit.
@@ -951,11 +953,14 @@ func (s *Session) reportLost() {
 	}
 	if total > s.lost {
 		s.resumeTraced()
+		handled := false
 		if s.opts.Records != nil {
 			s.opts.Records(&Record{Kind: RecLost, Lost: total - s.lost})
+			handled = true
 		} else if s.opts.Lost != nil {
-			s.opts.Lost(total - s.lost)
-		} else {
+			handled, _ = s.opts.Lost(s.buf, total-s.lost)
+		}
+		if !handled {
 			s.buf.Flush()
 			s.errw.Lost(total - s.lost)
 		}
@@ -1051,7 +1056,11 @@ func (s *Session) printMaps(exit bool) error {
 	}
 	s.buf.Flush()
 	if s.opts.ExitMaps != nil {
-		return errors.Join(append(errs, s.opts.ExitMaps(maps))...)
+		var err error
+		maps, err = s.opts.ExitMaps(s.buf, maps)
+		if errs = append(errs, err); len(maps) == 0 {
+			return errors.Join(append(errs, s.buf.Flush())...)
+		}
 	}
 	if exit && s.out.Compat == compat.V017 {
 		io.WriteString(s.opts.Stdout, output.ExitSeparator)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"testing"
 
 	"kinst.dev/kinst/internal/testenv"
@@ -24,13 +25,13 @@ func TestDroppedStacks(t *testing.T) {
 	}
 	var stderr bytes.Buffer
 	var empty uint64
-	err = session.Run(context.Background(), out, &session.Options{Stderr: &stderr, ExitMaps: func(maps []*output.Map) error {
+	err = session.Run(context.Background(), out, &session.Options{Stderr: &stderr, ExitMaps: func(_ io.Writer, maps []*output.Map) ([]*output.Map, error) {
 		for _, e := range maps[0].Entries {
 			if len(e.Key[0].Frames()) == 0 {
 				empty += e.Value.Uint()
 			}
 		}
-		return nil
+		return nil, nil
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -57,7 +57,6 @@ import (
 	"kinst.dev/kinst/instruments"
 	"kinst.dev/kinst/internal/hint"
 	"kinst.dev/kinst/internal/inject"
-	"kinst.dev/kinst/internal/runhook"
 	"kinst.dev/kinst/internal/spell"
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/output"
@@ -392,14 +391,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Stdout:    stdout,
 		Signals:   sigs,
 	}
-	runhook.Set(ro, func(out *codegen.Output, ro *session.Options) {
-		if stackMaps != nil {
-			writeProfile(ro, out.Compat, w, stdout, stackMaps)
-		}
-		if srv != nil {
-			runhook.Serve(&srv.Gatherer, out, ro)
-		}
-	})
+	if stackMaps != nil {
+		// The profile goes to -o; the other maps are printed.
+		ro.Output = stdout
+		ro.Observer = &exporter{profile: w, names: stackMaps, start: time.Now(), srv: srv}
+	} else if srv != nil {
+		ro.Observer = &exporter{srv: srv}
+	}
 	// Until now SIGINT and SIGTERM end kinst as they end any process:
 	// nothing is in the kernel yet.
 	defer session.CatchSignals(sigs)()
@@ -487,24 +485,35 @@ func stackKeyed(p *api.Program) []string {
 	return names
 }
 
-// writeProfile makes the run write the maps called names as a pprof
-// profile to w at exit, and print the others to stdout as release v does.
-func writeProfile(opts *session.Options, v compat.Version, w, stdout io.Writer, names []string) {
-	start := time.Now()
-	opts.Out = stdout
-	opts.ExitMaps = func(maps []*output.Map) error {
-		err := pprof.Write(w, maps, pprof.Options{Maps: names, Start: start, Duration: time.Since(start)})
-		rest := slices.DeleteFunc(slices.Clone(maps), func(m *output.Map) bool { return slices.Contains(names, m.Name) })
-		if err != nil || len(rest) == 0 {
-			return err
-		}
-		ow := output.NewText(stdout, v)
-		if v == compat.V017 {
-			io.WriteString(stdout, output.ExitSeparator)
-		} else if err := ow.End(); err != nil {
-			return err
-		}
-		return ow.Maps(rest)
+// An exporter is the run's kinst.Observer for -f pprof and
+// --prometheus: it writes the maps keyed by stacks as a profile at the
+// end, and serves the maps to Prometheus while the run goes on.
+type exporter struct {
+	profile io.Writer // -f pprof's, or nil
+	names   []string  // the maps it profiles
+	start   time.Time
+	srv     *prom.Server // --prometheus's, or nil
+}
+
+func (*exporter) Printf(io.Writer, string, string, []api.Value) (bool, error) { return false, nil }
+func (*exporter) Record(io.Writer, api.Record) (bool, error)                  { return false, nil }
+
+// Maps writes the profile and leaves the other maps to print; maps
+// served to Prometheus are not printed.
+func (e *exporter) Maps(_ io.Writer, maps []*api.Map) ([]*api.Map, error) {
+	if e.profile == nil {
+		return nil, nil
+	}
+	err := api.WriteProfile(e.profile, maps, api.ProfileOptions{Maps: e.names, Start: e.start, Duration: time.Since(e.start)})
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(slices.Clone(maps), func(m *api.Map) bool { return slices.Contains(e.names, m.Name) }), nil
+}
+
+func (e *exporter) Attached(r *api.Run) {
+	if e.srv != nil {
+		e.srv.Serve(r.WriteMetrics)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -391,16 +392,40 @@ func histBound(k int) float64 {
 
 // Server serves /metrics over HTTP.
 type Server struct {
-	Gatherer Gatherer
-	ln       net.Listener
-	srv      *http.Server
-	done     chan error
+	mu    sync.Mutex
+	write func(w io.Writer) error // what a scrape writes; nil until Serve
+	ln    net.Listener
+	srv   *http.Server
+	done  chan error
+}
+
+// Serve makes later scrapes answer what write writes, the metrics in
+// the text format; until then they find none. A Gatherer's Write is
+// one.
+func (s *Server) Serve(write func(w io.Writer) error) {
+	s.mu.Lock()
+	s.write = write
+	s.mu.Unlock()
+}
+
+// Write writes the metrics of the Source's maps in the text format.
+// Nothing is written when a map cannot be read.
+func (g *Gatherer) Write(w io.Writer) error {
+	fams, err := g.gather()
+	if err != nil {
+		return err
+	}
+	b := bufio.NewWriter(w)
+	for _, f := range fams {
+		f.write(b)
+	}
+	return b.Flush()
 }
 
 // Listen listens on addr (host:port) and serves /metrics from it, before
 // anything is attached, so that a busy or malformed address fails the
 // run at once. Scrapes find kinst_lost_events_total and the maps once
-// SetSource gives them a source.
+// Serve gives them a source.
 func Listen(addr string) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -418,17 +443,35 @@ func Listen(addr string) (*Server, error) {
 // every Prometheus server accepts whatever else it asks for first. A map
 // that cannot be read fails the scrape, as Go's client fails it.
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	fams, err := s.Gatherer.gather()
-	if err != nil {
+	s.mu.Lock()
+	write := s.write
+	s.mu.Unlock()
+	h := &headerWriter{w: w}
+	var err error
+	if write != nil {
+		err = write(h)
+	}
+	switch {
+	case err != nil && !h.wrote:
 		http.Error(w, "An error has occurred while serving metrics:\n\n"+err.Error(), http.StatusInternalServerError)
-		return
+	case !h.wrote:
+		h.Write(nil)
 	}
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	b := bufio.NewWriter(w)
-	for _, f := range fams {
-		f.write(b)
+	// A scraper gone away fails only its own scrape.
+}
+
+// headerWriter sets the format's content type before the first write.
+type headerWriter struct {
+	w     http.ResponseWriter
+	wrote bool
+}
+
+func (h *headerWriter) Write(p []byte) (int, error) {
+	if !h.wrote {
+		h.wrote = true
+		h.w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	}
-	b.Flush() // a scraper gone away fails only its own scrape
+	return h.w.Write(p)
 }
 
 // Addr is the address the server listens on.

@@ -35,7 +35,9 @@ func scrape(t *testing.T, src prom.Source) string {
 	}
 	defer srv.Close()
 	if src != nil {
-		srv.Gatherer.SetSource(src)
+		var g prom.Gatherer
+		g.SetSource(src)
+		srv.Serve(g.Write)
 	}
 	resp, err := http.Get("http://" + srv.Addr().String() + "/metrics")
 	if err != nil {
@@ -229,7 +231,9 @@ func BenchmarkScrape10000(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer srv.Close()
-	srv.Gatherer.SetSource(&source{maps: []*output.Map{m}, full: []uint64{0}})
+	var g prom.Gatherer
+	g.SetSource(&source{maps: []*output.Map{m}, full: []uint64{0}})
+	srv.Serve(g.Write)
 	u := "http://" + srv.Addr().String() + "/metrics"
 	for b.Loop() {
 		resp, err := http.Get(u)
@@ -249,8 +253,10 @@ func TestSetLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	srv.Gatherer.SetLabels(map[string][]string{"@calls": {"comm", "key1"}})
-	srv.Gatherer.SetSource(&source{maps: []*output.Map{
+	var g prom.Gatherer
+	srv.Serve(g.Write)
+	g.SetLabels(map[string][]string{"@calls": {"comm", "key1"}})
+	g.SetSource(&source{maps: []*output.Map{
 		{Name: "@calls", Kind: output.KindCount, Entries: []output.Entry{
 			{Key: []output.Value{output.String("sh"), output.Int(7)}, Value: output.Count(3)},
 		}},
