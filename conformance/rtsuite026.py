@@ -85,6 +85,7 @@ class Case:
         self.will_fail = self.new_pidns = False
         self.skip_if_env = None
         self.return_code = 0
+        self.localize_ts = -1
 
 
 MODES = {"EXPECT": "text", "EXPECT_NONE": "text_none", "EXPECT_REGEX": "regex",
@@ -147,7 +148,9 @@ def parse_block(lines, suite):
         elif field == "RETURN_CODE":
             c.return_code = int(line)
         elif field == "LOCALIZE_TIMESTAMPS":
-            pass  # only EXPECT_FILE of strftime cases: compared as is
+            # The expected file is a strftime format of this Unix time
+            # in local time.
+            c.localize_ts = int(line)
         else:
             raise ValueError("%s: unknown directive %s" % (suite, field))
     return c
@@ -337,7 +340,7 @@ def rewrite_after(after, pgid):
     return after.replace("$(pidof bpftrace)", pids).replace("`pidof bpftrace`", pids)
 
 
-def check_expect(mode, text, output, src):
+def check_expect(mode, text, output, src, localize_ts=-1):
     try:
         if mode == "text":
             return bool(re.search("^\\s*%s\\s*$" % re.escape(text), output, re.M))
@@ -349,6 +352,8 @@ def check_expect(mode, text, output, src):
             return not re.search(text, output, re.M)
         path = os.path.join(WORK, text)
         want = open(path).read()
+        if localize_ts >= 0:
+            want = time.strftime(want, time.localtime(localize_ts))
         if mode == "file":
             return output.strip() == want.strip()
         got_lines = output.strip().splitlines()
@@ -505,7 +510,7 @@ def run_case(c, bindir, features, src):
             subprocess.call(c.cleanup, shell=True, cwd=WORK, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     det["output"], det["rc"] = output, p.returncode if p else None
-    failed = [(m, t) for m, t in c.expects if not check_expect(m, t, output, src)]
+    failed = [(m, t) for m, t in c.expects if not check_expect(m, t, output, src, c.localize_ts)]
     if not timeout:
         if c.will_fail and p.returncode == 0:
             return FAIL, "exit 0 with WILL_FAIL", det
