@@ -592,6 +592,12 @@ func (c *checker) checkLen(x *syntax.CallExpr, call *Call) *Type {
 		c.errorf(x.Args[0], "len() cannot count the elements of a %s() map", call.Map.Value)
 		return nil
 	}
+	if call.Map.Keys == nil {
+		// A map without keys has its one element or none: bpftrace
+		// refuses to count it.
+		c.errorf(x, "call to len() expects a map with explicit keys (non-scalar map)")
+		return nil
+	}
 	return TInt64
 }
 
