@@ -359,8 +359,45 @@ func (s *Session) diagnostic(a *codegen.Action, body []byte) error {
 		level = "WARNING"
 	}
 	s.buf.Flush()
-	_, err = fmt.Fprintf(s.opts.Stderr, "%s:%d:%d-%d: %s: %s\n", file, line, col, endCol, level, strings.TrimSuffix(msg, "\n"))
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s:%d:%d-%d: %s: %s\n", file, line, col, endCol, level, strings.TrimSuffix(msg, "\n"))
+	if a.Origin == nil {
+		// A call in a macro names each call it was expanded from,
+		// with its line and the call marked.
+		f := s.out.File
+		for call, end, ok := f.ExpandedFrom(a.Pos); ok; call, end, ok = f.ExpandedFrom(call) {
+			p, src := f.Locate(call)
+			e, _ := f.Locate(end)
+			fmt.Fprintf(&b, "%s:%d:%d-%d: %s: expanded from\n", s.sourceName(p.Filename), p.Line, p.Column, e.Column, level)
+			writeMarked(&b, src, p.Column, e.Column)
+		}
+	}
+	_, err = io.WriteString(s.opts.Stderr, b.String())
 	return err
+}
+
+// writeMarked writes a source line and under it a line of ~ marking
+// columns [from, to), tabs widened to four columns as bpftrace widens
+// them.
+func writeMarked(b *strings.Builder, line string, from, to int) {
+	var mark strings.Builder
+	for i := 0; i < len(line) && i < to-1; i++ {
+		c := byte(' ')
+		if i >= from-1 {
+			c = '~'
+		}
+		n := 1
+		if line[i] == '\t' {
+			n = 4
+		}
+		for range n {
+			mark.WriteByte(c)
+		}
+	}
+	b.WriteString(strings.ReplaceAll(line, "\t", "    "))
+	b.WriteByte('\n')
+	b.WriteString(mark.String())
+	b.WriteByte('\n')
 }
 
 // jsonString quotes s as a JSON string, leaving <, > and & as they are.

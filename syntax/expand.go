@@ -27,6 +27,18 @@ func (f *File) writeExpansions(b *strings.Builder, p Pos) {
 	}
 }
 
+// ExpandedFrom reports the macro call whose expansion holds p, the
+// innermost when calls nest: its start and end. A caller walks the
+// chain of calls by asking again about the call's start.
+func (f *File) ExpandedFrom(p Pos) (call, end Pos, ok bool) {
+	for _, x := range f.expansions {
+		if x.from <= p && p < x.to {
+			return x.call, x.callEnd, true
+		}
+	}
+	return NoPos, NoPos, false
+}
+
 // Expand replaces every call of one of prog's macros with the macro's
 // body, and then empties prog.Macros: the rest of the pipeline never
 // sees a macro. A call is NAME(args) with as many arguments as the

@@ -235,6 +235,22 @@ func TestErrorfWarnf(t *testing.T) {
 	}
 	kinst(t, "-e", `begin { errorf("%d"); }`).want(t, 1, "",
 		"-e:1:9: errorf(): not enough arguments for format string (0 supplied, 1 expected)\nbegin { errorf(\"%d\"); }\n        ^~~~~~~~~~~~\n")
+
+	// In a macro, each call it was expanded from follows, marked in its
+	// line (a tab widened to four columns).
+	file := filepath.Join(t.TempDir(), "m.bt")
+	src := "macro inner(x) {\n\twarnf(\"w %d\", x);\n}\nmacro outer() {\tinner(2); }\nbegin { outer(); exit(); }\n"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", file).want(t, 0, "\n\n",
+		file+":2:2-18: WARNING: w 2\n"+
+			file+":4:17-25: WARNING: expanded from\n"+
+			"macro outer() {    inner(2); }\n"+
+			"                   ~~~~~~~~\n"+
+			file+":5:9-16: WARNING: expanded from\n"+
+			"begin { outer(); exit(); }\n"+
+			"        ~~~~~~~\n")
 }
 
 // TestStackLen: len() of a stack counts its frames, up to its limit.
