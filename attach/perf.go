@@ -102,17 +102,21 @@ func listPerf(provider string, events []perfCounter) lister {
 		if len(parts) > 0 && parts[0] != "" {
 			pattern = parts[0]
 		}
+		// An alias is listed on a line of its own after its event, as
+		// bpftrace 0.26.1 lists it.
 		for _, e := range events {
-			if !kernel.Match(pattern, e.Name) && (e.Alias == "" || !kernel.Match(pattern, e.Alias)) {
-				continue
-			}
-			fmt.Fprintf(w, "%s:%s:\n", provider, e.Name)
-			if verbose {
-				fmt.Fprintf(w, "    count %d by default", e.Count)
-				if e.Alias != "" {
-					fmt.Fprintf(w, "; also %s:%s", provider, e.Alias)
+			if kernel.Match(pattern, e.Name) {
+				fmt.Fprintf(w, "%s:%s:\n", provider, e.Name)
+				if verbose {
+					fmt.Fprintf(w, "    count %d by default", e.Count)
+					if e.Alias != "" {
+						fmt.Fprintf(w, "; also %s:%s", provider, e.Alias)
+					}
+					fmt.Fprintln(w)
 				}
-				fmt.Fprintln(w)
+			}
+			if e.Alias != "" && kernel.Match(pattern, e.Alias) {
+				fmt.Fprintf(w, "%s:%s:\n", provider, e.Alias)
 			}
 		}
 		return nil

@@ -215,17 +215,20 @@ func TestFeatures(t *testing.T) {
 	t.Error("kinst features -f json has no kprobe feature")
 }
 
-// Software and hardware events are listed by name, short provider names
-// and patterns over the provider included, whatever the machine counts.
+// Software and hardware events and their aliases are listed by name,
+// short provider names and patterns over the provider included, whatever
+// the machine counts.
 func TestListPerfEvents(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		pattern string
 		want    []string
 	}{
-		{"s:*faults", []string{"software:alignment-faults:", "software:emulation-faults:", "software:major-faults:", "software:minor-faults:", "software:page-faults:"}},
-		{"software:cs", []string{"software:context-switches:"}},
-		{"*ware:*cycles", []string{"hardware:bus-cycles:", "hardware:cpu-cycles:", "hardware:ref-cycles:"}},
+		// An alias is listed after its event, as an event of its own.
+		{"s:*faults", []string{"software:alignment-faults:", "software:emulation-faults:", "software:major-faults:", "software:minor-faults:", "software:page-faults:", "software:faults:"}},
+		{"software:cs", []string{"software:cs:"}},
+		{"software:cpu*", []string{"software:cpu-clock:", "software:cpu:", "software:cpu-migrations:"}},
+		{"*ware:*cycles", []string{"hardware:bus-cycles:", "hardware:cpu-cycles:", "hardware:cycles:", "hardware:ref-cycles:"}},
 		// Without a provider, events are among everything listed (no
 		// kernel function or tracepoint has a '-' in its name).
 		{"*-faults", []string{"software:alignment-faults:", "software:emulation-faults:", "software:major-faults:", "software:minor-faults:", "software:page-faults:"}},
