@@ -136,7 +136,8 @@ func TestHelperChecks(t *testing.T) {
 	caret := src + "\n" + strings.Repeat(" ", 23) + "^\n"
 	for _, tc := range []struct{ compat, want string }{
 		{"0.17", "k.bt:1:24: WARNING: Failed to probe_read: Bad address (-14)\n" + caret},
-		{"", "k.bt:1:24: WARNING: Bad address\nAdditional Info - helper: probe_read, retcode: -14\n" + caret},
+		// 0.26.1 marks the expression.
+		{"", "k.bt:1:24-34: WARNING: Bad address\nAdditional Info - helper: probe_read, retcode: -14\n" + src + "\n" + strings.Repeat(" ", 23) + "~~~~~~~~~~\n"},
 	} {
 		var warnings strings.Builder
 		prog, err := kinst.Compile("k.bt", []byte(src), &kinst.Options{HelperChecks: 2, Warnings: &warnings, Compat: tc.compat})

@@ -20,6 +20,7 @@ type gen struct {
 	insns   asm.Instructions
 	pos     []syntax.Pos
 	cur     syntax.Pos        // source position of what is being generated
+	curEnd  syntax.Pos        // where the expression at cur ends; NoPos when cur is no expression's
 	pending string            // label for the next instruction
 	aliases map[string]string // labels placed where another was pending
 	nlabel  int

@@ -19,9 +19,9 @@ func (g *gen) scalar(x syntax.Expr) operand {
 	if e, ok := g.p.Expand[x]; ok {
 		return g.scalar(e)
 	}
-	saved := g.cur
-	g.cur = g.startOf(x)
-	defer func() { g.cur = saved }()
+	saved, savedEnd := g.cur, g.curEnd
+	g.cur, g.curEnd = g.startOf(x), x.End()
+	defer func() { g.cur, g.curEnd = saved, savedEnd }()
 	switch x := x.(type) {
 	case *syntax.ParenExpr:
 		return g.scalar(x.X)
@@ -524,9 +524,9 @@ func (g *gen) startOf(x syntax.Expr) syntax.Pos {
 // memInto writes the value of memory-class x into dst as type t
 // (dst.size == t.Size), converting strings and tuples as needed.
 func (g *gen) memInto(x syntax.Expr, dst mem, t *check.Type) {
-	saved := g.cur
-	g.cur = g.startOf(x)
-	defer func() { g.cur = saved }()
+	saved, savedEnd := g.cur, g.curEnd
+	g.cur, g.curEnd = g.startOf(x), x.End()
+	defer func() { g.cur, g.curEnd = saved, savedEnd }()
 	if v, ok := g.p.Consts[x]; ok && v.IsStr {
 		g.storeBytes(dst, v.Str)
 		return

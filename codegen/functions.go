@@ -191,7 +191,7 @@ func (g *gen) helperError(fn asm.BuiltinFunc) {
 	defer g.release(mark)
 	ok := g.newLabel("helper_ok")
 	g.emit(asm.JSGE.Imm(asm.R0, 0, ok))
-	a := g.action(&Action{Kind: ActHelperError, Text: helperName(fn), Args: helperErrorArgs})
+	a := g.action(&Action{Kind: ActHelperError, Text: helperName(fn), Args: helperErrorArgs, End: g.curEnd})
 	rec := g.record(a)
 	body := rec.at(headerSize, 8)
 	g.emit(asm.StoreMem(body.base, body.off, asm.R0, asm.DWord))

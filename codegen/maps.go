@@ -109,7 +109,7 @@ func (g *gen) lookupMiss() {
 	defer g.release(mark)
 	found := g.newLabel("found")
 	g.emit(asm.JNE.Imm(asm.R0, 0, found))
-	a := g.action(&Action{Kind: ActHelperError, Text: helperName(asm.FnMapLookupElem), Args: helperErrorArgs})
+	a := g.action(&Action{Kind: ActHelperError, Text: helperName(asm.FnMapLookupElem), Args: helperErrorArgs, End: g.curEnd})
 	rec := g.record(a)
 	g.storeImm(rec.base, rec.off+headerSize, 0, asm.DWord)
 	g.emitRecord(rec)
@@ -135,6 +135,9 @@ func (g *gen) mapReadMem(x *syntax.MapExpr, dst mem, t *check.Type) {
 
 func (g *gen) assignMap(x *syntax.MapExpr, s *syntax.AssignStmt) {
 	m := g.mapOf(x)
+	// A failed update names the whole statement.
+	defer func(end syntax.Pos) { g.curEnd = end }(g.curEnd)
+	g.curEnd = s.End()
 	if s.Op == syntax.ASSIGN {
 		v := g.alloc(m.Value.Size, m.Value.Align())
 		g.storeValue(s.Rhs, v, m.Value)

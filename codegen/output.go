@@ -155,7 +155,7 @@ type Action struct {
 	ID   int
 	Kind ActionKind
 	Pos  syntax.Pos
-	End  syntax.Pos // errorf and warnf: the end of the call, for the range they name
+	End  syntax.Pos // errorf, warnf and helper errors: the end of the call or expression, for the range they name
 	// Origin, when set, is the place errorf and warnf name instead of
 	// Pos to End.
 	Origin *check.Origin

@@ -85,9 +85,19 @@ func (s *Session) handle(rec []byte) {
 			err = s.w.HelperError(he)
 			break
 		}
-		w := &syntax.Error{File: s.out.File, Pos: a.Pos, End: a.Pos, Msg: "WARNING: " + he.Message(old)}
 		s.buf.Flush()
-		fmt.Fprintln(s.opts.Stderr, w.Detail())
+		if old || a.End <= a.Pos {
+			w := &syntax.Error{File: s.out.File, Pos: a.Pos, End: a.Pos, Msg: "WARNING: " + he.Message(old)}
+			fmt.Fprintln(s.opts.Stderr, w.Detail())
+			break
+		}
+		// 0.26.1 gives the expression's columns and marks it.
+		p, src := s.out.File.Locate(a.Pos)
+		e, _ := s.out.File.Locate(a.End)
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s:%d:%d-%d: WARNING: %s\n", s.sourceName(p.Filename), p.Line, p.Column, e.Column, he.Message(old))
+		writeMarked(&b, src, p.Column, e.Column)
+		_, err = io.WriteString(s.opts.Stderr, b.String())
 	case codegen.ActErrorf, codegen.ActWarnf:
 		err = s.diagnostic(a, body)
 	case codegen.ActCore:

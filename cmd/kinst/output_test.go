@@ -137,8 +137,7 @@ func TestMapsByMode(t *testing.T) {
 func TestHelperErrorByMode(t *testing.T) {
 	testenv.Root(t)
 	const prog = `begin { @a[1] = 1; @a[2] = 2; exit(); }`
-	caret := prog + "\n" + strings.Repeat(" ", 19) + "^\n"
-	// 0.17 locates an update at its '='.
+	// 0.17 locates an update at its '=', 0.26.1 marks the statement.
 	caret017 := prog + "\n" + strings.Repeat(" ", 25) + "^\n"
 	full := "kinst: warning: map @a was full: 1 update dropped; it holds at most 1 (set KINST_MAP_KEYS_MAX for more)\n"
 	for _, tc := range []struct {
@@ -153,8 +152,8 @@ func TestHelperErrorByMode(t *testing.T) {
 			`{"type": "helper_error", "helper": "map_update_elem", "retcode": -7, "line": 1, "col": 26}` + "\n\n\n" +
 				`{"type": "map", "data": {"@a": {"1": 1}}}` + "\n", full},
 		{"0.26.1", current, "text", "\n\n@a[1]: 1\n",
-			"-e:1:20: WARNING: Map full; can't update element. Try increasing max_map_keys config or manually setting the max entries in a map declaration e.g. `let @a = hash(5000)`\n" +
-				"Additional Info - helper: map_update_elem, retcode: -7\n" + caret + full},
+			"stdin:1:20-29: WARNING: Map full; can't update element. Try increasing max_map_keys config or manually setting the max entries in a map declaration e.g. `let @a = hash(5000)`\n" +
+				"Additional Info - helper: map_update_elem, retcode: -7\n" + prog + "\n" + strings.Repeat(" ", 19) + strings.Repeat("~", 9) + "\n" + full},
 		{"0.26.1 json", current, "json",
 			`{"type": "helper_error", "msg": "Argument list too long", "helper": "map_update_elem", "retcode": -7, "filename": "stdin", "line": 1, "col": 20}` + "\n" +
 				`{"type": "map", "data": {"@a": {"1": 1}}}` + "\n", full},
@@ -259,7 +258,8 @@ func TestLookupMiss(t *testing.T) {
 		stderr string
 	}{
 		{"0.26.1", current, "-k", "text", "0\n\n\n@[1]: 1\n",
-			"-e:1:35: WARNING: Can't lookup map element because it does not exist.\nAdditional Info - helper: map_lookup_elem, retcode: 0\n" + caret},
+			"stdin:1:35-39: WARNING: Can't lookup map element because it does not exist.\nAdditional Info - helper: map_lookup_elem, retcode: 0\n" +
+				prog + "\n" + strings.Repeat(" ", 34) + "~~~~\n"},
 		{"0.26.1 json", current, "-k", "json",
 			`{"type": "helper_error", "msg": "Success", "helper": "map_lookup_elem", "retcode": 0, "filename": "stdin", "line": 1, "col": 35}` + "\n" +
 				`{"type": "printf", "data": "0\n"}` + "\n" + `{"type": "map", "data": {"@": {"1": 1}}}` + "\n", ""},
