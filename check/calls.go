@@ -510,6 +510,9 @@ func (c *checker) checkDelete(x *syntax.CallExpr, call *Call) *Type {
 	elems := []*syntax.MapExpr{m}
 	switch {
 	case m.Keys == nil && len(x.Args) == 2:
+		if c.keyless(x, m.Name, "delete() with two arguments") {
+			return nil
+		}
 		elems[0] = &syntax.MapExpr{NamePos: m.NamePos, Name: m.Name, Keys: []syntax.Expr{x.Args[1]}, Rbrack: x.Args[1].End()}
 	case len(x.Args) > 1:
 		// 0.17's delete(@a[k], @b[k]).
@@ -551,6 +554,9 @@ func (c *checker) checkHasKey(x *syntax.CallExpr, call *Call) *Type {
 		c.errorf(x.Args[0], "has_key() takes a map and a key, as in has_key(@name, key)")
 		return nil
 	}
+	if c.keyless(x, m.Name, "has_key()") {
+		return nil
+	}
 	e := &syntax.MapExpr{NamePos: m.NamePos, Name: m.Name, Keys: []syntax.Expr{x.Args[1]}, Rbrack: x.Args[1].End()}
 	mm := c.useMap(e, nil, false)
 	if mm == nil {
@@ -565,6 +571,17 @@ func (c *checker) checkHasKey(x *syntax.CallExpr, call *Call) *Type {
 	call.Map = mm
 	call.Elems = []*syntax.MapExpr{e}
 	return c.boolType()
+}
+
+// keyless reports, as an error at call x, a map without keys where x
+// needs one with keys: bpftrace refuses to count or search a map of
+// one element. what names the call as bpftrace's message does.
+func (c *checker) keyless(x *syntax.CallExpr, name, what string) bool {
+	if m := c.prog.mapIndex[name]; m != nil && m.Keys == nil {
+		c.errorf(x, "call to %s expects a map with explicit keys (non-scalar map)", what)
+		return true
+	}
+	return false
 }
 
 // checkLen checks len(@m), the number of elements of @m, and
@@ -592,10 +609,7 @@ func (c *checker) checkLen(x *syntax.CallExpr, call *Call) *Type {
 		c.errorf(x.Args[0], "len() cannot count the elements of a %s() map", call.Map.Value)
 		return nil
 	}
-	if call.Map.Keys == nil {
-		// A map without keys has its one element or none: bpftrace
-		// refuses to count it.
-		c.errorf(x, "call to len() expects a map with explicit keys (non-scalar map)")
+	if c.keyless(x, call.Map.Name, "len()") {
 		return nil
 	}
 	return TInt64

@@ -320,8 +320,7 @@ func (c *checker) checkFind(x *syntax.CallExpr, call *Call) *Type {
 		c.errorf(x.Args[2], "find() takes a map, a key and a variable, as in find(@name, key, $v)")
 		return nil
 	}
-	if mm := c.prog.mapIndex[m.Name]; mm != nil && mm.Keys == nil {
-		c.errorf(x, "call to find expects a map with explicit keys (non-scalar map)")
+	if c.keyless(x, m.Name, "find") {
 		return nil
 	}
 	e := &syntax.MapExpr{NamePos: m.NamePos, Name: m.Name, Keys: []syntax.Expr{x.Args[1]}, Rbrack: x.Args[1].End()}
