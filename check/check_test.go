@@ -292,6 +292,9 @@ func TestParamsInAttachPoints(t *testing.T) {
 		{"interval:ms:$2 { }", []string{"100"}, "t:1:1: interval:ms:$2 uses positional parameter $2, but 1 were given"},
 		{"BEG$1 { }", []string{"IN"}, ""},
 		{"$1:s:$2 { }", []string{"i", "1"}, "s:1"},
+		// A parameter may be the whole attach point.
+		{"$1 { }", []string{"i:ms:1"}, "ms:1"},
+		{"$1 { }", []string{"uprobe:/bin/sh:main"}, "/bin/sh:main"},
 		{"BEG$2 { }", []string{"IN"}, "t:1:1: BEG$2 uses positional parameter $2, but 1 were given"},
 		{"BEG$1 { }", []string{"UN"}, `t:1:1: unknown probe type "BEGUN" (BEG$1)`},
 	}

@@ -357,6 +357,11 @@ func (c *checker) resolvePoint(ap *syntax.AttachPoint) ([]*Target, error) {
 			return nil, err
 		}
 		name := expanded.Parts[0]
+		if fields := syntax.SplitAttachPoint(name); len(fields) > 1 && len(ap.Parts) == 0 {
+			// A parameter that is a whole attach point ($1 given as
+			// i:ms:1) brings its own parts.
+			name, ap.Parts = fields[0], fields[1:]
+		}
 		prov, ok := syntax.ProviderName(name)
 		if !ok {
 			return nil, fmt.Errorf("unknown probe type %q (%s)", name, ap.Provider)
