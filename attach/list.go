@@ -349,7 +349,7 @@ func listUprobes(provider string, pid int) lister {
 		}
 		var paths []string
 		switch {
-		case pid != 0 && (file == "" || file == "*"):
+		case pid != 0 && file == "":
 			path, err := processExe(pid)
 			if err != nil {
 				return err

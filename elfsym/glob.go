@@ -70,21 +70,59 @@ func hasMeta(path string) bool {
 
 // GlobFiles lists the regular files a wildcard uprobe or usdt target
 // matches, named as Glob names them; a path of process pid is read
-// through /proc/PID/root as Resolve reads it. The error wraps
-// [ErrNotFound] when no file matches.
+// through /proc/PID/root as Resolve reads it. With a process, the files
+// it maps that match come first, as bpftrace searches them: a pattern
+// without a slash matches their base names, and "*" names those files
+// alone, not the current directory. The error wraps [ErrNotFound] when
+// no file matches.
 func GlobFiles(pattern string, pid int) ([]string, error) {
-	paths, err := Glob(InRoot(pattern, pid))
-	if err != nil {
-		return nil, fmt.Errorf("resolve %s: %w", pattern, err)
-	}
 	var files []string
-	for _, p := range paths {
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-			files = append(files, p)
+	if pid > 0 {
+		var err error
+		if files, err = mappedFiles(pattern, pid); err != nil {
+			return nil, fmt.Errorf("resolve %s: %w", pattern, err)
+		}
+	}
+	if pid <= 0 || pattern != "*" {
+		paths, err := Glob(InRoot(pattern, pid))
+		if err != nil {
+			return nil, fmt.Errorf("resolve %s: %w", pattern, err)
+		}
+		for _, p := range paths {
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && !slices.Contains(files, p) {
+				files = append(files, p)
+			}
 		}
 	}
 	if len(files) == 0 {
 		return nil, fmt.Errorf("resolve %s: %w: no file matches", pattern, ErrNotFound)
 	}
+	return files, nil
+}
+
+// mappedFiles lists, sorted, the files process pid maps whose paths (or
+// base names, for a pattern without a slash) match pattern.
+func mappedFiles(pattern string, pid int) ([]string, error) {
+	maps, err := ReadMaps(pid)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, m := range maps {
+		if !m.File() || m.Deleted {
+			continue
+		}
+		name := m.Path
+		if !strings.Contains(pattern, "/") {
+			name = filepath.Base(name)
+		}
+		if ok, _ := filepath.Match(pattern, name); !ok {
+			continue
+		}
+		if p := InRoot(m.Path, pid); !slices.Contains(files, p) {
+			files = append(files, p)
+		}
+	}
+	slices.Sort(files)
 	return files, nil
 }

@@ -50,3 +50,29 @@ func TestGlob(t *testing.T) {
 		t.Errorf("Glob of a malformed pattern: no error")
 	}
 }
+
+// With a process, "*" names the files it maps and nothing in the
+// current directory; a pattern without a slash matches their base names.
+func TestGlobFilesOfProcess(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	if err := os.WriteFile("not-mapped", []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, err := GlobFiles("*", os.Getpid())
+	if err != nil || !slices.Contains(files, exe) || slices.Contains(files, "not-mapped") {
+		t.Errorf(`GlobFiles("*", self) = %q, %v; want the test binary %s and not the current directory's file`, files, err, exe)
+	}
+	files, err = GlobFiles(filepath.Base(exe)[:3]+"*", os.Getpid())
+	if err != nil || !slices.Contains(files, exe) {
+		t.Errorf("GlobFiles(%q, self) = %q, %v; want %s among them", filepath.Base(exe)[:3]+"*", files, err, exe)
+	}
+	// Without a process, "*" is the current directory's files.
+	files, err = GlobFiles("*", 0)
+	if err != nil || !slices.Equal(files, []string{"not-mapped"}) {
+		t.Errorf(`GlobFiles("*", 0) = %q, %v; want [not-mapped]`, files, err)
+	}
+}

@@ -8,8 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"kinst.dev/kinst/internal/testenv"
 	"kinst.dev/kinst/kernel"
@@ -316,6 +318,20 @@ func TestListProgram(t *testing.T) {
 		t.Fatal(err)
 	}
 	kinst(t, "-l", file).want(t, 0, want, "")
+
+	// With a process, a wildcard file is the files it maps.
+	sleeper := exec.Command(bin, "sleep", "300")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	for exe, start := "", time.Now(); exe != bin; exe, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", sleeper.Process.Pid)) {
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("process %d runs %q, not %s", sleeper.Process.Pid, exe, bin)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	kinst(t, "-l", "-e", "uretprobe:*:kinst_a* { exit(); }", "--pid", strconv.Itoa(sleeper.Process.Pid)).want(t, 0, "uretprobe:"+bin+":kinst_add\n", "")
 
 	verbose := kinst(t, "-lv", "-e", "tracepoint:syscalls:sys_enter_openat { }")
 	if verbose.code != 0 || !strings.HasPrefix(verbose.stdout, "tracepoint:syscalls:sys_enter_openat\n    int __syscall_nr\n    int dfd\n    const char * filename\n") {
