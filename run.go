@@ -124,18 +124,44 @@ type InterruptError = session.InterruptError
 type FileLimitError = session.FileLimitError
 
 // Buffering says when RunOptions.Output is written, as -B does.
-type Buffering = session.Buffering
+type Buffering int
 
 // The buffering modes of -B.
 const (
-	BufferDrained = session.BufferDrained
-	BufferLine    = session.BufferLine
-	BufferFull    = session.BufferFull
-	BufferNone    = session.BufferNone
+	BufferDrained Buffering = iota // when no record is waiting: prompt, and cheap under load
+	BufferLine                     // after every record
+	BufferFull                     // when 64 KiB are pending, and at the end
+	BufferNone                     // as BufferLine: records are written whole
 )
 
-// ParseBuffering reads -B's argument: "line", "full" or "none".
-func ParseBuffering(s string) (Buffering, error) { return session.ParseBuffering(s) }
+// ParseBuffering reads -B's argument: "line", "full" or "none"; ""
+// is the default, BufferDrained.
+func ParseBuffering(s string) (Buffering, error) {
+	switch s {
+	case "":
+		return BufferDrained, nil
+	case "line":
+		return BufferLine, nil
+	case "full":
+		return BufferFull, nil
+	case "none":
+		return BufferNone, nil
+	}
+	return 0, fmt.Errorf("-B must be either 'line', 'full', or 'none', not %q", s)
+}
+
+// session gives the runtime's mode for b.
+func (b Buffering) session() session.Buffering {
+	switch b {
+	case BufferLine:
+		return session.BufferLine
+	case BufferFull:
+		return session.BufferFull
+	case BufferNone:
+		return session.BufferNone
+	}
+	return session.BufferDrained
+}
 
 var (
 	errNoProgram = errors.New("kinst: the Program was not made by Compile")
@@ -179,7 +205,7 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 	if ro.JSON {
 		opts.Format = session.JSON
 	}
-	opts.Buffering, opts.Signals, opts.Stop = ro.Buffering, ro.Signals, r.stop
+	opts.Buffering, opts.Signals, opts.Stop = ro.Buffering.session(), ro.Signals, r.stop
 	opts.Symbolizer = r.usyms
 	if ro.Output == nil {
 		opts.Out, opts.Stdout, opts.Quiet = io.Discard, io.Discard, true
