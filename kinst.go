@@ -315,7 +315,7 @@ func (p *Program) Load() error {
 		return errNoProgram
 	}
 	opts := p.runOptions()
-	return session.Load(p.out, &opts)
+	return apiError(session.Load(p.out, &opts))
 }
 
 // A Probe is one probe of a program, with what it attaches to.

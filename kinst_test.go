@@ -18,7 +18,6 @@ import (
 	"kinst.dev/kinst"
 	"kinst.dev/kinst/internal/testenv"
 	"kinst.dev/kinst/kernel"
-	"kinst.dev/kinst/session"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -300,14 +299,24 @@ func TestErrors(t *testing.T) {
 	if !errors.As(err, &list) || len(list) != 1 || list[0].Error() != "t.bt:1:1: no matches for tracepoint syscalls:nope" {
 		t.Errorf("missing tracepoint: got %v", err)
 	}
-	prog, err := kinst.Compile("loop.bt", []byte("BEGIN { $i = 0; while ($i < 100000000) { $i = $i + nsecs % 2; } exit(); }"), nil)
+	// A refusal of the verifier is located at the loop it cannot bound.
+	const loop = "BEGIN { $i = 0; while ($i < 100000000) { $i = $i + nsecs % 2; } exit(); }"
+	prog, err := kinst.Compile("loop.bt", []byte(loop), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = prog.Start(context.Background(), nil)
-	var ve *session.VerifierError
+	var ve *kinst.VerifierError
 	if !errors.As(err, &ve) || !errors.Is(err, unix.EINVAL) {
-		t.Errorf("verifier rejection: got %v, want a VerifierError wrapping EINVAL", err)
+		t.Fatalf("verifier rejection: got %v, want a VerifierError wrapping EINVAL", err)
+	}
+	// What the verifier says of the loop depends on the kernel.
+	const msg = "the kernel verifier rejected probe begin: "
+	if ve.File != "loop.bt" || ve.Line != 1 || ve.Column != 17 || !strings.HasPrefix(ve.Msg, msg) || len(ve.Log) == 0 {
+		t.Errorf("verifier rejection: got %s:%d:%d %q with %d lines of log, want loop.bt:1:17 %q… with the log", ve.File, ve.Line, ve.Column, ve.Msg, len(ve.Log), msg)
+	}
+	if got, want := ve.Detail(false), "loop.bt:1:17: "+ve.Msg+"\n"+loop+"\n"+strings.Repeat(" ", 16)+"^~~~~"; got != want {
+		t.Errorf("verifier rejection's Detail:\n%s\nwant:\n%s", got, want)
 	}
 }
 

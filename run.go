@@ -11,11 +11,13 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/session"
+	"kinst.dev/kinst/syntax"
 )
 
 // ErrNoMap reports a map the program does not have.
@@ -108,34 +110,138 @@ func (e *DropError) Unwrap() error { return e.Err }
 
 // An ExitError is Run.Wait's error when the program ended by calling
 // exit() with a code other than 0.
-type ExitError = session.ExitError
+type ExitError struct {
+	Code int
+}
+
+func (e *ExitError) Error() string { return (&session.ExitError{Code: e.Code}).Error() }
 
 // A VerifierError is Start's or Load's error when the kernel's verifier
 // refused a probe's program: it points at the source the refused
 // instruction came from.
-type VerifierError = session.VerifierError
+type VerifierError struct {
+	// File, Line and Column locate the refused instruction's source,
+	// Column counting bytes from 1; Line is 0 when there is none.
+	File         string
+	Line, Column int
+	// Msg names the probe and says why the kernel refused it, in the
+	// verifier's words and, when the program can be changed to please
+	// it, what to change.
+	Msg string
+	// Log is the verifier's log.
+	Log []string
+	// Err is the loader's error, which wraps the kernel's errno.
+	Err error
+
+	session *session.VerifierError // the runtime's, which quotes the source
+}
+
+// Error gives the position and Msg: "file:line:col: msg".
+func (e *VerifierError) Error() string {
+	if e.Line == 0 {
+		return e.Msg
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Msg)
+}
+
+// Unwrap returns the loader's error, so that errors.Is(err, unix.EPERM)
+// tells a missing privilege.
+func (e *VerifierError) Unwrap() error { return e.Err }
+
+// Detail renders the error as the kinst command prints it: Error's
+// text, then, for an error Start or Load returned, the source line with
+// a caret under what was refused and, when verbose, the last lines of
+// the verifier's log.
+func (e *VerifierError) Detail(verbose bool) string {
+	s := e.session
+	if s == nil {
+		s = &session.VerifierError{Err: &syntax.Error{Msg: e.Error()}, Log: e.Log}
+	}
+	return s.Detail(verbose)
+}
 
 // An InterruptError is Start's error when a signal of
 // RunOptions.Signals arrived before BEGIN ran.
-type InterruptError = session.InterruptError
+type InterruptError struct {
+	Signal os.Signal
+}
+
+func (e *InterruptError) Error() string { return (&session.InterruptError{Signal: e.Signal}).Error() }
 
 // A FileLimitError is Start's error when the probes need more file
-// descriptors than the process may open.
-type FileLimitError = session.FileLimitError
+// descriptors than the process may open (RLIMIT_NOFILE).
+type FileLimitError struct {
+	Probes int    // the probes the program attaches
+	Limit  uint64 // the soft limit
+}
+
+func (e *FileLimitError) Error() string {
+	return (&session.FileLimitError{Probes: e.Probes, Limit: e.Limit}).Error()
+}
+
+// Unwrap returns EMFILE, the kernel's error past the limit.
+func (e *FileLimitError) Unwrap() error { return syscall.EMFILE }
+
+// apiError gives the runtime's errors that callers name, which it
+// returns as they are, this package's types.
+func apiError(err error) error {
+	switch e := err.(type) {
+	case *session.ExitError:
+		return &ExitError{Code: e.Code}
+	case *session.InterruptError:
+		return &InterruptError{Signal: e.Signal}
+	case *session.FileLimitError:
+		return &FileLimitError{Probes: e.Probes, Limit: e.Limit}
+	case *session.VerifierError:
+		ve := &VerifierError{Msg: e.Err.Msg, Log: e.Log, Err: e.Cause, session: e}
+		if e.Err.File != nil {
+			p := e.Err.File.Position(e.Err.Pos)
+			ve.File, ve.Line, ve.Column = p.Filename, p.Line, p.Column
+		}
+		return ve
+	}
+	return err
+}
 
 // Buffering says when RunOptions.Output is written, as -B does.
-type Buffering = session.Buffering
+type Buffering int
 
 // The buffering modes of -B.
 const (
-	BufferDrained = session.BufferDrained
-	BufferLine    = session.BufferLine
-	BufferFull    = session.BufferFull
-	BufferNone    = session.BufferNone
+	BufferDrained Buffering = iota // when no record is waiting: prompt, and cheap under load
+	BufferLine                     // after every record
+	BufferFull                     // when 64 KiB are pending, and at the end
+	BufferNone                     // as BufferLine: records are written whole
 )
 
-// ParseBuffering reads -B's argument: "line", "full" or "none".
-func ParseBuffering(s string) (Buffering, error) { return session.ParseBuffering(s) }
+// ParseBuffering reads -B's argument: "line", "full" or "none"; ""
+// is the default, BufferDrained.
+func ParseBuffering(s string) (Buffering, error) {
+	switch s {
+	case "":
+		return BufferDrained, nil
+	case "line":
+		return BufferLine, nil
+	case "full":
+		return BufferFull, nil
+	case "none":
+		return BufferNone, nil
+	}
+	return 0, fmt.Errorf("-B must be either 'line', 'full', or 'none', not %q", s)
+}
+
+// session gives the runtime's mode for b.
+func (b Buffering) session() session.Buffering {
+	switch b {
+	case BufferLine:
+		return session.BufferLine
+	case BufferFull:
+		return session.BufferFull
+	case BufferNone:
+		return session.BufferNone
+	}
+	return session.BufferDrained
+}
 
 var (
 	errNoProgram = errors.New("kinst: the Program was not made by Compile")
@@ -179,7 +285,7 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 	if ro.JSON {
 		opts.Format = session.JSON
 	}
-	opts.Buffering, opts.Signals, opts.Stop = ro.Buffering, ro.Signals, r.stop
+	opts.Buffering, opts.Signals, opts.Stop = ro.Buffering.session(), ro.Signals, r.stop
 	opts.Symbolizer = r.usyms
 	if ro.Output == nil {
 		opts.Out, opts.Stdout, opts.Quiet = io.Discard, io.Discard, true
@@ -219,7 +325,7 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 	go func() {
 		r.gid = goid()
 		close(started)
-		err := session.Run(ctx, p.out, &opts)
+		err := apiError(session.Run(ctx, p.out, &opts))
 		r.mu.Lock()
 		r.finished = true
 		for _, f := range r.unwatch {

@@ -19,22 +19,6 @@ const (
 	BufferNone                     // as BufferLine: records are written whole
 )
 
-// ParseBuffering reads a -B mode: line, full or none; "" is the default,
-// BufferDrained.
-func ParseBuffering(s string) (Buffering, error) {
-	switch s {
-	case "":
-		return BufferDrained, nil
-	case "line":
-		return BufferLine, nil
-	case "full":
-		return BufferFull, nil
-	case "none":
-		return BufferNone, nil
-	}
-	return 0, fmt.Errorf("-B must be either 'line', 'full', or 'none', not %q", s)
-}
-
 // DefaultCatMax is how many bytes of a file cat() prints unless
 // BPFTRACE_CAT_BYTES_MAX says otherwise, as in bpftrace 0.17.
 const DefaultCatMax = 10240

@@ -594,9 +594,9 @@ func report(err error, verbose bool, stderr io.Writer) int {
 		return 0
 	}
 	var list syntax.ErrorList
-	var ve *session.VerifierError
-	var ie *session.InterruptError
-	var ee *session.ExitError
+	var ve *api.VerifierError
+	var ie *api.InterruptError
+	var ee *api.ExitError
 	switch {
 	case errors.As(err, &ee):
 		return ee.Code
