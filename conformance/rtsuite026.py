@@ -467,7 +467,9 @@ def run_case(c, bindir, features, src):
                 if NOTIFY.encode() in lines:
                     attached = True
                     if c.exact:
-                        chunks = [pending]
+                        # What follows the line, read with it, is kept.
+                        rest = lines[lines.index(NOTIFY.encode()) + 1:]
+                        chunks = [b"".join(l + b"\n" for l in rest) + pending]
                     deadline = time.monotonic() + c.timeout
                     if c.after:
                         cmd = rewrite_after(c.after, p.pid)
