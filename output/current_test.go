@@ -162,3 +162,14 @@ func TestMapsByRelease(t *testing.T) {
 		}
 	}
 }
+
+// 0.26.1's JSON quotes the texts 0.17 left bare: strftime() results,
+// strerror() texts, MAC addresses and cgroup paths.
+func TestJSONQuotesTextsCurrent(t *testing.T) {
+	v := Tuple(CgroupPath("unified:/,memory:/"), MacAddr([6]byte{1, 2, 3, 4, 5, 0xab}), Timestamp("12:00"), Strerror(2), String("q"))
+	_, json := bothIn(t, compat.Current, func(w *Writer) error { return w.Value(v) })
+	want := `{"type": "value", "data": ["unified:/,memory:/","01:02:03:04:05:AB","12:00","No such file or directory","q"]}` + "\n"
+	if json != want {
+		t.Errorf("got  %s\nwant %s", json, want)
+	}
+}

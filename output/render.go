@@ -19,15 +19,17 @@ type style struct {
 	old  bool
 }
 
-// quotedInJSON reports whether bpftrace 0.17 quotes a value of kind k in
-// JSON. It does not quote strftime() results, strerror() texts, MAC
-// addresses or cgroup paths, so those come out as bare (invalid) JSON, as
-// 0.17 prints them.
-func quotedInJSON(k Kind) bool {
+// quotedInJSON reports whether a value of kind k is a JSON string.
+// bpftrace 0.17 (old) does not quote strftime() results, strerror()
+// texts, MAC addresses or cgroup paths, so those come out as bare
+// (invalid) JSON, as 0.17 prints them; 0.26.1 quotes them.
+func quotedInJSON(k Kind, old bool) bool {
 	switch k {
 	case KindString, KindBuffer, KindKsym, KindUsym, KindKstack, KindUstack,
 		KindInet, KindUsername, KindProbe:
 		return true
+	case KindTimestamp, KindStrerror, KindMacAddr, KindCgroupPath:
+		return !old
 	}
 	return false
 }
@@ -36,7 +38,7 @@ func quotedInJSON(k Kind) bool {
 // value, with integers divided by div (print's third argument; 1 when
 // absent). Tuples and arrays pass div on to their elements, as 0.17 does.
 func appendValue(b []byte, v Value, div uint64, st style) ([]byte, error) {
-	if st.json && quotedInJSON(v.kind) {
+	if st.json && quotedInJSON(v.kind, st.old) {
 		start := len(b)
 		b, err := appendValue(b, v, div, style{old: st.old})
 		if err != nil {
