@@ -613,11 +613,16 @@ func (r *Resolver) uprobesIn(ap *syntax.AttachPoint, path, spec string) ([]*chec
 	if err != nil {
 		return nil, err
 	}
+	in := f
+	if from != nil {
+		in = from
+	}
+	if s, _ := in.Find(name); s.Size == 0 && !r.Unsafe {
+		// Without a size, nothing says the probe is at an instruction
+		// of the function: bpftrace 0.26.1 asks for --unsafe.
+		return nil, fmt.Errorf("could not determine boundary for %s (symbol has size 0): --unsafe probes it all the same, at the risk of corrupting the process", name)
+	}
 	if ret {
-		in := f
-		if from != nil {
-			in = from
-		}
 		if s, _ := in.Find(name); r.noReturn(in)[s.Addr] != "" {
 			return nil, check.NoTarget(fmt.Errorf("%s in %s never returns (%s): a uretprobe on it would never fire", name, in.Path, r.noReturn(in)[s.Addr]))
 		}

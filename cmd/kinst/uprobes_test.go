@@ -158,6 +158,19 @@ func TestUprobeNotELF(t *testing.T) {
 	}
 }
 
+// A function of size 0 gives no bounds to check the probe against: it
+// is refused unless --unsafe, as bpftrace 0.26.1 refuses it.
+func TestUprobeZeroSize(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := targetCopy(t)
+	prog := "uprobe:" + bin + ":frame_dummy { exit(); }"
+	kinst(t, "-e", prog).want(t, 1, "", "-e:1:1: could not determine boundary for frame_dummy (symbol has size 0): --unsafe probes it all the same, at the risk of corrupting the process\n"+
+		prog+"\n^"+strings.Repeat("~", len(prog)-len(" { exit(); }")-1)+"\n")
+	// The C runtime runs frame_dummy at start.
+	kinst(t, "--unsafe", "-e", prog, "-c", bin+" add 1").want(t, 0, "Attaching 1 probe...\n\n\n", "")
+}
+
 // A return probe on the entry point overwrites argc, where a called
 // function has its return address: wildcards leave out the functions
 // that never return (the entry point, and those DWARF or the C runtime
