@@ -224,7 +224,7 @@ func listRawTracepoints(w *bufio.Writer, parts []string, verbose bool) error {
 	}
 	seen := map[string]bool{}
 	for _, tp := range tps {
-		if !seen[tp.Name] {
+		if !seen[tp.Name] && isRawTracepoint(tp) {
 			seen[tp.Name] = true
 			fmt.Fprintf(w, "rawtracepoint:%s\n", tp.Name)
 			if !verbose {

@@ -328,6 +328,7 @@ func (r *Resolver) rawTracepoint(ap *syntax.AttachPoint) ([]*check.Target, error
 	if err != nil {
 		return nil, err
 	}
+	tps = slices.DeleteFunc(tps, func(tp kernel.Tracepoint) bool { return !isRawTracepoint(tp) })
 	if len(tps) == 0 {
 		return nil, check.NoTarget(&check.ListError{Err: fmt.Errorf("raw tracepoint %s does not exist", name), Pattern: "rawtracepoint:*", Listed: "them"})
 	}
@@ -360,6 +361,20 @@ func (r *Resolver) rawTracepoint(ap *syntax.AttachPoint) ([]*check.Target, error
 }
 
 // timer resolves interval:UNIT:N and profile:UNIT:N.
+// notRawTracepoints are the tracefs event categories that are no
+// kernel tracepoint: the system call events (one raw tracepoint,
+// raw_syscalls's, serves them), ftrace's own events and dynamic probes.
+var notRawTracepoints = []string{"syscalls", "ftrace", "kprobes", "uprobes"}
+
+// isRawTracepoint reports whether a tracefs event is a tracepoint a raw
+// tracepoint program can attach to: one the kernel's BTF has a
+// __bpf_trace_ function for, as bpftrace lists them from BTF, or, for a
+// module's tracepoint vmlinux does not describe, any event not of the
+// categories above.
+func isRawTracepoint(tp kernel.Tracepoint) bool {
+	return kernel.HasFunc("__bpf_trace_"+tp.Name) || !slices.Contains(notRawTracepoints, tp.Category)
+}
+
 func timer(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	form := ap.Provider + ":s|ms|us|hz:N or " + ap.Provider + ":DURATION"
 	var unit, num string

@@ -364,4 +364,11 @@ func TestRawTracepointArgs(t *testing.T) {
 	kinst(t, "-e", prog, "-c", workload(t)+" getppid 7").want(t, 0, "Attaching 1 probe...\n\n\n@calls: 7\n@regs: 1\n", "")
 	kinst(t, "-e", `rawtracepoint:sys_enter { @ = args.nope; }`).want(t, 1, "",
 		"-e:1:31: struct sys_enter_args has no field nope\nrawtracepoint:sys_enter { @ = args.nope; }\n                              ^~~~~~~~~\n")
+	// The syscalls events of tracefs are no raw tracepoints: a wildcard
+	// finds raw_syscalls's two, and attaches them.
+	kinst(t, "-l", "rawtracepoint:sys_*").want(t, 0, "rawtracepoint:sys_enter\nrawtracepoint:sys_exit\n", "")
+	r := kinst(t, "-e", "rawtracepoint:sys_* /pid == cpid/ { @[probe] = count(); }", "-c", workload(t)+" getppid 1")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "Attaching 2 probes...\n") || !strings.Contains(r.stdout, "\n@[rawtracepoint:sys_enter]: ") || !strings.Contains(r.stdout, "\n@[rawtracepoint:sys_exit]: ") {
+		t.Errorf("rawtracepoint:sys_*: exit status %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
 }
