@@ -33,6 +33,10 @@ type Options struct {
 	Trampoline bool
 	// Pid restricts uprobes to one process.
 	Pid int
+	// PerfPid restricts profile, software and hardware events to one
+	// process, as bpftrace 0.26.1's -p does: the events count its
+	// threads alone, on every CPU.
+	PerfPid int
 	// Cpid is the pid of the -c command: watchpoints watch its memory
 	// when Pid is 0.
 	Cpid int
@@ -182,7 +186,7 @@ func attachOne(prog *ebpf.Program, t *check.Target, cookie uint64, opts Options)
 		l, err := link.AttachTracing(link.TracingOptions{Program: prog, Cookie: cookie})
 		return one(l, err)
 	case PerfEvent:
-		return attachPerf(prog, a)
+		return attachPerf(prog, a, opts.PerfPid)
 	case Iter:
 		return attachIter(prog)
 	case Watchpoint:
@@ -467,8 +471,9 @@ func (p *perfLink) Close() error {
 }
 
 // attachPerf opens the event on every CPU (profile, software, hardware) or
-// on CPU 0 (interval) and attaches prog to each.
-func attachPerf(prog *ebpf.Program, ev PerfEvent) (links []io.Closer, err error) {
+// on CPU 0 (interval) and attaches prog to each; for the events of every
+// CPU, pid, when not 0, restricts them to one process.
+func attachPerf(prog *ebpf.Program, ev PerfEvent, pid int) (links []io.Closer, err error) {
 	cpus := []int{0}
 	if ev.AllCPUs {
 		cpus, err = onlineCPUs()
@@ -488,7 +493,11 @@ func attachPerf(prog *ebpf.Program, ev PerfEvent) (links []io.Closer, err error)
 		} else {
 			attr.Sample = ev.Period
 		}
-		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		who := -1
+		if ev.AllCPUs && pid != 0 {
+			who = pid
+		}
+		fd, err := unix.PerfEventOpen(&attr, who, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if err != nil {
 			Detach(links)
 			return nil, fmt.Errorf("open perf event on cpu %d: %w", cpu, err)

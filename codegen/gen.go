@@ -45,6 +45,10 @@ type Options struct {
 	// it the verifier must bound such a loop itself. It is asked only
 	// when a probe has such a loop.
 	HasLoop func() bool
+	// FilterPid, when not 0, ends kprobe, kretprobe, fentry, fexit,
+	// tracepoint and rawtracepoint probes early in any other process,
+	// as bpftrace 0.26.1 filters them under -p.
+	FilterPid int
 	// TSeriesClock names a map without keys holding an unsigned integer
 	// (as "@ts") that tseries() reads as the time instead of the TAI
 	// clock, as bpftrace's BPFTRACE_DUMMY_TS_MAP has it: tests advance

@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/cilium/ebpf"
@@ -11,6 +12,20 @@ import (
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/syntax"
 )
+
+// pidFiltered are the probe types -p filters by process in bpftrace
+// 0.26.1; uprobes and perf events are restricted where they attach.
+var pidFiltered = []string{"kprobe", "kretprobe", "fentry", "fexit", "tracepoint", "rawtracepoint"}
+
+// filterPid ends the probe in every process but Options.FilterPid's.
+func (g *gen) filterPid() {
+	pid := g.c.opts.FilterPid
+	if pid == 0 || !slices.Contains(pidFiltered, g.p.Provider) {
+		return
+	}
+	g.call(asm.FnGetCurrentPidTgid)
+	g.emit(asm.RSh.Imm(asm.R0, 32), asm.JNE.Imm(asm.R0, int32(pid), g.exitLabel))
+}
 
 // loop holds the labels break and continue jump to.
 type loop struct{ cont, brk string }
@@ -32,6 +47,7 @@ func (g *gen) body() {
 		// last object, with none; bpftrace's probes never see that call.
 		g.emit(asm.LoadMem(asm.R0, regCtx, 8, asm.DWord), asm.JEq.Imm(asm.R0, 0, g.exitLabel))
 	}
+	g.filterPid()
 	if probe.Pred != nil {
 		g.cur = probe.Pred.Pos()
 		op := g.scalar(probe.Pred)

@@ -222,6 +222,15 @@ func (o *Options) dumps(stage string) bool {
 
 // Compile turns a program's source into BPF for the running kernel.
 // Errors in the program are a syntax.ErrorList.
+// filterPid is the process -p restricts kernel probes to: 0.26.1 filters
+// them by process, where 0.17's -p named the process of uprobes alone.
+func filterPid(opts *Options) int {
+	if opts.Compat == compat.V017 {
+		return 0
+	}
+	return opts.Pid
+}
+
 func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 	checked, settings, opts, err := checkProgram(name, src, opts)
 	if err != nil {
@@ -240,6 +249,7 @@ func Compile(name string, src []byte, opts *Options) (*codegen.Output, error) {
 		CompatStatus: kernel.CompatStatusOffset,
 		HasLoop:      func() bool { return kernel.Available(kernel.FeatLoop) },
 		TSeriesClock: opts.TSeriesClock,
+		FilterPid:    filterPid(opts),
 	})
 	if err != nil {
 		return nil, err

@@ -642,6 +642,15 @@ func (s *Session) setConsts() error {
 	return nil
 }
 
+// perfPid is the process perf events are restricted to: -p's in the
+// 0.26.1 mode; 0.17 samples every process whatever -p says.
+func (s *Session) perfPid() int {
+	if s.out.Compat == compat.V017 {
+		return 0
+	}
+	return s.opts.Pid
+}
+
 // runSpecial runs the BEGIN or END programs once, in kinst's own context.
 func (s *Session) runSpecial(provider string) error {
 	for _, p := range s.loaded {
@@ -798,6 +807,7 @@ func (s *Session) attach(p *codegen.Program) (*attach.Attached, error) {
 		Multi:      p.Mechanism == codegen.MechKprobeMulti || p.Mechanism == codegen.MechUprobeMulti || p.Mechanism == codegen.MechSyscalls,
 		Trampoline: p.Mechanism.IsTrampoline(),
 		Pid:        s.opts.Pid,
+		PerfPid:    s.perfPid(),
 		Cpid:       s.cmd.pid(),
 		Cookies:    p.Cookies,
 

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"kinst.dev/kinst/internal/testenv"
 )
 
 // TestBpftraceBehaviours runs programs whose standard output under -q is
@@ -135,5 +140,38 @@ func TestBannedKretprobes(t *testing.T) {
 		prog := "kretprobe:" + tt.spec + " { }"
 		kinst(t, "-e", prog).want(t, 1, "", "-e:1:1: error: kretprobe:"+tt.name+" can't be used as it might lock up your system.\n"+
 			prog+"\n^"+strings.Repeat("~", len(prog)-5)+"\n")
+	}
+}
+
+// TestPidFilter: in the 0.26.1 mode -p restricts tracepoints and kernel
+// probes to the process, and opens software events for its threads
+// alone; 0.17 counted every process there.
+func TestPidFilter(t *testing.T) {
+	testenv.Root(t)
+	busy := exec.Command("sh", "-c", "while :; do :; done")
+	if err := busy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { busy.Process.Kill(); busy.Wait() }()
+	pid := strconv.Itoa(busy.Process.Pid)
+	prog := `tracepoint:raw_syscalls:sys_enter, software:cpu-clock:1000000 { @[pid] = count(); } interval:ms:300 { exit(); }`
+	keys := func(mode []string) []string {
+		r := kinstEnv(t, mode, "-q", "-p", pid, "-e", prog)
+		if r.code != 0 {
+			t.Fatalf("exit status %d, stderr:\n%s", r.code, r.stderr)
+		}
+		var ks []string
+		for _, line := range strings.Split(r.stdout, "\n") {
+			if k, _, ok := strings.Cut(line, "]: "); ok {
+				ks = append(ks, strings.TrimPrefix(k, "@["))
+			}
+		}
+		return ks
+	}
+	if ks := keys(current); len(ks) != 1 || ks[0] != pid {
+		t.Errorf("0.26.1: processes counted %q, want only %s", ks, pid)
+	}
+	if ks := keys(v017); !slices.ContainsFunc(ks, func(k string) bool { return k != pid }) {
+		t.Errorf("0.17: processes counted %q, want others than %s too", ks, pid)
 	}
 }

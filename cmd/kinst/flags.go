@@ -45,7 +45,8 @@ OPTIONS:
     -l, --list [search]
                    list probes (-v adds argument types); with a
                    program, the probes it attaches to
-    -p, --pid PID  restrict uprobes to process PID
+    -p, --pid PID  restrict uprobes to process PID, and (not with --compat 0.17)
+                   kernel probes, tracepoints and perf events
     -c, --cmd 'CMD'
                    run CMD under tracing; stop when it exits
     --probe-filter REGEX
