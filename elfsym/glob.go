@@ -101,15 +101,25 @@ func GlobFiles(pattern string, pid int) ([]string, error) {
 }
 
 // mappedFiles lists, sorted, the files process pid maps whose paths (or
-// base names, for a pattern without a slash) match pattern.
+// base names, for a pattern without a slash) match pattern, each once.
+// A file deleted since it was mapped is read through /proc: the
+// executable as /proc/PID/exe, another through its first mapping in
+// /proc/PID/map_files.
 func mappedFiles(pattern string, pid int) ([]string, error) {
 	maps, err := ReadMaps(pid)
 	if err != nil {
 		return nil, err
 	}
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	exe = strings.TrimSuffix(exe, " (deleted)")
+	type fileID struct {
+		dev   string
+		inode uint64
+	}
+	seen := map[fileID]bool{}
 	var files []string
 	for _, m := range maps {
-		if !m.File() || m.Deleted {
+		if !m.File() || seen[fileID{m.Dev, m.Inode}] {
 			continue
 		}
 		name := m.Path
@@ -119,9 +129,15 @@ func mappedFiles(pattern string, pid int) ([]string, error) {
 		if ok, _ := filepath.Match(pattern, name); !ok {
 			continue
 		}
-		if p := InRoot(m.Path, pid); !slices.Contains(files, p) {
-			files = append(files, p)
+		seen[fileID{m.Dev, m.Inode}] = true
+		p := InRoot(m.Path, pid)
+		switch {
+		case m.Deleted && m.Path == exe:
+			p = fmt.Sprintf("/proc/%d/exe", pid)
+		case m.Deleted:
+			p = fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)
 		}
+		files = append(files, p)
 	}
 	slices.Sort(files)
 	return files, nil
