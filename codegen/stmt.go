@@ -153,7 +153,7 @@ func jumps(s syntax.Stmt) bool {
 		return true
 	case *syntax.ExprStmt:
 		call, ok := s.X.(*syntax.CallExpr)
-		return ok && call.Fun.Name == "exit"
+		return ok && builtinFuncs[call.Fun.Name].ends
 	}
 	return false
 }
