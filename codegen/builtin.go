@@ -44,7 +44,8 @@ type builtinVar struct {
 // builtinVars says how each of the checker's builtin variables is
 // generated. Those the checker answers itself, with a constant or with
 // another expression, are absent, as are the numbered argN and sargN,
-// which builtin parses.
+// which builtin parses; TestBuiltinsCovered holds the table to
+// check.Variables.
 var builtinVars = map[string]builtinVar{
 	"pid":      {scalar: func(g *gen, id *syntax.Ident) operand { return g.pidTid("pid", "") }},
 	"tid":      {scalar: func(g *gen, id *syntax.Ident) operand { return g.pidTid("tid", "") }},

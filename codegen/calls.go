@@ -93,8 +93,9 @@ type builtinFunc struct {
 
 // builtinFuncs says how each of the checker's builtin functions is
 // generated. Those the checker answers itself, with a constant or with
-// another expression, are absent. It is filled in init, as assert
-// generates calls through it.
+// another expression, are absent; TestBuiltinsCovered holds the table
+// to check.Functions. It is filled in init, as assert generates calls
+// through it.
 var builtinFuncs map[string]builtinFunc
 
 func init() {
