@@ -103,10 +103,7 @@ func init() {
 }
 
 func functionNames() []string {
-	names := make([]string, 0, len(functions)+len(aggregations))
-	for n := range functions {
-		names = append(names, n)
-	}
+	names := Functions()
 	for n := range aggregations {
 		names = append(names, n)
 	}

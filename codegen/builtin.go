@@ -32,54 +32,57 @@ func (g *gen) helperResult(fn asm.BuiltinFunc, post ...asm.Instruction) operand 
 	return g.fromReg(asm.R0)
 }
 
+// A builtinVar generates a builtin variable, in the forms its type
+// calls for: as a value in a register, as a value in memory, or as a
+// place its fields are read from.
+type builtinVar struct {
+	scalar func(g *gen, id *syntax.Ident) operand
+	mem    func(g *gen, id *syntax.Ident, dst mem)
+	place  func(g *gen, id *syntax.Ident) loc
+}
+
+// builtinVars says how each of the checker's builtin variables is
+// generated. Those the checker answers itself, with a constant or with
+// another expression, are absent, as are the numbered argN and sargN,
+// which builtin parses; TestBuiltinsCovered holds the table to
+// check.Variables.
+var builtinVars = map[string]builtinVar{
+	"pid":      {scalar: func(g *gen, id *syntax.Ident) operand { return g.pidTid("pid", "") }},
+	"tid":      {scalar: func(g *gen, id *syntax.Ident) operand { return g.pidTid("tid", "") }},
+	"uid":      {scalar: helperVar(asm.FnGetCurrentUidGid, asm.Mov.Reg32(asm.R0, asm.R0))},
+	"username": {scalar: helperVar(asm.FnGetCurrentUidGid, asm.Mov.Reg32(asm.R0, asm.R0))},
+	"gid":      {scalar: helperVar(asm.FnGetCurrentUidGid, asm.RSh.Imm(asm.R0, 32))},
+	"nsecs":    {scalar: func(g *gen, id *syntax.Ident) operand { return g.nsecs("") }},
+	"jiffies":  {scalar: helperVar(asm.FnJiffies64)},
+	"cpu":      {scalar: helperVar(asm.FnGetSmpProcessorId)},
+	"cgroup":   {scalar: helperVar(asm.FnGetCurrentCgroupId)},
+	"rand":     {scalar: helperVar(asm.FnGetPrandomU32)},
+	"numaid":   {scalar: helperVar(asm.FnGetNumaNodeId)},
+	"curtask":  {scalar: helperVar(asm.FnGetCurrentTask)},
+	"elapsed":  {scalar: (*gen).elapsed},
+	"cpid":     {scalar: func(g *gen, id *syntax.Ident) operand { return g.constValue(ConstCpid) }},
+	"probe":    {scalar: func(g *gen, id *syntax.Ident) operand { return g.targetIndex() }},
+	"func":     {scalar: func(g *gen, id *syntax.Ident) operand { return g.targetIndex() }},
+	"kstack":   {scalar: func(g *gen, id *syntax.Ident) operand { return g.stackID(g.typeOf(id)) }},
+	"ustack":   {scalar: func(g *gen, id *syntax.Ident) operand { return g.stackID(g.typeOf(id)) }},
+	"retval":   {scalar: func(g *gen, id *syntax.Ident) operand { return g.retval() }},
+	"ctx":      {scalar: func(g *gen, id *syntax.Ident) operand { return g.fromReg(regCtx) }},
+	"usermode": {scalar: (*gen).usermode},
+	"comm":     {mem: (*gen).comm},
+	// Its fields are in the context.
+	"args": {place: func(g *gen, id *syntax.Ident) loc { return loc{kind: locCtx} }},
+}
+
+// helperVar generates a variable as the result of helper fn, after the
+// instructions in post.
+func helperVar(fn asm.BuiltinFunc, post ...asm.Instruction) func(g *gen, id *syntax.Ident) operand {
+	return func(g *gen, id *syntax.Ident) operand { return g.helperResult(fn, post...) }
+}
+
 // builtin generates a builtin variable.
 func (g *gen) builtin(id *syntax.Ident) operand {
-	switch id.Name {
-	case "pid", "tid":
-		return g.pidTid(id.Name, "")
-	case "uid", "username":
-		return g.helperResult(asm.FnGetCurrentUidGid, asm.Mov.Reg32(asm.R0, asm.R0))
-	case "gid":
-		return g.helperResult(asm.FnGetCurrentUidGid, asm.RSh.Imm(asm.R0, 32))
-	case "nsecs":
-		return g.nsecs("")
-	case "jiffies":
-		return g.helperResult(asm.FnJiffies64)
-	case "cpu":
-		return g.helperResult(asm.FnGetSmpProcessorId)
-	case "cgroup":
-		return g.helperResult(asm.FnGetCurrentCgroupId)
-	case "rand":
-		return g.helperResult(asm.FnGetPrandomU32)
-	case "numaid":
-		return g.helperResult(asm.FnGetNumaNodeId)
-	case "curtask":
-		return g.helperResult(asm.FnGetCurrentTask)
-	case "elapsed":
-		now := g.helperResult(asm.FnKtimeGetNs)
-		start := g.constValue(ConstStartTime)
-		r := g.work(now, asm.R1)
-		g.emit(asm.Sub.Reg(r, g.reg(start, asm.R2)))
-		g.set(now, r)
-		g.free(start)
-		return now
-	case "cpid":
-		return g.constValue(ConstCpid)
-	case "probe", "func":
-		return g.targetIndex()
-	case "kstack", "ustack":
-		return g.stackID(g.typeOf(id))
-	case "retval":
-		return g.retval()
-	case "ctx":
-		return g.fromReg(regCtx)
-	case "usermode":
-		op := g.ctxWord(csOffset)
-		r := g.work(op, asm.R0)
-		// (cs & 3) == 3, without a jump: (cs & 3) + 1 is 4 only then.
-		g.emit(asm.And.Imm(r, 3), asm.Add.Imm(r, 1), asm.RSh.Imm(r, 2))
-		g.set(op, r)
-		return op
+	if f := builtinVars[id.Name].scalar; f != nil {
+		return f(g, id)
 	}
 	if n, ok := argIndex(id.Name); ok {
 		return g.arg(n)
@@ -89,6 +92,40 @@ func (g *gen) builtin(id *syntax.Ident) operand {
 	}
 	g.c.errorf(id, "builtin %s is not supported here", id.Name)
 	return immOp(0)
+}
+
+// elapsed is the time since kinst started the program.
+func (g *gen) elapsed(id *syntax.Ident) operand {
+	now := g.helperResult(asm.FnKtimeGetNs)
+	start := g.constValue(ConstStartTime)
+	r := g.work(now, asm.R1)
+	g.emit(asm.Sub.Reg(r, g.reg(start, asm.R2)))
+	g.set(now, r)
+	g.free(start)
+	return now
+}
+
+// usermode is whether the probe interrupted user code.
+func (g *gen) usermode(id *syntax.Ident) operand {
+	op := g.ctxWord(csOffset)
+	r := g.work(op, asm.R0)
+	// (cs & 3) == 3, without a jump: (cs & 3) + 1 is 4 only then.
+	g.emit(asm.And.Imm(r, 3), asm.Add.Imm(r, 1), asm.RSh.Imm(r, 2))
+	g.set(op, r)
+	return op
+}
+
+// comm reads the task's name into dst. Older kernels (6.1) copy the name
+// without padding it, and equal names must be equal keys.
+func (g *gen) comm(id *syntax.Ident, dst mem) {
+	n := min(16, dst.size)
+	g.zero(dst.at(0, n))
+	g.addr(asm.R1, dst)
+	g.emit(asm.Mov.Imm(asm.R2, int32(n)))
+	g.call(asm.FnGetCurrentComm)
+	if dst.size > n {
+		g.zero(dst.at(n, dst.size-n))
+	}
 }
 
 func argIndex(name string) (int, bool) {

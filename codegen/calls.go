@@ -79,113 +79,214 @@ func (g *gen) sendArgs(kind ActionKind, c *check.Call, args []syntax.Expr) *Acti
 // that made it.
 var coreArgs = check.TupleType([]*check.Type{check.TUint64})
 
+// A builtinFunc generates the calls of one builtin function, in the forms
+// its type calls for: as a statement, for those without a value or with
+// effects of their own there; as a value in a register; as a value in
+// memory. A form it lacks falls back as callStmt, callScalar and callMem
+// say.
+type builtinFunc struct {
+	stmt   func(g *gen, x *syntax.CallExpr, c *check.Call)
+	scalar func(g *gen, x *syntax.CallExpr, c *check.Call) operand
+	mem    func(g *gen, x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type)
+	ends   bool // the probe ends at the call: no code after it runs
+}
+
+// builtinFuncs says how each of the checker's builtin functions is
+// generated. Those the checker answers itself, with a constant or with
+// another expression, are absent; TestBuiltinsCovered holds the table
+// to check.Functions. It is filled in init, as assert generates calls
+// through it.
+var builtinFuncs map[string]builtinFunc
+
+func init() {
+	builtinFuncs = map[string]builtinFunc{
+		"printf": {stmt: func(g *gen, x *syntax.CallExpr, c *check.Call) { g.sendArgs(ActPrintf, c, x.Args[1:]) }},
+		"system": {stmt: func(g *gen, x *syntax.CallExpr, c *check.Call) { g.sendArgs(ActSystem, c, x.Args[1:]) }},
+		"cat":    {stmt: func(g *gen, x *syntax.CallExpr, c *check.Call) { g.sendArgs(ActCat, c, x.Args[1:]) }},
+		"errorf": {stmt: func(g *gen, x *syntax.CallExpr, c *check.Call) { g.report(ActErrorf, x, c) }},
+		"warnf":  {stmt: func(g *gen, x *syntax.CallExpr, c *check.Call) { g.report(ActWarnf, x, c) }},
+		"assert": {stmt: (*gen).assert},
+		// They held when the program was compiled; nothing is left to do.
+		"static_assert": {stmt: func(*gen, *syntax.CallExpr, *check.Call) {}},
+		"assert_str":    {stmt: func(*gen, *syntax.CallExpr, *check.Call) {}},
+		"print":         {stmt: (*gen).print},
+		"clear":         {stmt: func(g *gen, x *syntax.CallExpr, c *check.Call) { g.mapOp(ActClear, c) }},
+		"zero":          {stmt: func(g *gen, x *syntax.CallExpr, c *check.Call) { g.mapOp(ActZero, c) }},
+		"exit":          {stmt: (*gen).exit, ends: true},
+		"time": {stmt: func(g *gen, x *syntax.CallExpr, c *check.Call) {
+			a := g.action(&Action{Kind: ActTime, Text: c.Text})
+			g.emitRecord(g.record(a))
+		}},
+		"join": {stmt: (*gen).join},
+		"delete": {
+			stmt: func(g *gen, x *syntax.CallExpr, c *check.Call) {
+				for _, e := range c.Elems {
+					g.deleteElem(e)
+				}
+			},
+			scalar: func(g *gen, x *syntax.CallExpr, c *check.Call) operand { return g.deleted(c.Elems) },
+		},
+		"signal":        {stmt: func(g *gen, x *syntax.CallExpr, c *check.Call) { g.signal(x, asm.FnSendSignal) }},
+		"signal_thread": {stmt: func(g *gen, x *syntax.CallExpr, c *check.Call) { g.signal(x, asm.FnSendSignalThread) }},
+		"core":          {stmt: (*gen).core},
+		"unwatch":       {stmt: (*gen).unwatch},
+		"override":      {stmt: (*gen).override},
+
+		"ksym":         {scalar: firstArg},
+		"kptr":         {scalar: firstArg},
+		"uptr":         {scalar: firstArg},
+		"strerror":     {scalar: firstArg},
+		"cgroup_path":  {scalar: firstArg},
+		"syscall_name": {scalar: firstArg},
+		"signal_name":  {scalar: firstArg},
+		"strftime":     {scalar: func(g *gen, x *syntax.CallExpr, c *check.Call) operand { return g.scalar(x.Args[1]) }},
+		"kstack":       {scalar: stackCall},
+		"ustack":       {scalar: stackCall},
+		"reg": {scalar: func(g *gen, x *syntax.CallExpr, c *check.Call) operand {
+			off, _ := check.RegisterOffset(c.Text)
+			return g.ctxWord(int16(off))
+		}},
+		"strncmp":     {scalar: callOnly((*gen).strncmp)},
+		"bswap":       {scalar: callOnly((*gen).bswap)},
+		"strcontains": {scalar: func(g *gen, x *syntax.CallExpr, c *check.Call) operand { return g.search(x, false) }},
+		"strstr":      {scalar: func(g *gen, x *syntax.CallExpr, c *check.Call) operand { return g.search(x, true) }},
+		"strlen":      {scalar: callOnly((*gen).strlen)},
+		"skboutput":   {scalar: (*gen).skboutput},
+		"has_key":     {scalar: func(g *gen, x *syntax.CallExpr, c *check.Call) operand { return g.hasKey(c.Elems[0]) }},
+		"len": {scalar: func(g *gen, x *syntax.CallExpr, c *check.Call) operand {
+			if c.Map == nil {
+				return g.stackLen(g.typeOf(x.Args[0]))
+			}
+			return g.mapLen(c.Map)
+		}},
+		"pid":           {scalar: func(g *gen, x *syntax.CallExpr, c *check.Call) operand { return g.pidTid("pid", c.Text) }},
+		"tid":           {scalar: func(g *gen, x *syntax.CallExpr, c *check.Call) operand { return g.pidTid("tid", c.Text) }},
+		"nsecs":         {scalar: func(g *gen, x *syntax.CallExpr, c *check.Call) operand { return g.nsecs(c.Text) }},
+		"is_err":        {scalar: callOnly((*gen).isErr)},
+		"memcmp":        {scalar: callOnly((*gen).memcmp)},
+		"find":          {scalar: (*gen).find},
+		"write_user":    {scalar: callOnly((*gen).writeUser)},
+		"socket_cookie": {scalar: callOnly((*gen).socketCookie)},
+		"percpu_kaddr":  {scalar: (*gen).percpuKaddr},
+
+		"str":     {mem: (*gen).str},
+		"buf":     {mem: func(g *gen, x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) { g.buf(x, c, dst) }},
+		"usym":    {mem: (*gen).usym},
+		"ntop":    {mem: func(g *gen, x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) { g.ntop(x, c, dst) }},
+		"macaddr": {mem: func(g *gen, x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) { g.macaddr(x, c, dst) }},
+		"pton": {mem: func(g *gen, x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) {
+			g.storeRaw(dst, []byte(c.Text))
+		}},
+		"path": {mem: func(g *gen, x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) { g.path(x, dst) }},
+	}
+}
+
 // callStmt generates a call used as a statement.
 func (g *gen) callStmt(x *syntax.CallExpr) {
-	c := g.p.Calls[x]
-	switch x.Fun.Name {
-	case "printf":
-		g.sendArgs(ActPrintf, c, x.Args[1:])
-	case "system":
-		g.sendArgs(ActSystem, c, x.Args[1:])
-	case "cat":
-		g.sendArgs(ActCat, c, x.Args[1:])
-	case "errorf", "warnf":
-		kind := ActErrorf
-		if x.Fun.Name == "warnf" {
-			kind = ActWarnf
-		}
-		a := g.sendArgs(kind, c, x.Args[1:])
-		a.End, a.Origin = x.End(), c.Origin
-	case "assert":
-		cond := g.scalar(x.Args[0])
-		r := g.reg(cond, asm.R0)
-		g.free(cond)
-		holds := g.newLabel("assert")
-		g.emit(asm.JNE.Imm(r, 0, holds))
-		for _, s := range c.Then {
-			g.callStmt(s)
-		}
-		g.place(holds)
-	case "static_assert", "assert_str":
-		// It held when the program was compiled; nothing is left to do.
-	case "print":
-		if c.Map != nil {
-			a := g.action(&Action{Kind: ActPrintMap, Map: g.c.maps[c.Map], Top: c.Top, Div: c.Div})
-			g.emitRecord(g.record(a))
-			return
-		}
-		g.sendArgs(ActPrintValue, c, x.Args)
-	case "clear", "zero":
-		kind := ActClear
-		if x.Fun.Name == "zero" {
-			kind = ActZero
-		}
-		a := g.action(&Action{Kind: kind, Map: g.c.maps[c.Map]})
-		g.emitRecord(g.record(a))
-	case "exit":
-		if len(x.Args) == 0 {
-			a := g.action(&Action{Kind: ActExit})
-			g.emitRecord(g.record(a))
-		} else {
-			g.sendArgs(ActExit, nil, x.Args)
-		}
-		g.emit(asm.Ja.Label(g.exitLabel))
-	case "time":
-		a := g.action(&Action{Kind: ActTime, Text: c.Text})
-		g.emitRecord(g.record(a))
-	case "join":
-		g.join(x, c)
-	case "delete":
-		for _, e := range c.Elems {
-			g.deleteElem(e)
-		}
-	case "signal", "signal_thread":
-		op := g.scalar(x.Args[0])
-		g.load(asm.R1, op)
-		g.free(op)
-		if x.Fun.Name == "signal_thread" {
-			g.call(asm.FnSendSignalThread)
-		} else {
-			g.call(asm.FnSendSignal)
-		}
-	case "core":
-		// The process stops here, from inside the probe; user space
-		// dumps it and lets it go on.
-		g.emit(asm.Mov.Imm(asm.R1, int32(unix.SIGSTOP)))
-		g.call(asm.FnSendSignal)
-		a := g.action(&Action{Kind: ActCore, Text: c.Text, Args: coreArgs})
-		rec := g.record(a)
-		g.call(asm.FnGetCurrentPidTgid)
-		body := rec.at(headerSize, 8)
-		g.emit(asm.StoreMem(body.base, body.off, asm.R0, asm.DWord))
-		g.emitRecord(rec)
-	case "unwatch":
-		op := g.scalar(x.Args[0])
-		rec := g.record(g.action(&Action{Kind: ActUnwatch, Args: watchArgs}))
-		body := rec.at(headerSize, 8)
-		g.emit(asm.StoreMem(body.base, body.off, g.reg(op, asm.R1), asm.DWord))
-		g.free(op)
-		g.emitRecord(rec)
-	case "override":
-		op := g.scalar(x.Args[0])
-		if g.mech == MechFmodRet {
-			g.emit(asm.StoreMem(asm.R10, g.retSlot, g.reg(op, asm.R0), asm.DWord))
-		} else {
-			g.load(asm.R2, op)
-			g.emit(asm.Mov.Reg(asm.R1, regCtx))
-			g.call(asm.FnOverrideReturn)
-		}
-		g.free(op)
-	default:
-		// A value-returning call used as a statement: evaluate it for
-		// its effects.
-		t := g.typeOf(x)
-		if t.InRegister() {
-			g.free(g.scalar(x))
-		} else {
-			g.memOf(x)
-		}
+	if f := builtinFuncs[x.Fun.Name].stmt; f != nil {
+		f(g, x, g.p.Calls[x])
+		return
 	}
+	// A value-returning call used as a statement: evaluate it for its
+	// effects.
+	t := g.typeOf(x)
+	if t.InRegister() {
+		g.free(g.scalar(x))
+	} else {
+		g.memOf(x)
+	}
+}
+
+// report sends errorf's or warnf's record, which locates the call.
+func (g *gen) report(kind ActionKind, x *syntax.CallExpr, c *check.Call) {
+	a := g.sendArgs(kind, c, x.Args[1:])
+	a.End, a.Origin = x.End(), c.Origin
+}
+
+// assert runs the calls that report a failed assertion when its
+// condition is false.
+func (g *gen) assert(x *syntax.CallExpr, c *check.Call) {
+	cond := g.scalar(x.Args[0])
+	r := g.reg(cond, asm.R0)
+	g.free(cond)
+	holds := g.newLabel("assert")
+	g.emit(asm.JNE.Imm(r, 0, holds))
+	for _, s := range c.Then {
+		g.callStmt(s)
+	}
+	g.place(holds)
+}
+
+// print sends a map to print, or values.
+func (g *gen) print(x *syntax.CallExpr, c *check.Call) {
+	if c.Map != nil {
+		a := g.action(&Action{Kind: ActPrintMap, Map: g.c.maps[c.Map], Top: c.Top, Div: c.Div})
+		g.emitRecord(g.record(a))
+		return
+	}
+	g.sendArgs(ActPrintValue, c, x.Args)
+}
+
+// mapOp has user space clear or zero a map.
+func (g *gen) mapOp(kind ActionKind, c *check.Call) {
+	a := g.action(&Action{Kind: kind, Map: g.c.maps[c.Map]})
+	g.emitRecord(g.record(a))
+}
+
+// exit sends the exit record, with the status if given, and leaves the
+// probe.
+func (g *gen) exit(x *syntax.CallExpr, c *check.Call) {
+	if len(x.Args) == 0 {
+		a := g.action(&Action{Kind: ActExit})
+		g.emitRecord(g.record(a))
+	} else {
+		g.sendArgs(ActExit, nil, x.Args)
+	}
+	g.emit(asm.Ja.Label(g.exitLabel))
+}
+
+// signal sends the signal of the call's argument with helper fn.
+func (g *gen) signal(x *syntax.CallExpr, fn asm.BuiltinFunc) {
+	op := g.scalar(x.Args[0])
+	g.load(asm.R1, op)
+	g.free(op)
+	g.call(fn)
+}
+
+// core stops the process here, from inside the probe; user space dumps
+// it and lets it go on.
+func (g *gen) core(x *syntax.CallExpr, c *check.Call) {
+	g.emit(asm.Mov.Imm(asm.R1, int32(unix.SIGSTOP)))
+	g.call(asm.FnSendSignal)
+	a := g.action(&Action{Kind: ActCore, Text: c.Text, Args: coreArgs})
+	rec := g.record(a)
+	g.call(asm.FnGetCurrentPidTgid)
+	body := rec.at(headerSize, 8)
+	g.emit(asm.StoreMem(body.base, body.off, asm.R0, asm.DWord))
+	g.emitRecord(rec)
+}
+
+// unwatch has user space remove the watchpoint at an address.
+func (g *gen) unwatch(x *syntax.CallExpr, c *check.Call) {
+	op := g.scalar(x.Args[0])
+	rec := g.record(g.action(&Action{Kind: ActUnwatch, Args: watchArgs}))
+	body := rec.at(headerSize, 8)
+	g.emit(asm.StoreMem(body.base, body.off, g.reg(op, asm.R1), asm.DWord))
+	g.free(op)
+	g.emitRecord(rec)
+}
+
+// override sets the probed function's return value.
+func (g *gen) override(x *syntax.CallExpr, c *check.Call) {
+	op := g.scalar(x.Args[0])
+	if g.mech == MechFmodRet {
+		g.emit(asm.StoreMem(asm.R10, g.retSlot, g.reg(op, asm.R0), asm.DWord))
+	} else {
+		g.load(asm.R2, op)
+		g.emit(asm.Mov.Reg(asm.R1, regCtx))
+		g.call(asm.FnOverrideReturn)
+	}
+	g.free(op)
 }
 
 // join reads a NULL-terminated array of string pointers, such as
@@ -226,56 +327,24 @@ func readStrHelper(space check.AddrSpace) asm.BuiltinFunc {
 	return asm.FnProbeReadStr
 }
 
+// firstArg is the value of a call's first argument: ksym, strerror and
+// the others like them only type it, for user space to print, and kptr
+// and uptr for the checker to read through.
+func firstArg(g *gen, x *syntax.CallExpr, c *check.Call) operand { return g.scalar(x.Args[0]) }
+
+// callOnly adapts a generator that needs only the call, not what the
+// checker found of it.
+func callOnly(f func(*gen, *syntax.CallExpr) operand) func(*gen, *syntax.CallExpr, *check.Call) operand {
+	return func(g *gen, x *syntax.CallExpr, _ *check.Call) operand { return f(g, x) }
+}
+
+// stackCall is the stack id of kstack() or ustack().
+func stackCall(g *gen, x *syntax.CallExpr, c *check.Call) operand { return g.stackID(g.typeOf(x)) }
+
 // callScalar generates a call whose value fits a register.
 func (g *gen) callScalar(x *syntax.CallExpr) operand {
-	c := g.p.Calls[x]
-	switch x.Fun.Name {
-	case "ksym", "kptr", "uptr":
-		return g.scalar(x.Args[0])
-	case "kstack", "ustack":
-		return g.stackID(g.typeOf(x))
-	case "reg":
-		off, _ := check.RegisterOffset(c.Text)
-		return g.ctxWord(int16(off))
-	case "strncmp":
-		return g.strncmp(x)
-	case "strftime":
-		return g.scalar(x.Args[1])
-	case "strerror", "cgroup_path", "syscall_name", "signal_name":
-		return g.scalar(x.Args[0])
-	case "bswap":
-		return g.bswap(x)
-	case "strcontains", "strstr":
-		return g.search(x, x.Fun.Name == "strstr")
-	case "strlen":
-		return g.strlen(x)
-	case "skboutput":
-		return g.skboutput(x, c)
-	case "delete":
-		return g.deleted(c.Elems)
-	case "has_key":
-		return g.hasKey(c.Elems[0])
-	case "len":
-		if c.Map == nil {
-			return g.stackLen(g.typeOf(x.Args[0]))
-		}
-		return g.mapLen(c.Map)
-	case "pid", "tid":
-		return g.pidTid(x.Fun.Name, c.Text)
-	case "nsecs":
-		return g.nsecs(c.Text)
-	case "is_err":
-		return g.isErr(x)
-	case "memcmp":
-		return g.memcmp(x)
-	case "find":
-		return g.find(x, c)
-	case "write_user":
-		return g.writeUser(x)
-	case "socket_cookie":
-		return g.socketCookie(x)
-	case "percpu_kaddr":
-		return g.percpuKaddr(x, c)
+	if f := builtinFuncs[x.Fun.Name].scalar; f != nil {
+		return f(g, x, g.p.Calls[x])
 	}
 	g.c.errorf(x, "%s() has no integer value", x.Fun.Name)
 	return immOp(0)
@@ -321,33 +390,25 @@ func (g *gen) strncmp(x *syntax.CallExpr) operand {
 
 // callMem generates a call whose value lives in memory into dst.
 func (g *gen) callMem(x *syntax.CallExpr, dst mem, t *check.Type) {
-	c := g.p.Calls[x]
-	switch x.Fun.Name {
-	case "str":
-		g.str(x, c, dst, t)
-	case "buf":
-		g.buf(x, c, dst)
-	case "usym":
-		op := g.scalar(x.Args[0])
-		g.emit(asm.StoreMem(dst.base, dst.off, g.reg(op, asm.R0), asm.DWord))
-		g.free(op)
-		g.call(asm.FnGetCurrentPidTgid)
-		g.emit(asm.RSh.Imm(asm.R0, 32), asm.StoreMem(dst.base, dst.off+8, asm.R0, asm.DWord))
-	case "ntop":
-		g.ntop(x, c, dst)
-	case "macaddr":
-		g.macaddr(x, c, dst)
-	case "pton":
-		g.storeRaw(dst, []byte(c.Text))
-	case "path":
-		g.path(x, dst)
-	default:
-		if g.typeOf(x).InRegister() {
-			g.storeValue(x, dst, t)
-			return
-		}
-		g.c.errorf(x, "cannot generate %s()", x.Fun.Name)
+	if f := builtinFuncs[x.Fun.Name].mem; f != nil {
+		f(g, x, g.p.Calls[x], dst, t)
+		return
 	}
+	if g.typeOf(x).InRegister() {
+		g.storeValue(x, dst, t)
+		return
+	}
+	g.c.errorf(x, "cannot generate %s()", x.Fun.Name)
+}
+
+// usym stores the address and the process it belongs to, whose symbol
+// user space looks up.
+func (g *gen) usym(x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) {
+	op := g.scalar(x.Args[0])
+	g.emit(asm.StoreMem(dst.base, dst.off, g.reg(op, asm.R0), asm.DWord))
+	g.free(op)
+	g.call(asm.FnGetCurrentPidTgid)
+	g.emit(asm.RSh.Imm(asm.R0, 32), asm.StoreMem(dst.base, dst.off+8, asm.R0, asm.DWord))
 }
 
 // str reads a NUL-terminated string into dst; the rest of dst is zero so

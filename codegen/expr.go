@@ -544,17 +544,8 @@ func (g *gen) memInto(x syntax.Expr, dst mem, t *check.Type) {
 		g.convertMem(dst, t, g.vars[x.Name], xt)
 		return
 	case *syntax.Ident:
-		if x.Name == "comm" {
-			// Older kernels (6.1) copy the name without padding it, and
-			// equal names must be equal keys.
-			n := min(16, dst.size)
-			g.zero(dst.at(0, n))
-			g.addr(asm.R1, dst)
-			g.emit(asm.Mov.Imm(asm.R2, int32(n)))
-			g.call(asm.FnGetCurrentComm)
-			if dst.size > n {
-				g.zero(dst.at(n, dst.size-n))
-			}
+		if f := builtinVars[x.Name].mem; f != nil {
+			f(g, x, dst)
 			return
 		}
 	case *syntax.MapExpr:

@@ -48,8 +48,8 @@ func (g *gen) placeOf(x syntax.Expr) loc {
 	}
 	switch x := x.(type) {
 	case *syntax.Ident:
-		if x.Name == "args" {
-			return loc{kind: locCtx}
+		if f := builtinVars[x.Name].place; f != nil {
+			return f(g, x)
 		}
 	case *syntax.UnaryExpr:
 		if x.Op == syntax.MUL {

@@ -169,7 +169,7 @@ func jumps(s syntax.Stmt) bool {
 		return true
 	case *syntax.ExprStmt:
 		call, ok := s.X.(*syntax.CallExpr)
-		return ok && call.Fun.Name == "exit"
+		return ok && builtinFuncs[call.Fun.Name].ends
 	}
 	return false
 }
