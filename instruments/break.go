@@ -178,7 +178,7 @@ type breaker struct {
 
 	hits    int
 	pid     int    // the process stopped for --gdb and --stop
-	resumed uint64 // when the last dump let its process go, in nsecs
+	resumed uint64 // when the last dump began, in nsecs: hits before it shared its stop
 	err     error
 }
 
@@ -215,11 +215,14 @@ func (b *breaker) hit(w io.Writer, nsecs uint64, pid, tid int, comm string, regs
 		return nil
 	}
 	file := coreName(b.core, b.hits, b.count)
+	// A later hit is one after the dump began: Dump may let the process
+	// go itself, when the probe's stop had not taken effect yet, and the
+	// process may hit again before Dump returns.
+	b.resumed = monotonic()
 	size, err := coredump.Dump(file, pid, tid, regs)
 	clock := monotonic()
 	// Whatever happened, the process must not stay stopped.
 	unix.Kill(pid, unix.SIGCONT)
-	b.resumed = clock
 	if err != nil {
 		b.err = fmt.Errorf("%v (hit at %s)", err, b.fn)
 		b.cancel()
