@@ -611,7 +611,7 @@ func (c *checker) checkSignal(x *syntax.CallExpr, call *Call) *Type {
 	if !c.nargs(x, 1, 1) {
 		return nil
 	}
-	if c.probe.Provider == "BEGIN" || c.probe.Provider == "END" {
+	if runByKinst(c.probe.Provider) {
 		c.errorf(x, "%s() has no process to signal in %s", x.Fun.Name, c.probe.Provider)
 		return nil
 	}
@@ -649,7 +649,7 @@ func (c *checker) checkCore(x *syntax.CallExpr, call *Call) *Type {
 	if !c.nargs(x, 1, 1) {
 		return nil
 	}
-	if c.probe.Provider == "BEGIN" || c.probe.Provider == "END" {
+	if runByKinst(c.probe.Provider) {
 		c.errorf(x, "core() has no process to dump in %s", c.probe.Provider)
 		return nil
 	}
@@ -1036,7 +1036,7 @@ func (c *checker) checkStack(x *syntax.CallExpr, call *Call) *Type {
 	if !c.nargs(x, 0, 2) {
 		return nil
 	}
-	if c.probe.Provider == "BEGIN" || c.probe.Provider == "END" {
+	if runByKinst(c.probe.Provider) {
 		c.errorf(x, "%s has no meaning in %s: no code was interrupted", x.Fun.Name, c.probe.Provider)
 		return nil
 	}
