@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/internal/runhook"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/session"
@@ -57,6 +58,12 @@ type RunOptions struct {
 	// itself or while the output takes no writes, ends the process by
 	// that signal, as the kinst command ends.
 	Signals <-chan os.Signal
+	// Mode, when RunTests or RunBenchmarks, runs the program's test or
+	// bench probes as bpftrace 0.26.1's --test and --bench do, and
+	// prints their results to Output, which it needs. Start then returns
+	// once the run has ended, with a [FailedError] when tests or
+	// benchmarks failed.
+	Mode Mode
 
 	// hook, set through kinst.dev/kinst/internal/runhook, adjusts
 	// the runtime's options before the run, for what this package does
@@ -123,6 +130,24 @@ type InterruptError = session.InterruptError
 // descriptors than the process may open.
 type FileLimitError = session.FileLimitError
 
+// A FailedError is Wait's error when tests or benchmarks failed in the
+// mode RunOptions.Mode asked for.
+type FailedError = session.FailedError
+
+// Mode says what a run runs: the probes, or bpftrace 0.26.1's test or
+// bench probes.
+type Mode = session.Mode
+
+// The modes of RunOptions.Mode. RunTests and RunBenchmarks run BEGIN,
+// then each test or bench probe in source order, then END; nothing else
+// is attached and the maps are not printed at the end. In RunProbes,
+// the default, test and bench probes are left alone.
+const (
+	RunProbes     = session.RunProbes
+	RunTests      = session.RunTests
+	RunBenchmarks = session.RunBenchmarks
+)
+
 // Buffering says when RunOptions.Output is written, as -B does.
 type Buffering = session.Buffering
 
@@ -169,6 +194,12 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 	if h != nil && ro.Output != nil {
 		return nil, errors.New("kinst: records go to RunOptions.Output: no Handler is called then")
 	}
+	if ro.Mode != RunProbes && ro.Output == nil {
+		return nil, errors.New("kinst: tests and benchmarks print their results to RunOptions.Output, which is not set")
+	}
+	if ro.Mode != RunProbes && p.out.Compat == compat.V017 {
+		return nil, errors.New("kinst: bpftrace 0.17 has no test or bench mode")
+	}
 	r := &Run{stop: make(chan struct{}), done: make(chan struct{}), printed: ro.Output != nil}
 	attached := make(chan struct{})
 	opts := p.runOptions()
@@ -179,7 +210,7 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 	if ro.JSON {
 		opts.Format = session.JSON
 	}
-	opts.Buffering, opts.Signals, opts.Stop = ro.Buffering, ro.Signals, r.stop
+	opts.Buffering, opts.Signals, opts.Stop, opts.Mode = ro.Buffering, ro.Signals, r.stop, ro.Mode
 	if ro.Output == nil {
 		opts.Out, opts.Stdout, opts.Quiet = io.Discard, io.Discard, true
 		opts.Records = func(rec *session.Record) error {

@@ -67,13 +67,14 @@ func (s *Session) handle(rec []byte) {
 	case codegen.ActExit:
 		s.exit(a, body)
 	case codegen.ActHelperError:
+		s.errCount++
 		if s.opts.NoWarnings {
 			break
 		}
 		errno := int64(le.Uint64(body[a.Args.Offsets[0]:]))
 		old := s.out.Compat == compat.V017
 		he := output.HelperError{Helper: a.Text, Retcode: errno}
-		if s.opts.Format == JSON {
+		if s.jsonDiagnostics() {
 			// Both releases report it in the output, as an object there.
 			p := s.out.File.Position(a.Pos)
 			he.File, he.Line, he.Column = s.sourceName(p.Filename), p.Line, p.Column
@@ -82,7 +83,7 @@ func (s *Session) handle(rec []byte) {
 		}
 		w := &syntax.Error{File: s.out.File, Pos: a.Pos, End: a.Pos, Msg: "WARNING: " + he.Message(old)}
 		s.buf.Flush()
-		fmt.Fprintln(s.opts.Stderr, w.Detail())
+		fmt.Fprintln(s.diagnostics(), w.Detail())
 	case codegen.ActErrorf, codegen.ActWarnf:
 		err = s.diagnostic(a, body)
 	case codegen.ActCore:
@@ -328,6 +329,9 @@ func (s *Session) sourceName(name string) string {
 // Stderr as "FILE:LINE:COL-ENDCOL: ERROR: message" (or WARNING, which
 // --no-warnings silences), or in JSON as an errorf or warnf record.
 func (s *Session) diagnostic(a *codegen.Action, body []byte) error {
+	if a.Kind == codegen.ActErrorf {
+		s.errCount++
+	}
 	if a.Kind == codegen.ActWarnf && s.opts.NoWarnings {
 		return nil
 	}
@@ -340,7 +344,7 @@ func (s *Session) diagnostic(a *codegen.Action, body []byte) error {
 	if o := a.Origin; o != nil {
 		file, line, col, endCol = o.File, o.Line, o.Col, o.EndCol
 	}
-	if s.opts.Format == JSON {
+	if s.jsonDiagnostics() {
 		typ := "errorf"
 		if a.Kind == codegen.ActWarnf {
 			typ = "warnf"
@@ -354,8 +358,24 @@ func (s *Session) diagnostic(a *codegen.Action, body []byte) error {
 		level = "WARNING"
 	}
 	s.buf.Flush()
-	_, err = fmt.Fprintf(s.opts.Stderr, "%s:%d:%d-%d: %s: %s\n", file, line, col, endCol, level, strings.TrimSuffix(msg, "\n"))
+	_, err = fmt.Fprintf(s.diagnostics(), "%s:%d:%d-%d: %s: %s\n", file, line, col, endCol, level, strings.TrimSuffix(msg, "\n"))
 	return err
+}
+
+// jsonDiagnostics reports whether errorf(), warnf() and failed helpers
+// are reported as JSON records in the output, rather than as text.
+func (s *Session) jsonDiagnostics() bool {
+	return s.opts.Format == JSON && s.captured == nil
+}
+
+// diagnostics is where errorf(), warnf() and failed helpers are reported
+// in text: standard error, or while a test or bench runs, with what it
+// prints.
+func (s *Session) diagnostics() io.Writer {
+	if s.captured != nil {
+		return s.captured
+	}
+	return s.opts.Stderr
 }
 
 // jsonString quotes s as a JSON string, leaving <, > and & as they are.
