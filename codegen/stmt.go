@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/cilium/ebpf"
@@ -105,6 +106,10 @@ func (g *gen) prologue() {
 	g.pending = ""
 	g.cur = g.p.Syntax.Pos()
 	g.emit(asm.Mov.Reg(regCtx, asm.R1))
+	if g.retSlot != 0 {
+		// Set before anything may leave the program.
+		g.storeImm(asm.R10, g.retSlot, 0, asm.DWord)
+	}
 	if g.mech == MechSyscalls {
 		g.syscallFilter()
 	}
@@ -127,9 +132,6 @@ func (g *gen) prologue() {
 	for _, n := range names {
 		g.zero(g.vars[n])
 	}
-	if g.retSlot != 0 {
-		g.storeImm(asm.R10, g.retSlot, 0, asm.DWord)
-	}
 	g.insns = append(g.insns, body...)
 	g.pos = append(g.pos, pos...)
 	g.pending = pending
@@ -146,7 +148,8 @@ func (g *gen) block(b *syntax.Block, lp *loop) {
 	}
 }
 
-// jumps reports whether s always leaves the statements after it.
+// jumps reports whether s always leaves the statements after it: a
+// jump, exit(), a block with one, or an if whose branches both leave.
 func jumps(s syntax.Stmt) bool {
 	switch s := s.(type) {
 	case *syntax.JumpStmt:
@@ -154,6 +157,10 @@ func jumps(s syntax.Stmt) bool {
 	case *syntax.ExprStmt:
 		call, ok := s.X.(*syntax.CallExpr)
 		return ok && call.Fun.Name == "exit"
+	case *syntax.Block:
+		return slices.ContainsFunc(s.Stmts, jumps)
+	case *syntax.IfStmt:
+		return s.Else != nil && jumps(s.Then) && jumps(s.Else)
 	}
 	return false
 }
@@ -221,7 +228,7 @@ func (g *gen) stmt(s syntax.Stmt, lp *loop) {
 		g.free(c)
 		g.emit(asm.JEq.Imm(r, 0, els))
 		g.block(s.Then, lp)
-		if s.Else != nil {
+		if s.Else != nil && !jumps(s.Then) {
 			g.emit(asm.Ja.Label(done))
 		}
 		g.place(els)
