@@ -327,8 +327,9 @@ type Probe struct {
 	// expanded: "tracepoint:syscalls:sys_enter_openat", …
 	Targets []string
 	// Mechanism is how it attaches: "test_run" for BEGIN and END, which
-	// kinst runs itself, "tracepoint", "perf_event", "uprobe", "kprobe",
-	// "fentry", …; Why says why that one was chosen.
+	// kinst runs itself, "xdp" for test and bench probes, which it runs
+	// in the modes of RunOptions.Mode, "tracepoint", "perf_event",
+	// "uprobe", "kprobe", "fentry", …; Why says why that one was chosen.
 	Mechanism string
 	Why       string
 }

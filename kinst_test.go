@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -361,6 +362,39 @@ func TestOutputAndHandler(t *testing.T) {
 	_, err = prog.StartWith(context.Background(), func(kinst.Record) {}, &kinst.RunOptions{Output: os.Stdout})
 	if want := "kinst: records go to RunOptions.Output: no Handler is called then"; err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
+// RunOptions.Mode runs the test probes, printing their results to
+// Output, and Start ends with a FailedError naming those that failed; it
+// needs Output, and the default release.
+func TestTestMode(t *testing.T) {
+	testenv.Root(t)
+	prog, err := kinst.Compile("t.bt", []byte(`test:pass { } test:fail { printf("%d\n", 7); return 1; }`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prog.StartWith(context.Background(), nil, &kinst.RunOptions{Mode: kinst.RunTests}); err == nil {
+		t.Error("RunTests without Output started")
+	}
+	var out strings.Builder
+	_, err = prog.StartWith(context.Background(), nil, &kinst.RunOptions{Output: &out, JSON: true, Mode: kinst.RunTests})
+	var fe *kinst.FailedError
+	if !errors.As(err, &fe) || !slices.Equal(fe.Names, []string{"fail"}) || err.Error() != "1 test failed: fail" {
+		t.Errorf("got %v, want a FailedError naming fail", err)
+	}
+	got := regexp.MustCompile(`"duration": \d+`).ReplaceAllString(out.String(), `"duration": N`)
+	want := `{"type": "test_result", "data": {"pass": {"duration": N, "passed": true, "output": ""}}}` + "\n" +
+		`{"type": "test_result", "data": {"fail": {"duration": N, "passed": false, "output": "7\n"}}}` + "\n"
+	if got != want {
+		t.Errorf("output:\n%s\nwant:\n%s", got, want)
+	}
+	old, err := kinst.Compile("t.bt", []byte(`BEGIN { exit() }`), &kinst.Options{Compat: "0.17"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.StartWith(context.Background(), nil, &kinst.RunOptions{Output: &out, Mode: kinst.RunBenchmarks}); err == nil {
+		t.Error("RunBenchmarks started in the 0.17 mode")
 	}
 }
 

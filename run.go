@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/export/prom"
 	"kinst.dev/kinst/output"
@@ -63,6 +64,12 @@ type RunOptions struct {
 	// Observer, when set, sees what the run sends before it is printed
 	// to Output, and may print it its own way: see [Observer].
 	Observer Observer
+	// Mode, when RunTests or RunBenchmarks, runs the program's test or
+	// bench probes as bpftrace 0.26.1's --test and --bench do, and
+	// prints their results to Output, which it needs. Start then returns
+	// once the run has ended, with a [FailedError] when tests or
+	// benchmarks failed.
+	Mode Mode
 }
 
 // A Run is one run of a program. Its probes stay attached until the
@@ -192,6 +199,8 @@ func apiError(err error) error {
 		return &InterruptError{Signal: e.Signal}
 	case *session.FileLimitError:
 		return &FileLimitError{Probes: e.Probes, Limit: e.Limit}
+	case *session.FailedError:
+		return &FailedError{Mode: Mode(e.Mode), Names: e.Names}
 	case *session.VerifierError:
 		ve := &VerifierError{Msg: e.Err.Msg, Log: e.Log, Err: e.Cause, session: e}
 		if e.Err.File != nil {
@@ -202,6 +211,31 @@ func apiError(err error) error {
 	}
 	return err
 }
+
+// A FailedError is Wait's error when tests or benchmarks failed in the
+// mode RunOptions.Mode asked for: the output says which and why.
+type FailedError struct {
+	Mode  Mode
+	Names []string // the tests or benchmarks that failed
+}
+
+func (e *FailedError) Error() string {
+	return (&session.FailedError{Mode: session.Mode(e.Mode), Names: e.Names}).Error()
+}
+
+// Mode says what a run runs: the probes, or bpftrace 0.26.1's test or
+// bench probes.
+type Mode int
+
+// The modes of RunOptions.Mode. RunTests and RunBenchmarks run BEGIN,
+// then each test or bench probe in source order, then END; nothing else
+// is attached and the maps are not printed at the end. In RunProbes,
+// the default, test and bench probes are left alone.
+const (
+	RunProbes Mode = iota
+	RunTests
+	RunBenchmarks
+)
 
 // Buffering says when RunOptions.Output is written, as -B does.
 type Buffering int
@@ -275,6 +309,12 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 	if h != nil && ro.Output != nil {
 		return nil, errors.New("kinst: records go to RunOptions.Output: no Handler is called then")
 	}
+	if ro.Mode != RunProbes && ro.Output == nil {
+		return nil, errors.New("kinst: tests and benchmarks print their results to RunOptions.Output, which is not set")
+	}
+	if ro.Mode != RunProbes && p.out.Compat == compat.V017 {
+		return nil, errors.New("kinst: bpftrace 0.17 has no test or bench mode")
+	}
 	r := &Run{stop: make(chan struct{}), done: make(chan struct{}), printed: ro.Output != nil, prog: p, usyms: elfsym.NewSymbolizer()}
 	attached := make(chan struct{})
 	opts := p.runOptions()
@@ -285,7 +325,7 @@ func (p *Program) StartWith(ctx context.Context, h Handler, ro *RunOptions) (*Ru
 	if ro.JSON {
 		opts.Format = session.JSON
 	}
-	opts.Buffering, opts.Signals, opts.Stop = ro.Buffering.session(), ro.Signals, r.stop
+	opts.Buffering, opts.Signals, opts.Stop, opts.Mode = ro.Buffering.session(), ro.Signals, r.stop, session.Mode(ro.Mode)
 	opts.Symbolizer = r.usyms
 	if ro.Output == nil {
 		opts.Out, opts.Stdout, opts.Quiet = io.Discard, io.Discard, true

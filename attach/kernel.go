@@ -92,6 +92,7 @@ func (Kernel) Kfunc(name string) bool { return kernel.HasFunc(name) }
 // about for kfunc_allowed, by probe type; the others are kprobes.
 var kfuncProgTypes = map[string]ebpf.ProgramType{
 	"BEGIN": ebpf.RawTracepoint, "END": ebpf.RawTracepoint,
+	"test": ebpf.XDP, "bench": ebpf.XDP,
 	"tracepoint": ebpf.TracePoint,
 	"profile":    ebpf.PerfEvent, "interval": ebpf.PerfEvent, "software": ebpf.PerfEvent,
 	"hardware": ebpf.PerfEvent, "watchpoint": ebpf.PerfEvent,

@@ -51,6 +51,7 @@ var prefixes = map[kind][]string{
 	{ebpf.Tracing, ebpf.AttachTraceFExit}:      {"fexit"},
 	{ebpf.Tracing, ebpf.AttachModifyReturn}:    {"fmod_ret"},
 	{ebpf.Tracing, ebpf.AttachTraceIter}:       {"iter"},
+	{ebpf.XDP, ebpf.AttachXDP}:                 {"xdp"},
 }
 
 // defaultSection returns the section name a program is written in when

@@ -65,6 +65,7 @@ func TestRoundTrip(t *testing.T) {
 		{&ebpf.ProgramSpec{Type: ebpf.TracePoint, SectionName: "tracepoint/sched/sched_switch"}, "tracepoint/sched/sched_switch", "sched/sched_switch"},
 		{&ebpf.ProgramSpec{Type: ebpf.RawTracepoint}, "raw_tracepoint", ""},
 		{&ebpf.ProgramSpec{Type: ebpf.PerfEvent}, "perf_event", ""},
+		{&ebpf.ProgramSpec{Type: ebpf.XDP, AttachType: ebpf.AttachXDP}, "xdp", ""},
 		{&ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: "vfs_read"}, "fentry/vfs_read", "vfs_read"},
 		{&ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFExit, AttachTo: "vfs_read"}, "fexit/vfs_read", "vfs_read"},
 		{&ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachModifyReturn, AttachTo: "security_file_open"}, "fmod_ret/security_file_open", "security_file_open"},

@@ -36,6 +36,9 @@ func TestKinstPrograms(t *testing.T) {
 		{`BEGIN { printf("hi\n"); exit(); } END { @x = 1; }`, []string{"raw_tracepoint", "raw_tracepoint"}, testenv.RawTracepoint},
 		{`profile:hz:99 { @[cpu] = count(); } interval:s:1 { print(@); }`, []string{"perf_event", "perf_event"}, testenv.PerfEvent},
 		{`rawtracepoint:sched_switch { @s = sum(arg0); }`, []string{"raw_tracepoint/sched_switch"}, testenv.RawTracepoint},
+		// Test and bench probes are XDP programs, which BPF_PROG_TEST_RUN
+		// repeats and times.
+		{`test:a { @n = count(); return 1; } bench:b { @m = count(); }`, []string{"xdp", "xdp"}, testenv.Ringbuf},
 		// A trampoline names its function; skboutput() adds a perf
 		// event array.
 		{`fexit:ip_output { @r[retval] = count(); skboutput("/dev/null", args->skb, 20, 0); }`, []string{"fexit/ip_output"}, testenv.Fexit},

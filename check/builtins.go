@@ -64,7 +64,7 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		case "kprobe", "kretprobe", "uprobe", "uretprobe", "usdt", "profile", "interval", "software", "hardware", "watchpoint", "asyncwatchpoint":
 			// Read from the interrupted registers' code segment.
 			p.Uses[name] = true
-		case "BEGIN", "END", "self":
+		case "BEGIN", "END", "self", "test", "bench":
 			// bpftrace runs these in its own process.
 			c.setConst(id, Const{Int: 1})
 		default:
@@ -99,7 +99,7 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		}
 		return TUint64
 	case "kstack", "ustack":
-		if p.Provider == "BEGIN" || p.Provider == "END" {
+		if runByKinst(p.Provider) {
 			c.errorf(id, "%s has no meaning in %s: no code was interrupted", name, p.Provider)
 			return nil
 		}
@@ -134,7 +134,7 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		}
 		return p.Args
 	case "ctx":
-		if p.Provider == "BEGIN" || p.Provider == "END" {
+		if runByKinst(p.Provider) {
 			c.errorf(id, "ctx has no meaning in %s", p.Provider)
 			return nil
 		}
@@ -229,6 +229,8 @@ func probeType(provider string) string {
 	switch provider {
 	case "BEGIN", "END", "self":
 		return "special"
+	case "bench":
+		return "benchmark"
 	case "asyncwatchpoint":
 		return "watchpoint"
 	}

@@ -628,7 +628,7 @@ func (c *checker) checkSignal(x *syntax.CallExpr, call *Call) *Type {
 	if !c.nargs(x, 1, 1) {
 		return nil
 	}
-	if c.probe.Provider == "BEGIN" || c.probe.Provider == "END" {
+	if runByKinst(c.probe.Provider) {
 		c.errorf(x, "%s() has no process to signal in %s", x.Fun.Name, c.probe.Provider)
 		return nil
 	}
@@ -666,7 +666,7 @@ func (c *checker) checkCore(x *syntax.CallExpr, call *Call) *Type {
 	if !c.nargs(x, 1, 1) {
 		return nil
 	}
-	if c.probe.Provider == "BEGIN" || c.probe.Provider == "END" {
+	if runByKinst(c.probe.Provider) {
 		c.errorf(x, "core() has no process to dump in %s", c.probe.Provider)
 		return nil
 	}
@@ -1053,7 +1053,7 @@ func (c *checker) checkStack(x *syntax.CallExpr, call *Call) *Type {
 	if !c.nargs(x, 0, 2) {
 		return nil
 	}
-	if c.probe.Provider == "BEGIN" || c.probe.Provider == "END" {
+	if runByKinst(c.probe.Provider) {
 		c.errorf(x, "%s has no meaning in %s: no code was interrupted", x.Fun.Name, c.probe.Provider)
 		return nil
 	}

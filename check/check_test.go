@@ -333,6 +333,25 @@ func TestUnitsSplitByContext(t *testing.T) {
 	// that one of them lacks.
 }
 
+// TestTestProbesApart: each test or bench attach point is a probe of its
+// own, which runs and reports alone, named by what follows its type.
+func TestTestProbesApart(t *testing.T) {
+	prog, err := checkSrc(t, "test:a, test:b, bench:a { @n = count() }", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range prog.Probes {
+		for _, tg := range p.Targets {
+			got = append(got, p.Provider+" "+tg.Name+" "+tg.FullName())
+		}
+	}
+	want := []string{"test a test:a", "test b test:b", "bench a bench:a"}
+	if !slices.Equal(got, want) {
+		t.Errorf("probes %q, want %q", got, want)
+	}
+}
+
 // fakeKernel knows one enum constant and two structs.
 type fakeKernel struct{}
 

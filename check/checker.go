@@ -182,6 +182,9 @@ type checker struct {
 	vars map[varKey]map[string]*Type
 	// decls holds the program's C declarations.
 	decls declared
+	// named holds the attach point of each test and bench probe, by
+	// its full name, which must be unique.
+	named map[string]*syntax.AttachPoint
 
 	// per probe
 	probe  *Probe
@@ -254,6 +257,11 @@ func (c *checker) resolve(prog *syntax.Program) (units []unit, skipped []*syntax
 		var absentAt []string
 		seen := map[targetKey]bool{}
 		for _, ap := range p.Points {
+			if c.conf.Compat == compat.V017 && isTestOrBench(ap.Provider) {
+				// bpftrace 0.17 has neither.
+				c.errs.Add(c.file, ap.Pos(), ap.Pos()+syntax.Pos(len(ap.Provider)), "unknown probe type %q", ap.Provider)
+				continue
+			}
 			targets, err := c.resolvePoint(ap)
 			if err != nil {
 				e := &syntax.Error{File: c.file, Pos: ap.Pos(), End: ap.End(), Msg: err.Error(), Err: err}
@@ -380,6 +388,8 @@ func (c *checker) resolvePoint(ap *syntax.AttachPoint) ([]*Target, error) {
 		return []*Target{t}, nil
 	case "self":
 		return selfTargets(ap)
+	case "test", "bench":
+		return c.namedTargets(ap)
 	}
 	if c.conf.Resolver == nil {
 		return nil, fmt.Errorf("no resolver for %s probes", ap.Provider)
@@ -415,7 +425,8 @@ func (c *checker) resolvePoint(ap *syntax.AttachPoint) ([]*Target, error) {
 func addTarget(units []unit, p *syntax.Probe, t *Target, usesArgs bool) []unit {
 	for i := range units {
 		u := &units[i]
-		if u.provider != t.Provider {
+		if u.provider != t.Provider || isTestOrBench(t.Provider) {
+			// Each test and bench probe runs, and reports, on its own.
 			continue
 		}
 		if usesArgs && !sameContext(u.targets[0], t) {
@@ -578,8 +589,16 @@ func (c *checker) stmt(s syntax.Stmt) {
 		if s.Tok != syntax.RETURN && c.inLoop == 0 {
 			c.errorf(s, "%s is only allowed inside a loop", s.Tok)
 		}
-		if s.X != nil {
+		switch {
+		case s.X == nil:
+		case c.conf.Compat == compat.V017:
 			c.exprStmt(s.X)
+		default:
+			// A probe returns a 64-bit integer, which decides whether a
+			// test passes or a bench is skipped.
+			if t := c.expr(s.X); t != nil && (t.Kind != Int || t.IsBool()) {
+				c.errorf(s.X, "Probe return values can only be integers. Found %s", t)
+			}
 		}
 	case *syntax.DiscardStmt:
 		c.exprStmt(s.X)

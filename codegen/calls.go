@@ -280,7 +280,7 @@ func (g *gen) unwatch(x *syntax.CallExpr, c *check.Call) {
 func (g *gen) override(x *syntax.CallExpr, c *check.Call) {
 	op := g.scalar(x.Args[0])
 	if g.mech == MechFmodRet {
-		g.emit(asm.StoreMem(asm.R10, g.retSlot, g.reg(op, asm.R0), asm.DWord))
+		g.storeRet(g.reg(op, asm.R0))
 	} else {
 		g.load(asm.R2, op)
 		g.emit(asm.Mov.Reg(asm.R1, regCtx))

@@ -42,7 +42,10 @@ type gen struct {
 	table     *ebpf.MapSpec
 	tableName string
 	idSlot    int16
-	retSlot   int16 // fmod_ret: stack slot holding the return value; 0 if none
+	retSlot   int16 // fmod_ret, test and bench: stack slot holding the return value; 0 if none
+	// cbStruct, in a loop's callback, is the slot holding the pointer to
+	// the struct the caller filled; nil in the probe's own frame.
+	cbStruct *mem
 
 	// Callbacks of for ($kv : @map) loops, put after the program's exit.
 	subprogs   asm.Instructions

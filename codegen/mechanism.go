@@ -28,6 +28,7 @@ const (
 	MechUprobe        Mechanism = "uprobe"         // one uprobe link per function
 	MechUprobeMulti   Mechanism = "uprobe.multi"   // one link for every function of a file
 	MechIter          Mechanism = "iter"           // a BPF iterator, run when kinst reads it
+	MechXDP           Mechanism = "xdp"            // test and bench probes, run by kinst itself
 )
 
 // ParseMechanism reads a mechanism name, as --attach takes it.
@@ -68,6 +69,10 @@ func (c *compiler) choose(p *check.Probe) (Mechanism, string) {
 		return MechTestRun, "BEGIN and END run once, in kinst's own context"
 	case "self":
 		return MechTestRun, "self:signal probes run in kinst's own context when kinst receives the signal"
+	case "test", "bench":
+		// The kernel repeats and times BPF_PROG_TEST_RUN for XDP
+		// programs, not for raw tracepoints.
+		return MechXDP, "test and bench probes run as XDP programs, which the kernel can run repeatedly and time"
 	case "tracepoint":
 		if dir, ok := c.syscallFamily(p.Targets); ok {
 			return MechSyscalls, fmt.Sprintf("one perf event on raw_syscalls:%s serves all %d syscalls tracepoints, told apart by system call number", dir, len(p.Targets))
@@ -172,6 +177,8 @@ func programType(m Mechanism, ret bool) (ebpf.ProgramType, ebpf.AttachType) {
 		return ebpf.Tracing, ebpf.AttachModifyReturn
 	case MechIter:
 		return ebpf.Tracing, ebpf.AttachTraceIter
+	case MechXDP:
+		return ebpf.XDP, ebpf.AttachXDP
 	}
 	return ebpf.Kprobe, ebpf.AttachNone
 }

@@ -42,6 +42,8 @@ func TestChoose(t *testing.T) {
 	}{
 		{"begin", probe("BEGIN"), all, "", MechTestRun, "BEGIN and END run once, in kinst's own context"},
 		{"end forced", probe("END"), all, MechKprobe, MechTestRun, "BEGIN and END run once, in kinst's own context"},
+		{"test", probe("test"), all, "", MechXDP, "test and bench probes run as XDP programs, which the kernel can run repeatedly and time"},
+		{"bench forced", probe("bench"), all, MechKprobe, MechXDP, "test and bench probes run as XDP programs, which the kernel can run repeatedly and time"},
 		{"tracepoint", probe("tracepoint"), nil, "", MechTracepoint, "tracepoints attach through perf events"},
 		{"rawtracepoint", probe("rawtracepoint"), nil, "", MechRawTracepoint, "raw tracepoints attach by name"},
 		{"interval", probe("interval"), nil, "", MechPerfEvent, "timers are perf events"},

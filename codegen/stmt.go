@@ -36,7 +36,7 @@ func (g *gen) body() {
 	probe := g.p.Syntax
 	g.cur = probe.Pos()
 	g.allocVars()
-	if g.mech == MechFmodRet {
+	if g.mech == MechFmodRet || g.mech == MechXDP {
 		g.retSlot = g.allocStack(8).off
 	}
 	if g.mech == MechSyscalls {
@@ -121,6 +121,10 @@ func (g *gen) prologue() {
 	g.pending = ""
 	g.cur = g.p.Syntax.Pos()
 	g.emit(asm.Mov.Reg(regCtx, asm.R1))
+	if g.retSlot != 0 {
+		// Set before anything may leave the program.
+		g.storeImm(asm.R10, g.retSlot, 0, asm.DWord)
+	}
 	if g.mech == MechSyscalls {
 		g.syscallFilter()
 	}
@@ -143,9 +147,6 @@ func (g *gen) prologue() {
 	for _, n := range names {
 		g.zero(g.vars[n])
 	}
-	if g.retSlot != 0 {
-		g.storeImm(asm.R10, g.retSlot, 0, asm.DWord)
-	}
 	g.insns = append(g.insns, body...)
 	g.pos = append(g.pos, pos...)
 	g.pending = pending
@@ -162,7 +163,8 @@ func (g *gen) block(b *syntax.Block, lp *loop) {
 	}
 }
 
-// jumps reports whether s always leaves the statements after it.
+// jumps reports whether s always leaves the statements after it: a
+// jump, exit(), a block with one, or an if whose branches both leave.
 func jumps(s syntax.Stmt) bool {
 	switch s := s.(type) {
 	case *syntax.JumpStmt:
@@ -170,6 +172,10 @@ func jumps(s syntax.Stmt) bool {
 	case *syntax.ExprStmt:
 		call, ok := s.X.(*syntax.CallExpr)
 		return ok && builtinFuncs[call.Fun.Name].ends
+	case *syntax.Block:
+		return slices.ContainsFunc(s.Stmts, jumps)
+	case *syntax.IfStmt:
+		return s.Else != nil && jumps(s.Then) && jumps(s.Else)
 	}
 	return false
 }
@@ -237,7 +243,7 @@ func (g *gen) stmt(s syntax.Stmt, lp *loop) {
 		g.free(c)
 		g.emit(asm.JEq.Imm(r, 0, els))
 		g.block(s.Then, lp)
-		if s.Else != nil {
+		if s.Else != nil && !jumps(s.Then) {
 			g.emit(asm.Ja.Label(done))
 		}
 		g.place(els)
@@ -276,9 +282,16 @@ func (g *gen) stmt(s syntax.Stmt, lp *loop) {
 	case *syntax.JumpStmt:
 		switch s.Tok {
 		case syntax.RETURN:
-			if s.X != nil {
-				// A probe's return value means nothing; what computing
-				// it does still happens.
+			switch {
+			case s.X != nil && g.mech == MechXDP:
+				// A test fails, and a bench is skipped, by a value
+				// other than 0.
+				op := g.scalar(s.X)
+				g.storeRet(g.reg(op, asm.R0))
+				g.free(op)
+			case s.X != nil:
+				// Elsewhere a probe's return value means nothing; what
+				// computing it does still happens.
 				g.exprStmt(s.X)
 			}
 			g.emit(asm.Ja.Label(g.exitLabel))
@@ -355,7 +368,7 @@ func (g *gen) loopsByHelper(s *syntax.ForStmt) bool {
 // frame, which also carries From. More than 1<<23 rounds, bpf_loop's
 // limit, are cut to that many.
 func (g *gen) forLoopHelper(s *syntax.ForStmt, t *check.Type) {
-	cs := g.allocStack(forSize)
+	cs := g.allocStack(g.forSize())
 	g.storeBound(s.From, t, mem{base: cs.base, off: cs.off + forStart, size: 8})
 	end := g.alloc(8, 8)
 	g.storeBound(s.To, t, end)
@@ -371,11 +384,13 @@ func (g *gen) forLoopHelper(s *syntax.ForStmt, t *check.Type) {
 	g.emit(asm.StoreMem(cs.base, cs.off+forCtx, regCtx, asm.DWord),
 		asm.StoreMem(cs.base, cs.off+forScr, regScratch, asm.DWord))
 	g.storeImm(cs.base, cs.off+forLeave, 0, asm.DWord)
+	g.passRet(cs)
 	cb := g.newLabel("forloop")
 	g.emit(asm.Instruction{OpCode: asm.LoadImmOp(asm.DWord), Dst: asm.R2, Src: asm.PseudoFunc, Constant: -1}.WithReference(cb))
 	g.addr(asm.R3, cs)
 	g.emit(asm.Mov.Imm(asm.R4, 0))
 	g.call(asm.FnLoop)
+	g.takeRet(cs)
 	g.emit(asm.LoadMem(asm.R0, cs.base, cs.off+forLeave, asm.DWord), asm.JNE.Imm(asm.R0, 0, g.exitLabel))
 	g.place(skip)
 	v := g.vars[s.Var.Name]
@@ -394,8 +409,57 @@ const (
 	forScr   = 8  // the program's scratch memory
 	forLeave = 16 // set by the callback when the body left the probe
 	forStart = 24 // a range's first value
-	forSize  = 32
+	forRet   = 32 // the probe's return value, where it has one (see forSize)
 )
+
+// forSize is the size of the struct a loop's callback gets: the return
+// value's word only in probes with one.
+func (g *gen) forSize() int {
+	if g.retSlot != 0 {
+		return forRet + 8
+	}
+	return forRet
+}
+
+// storeRet sets the probe's return value to register r: its slot in the
+// probe's frame, or in a loop's callback the struct the caller copies it
+// back from (see takeRet). R1 or R2 is overwritten.
+func (g *gen) storeRet(r asm.Register) {
+	if g.cbStruct == nil {
+		g.emit(asm.StoreMem(asm.R10, g.retSlot, r, asm.DWord))
+		return
+	}
+	ptr := asm.R1
+	if r == ptr {
+		ptr = asm.R2
+	}
+	g.emit(asm.LoadMem(ptr, g.cbStruct.base, g.cbStruct.off, asm.DWord), asm.StoreMem(ptr, forRet, r, asm.DWord))
+}
+
+// passRet copies the probe's return value so far into the struct cs a
+// loop's callback gets, where the body may change it. It overwrites R0
+// only.
+func (g *gen) passRet(cs mem) {
+	if g.retSlot == 0 {
+		return
+	}
+	if g.cbStruct == nil {
+		g.emit(asm.LoadMem(asm.R0, asm.R10, g.retSlot, asm.DWord))
+	} else {
+		g.emit(asm.LoadMem(asm.R0, g.cbStruct.base, g.cbStruct.off, asm.DWord), asm.LoadMem(asm.R0, asm.R0, forRet, asm.DWord))
+	}
+	g.emit(asm.StoreMem(cs.base, cs.off+forRet, asm.R0, asm.DWord))
+}
+
+// takeRet takes back the return value from the struct cs once the loop
+// has run.
+func (g *gen) takeRet(cs mem) {
+	if g.retSlot == 0 {
+		return
+	}
+	g.emit(asm.LoadMem(asm.R0, cs.base, cs.off+forRet, asm.DWord))
+	g.storeRet(asm.R0)
+}
 
 // forMap generates for ($kv : @m) as bpftrace does: bpf_for_each_map_elem
 // calls a subprogram for each element, which returns 0 to go on (the end
@@ -405,16 +469,18 @@ const (
 // body stop the walk and mark the struct, and the probe leaves then.
 func (g *gen) forMap(s *syntax.ForStmt) {
 	m := g.mapOf(s.Map)
-	cs := g.allocStack(forSize)
+	cs := g.allocStack(g.forSize())
 	g.emit(asm.StoreMem(cs.base, cs.off+forCtx, regCtx, asm.DWord),
 		asm.StoreMem(cs.base, cs.off+forScr, regScratch, asm.DWord))
 	g.storeImm(cs.base, cs.off+forLeave, 0, asm.DWord)
+	g.passRet(cs)
 	cb := g.newLabel("formap")
 	g.mapPtr(asm.R1, m.Spec)
 	g.emit(asm.Instruction{OpCode: asm.LoadImmOp(asm.DWord), Dst: asm.R2, Src: asm.PseudoFunc, Constant: -1}.WithReference(cb))
 	g.addr(asm.R3, cs)
 	g.emit(asm.Mov.Imm(asm.R4, 0))
 	g.call(asm.FnForEachMapElem)
+	g.takeRet(cs)
 	g.emit(asm.LoadMem(asm.R0, cs.base, cs.off+forLeave, asm.DWord), asm.JNE.Imm(asm.R0, 0, g.exitLabel))
 	g.forMapCallback(s, m, cb)
 }
@@ -443,7 +509,7 @@ func (g *gen) forMapCallback(s *syntax.ForStmt, m *Map, label string) {
 // struct, so that the caller leaves the probe).
 func (g *gen) callback(label, kind string, nargs int, arg asm.Register, enter func(), body *syntax.Block) {
 	insns, pos, pending := g.insns, g.pos, g.pending
-	stack, spills, temps, exit, deep := g.stack, g.spills, g.temps, g.exitLabel, g.calleeDeep
+	stack, spills, temps, exit, deep, outer := g.stack, g.spills, g.temps, g.exitLabel, g.calleeDeep, g.cbStruct
 	g.insns, g.pos, g.pending = nil, nil, ""
 	g.stack, g.spills, g.temps, g.calleeDeep = frame{}, nil, [2]bool{}, 0
 	g.exitLabel = g.newLabel(kind + "exit")
@@ -451,6 +517,7 @@ func (g *gen) callback(label, kind string, nargs int, arg asm.Register, enter fu
 
 	g.place(label)
 	slot := g.allocStack(8)
+	g.cbStruct = &slot
 	g.emit(asm.StoreMem(slot.base, slot.off, arg, asm.DWord),
 		asm.LoadMem(regCtx, arg, forCtx, asm.DWord),
 		asm.LoadMem(regScratch, arg, forScr, asm.DWord))
@@ -479,7 +546,7 @@ func (g *gen) callback(label, kind string, nargs int, arg asm.Register, enter fu
 	g.subpos = append(g.subpos, g.pos...)
 	own := alignUp(g.stack.max, 32) + g.calleeDeep
 	g.insns, g.pos, g.pending = insns, pos, pending
-	g.stack, g.spills, g.temps, g.exitLabel = stack, spills, temps, exit
+	g.stack, g.spills, g.temps, g.exitLabel, g.cbStruct = stack, spills, temps, exit, outer
 	g.calleeDeep = max(deep, own)
 }
 

@@ -397,7 +397,7 @@ var ErrNoProbes = errors.New("no probes to attach")
 
 // filterProbes drops the targets whose names re does not match, and the
 // probes left with none; BEGIN, END and signal probes stay, as bpftrace
-// keeps them.
+// keeps them, while test and bench probes go by their names too.
 func filterProbes(prog *check.Program, re *regexp.Regexp) error {
 	kept, attaching := prog.Probes[:0], false
 	for _, p := range prog.Probes {

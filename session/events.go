@@ -72,13 +72,14 @@ func (s *Session) handle(rec []byte) {
 	case codegen.ActExit:
 		s.exit(a, body)
 	case codegen.ActHelperError:
+		s.errCount++
 		if s.opts.NoWarnings {
 			break
 		}
 		errno := int64(le.Uint64(body[a.Args.Offsets[0]:]))
 		old := s.out.Compat == compat.V017
 		he := output.HelperError{Helper: a.Text, Retcode: errno}
-		if s.opts.Format == JSON {
+		if s.jsonDiagnostics() {
 			// Both releases report it in the output, as an object there.
 			p := s.out.File.Position(a.Pos)
 			he.File, he.Line, he.Column = s.sourceName(p.Filename), p.Line, p.Column
@@ -88,7 +89,7 @@ func (s *Session) handle(rec []byte) {
 		s.buf.Flush()
 		if old || a.End <= a.Pos {
 			w := &syntax.Error{File: s.out.File, Pos: a.Pos, End: a.Pos, Msg: "WARNING: " + he.Message(old)}
-			fmt.Fprintln(s.opts.Stderr, w.Detail())
+			fmt.Fprintln(s.diagnostics(), w.Detail())
 			break
 		}
 		// 0.26.1 gives the expression's columns and marks it.
@@ -97,7 +98,7 @@ func (s *Session) handle(rec []byte) {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s:%d:%d-%d: WARNING: %s\n", s.sourceName(p.Filename), p.Line, p.Column, e.Column, he.Message(old))
 		writeMarked(&b, src, p.Column, e.Column)
-		_, err = io.WriteString(s.opts.Stderr, b.String())
+		_, err = io.WriteString(s.diagnostics(), b.String())
 	case codegen.ActErrorf, codegen.ActWarnf:
 		err = s.diagnostic(a, body)
 	case codegen.ActCore:
@@ -343,6 +344,9 @@ func (s *Session) sourceName(name string) string {
 // Stderr as "FILE:LINE:COL-ENDCOL: ERROR: message" (or WARNING, which
 // --no-warnings silences), or in JSON as an errorf or warnf record.
 func (s *Session) diagnostic(a *codegen.Action, body []byte) error {
+	if a.Kind == codegen.ActErrorf {
+		s.errCount++
+	}
 	if a.Kind == codegen.ActWarnf && s.opts.NoWarnings {
 		return nil
 	}
@@ -355,7 +359,7 @@ func (s *Session) diagnostic(a *codegen.Action, body []byte) error {
 	if o := a.Origin; o != nil {
 		file, line, col, endCol = o.File, o.Line, o.Col, o.EndCol
 	}
-	if s.opts.Format == JSON {
+	if s.jsonDiagnostics() {
 		typ := "errorf"
 		if a.Kind == codegen.ActWarnf {
 			typ = "warnf"
@@ -382,7 +386,7 @@ func (s *Session) diagnostic(a *codegen.Action, body []byte) error {
 			writeMarked(&b, src, p.Column, e.Column)
 		}
 	}
-	_, err = io.WriteString(s.opts.Stderr, b.String())
+	_, err = io.WriteString(s.diagnostics(), b.String())
 	return err
 }
 
@@ -408,6 +412,22 @@ func writeMarked(b *strings.Builder, line string, from, to int) {
 	b.WriteByte('\n')
 	b.WriteString(mark.String())
 	b.WriteByte('\n')
+}
+
+// jsonDiagnostics reports whether errorf(), warnf() and failed helpers
+// are reported as JSON records in the output, rather than as text.
+func (s *Session) jsonDiagnostics() bool {
+	return s.opts.Format == JSON && s.captured == nil
+}
+
+// diagnostics is where errorf(), warnf() and failed helpers are reported
+// in text: standard error, or while a test or bench runs, with what it
+// prints.
+func (s *Session) diagnostics() io.Writer {
+	if s.captured != nil {
+		return s.captured
+	}
+	return s.opts.Stderr
 }
 
 // jsonString quotes s as a JSON string, leaving <, > and & as they are.

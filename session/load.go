@@ -176,6 +176,11 @@ var verifierHints = []struct {
 	{"unknown func", "this kernel lacks a helper the program needs", false},
 }
 
+// refusedHelper finds the helper in the verifier's refusal of a call:
+// "program of this type cannot use helper bpf_probe_read#4", or on
+// kernels before 6.3 "unknown func bpf_probe_read#4".
+var refusedHelper = regexp.MustCompile(`(?:cannot use helper|unknown func) (\w+)#\d+`)
+
 // enclosingLoop is the innermost while or for loop of n around pos, or nil.
 func enclosingLoop(n syntax.Node, pos syntax.Pos) syntax.Node {
 	var loop syntax.Node
@@ -229,7 +234,13 @@ func (s *Session) explain(prog *codegen.Program, err error) error {
 		where = prog.Pos[insn]
 		end = where + 1
 	}
-	for _, h := range verifierHints {
+	hints := verifierHints
+	if m := refusedHelper.FindStringSubmatch(reason); m != nil && prog.Mechanism == codegen.MechXDP {
+		// The caret is under the builtin or call that needs it.
+		reason = fmt.Sprintf("test and bench probes run as XDP programs, which may not call %s (%s)", m[1], reason)
+		hints = nil
+	}
+	for _, h := range hints {
 		if !strings.Contains(reason, h.match) {
 			continue
 		}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -126,6 +127,9 @@ type Options struct {
 	// Stop, once closed, stops the run as a first signal does, without
 	// making it an error: the API's Run.Stop.
 	Stop <-chan struct{}
+	// Mode says what runs: the probes, or bpftrace 0.26.1's tests or
+	// benchmarks (see RunTests). Records must be nil in those modes.
+	Mode Mode
 }
 
 // Format is an output format.
@@ -158,6 +162,8 @@ type Session struct {
 	loaded []*codegen.Program
 	cmd    *command
 
+	captured *bytes.Buffer                  // what the test or bench running prints, in text
+	errCount int                            // errorf() calls and failed helpers while capturing
 	ctx      context.Context                // done once a signal stops the run
 	stopping atomic.Bool                    // a signal, the command's end or exit()
 	signal   atomic.Pointer[os.Signal]      // the signal that stopped the run
@@ -287,7 +293,7 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	s.rd = rd
 	s.reader.Store(rd)
 
-	if len(opts.Command) > 0 {
+	if len(opts.Command) > 0 && opts.Mode == RunProbes {
 		if s.cmd, err = startCommand(opts.Command, s.needsExec()); err != nil {
 			return err
 		}
@@ -302,6 +308,12 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		return err
 	}
 	if err := s.interrupted(nil); err != nil {
+		return err
+	}
+	if opts.Mode != RunProbes {
+		return s.runMode(ctx)
+	}
+	if err := s.nothingToAttach(); err != nil {
 		return err
 	}
 
@@ -675,10 +687,10 @@ func (s *Session) needsExec() bool {
 	return false
 }
 
-// attachAll attaches every program but BEGIN and END, in an order that
-// makes probes sharing a target run in program order, as bpftrace's do.
-// A signal stops it between two attaches, with what it attached so far
-// in s.links for the end of the run to detach.
+// attachAll attaches every program but BEGIN, END, test and bench, in an
+// order that makes probes sharing a target run in program order, as
+// bpftrace's do. A signal stops it between two attaches, with what it
+// attached so far in s.links for the end of the run to detach.
 func (s *Session) attachAll() error {
 	total := 0
 	for _, p := range s.loaded {
@@ -689,7 +701,7 @@ func (s *Session) attachAll() error {
 	for _, i := range attachOrder(s.loaded) {
 		prog.step(len(s.loaded[i].Targets))
 		p := s.loaded[i]
-		if p.Mechanism == codegen.MechTestRun {
+		if p.Mechanism == codegen.MechTestRun || p.Mechanism == codegen.MechXDP {
 			continue
 		}
 		if inject.Delay(s.ctx, inject.Attach) != nil {

@@ -312,7 +312,9 @@ var providers = map[string]string{
 	"fmod_ret":        "fmod_ret",
 	"iter":            "iter",
 	"it":              "iter",
-	"self":            "self", // self:signal:SIGUSR1, bpftrace 0.26
+	"self":            "self",  // self:signal:SIGUSR1, bpftrace 0.26
+	"test":            "test",  // test:NAME, run by --test (bpftrace 0.26)
+	"bench":           "bench", // bench:NAME, run by --bench (bpftrace 0.26)
 }
 
 // ProviderName gives the provider a probe type or its abbreviation

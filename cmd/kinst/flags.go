@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	api "kinst.dev/kinst"
 	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/instruments"
 	"kinst.dev/kinst/session"
@@ -80,6 +81,11 @@ OPTIONS:
                    differ (VER 0.17; the default, 0.26, is bpftrace 0.26.1)
     --attach MECH  run kprobes and kretprobes as kprobe, kprobe.multi or fentry
                    (fexit for kretprobes) instead of the cheapest the kernel offers
+    --mode MODE    run the test: probes (test) or the bench: probes (bench)
+                   in place of the others; codegen, compiler-bench and format
+                   are refused
+    --test         run all test: probes (same as --mode test)
+    --bench        run all bench: probes (same as --mode bench)
 
 TROUBLESHOOTING OPTIONS:
     -v, --verbose  verbose messages: the verifier's log with load errors
@@ -95,9 +101,9 @@ TROUBLESHOOTING OPTIONS:
                    BPF ELF object that libbpf and cilium/ebpf load
     --emit-llvm FILE
                    refused: kinst compiles without LLVM (use --emit-elf)
-    --aot, --mode, --bench, --test, --fmt, --dwarf-pid
-                   refused: kinst has no ahead-of-time build, no bench, test
-                   or format mode, and no DWARF unwinding
+    --aot, --fmt, --dwarf-pid
+                   refused: kinst has no ahead-of-time build, no formatter,
+                   and no DWARF unwinding
 
 ENVIRONMENT:
     BPFTRACE_STRLEN             [default: 64] bytes on BPF stack per str() (at most 1024; or KINST_STRLEN)
@@ -282,14 +288,68 @@ func printInfo(stdout, stderr io.Writer) int {
 var refusedOptions = map[string]string{
 	"aot":       "--aot: kinst compiles a program each time it runs and builds no ahead-of-time binary: run the script with kinst itself",
 	"dwarf-pid": "--dwarf-pid: kinst does not unwind user stacks with DWARF",
-	"mode":      "--mode: kinst runs programs; it has no bench, test, codegen or compiler-bench mode",
 }
 
-// refusedSwitches are refused options that take no value.
-var refusedSwitches = map[string]string{
-	"bench": "--bench: kinst has no bench mode, and runs no bench: probes",
-	"test":  "--test: kinst has no test mode, and runs no test: probes",
-	"fmt":   "--fmt: kinst has no formatter for bpftrace programs",
+// refused017 are the options the 0.17 mode refuses on top: bpftrace
+// 0.17 has no test or bench mode, nor test: or bench: probes.
+var refused017 = map[string]string{
+	"mode":  "--mode: bpftrace 0.17 has no --mode; kinst runs test: and bench: probes in the default mode (--compat 0.26)",
+	"bench": "--bench: bpftrace 0.17 has no bench mode; kinst runs bench: probes in the default mode (--compat 0.26)",
+	"test":  "--test: bpftrace 0.17 has no test mode; kinst runs test: probes in the default mode (--compat 0.26)",
+}
+
+// refusedModes are the values of bpftrace 0.26.1's --mode that kinst
+// cannot honour, with the sentence that says why.
+var refusedModes = map[string]string{
+	"codegen":        "kinst compiles to BPF without LLVM, so there is no LLVM IR to generate; --dry-run compiles and loads the program without running it",
+	"compiler-bench": "kinst does not time the passes of its compiler; --dump prints what each produces",
+	"format":         "kinst has no formatter for bpftrace programs",
+}
+
+// modeFlag is --mode, and the switches --test, --bench and --fmt that
+// set it, read as bpftrace 0.26.1 reads them: --mode takes the last
+// value given, while a switch conflicts with a mode given before it.
+type modeFlag struct {
+	mode api.Mode
+	set  bool
+}
+
+func (m *modeFlag) String() string { return "" }
+
+// Set reads --mode's value.
+func (m *modeFlag) Set(s string) error {
+	if why, ok := refusedModes[s]; ok {
+		return fmt.Errorf("--mode %s: %s", s, why)
+	}
+	return m.choose(s)
+}
+
+// choose sets the mode s names.
+func (m *modeFlag) choose(s string) error {
+	switch s {
+	case "test":
+		m.mode = api.RunTests
+	case "bench":
+		m.mode = api.RunBenchmarks
+	default:
+		return errors.New("--mode can only be 'codegen', 'compiler-bench', 'bench', 'test' or 'format'")
+	}
+	m.set = true
+	return nil
+}
+
+// alias returns the setter of the switch --name, which stands for
+// --mode mode.
+func (m *modeFlag) alias(name, mode string) func(string) error {
+	return func(string) error {
+		if m.set {
+			return fmt.Errorf("--%s conflicts with existing --mode", name)
+		}
+		if why, ok := refusedModes[mode]; ok {
+			return fmt.Errorf("--%s: %s", name, why)
+		}
+		return m.choose(mode)
+	}
 }
 
 // compatOf finds the bpftrace release the command line asks for, in

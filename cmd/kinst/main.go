@@ -24,7 +24,8 @@
 //
 // Exit status: 0 when the run ends normally or by a first signal once
 // attached; 1 when compiling, loading, attaching, the -c command or
-// writing the output fails (one sentence says which); 2 for a usage
+// writing the output fails (one sentence says which), or when a test or
+// benchmark failed under --test or --bench; 2 for a usage
 // error or a malformed setting in the environment (BPFTRACE_STRLEN=x);
 // death by the signal (status 128+N in a shell) when a signal
 // ends kinst at once, and by SIGPIPE when standard output is a pipe
@@ -164,9 +165,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for name, why := range refusedOptions {
 		fs.Func(name, "", func(string) error { return errors.New(why) })
 	}
-	for name, why := range refusedSwitches {
-		fs.BoolFunc(name, "", func(string) error { return errors.New(why) })
+	var runMode modeFlag
+	if mode == compat.V017 {
+		fs.Func("mode", "", func(string) error { return errors.New(refused017["mode"]) })
+		for _, name := range []string{"test", "bench"} {
+			fs.BoolFunc(name, "", func(string) error { return errors.New(refused017[name]) })
+		}
+	} else {
+		fs.Var(&runMode, "mode", "")
+		fs.BoolFunc("test", "", runMode.alias("test", "test"))
+		fs.BoolFunc("bench", "", runMode.alias("bench", "bench"))
 	}
+	fs.BoolFunc("fmt", "", runMode.alias("fmt", "format"))
 	rest, err := parseArgs(fs, args)
 	var usage *usageError
 	switch {
@@ -251,6 +261,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "pprof":
 		if *outFile == "" {
 			fmt.Fprintf(stderr, "kinst: -f pprof writes a binary profile: give -o FILE\n")
+			return 2
+		}
+		if runMode.set {
+			fmt.Fprintf(stderr, "kinst: -f pprof writes the maps at exit, which --test and --bench do not print\n")
 			return 2
 		}
 	default:
@@ -390,6 +404,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Quiet:     *quiet,
 		Stdout:    stdout,
 		Signals:   sigs,
+		Mode:      runMode.mode,
 	}
 	if stackMaps != nil {
 		// The profile goes to -o; the other maps are printed.
@@ -597,9 +612,13 @@ func report(err error, verbose bool, stderr io.Writer) int {
 	var ve *api.VerifierError
 	var ie *api.InterruptError
 	var ee *api.ExitError
+	var fe *api.FailedError
 	switch {
 	case errors.As(err, &ee):
 		return ee.Code
+	case errors.As(err, &fe):
+		// The results said which failed.
+		return 1
 	case errors.As(err, &ie):
 		session.ExitBySignal(ie.Signal)
 	case errors.As(err, &list):

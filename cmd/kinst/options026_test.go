@@ -32,9 +32,6 @@ func TestRefusedOptions(t *testing.T) {
 		want string
 	}{
 		{[]string{"--aot", "x", "-e", "begin {}"}, "kinst: --aot: kinst compiles a program each time it runs and builds no ahead-of-time binary: run the script with kinst itself\n"},
-		{[]string{"--mode", "bench", "-e", "begin {}"}, "kinst: --mode: kinst runs programs; it has no bench, test, codegen or compiler-bench mode\n"},
-		{[]string{"--bench", "-e", "begin {}"}, "kinst: --bench: kinst has no bench mode, and runs no bench: probes\n"},
-		{[]string{"--test", "-e", "begin {}"}, "kinst: --test: kinst has no test mode, and runs no test: probes\n"},
 		{[]string{"--fmt", "x.bt"}, "kinst: --fmt: kinst has no formatter for bpftrace programs\n"},
 		{[]string{"--dwarf-pid", "1", "-e", "begin {}"}, "kinst: --dwarf-pid: kinst does not unwind user stacks with DWARF\n"},
 		{[]string{"-kk", "-e", "begin {}"}, "kinst: -kk has been deprecated: a single -k warns of failed helpers, probe reads included\n"},

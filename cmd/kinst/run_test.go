@@ -860,9 +860,9 @@ TROUBLESHOOTING OPTIONS:
                    BPF ELF object that libbpf and cilium/ebpf load
     --emit-llvm FILE
                    refused: kinst compiles without LLVM (use --emit-elf)
-    --aot, --mode, --bench, --test, --fmt, --dwarf-pid
-                   refused: kinst has no ahead-of-time build, no bench, test
-                   or format mode, and no DWARF unwinding
+    --aot, --fmt, --dwarf-pid
+                   refused: kinst has no ahead-of-time build, no formatter,
+                   and no DWARF unwinding
 `) {
 		t.Errorf("the usage's troubleshooting options differ:\n%s", usage)
 	}

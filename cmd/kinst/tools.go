@@ -51,15 +51,15 @@ func features(args []string, stdout, stderr io.Writer) int {
 }
 
 // listProgramProbes prints the probes p attaches to, as bpftrace 0.26.1
-// lists them for -l with a program: each once, BEGIN, END and self probes
-// left out; with -v, each with its arguments where -l gives them.
+// lists them for -l with a program: each once, BEGIN, END, self, test and
+// bench probes left out; with -v, each with its arguments where -l gives them.
 func listProgramProbes(p *api.Program, verbose bool, pid int, stdout, stderr io.Writer) int {
 	seen := map[string]bool{}
 	for _, probe := range p.Probes() {
 		for _, t := range probe.Targets {
 			provider, _, _ := strings.Cut(t, ":")
 			switch provider {
-			case "BEGIN", "END", "begin", "end", "self":
+			case "BEGIN", "END", "begin", "end", "self", "test", "bench":
 				continue
 			case "interval", "profile", "hardware", "software":
 				// Listed as -l lists them, without the rate or count.
