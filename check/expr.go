@@ -803,6 +803,9 @@ func unifyRecords(a, b *Type) (*Type, bool) {
 }
 
 func (c *checker) cast(x *syntax.CastExpr) *Type {
+	if t, ok := c.boolCast(x); ok {
+		return t
+	}
 	te := x.Type
 	if te.Len < 0 {
 		elem := *te
@@ -846,6 +849,35 @@ func (c *checker) cast(x *syntax.CastExpr) *Type {
 	}
 	c.errorf(x.Type, "cannot cast to %s: only integer and pointer types are allowed", t)
 	return nil
+}
+
+// boolCast types (bool)x in the 0.26.1 mode, where it is whether x is
+// set: an integer or a pointer other than 0, a string not empty. It
+// stands for x != 0 or x != "", which code generation generates in its
+// place; ok is false for any other cast.
+func (c *checker) boolCast(x *syntax.CastExpr) (t *Type, ok bool) {
+	te := x.Type
+	if c.conf.Compat == compat.V017 || te.Name != "bool" && te.Name != "_Bool" || te.Ptr != 0 || te.Len != 0 || te.Of != nil {
+		return nil, false
+	}
+	var zero syntax.Expr = &syntax.IntLit{ValuePos: x.Pos(), Value: 0}
+	if xt := c.expr(x.X); xt == nil {
+		return nil, true
+	} else if xt.Kind == Str {
+		zero = &syntax.StringLit{ValuePos: x.Pos(), Value: ""}
+	} else if !xt.IsInt() && xt.Kind != Ptr {
+		c.errorf(x, "cannot cast %s to bool", xt)
+		return nil, true
+	}
+	e := &syntax.BinaryExpr{X: x.X, OpPos: x.Pos(), Op: syntax.NEQ, Y: zero}
+	if t = c.expr(e); t == nil {
+		return nil, true
+	}
+	if v, ok := c.probe.Consts[e]; ok {
+		c.setConst(x, v)
+	}
+	c.probe.Expand[x] = e
+	return t, true
 }
 
 // typeExpr resolves a type name: the integer types, the program's

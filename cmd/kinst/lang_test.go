@@ -90,6 +90,11 @@ func TestBool(t *testing.T) {
 			want: "\n\n@a[false]: true\n@a[true]: false\n@t: (1, true)\n", v017: "\n\n@a[1]: 0\n@a[0]: 1\n@t: (1, 1)\n"},
 		{name: "strcontains", prog: `begin { print(strcontains("hello", "ell")); exit(); }`,
 			want: "true\n\n\n", v017: "1\n\n\n"},
+		// (bool)x is whether x is set, where 0.17 truncated to a byte.
+		{name: "cast", prog: `begin { $p = (int64*)0; print(((bool)1, (bool)0, (bool)256, (bool)"hello", (bool)"", (bool)($p + 1), (bool)$p)); exit(); }`,
+			want: "(true, false, true, true, false, true, false)\n\n\n", defaultOnly: true},
+		{name: "cast 0.17", prog: `begin { print(((bool)1, (bool)256)); exit(); }`,
+			want: "(true, true)\n\n\n", v017: "(1, 0)\n\n\n"},
 	})
 	// In JSON, only the records: what separates them from the maps at
 	// exit is the output formats' business.
