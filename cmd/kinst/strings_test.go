@@ -1,0 +1,128 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestStrings026 runs bpftrace 0.26.1's strings: max_strlen is 1024 by
+// default, str(p, n) reads n bytes with the NUL among them (and one more
+// when max_strlen is below 1024), and a string cut short prints with the
+// str_trunc_trailer. The 0.17 mode keeps 0.17's: 64 bytes, n characters
+// and no trailer. The -c command's execve has argv[1] "getppid".
+func TestStrings026(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	w := workload(t)
+	const execve = "tracepoint:syscalls:sys_enter_execve /pid == cpid/ "
+	long := "/" + strings.Repeat("X", 1499)
+	tests := []struct {
+		name   string
+		env    []string
+		args   []string
+		stdout string
+	}{
+		{
+			name:   "str_truncated",
+			env:    []string{"BPFTRACE_MAX_STRLEN=5"},
+			args:   []string{"-e", execve + `{ printf("P: %s\n", str(args.argv[1])); exit(); }`},
+			stdout: "P: getpp..\n\n\n",
+		},
+		{
+			name:   "str_truncated_custom",
+			env:    []string{"BPFTRACE_MAX_STRLEN=5", "BPFTRACE_STR_TRUNC_TRAILER=_xxx"},
+			args:   []string{"-e", execve + `{ printf("P: %s\n", str(args.argv[1])); exit(); }`},
+			stdout: "P: getpp_xxx\n\n\n",
+		},
+		{
+			name:   "the trailer from the config block",
+			env:    []string{"BPFTRACE_MAX_STRLEN=5"},
+			args:   []string{"-e", `config = { str_trunc_trailer = "~" } ` + execve + `{ printf("P: %s\n", str(args.argv[1])); exit(); }`},
+			stdout: "P: getpp~\n\n\n",
+		},
+		{
+			name:   "an empty trailer",
+			env:    []string{"BPFTRACE_MAX_STRLEN=5", "BPFTRACE_STR_TRUNC_TRAILER="},
+			args:   []string{"-e", `config = { str_trunc_trailer = "~" } ` + execve + `{ printf("P: %s\n", str(args.argv[1])); exit(); }`},
+			stdout: "P: getpp\n\n\n",
+		},
+		{
+			name:   "a string that fits has none",
+			env:    []string{"BPFTRACE_MAX_STRLEN=8"},
+			args:   []string{"-e", execve + `{ printf("P: %s\n", str(args.argv[1])); exit(); }`},
+			stdout: "P: getppid\n\n\n",
+		},
+		{
+			name:   "explicit string truncation",
+			args:   []string{"-e", execve + `{ print(str(args.argv[1], 5)); exit(); }`},
+			stdout: "getp\n\n\n",
+		},
+		{
+			name:   "string truncation variable length",
+			args:   []string{"-e", execve + `{ $a = (uint16)5; print(str(args.argv[1], $a)); exit(); }`},
+			stdout: "getp\n\n\n",
+		},
+		{
+			name:   "explicit string truncation with expression",
+			args:   []string{"-e", execve + `{ $a = 1; print(str(args.argv[1], $a + 4)); exit(); }`},
+			stdout: "getp\n\n\n",
+		},
+		{
+			name:   "truncation below 1024 keeps n characters",
+			env:    []string{"BPFTRACE_MAX_STRLEN=6"},
+			args:   []string{"-e", execve + `{ $a = 3; print(str(args.argv[1], 3)); print(str(args.argv[1], $a)); print(str(args.argv[1], 6)); print(str(args.argv[1], $a + 4)); exit(); }`},
+			stdout: "get\nget\ngetppi..\ngetppi..\n\n\n",
+		},
+		{
+			name:   "of a string",
+			args:   []string{"-e", execve + `{ $s = str(args.argv[1]); $a = 3; print(str($s, $a)); exit(); }`},
+			stdout: "ge\n\n\n",
+		},
+		{
+			name: "maps, tuples and print",
+			env:  []string{"BPFTRACE_MAX_STRLEN=5"},
+			args: []string{"-e", execve + `{ @[str(args.argv[1])] = str(args.argv[1]); $s = str(args.argv[1]); print($s); print((1, $s)); exit(); }`},
+			stdout: "getpp..\n(1, getpp..)\n\n\n" +
+				"@[getpp..]: getpp..\n",
+		},
+		{
+			name: "JSON",
+			env:  []string{"BPFTRACE_MAX_STRLEN=5"},
+			args: []string{"-f", "json", "-e", execve + `{ @[str(args.argv[1])] = str(args.argv[1]); printf("%s\n", str(args.argv[1])); print(str(args.argv[1])); exit(); }`},
+			stdout: `{"type": "printf", "data": "getpp..\n"}` + "\n" +
+				`{"type": "value", "data": "getpp.."}` + "\n" +
+				`{"type": "map", "data": {"@": {"getpp..": "getpp.."}}}` + "\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := append([]string{"KINST_COMPAT="}, tt.env...)
+			args := append(append([]string{"-q"}, tt.args...), "-c", w+" getppid 1")
+			kinstEnv(t, env, args...).want(t, 0, tt.stdout, "")
+		})
+	}
+	t.Run("1024-byte map keys", func(t *testing.T) {
+		t.Parallel()
+		// A 1024-byte string keeps 1023 characters and its NUL, so
+		// bpftrace 0.26.1 marks nothing cut; below 1024 the trailer
+		// shows.
+		prog := `tracepoint:syscalls:sys_enter_openat /pid == cpid/ { @[str(args.filename)] = count(); }`
+		got := kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", prog, "-c", w+" openat 3 "+long)
+		if want := "@[" + long[:1023] + "]: 3\n"; !strings.Contains(got.stdout, want) || got.code != 0 || got.stderr != "" {
+			t.Errorf("exit status %d, stdout:\n%s\nstderr:\n%s\nwant a line %q", got.code, got.stdout, got.stderr, want)
+		}
+		got = kinstEnv(t, []string{"KINST_COMPAT=", "BPFTRACE_MAX_STRLEN=1000"}, "-q", "-e", prog, "-c", w+" openat 3 "+long)
+		if want := "@[" + long[:1000] + "..]: 3\n"; !strings.Contains(got.stdout, want) || got.code != 0 || got.stderr != "" {
+			t.Errorf("exit status %d, stdout:\n%s\nstderr:\n%s\nwant a line %q", got.code, got.stdout, got.stderr, want)
+		}
+	})
+	t.Run("0.17", func(t *testing.T) {
+		t.Parallel()
+		env := []string{"KINST_COMPAT=0.17", "BPFTRACE_MAX_STRLEN=5", "BPFTRACE_STR_TRUNC_TRAILER=_xxx"}
+		prog := execve + `{ $a = 3; printf("P: %s %s %s\n", str(args.argv[1]), str(args.argv[1], 3), str(args.argv[1], $a)); exit(); }`
+		kinstEnv(t, env, "-q", "-e", prog, "-c", w+" getppid 1").want(t, 0, "P: getp get get\n\n\n", "")
+		prog = execve + `{ printf("P: %s %s\n", str(args.argv[1]), str(args.argv[1], 5)); exit(); }`
+		kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "-q", "-e", prog, "-c", w+" getppid 1").want(t, 0, "P: getppid getpp\n\n\n", "")
+	})
+}
