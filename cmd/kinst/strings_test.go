@@ -21,6 +21,7 @@ func TestStrings026(t *testing.T) {
 		env    []string
 		args   []string
 		stdout string
+		stderr string
 	}{
 		{
 			name:   "str_truncated",
@@ -72,6 +73,9 @@ func TestStrings026(t *testing.T) {
 			env:    []string{"BPFTRACE_MAX_STRLEN=6"},
 			args:   []string{"-e", execve + `{ $a = 3; print(str(args.argv[1], 3)); print(str(args.argv[1], $a)); print(str(args.argv[1], 6)); print(str(args.argv[1], $a + 4)); exit(); }`},
 			stdout: "get\nget\ngetppi..\ngetppi..\n\n\n",
+			stderr: "-e:1:127: warning: length param (6) is too long and will be shortened to 6 bytes (see BPFTRACE_MAX_STRLEN)\n" +
+				"tracepoint:syscalls:sys_enter_execve /pid == cpid/ { $a = 3; print(str(args.argv[1], 3)); print(str(args.argv[1], $a)); print(str(args.argv[1], 6)); print(str(args.argv[1], $a + 4)); exit(); }\n" +
+				strings.Repeat(" ", 126) + "^~~~~~~~~~~~~~~~~~~~\n",
 		},
 		{
 			name:   "of a string",
@@ -99,7 +103,7 @@ func TestStrings026(t *testing.T) {
 			t.Parallel()
 			env := append([]string{"KINST_COMPAT="}, tt.env...)
 			args := append(append([]string{"-q"}, tt.args...), "-c", w+" getppid 1")
-			kinstEnv(t, env, args...).want(t, 0, tt.stdout, "")
+			kinstEnv(t, env, args...).want(t, 0, tt.stdout, tt.stderr)
 		})
 	}
 	t.Run("1024-byte map keys", func(t *testing.T) {
