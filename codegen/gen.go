@@ -66,10 +66,10 @@ const (
 // it go to the scratch map instead.
 const (
 	stackLimit   = 512
-	stackBudget  = 384 // what memory values may take, leaving room for spills and variables
-	maxOnStack   = 128 // a value larger than this always goes to scratch
-	scratchLimit = 1 << 16
-	maxInsns     = 1 << 20 // BPF_COMPLEXITY_LIMIT_INSNS
+	stackBudget  = 384      // what memory values may take, leaving room for spills and variables
+	maxOnStack   = 128      // a value larger than this always goes to scratch
+	scratchLimit = 32 << 10 // the kernel's bound on a per-CPU map value, PCPU_MIN_UNIT_SIZE
+	maxInsns     = 1 << 20  // BPF_COMPLEXITY_LIMIT_INSNS
 )
 
 // Registers with fixed roles.
@@ -293,6 +293,9 @@ func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firs
 	g.body()
 	if len(g.insns) == 0 {
 		return nil
+	}
+	if g.scratch.max <= scratchLimit && c.scratchSize <= scratchLimit && c.scratchSize+g.scratch.max > scratchLimit {
+		c.errorf(p.Syntax, "this probe and those before it need %d bytes of scratch memory together; the kernel allows %d (a smaller BPFTRACE_MAX_STRLEN needs less)", c.scratchSize+g.scratch.max, scratchLimit)
 	}
 	c.scratchSize += g.scratch.max
 	c.nprogs++

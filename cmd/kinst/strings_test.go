@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"kinst.dev/kinst/internal/testenv"
 )
 
 // TestStrings026 runs bpftrace 0.26.1's strings: max_strlen is 1024 by
@@ -129,4 +132,23 @@ func TestStrings026(t *testing.T) {
 		prog = execve + `{ printf("P: %s %s\n", str(args.argv[1]), str(args.argv[1], 5)); exit(); }`
 		kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "-q", "-e", prog, "-c", w+" getppid 1").want(t, 0, "P: getppid getpp\n\n\n", "")
 	})
+}
+
+// The probes' scratch memory, where 1024-byte strings live, must fit
+// the kernel's bound on a per-CPU map value together: past it the
+// program is refused at the probe that crosses it, not at load.
+func TestStringsScratchBound(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Tracepoint)
+	var prog strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&prog, `tracepoint:syscalls:sys_enter_openat { @a%d[str(args.filename)] = count(); } `, i)
+	}
+	p := prog.String()
+	at := strings.Index(p, "tracepoint:syscalls:sys_enter_openat { @a32[")
+	probe := len("tracepoint:syscalls:sys_enter_openat { @a32[str(args.filename)] = count(); }")
+	kinstEnv(t, []string{"KINST_COMPAT="}, "--dry-run", "-e", p).want(t, 1, "",
+		fmt.Sprintf("-e:1:%d: this probe and those before it need 33792 bytes of scratch memory together; the kernel allows 32768 (a smaller BPFTRACE_MAX_STRLEN needs less)\n", at+1)+
+			p+"\n"+strings.Repeat(" ", at)+"^"+strings.Repeat("~", probe-1)+"\n")
+	kinstEnv(t, []string{"KINST_COMPAT=", "BPFTRACE_MAX_STRLEN=512"}, "--dry-run", "-e", p).want(t, 0, "", "")
 }
