@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -151,4 +152,55 @@ func TestStringsScratchBound(t *testing.T) {
 		fmt.Sprintf("-e:1:%d: this probe and those before it need 33792 bytes of scratch memory together; the kernel allows 32768 (a smaller BPFTRACE_MAX_STRLEN needs less)\n", at+1)+
 			p+"\n"+strings.Repeat(" ", at)+"^"+strings.Repeat("~", probe-1)+"\n")
 	kinstEnv(t, []string{"KINST_COMPAT=", "BPFTRACE_MAX_STRLEN=512"}, "--dry-run", "-e", p).want(t, 0, "", "")
+}
+
+// strcontains() and strstr() search 1024-byte strings for needles of
+// any length: past what the verifier follows position by position, the
+// search runs through bpf_loop. The path opened is "/", 1000 X's,
+// "/usr/lib/", then "abcdefghijklmnopq", of which a 1024-byte string
+// keeps up to the "m" at 1022. $m, $e, $x and $k are 1024-byte strings
+// holding less, $k the last 3 bytes of the workload's comm; comm is on
+// the stack, the others in scratch memory.
+func TestStrcontainsLong(t *testing.T) {
+	t.Parallel()
+	tracing(t)
+	testenv.Require(t, testenv.Loop)
+	w := workload(t)
+	path := "/" + strings.Repeat("X", 1000) + "/usr/lib/abcdefghijklmnopq"
+	name := comm(w)
+	k := name[len(name)-3:]
+	tests := []struct {
+		name, expr, want string
+	}{
+		{"found at the start", `strstr($f, "/XXXXX")`, "0"},
+		{"found in the middle", `strstr($f, "/usr/lib/")`, "1001"},
+		{"strcontains found", `strcontains($f, "/usr/lib/")`, "1"},
+		{"found at the end", `strstr($f, "jklm")`, "1019"},
+		{"cut off by the end", `strstr($f, "klmn")`, "-1"},
+		{"not found", `strcontains($f, "/usr/lib/Z")`, "0"},
+		{"empty needle", `strstr($f, $e)`, "0"},
+		{"strcontains empty needle", `strcontains($f, $e)`, "1"},
+		{"long needle in the middle", `strstr($f, $m)`, "1001"},
+		{"long needle, the whole string", `strstr($f, $f)`, "0"},
+		{"long needle, 999 bytes", `strstr($f, str(args.filename, 1000))`, "0"},
+		{"needle longer than the haystack", `strstr(str(args.filename, 8), $f)`, "-1"},
+		{"short needle in a long buffer", `strstr(str(args.filename, 8), $x)`, "1"},
+		{"haystack on the stack", `strstr(comm, $k)`, strconv.Itoa(strings.Index(name, k))},
+		{"strcontains haystack on the stack", `strcontains(comm, $m)`, "0"},
+	}
+	var exprs []string
+	var want strings.Builder
+	for _, tt := range tests {
+		exprs = append(exprs, tt.expr)
+		fmt.Fprintf(&want, "%s: %s\n", tt.name, tt.want)
+	}
+	var prog strings.Builder
+	prog.WriteString(`tracepoint:syscalls:sys_enter_openat /pid == cpid && strncmp(str(args.filename), "/XXX", 4) == 0/ {` +
+		` $f = str(args.filename); $m = $f; $m = "/usr/lib/abc"; $e = $f; $e = ""; $x = $f; $x = "XXX"; $k = $f; $k = "` + k + `";`)
+	for i, tt := range tests {
+		fmt.Fprintf(&prog, ` printf("%s: %%d\n", %s);`, tt.name, exprs[i])
+	}
+	prog.WriteString(" exit(); }")
+	got := kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", prog.String(), "-c", w+" openat 1 "+path)
+	got.want(t, 0, want.String()+"\n\n", "")
 }
