@@ -95,6 +95,15 @@ func (g *gen) allocVars() {
 	}
 }
 
+// scratchMap is the map whose region at scratchBase is this program's
+// scratch memory.
+func (g *gen) scratchMap() string {
+	if g.mech.sharesScratch() {
+		return ScratchMap
+	}
+	return OwnScratchMap
+}
+
 // prologue is put in front of the body once its needs are known: it
 // keeps the context in R6, points R9 at this program's scratch memory
 // and zeroes variables, which may be read on paths that never set them.
@@ -111,7 +120,7 @@ func (g *gen) prologue() {
 	if g.usesScratch {
 		key := g.allocStack(4)
 		g.storeImm(asm.R10, key.off, 0, asm.Word)
-		g.mapPtr(asm.R1, ScratchMap)
+		g.mapPtr(asm.R1, g.scratchMap())
 		g.addr(asm.R2, key)
 		g.call(asm.FnMapLookupElem)
 		g.emit(asm.JEq.Imm(asm.R0, 0, g.exitLabel), asm.Mov.Reg(regScratch, asm.R0))
