@@ -42,7 +42,8 @@ type Options struct {
 	// Command is waited for by its exit alone.
 	Unsafe bool
 	// StrLen is the size of strings str() reads, at most 1024 bytes;
-	// 0 means 64.
+	// 0 means 1024, as bpftrace 0.26.1's max_strlen, or 64 in the 0.17
+	// mode.
 	StrLen int
 	// MapEntries bounds every map, at most 2^32-1; 0 means 4096
 	// entries.
@@ -92,7 +93,7 @@ type Options struct {
 	// BPFTRACE_MAP_KEYS_MAX, BPFTRACE_MAX_PROBES, BPFTRACE_PERF_RB_PAGES,
 	// BPFTRACE_BTF, BPFTRACE_CAT_BYTES_MAX, BPFTRACE_NO_USER_SYMBOLS,
 	// BPFTRACE_CACHE_USER_SYMBOLS, BPFTRACE_LOG_SIZE,
-	// __BPFTRACE_NOTIFY_PROBES_ATTACHED, KINST_BUFFER_KB, KINST_CACHE_DIR, KINST_COMPAT
+	// BPFTRACE_STR_TRUNC_TRAILER, __BPFTRACE_NOTIFY_PROBES_ATTACHED, KINST_BUFFER_KB, KINST_CACHE_DIR, KINST_COMPAT
 	// and the KINST_ forms of bpftrace's names. Without it the
 	// preprocessor keeps no cache of headers. Fields
 	// set here win over the environment. A malformed setting is an error

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/syntax"
@@ -36,7 +37,8 @@ type Resolver struct {
 	// Command is the -c command's program, as given: watchpoints on a
 	// function's argument watch it when Pid is 0.
 	Command string
-	// StrLen is the size of tracepoint __data_loc strings.
+	// StrLen is the size of tracepoint __data_loc strings; 0 means the
+	// default mode's.
 	StrLen int
 	// Unsafe lets a uprobe take an address outside every function of
 	// its file, as --unsafe does in bpftrace.
@@ -227,7 +229,7 @@ func (r *Resolver) strLen() int {
 	if r.StrLen > 0 {
 		return r.StrLen
 	}
-	return check.DefaultStrLen
+	return check.DefaultStrLen(compat.Current)
 }
 
 // formatRecord turns a tracepoint's format into the record args points to.

@@ -19,8 +19,8 @@ func TestBswapAndBufTypes(t *testing.T) {
 			t.Errorf("@%s holds %s, want %s", name, got, want)
 		}
 	}
-	if d, e := prog.Map("d").Value, prog.Map("e").Value; d.Size != DefaultStrLen+1 || !d.VarLen || e.Size != 9 || e.VarLen {
-		t.Errorf("buf(arg0, $n) is %d bytes (run-time length %v), buf(arg0, 8) %d (%v); want 65 (true), 9 (false)", d.Size, d.VarLen, e.Size, e.VarLen)
+	if d, e := prog.Map("d").Value, prog.Map("e").Value; d.Size != maxVarBuf+1 || !d.VarLen || e.Size != 9 || e.VarLen {
+		t.Errorf("buf(arg0, $n) is %d bytes (run-time length %v), buf(arg0, 8) %d (%v); want 256 (true), 9 (false)", d.Size, d.VarLen, e.Size, e.VarLen)
 	}
 	p := prog.Probes[0]
 	rhs := func(i int) syntax.Expr { return p.Syntax.Body.Stmts[i].(*syntax.AssignStmt).Rhs }

@@ -767,6 +767,8 @@ func (c *checker) checkStr(x *syntax.CallExpr, call *Call) *Type {
 			}
 			if int64(v.Int)+1 < int64(size) {
 				size = int(v.Int) + 1
+			} else if _, folded := c.probe.Consts[x.Args[0]]; int64(v.Int) >= int64(size) && !folded && c.conf.Compat != compat.V017 {
+				c.warnf(x, "length param (%d) is too long and will be shortened to %d bytes (see BPFTRACE_MAX_STRLEN)", int64(v.Int), size)
 			}
 		} else {
 			constLen = false

@@ -154,7 +154,7 @@ func TestCheckTypes(t *testing.T) {
 		{"BEGIN { @x = lhist(5, 0, 100, 10) }", "lhist"},
 		{"BEGIN { @x = sum(-1) }", "sum"},
 		{"t:syscalls:sys_enter_openat { @x = args->flags }", "int64"},
-		{"t:syscalls:sys_enter_openat { @x = str(args->filename) }", "string[64]"},
+		{"t:syscalls:sys_enter_openat { @x = str(args->filename) }", "string[1024]"},
 		{"t:syscalls:sys_enter_openat { @x = str(args->filename, 10) }", "string[11]"},
 		{"t:sched:sched_switch { @x = args->prev_comm }", "string[16]"},
 		{"uprobe:/bin/sh:main { @x = arg0 }", "uint64"},

@@ -71,12 +71,19 @@ type Kernel interface {
 	PercpuVar(name string) (uint32, error)
 }
 
-// String sizes. Strings larger than the BPF stack allows live in a
-// per-CPU scratch map, so the limit is well above the stack's 512 bytes.
-const (
-	DefaultStrLen = 64
-	MaxStrLen     = 1024
-)
+// MaxStrLen bounds the size of strings. Strings larger than the BPF
+// stack allows live in a per-CPU scratch map, so the limit is well above
+// the stack's 512 bytes.
+const MaxStrLen = 1024
+
+// DefaultStrLen is the size of strings when nothing sets it, in the
+// mode of bpftrace release v: 0.26.1's max_strlen is 1024, 0.17's 64.
+func DefaultStrLen(v compat.Version) int {
+	if v == compat.V017 {
+		return 64
+	}
+	return 1024
+}
 
 // maxPasses bounds the passes that settle map types: a map used before
 // the statement that fixes its type needs a second pass.
@@ -86,9 +93,9 @@ const maxPasses = 4
 // syntax.ErrorList whose entries point into the source.
 func Check(prog *syntax.Program, conf *Config) (*Program, error) {
 	if conf.StrLen == 0 {
-		conf.StrLen = DefaultStrLen
+		conf.StrLen = DefaultStrLen(conf.Compat)
 	}
-	c := &checker{conf: conf, file: prog.File, prog: &Program{Syntax: prog, Params: conf.Params, Compat: conf.Compat, mapIndex: map[string]*Map{}}}
+	c := &checker{conf: conf, file: prog.File, prog: &Program{Syntax: prog, Params: conf.Params, Compat: conf.Compat, StrLen: conf.StrLen, mapIndex: map[string]*Map{}}}
 	defer c.warned()
 	if conf.StrLen < 1 || conf.StrLen > MaxStrLen {
 		c.errs.Add(c.file, syntax.NoPos, syntax.NoPos, "string length %d is out of range 1..%d", conf.StrLen, MaxStrLen)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -40,10 +41,11 @@ const (
 
 // option describes one of bpftrace 0.26.1's configuration options;
 // ignored, when set, is why kinst takes the option without following
-// it, which a warning says.
+// it, which a warning says; ignored017 is why in the 0.17 mode only.
 type option struct {
-	kind    optionKind
-	ignored string
+	kind       optionKind
+	ignored    string
+	ignored017 string
 }
 
 // options are the keys bpftrace 0.26.1 knows.
@@ -64,7 +66,7 @@ var options = map[string]option{
 	"print_maps_on_exit":        {kind: optBool},
 	"show_debug_info":           {kind: optBool, ignored: "kinst prints no source locations in stacks"},
 	"stack_mode":                {kind: optStack},
-	"str_trunc_trailer":         {kind: optText, ignored: "kinst truncates strings without a trailer"},
+	"str_trunc_trailer":         {kind: optText, ignored017: "kinst truncates strings without a trailer"},
 	"use_blazesym":              {kind: optBool, ignored: "kinst has its own symbolizer"},
 	"unstable_import_statement": {kind: optUnstable},
 	"unstable_tseries":          {kind: optUnstable},
@@ -94,12 +96,12 @@ var licenses = []string{"GPL", "GPL v2", "GPL and additional rights", "Dual BSD/
 // overrides the config block: BPFTRACE_ and the key in upper case.
 func EnvName(key string) string { return "BPFTRACE_" + strings.ToUpper(key) }
 
-// ReadConfig reads prog's config block. A key may be written in any
-// case, with or without the bpftrace_ prefix. Options the environment
-// sets (see EnvName) are left out: the environment overrides the block.
-// warn, if set, receives the warnings; the error, if any, is a
-// syntax.ErrorList.
-func ReadConfig(prog *syntax.Program, warn func(*syntax.Error)) (Settings, error) {
+// ReadConfig reads prog's config block, in the mode of bpftrace
+// release mode. A key may be written in any case, with or without the
+// bpftrace_ prefix. Options the environment sets (see EnvName) are left
+// out: the environment overrides the block. warn, if set, receives the
+// warnings; the error, if any, is a syntax.ErrorList.
+func ReadConfig(prog *syntax.Program, mode compat.Version, warn func(*syntax.Error)) (Settings, error) {
 	s := Settings{}
 	var errs, warnings syntax.ErrorList
 	for _, it := range prog.Config {
@@ -130,8 +132,12 @@ func ReadConfig(prog *syntax.Program, warn func(*syntax.Error)) (Settings, error
 			errs.Add(prog.File, it.Pos(), it.End(), "%s: kinst's strings hold 1 to %d bytes, not %d", it.Key, MaxStrLen, n)
 			continue
 		}
-		if opt.ignored != "" {
-			warnings.Warn(prog.File, it.Pos(), it.End(), "%s has no effect: %s", it.Key, opt.ignored)
+		ignored := opt.ignored
+		if mode == compat.V017 && opt.ignored017 != "" {
+			ignored = opt.ignored017
+		}
+		if ignored != "" {
+			warnings.Warn(prog.File, it.Pos(), it.End(), "%s has no effect: %s", it.Key, ignored)
 		}
 		if _, set := os.LookupEnv(EnvName(key)); !set {
 			s[key] = v

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -13,6 +14,7 @@ func TestReadConfig(t *testing.T) {
 		name     string
 		src      string
 		env      map[string]string
+		mode     compat.Version
 		want     Settings
 		warnings []string
 		err      string
@@ -36,8 +38,14 @@ func TestReadConfig(t *testing.T) {
 			warnings: []string{"t:1:12: warning: strlen has been renamed, please use max_strlen\nconfig = { strlen = 16; unstable_map_decl = 1 } BEGIN { }\n           ^~~~~~~~~~~", "t:1:25: warning: unstable_map_decl is deprecated and has no effect\nconfig = { strlen = 16; unstable_map_decl = 1 } BEGIN { }\n                        ^~~~~~~~~~~~~~~~~~~~~"},
 		},
 		{
-			name:     "a key kinst takes without following it",
+			name: "str_trunc_trailer",
+			src:  `config = { str_trunc_trailer = "..." } BEGIN { }`,
+			want: Settings{"str_trunc_trailer": "..."},
+		},
+		{
+			name:     "a key kinst takes without following it in the 0.17 mode",
 			src:      `config = { str_trunc_trailer = "..." } BEGIN { }`,
+			mode:     compat.V017,
 			want:     Settings{"str_trunc_trailer": "..."},
 			warnings: []string{"t:1:12: warning: str_trunc_trailer has no effect: kinst truncates strings without a trailer\nconfig = { str_trunc_trailer = \"...\" } BEGIN { }\n           ^~~~~~~~~~~~~~~~~~~~~~~~~"},
 		},
@@ -83,7 +91,7 @@ func TestReadConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			var warnings []string
-			got, err := ReadConfig(prog, func(e *syntax.Error) { warnings = append(warnings, e.Detail()) })
+			got, err := ReadConfig(prog, tt.mode, func(e *syntax.Error) { warnings = append(warnings, e.Detail()) })
 			if tt.err != "" {
 				var details []string
 				if list, ok := err.(syntax.ErrorList); ok {

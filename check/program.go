@@ -148,6 +148,8 @@ type Program struct {
 	// Compat is the bpftrace release whose meaning and output the
 	// program has.
 	Compat compat.Version
+	// StrLen is the size of str() results, bpftrace's max_strlen.
+	StrLen int
 
 	mapIndex map[string]*Map
 }

@@ -5,11 +5,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/syntax"
 )
 
-// joinArgs is how many arguments join() reads, as bpftrace.
-const joinArgs = 16
+// join() reads up to joinArgs arguments of joinLen bytes each, as
+// bpftrace 0.17 does whatever the string size.
+const (
+	joinArgs = 16
+	joinLen  = 64
+)
 
 // action registers an action and returns its id.
 func (g *gen) action(a *Action) *Action {
@@ -292,7 +297,7 @@ func (g *gen) override(x *syntax.CallExpr, c *check.Call) {
 // join reads a NULL-terminated array of string pointers, such as
 // execve's argv, and sends up to joinArgs strings.
 func (g *gen) join(x *syntax.CallExpr, c *check.Call) {
-	strLen := check.DefaultStrLen
+	strLen := joinLen
 	a := g.action(&Action{Kind: ActJoin, Text: c.Text, JoinArgs: joinArgs, JoinLen: strLen})
 	a.Args = &check.Type{Kind: check.Buffer, Size: joinArgs * strLen}
 	rec := g.record(a)
@@ -414,6 +419,10 @@ func (g *gen) usym(x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) {
 // str reads a NUL-terminated string into dst; the rest of dst is zero so
 // that equal strings are equal keys.
 func (g *gen) str(x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) {
+	if g.c.prog.Compat != compat.V017 {
+		g.str026(x, c, dst, t)
+		return
+	}
 	src := g.typeOf(x.Args[0])
 	if src.Kind == check.Str {
 		g.memInto(x.Args[0], dst, t)
@@ -428,7 +437,7 @@ func (g *gen) str(x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) {
 	g.zero(dst)
 	size := immOp(int64(dst.size))
 	if len(x.Args) == 2 {
-		size = g.limit(g.scalar(x.Args[1]), dst.size)
+		size = g.limit(g.scalar(x.Args[1]), 1, dst.size)
 	}
 	g.load(asm.R3, ptr)
 	g.free(ptr)
@@ -438,16 +447,90 @@ func (g *gen) str(x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) {
 	g.call(readStrHelper(c.Space))
 }
 
-// limit returns min(n+1, max) in a register bounded for the verifier:
-// the size of a read that keeps n characters and a NUL.
-func (g *gen) limit(n operand, max int) operand {
+// str026 is str() as bpftrace 0.26.1 reads strings: min(n, max_strlen)
+// bytes, NUL included, and one byte more when max_strlen is below 1024,
+// so that a string cut short has no NUL within its max_strlen bytes and
+// prints with the truncation trailer. The extra byte falls past dst when
+// the read may fill it: then a read that fills dst is followed by a read
+// of the string's byte at dst's last, which is its NUL if nothing was
+// cut.
+func (g *gen) str026(x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) {
+	maxLen, pad := g.c.prog.StrLen, 0
+	if maxLen < check.MaxStrLen {
+		pad = 1
+	}
+	src := g.typeOf(x.Args[0])
+	if src.Kind == check.Str {
+		g.memInto(x.Args[0], dst, t)
+		if len(x.Args) == 2 {
+			// The read keeps min(n, max)+pad bytes, its NUL among them.
+			n := g.limit(g.scalar(x.Args[1]), int64(pad), maxLen+pad)
+			if n.kind == opImm {
+				n.imm--
+			} else {
+				r := g.work(n, asm.R1)
+				g.emit(asm.Sub.Imm(r, 1))
+				g.set(n, r)
+			}
+			g.truncateStr(dst, n)
+		}
+		return
+	}
+	ptr := g.scalar(x.Args[0])
+	g.zero(dst)
+	want := immOp(int64(maxLen + pad))
+	if len(x.Args) == 2 {
+		want = g.limit(g.scalar(x.Args[1]), int64(pad), maxLen+pad)
+	}
+	if want.kind == opImm && want.imm <= int64(dst.size) {
+		g.load(asm.R3, ptr)
+		g.free(ptr)
+		g.movImm(asm.R2, want.imm)
+		g.addr(asm.R1, dst)
+		g.call(readStrHelper(c.Space))
+		return
+	}
+	// want is at most dst.size+1: read dst.size bytes at most, and the
+	// last byte again when want is the larger and the string filled dst.
+	done := g.newLabel("strdone")
+	if want.kind == opImm {
+		g.movImm(asm.R2, int64(dst.size))
+	} else {
+		fits := g.newLabel("strfits")
+		g.load(asm.R2, want)
+		g.emit(asm.JLE.Imm(asm.R2, int32(dst.size), fits), asm.Mov.Imm(asm.R2, int32(dst.size)))
+		g.place(fits)
+	}
+	g.load(asm.R3, ptr)
+	g.addr(asm.R1, dst)
+	g.call(readStrHelper(c.Space))
+	if want.kind != opImm {
+		g.load(asm.R1, want)
+		g.emit(asm.JLE.Imm(asm.R1, int32(dst.size), done))
+	}
+	g.free(want)
+	g.emit(asm.JNE.Imm(asm.R0, int32(dst.size), done))
+	last := dst.at(dst.size-1, 1)
+	g.addr(asm.R1, last)
+	g.emit(asm.Mov.Imm(asm.R2, 1))
+	g.load(asm.R3, ptr)
+	g.free(ptr)
+	g.emit(asm.Add.Imm(asm.R3, int32(dst.size-1)))
+	g.call(readHelper(c.Space))
+	g.place(done)
+}
+
+// limit returns min(n+extra, most), and 1 for 0, in a register bounded
+// for the verifier: the size of a read that keeps n characters and a
+// NUL when extra is 1.
+func (g *gen) limit(n operand, extra int64, most int) operand {
 	if n.kind == opImm {
-		return immOp(min(n.imm+1, int64(max)))
+		return immOp(max(min(n.imm+extra, int64(most)), 1))
 	}
 	r := g.work(n, asm.R1)
 	ok, done := g.newLabel("fits"), g.newLabel("limited")
-	g.emit(asm.Add.Imm(r, 1), asm.JLE.Imm(r, int32(max), ok))
-	g.emit(asm.Mov.Imm(r, int32(max)), asm.Ja.Label(done))
+	g.emit(asm.Add.Imm(r, int32(extra)), asm.JLE.Imm(r, int32(most), ok))
+	g.emit(asm.Mov.Imm(r, int32(most)), asm.Ja.Label(done))
 	g.place(ok)
 	// Negative lengths wrapped to huge values above; zero means nothing.
 	g.emit(asm.JNE.Imm(r, 0, done), asm.Mov.Imm(r, 1))

@@ -8,7 +8,9 @@
 // holds the context, R7 and R8 hold temporaries that must survive helper
 // calls (more spill to the stack), R9 points at the probe's part of a
 // per-CPU scratch map when the probe needs more memory than the 512-byte
-// stack gives, and R0–R5 are used within one operation. Every integer in
+// stack gives (probes that never run nested in one another on a CPU
+// share one part, the others have one each), and R0–R5 are used within
+// one operation. Every integer in
 // a register is kept sign- or zero-extended to 64 bits according to its
 // type, so operations never need to know where a value came from.
 package codegen

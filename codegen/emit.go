@@ -27,7 +27,7 @@ type gen struct {
 
 	stack       frame // stack memory, growing down from R10
 	scratch     frame // scratch map memory, growing up from R9
-	scratchBase int   // this program's offset in the scratch map
+	scratchBase int   // this program's offset in its scratch map (scratchMap)
 	usesScratch bool
 
 	temps   [2]bool // R7, R8 in use

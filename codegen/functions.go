@@ -35,10 +35,16 @@ func (g *gen) bswap(x *syntax.CallExpr) operand {
 // (strstr), or whether it is there (strcontains); an empty needle is
 // found at 0, as in bpftrace. A bounded loop walks the haystack, each
 // turn comparing the needle unrolled, so the code grows with the needle
-// alone; it reads no byte past either string's buffer.
+// alone; it reads no byte past either string's buffer. The verifier
+// follows that loop turn by turn, so past maxComparisons the search
+// runs through bpf_loop instead (searchLoop), whose callback it checks
+// once.
 func (g *gen) search(x *syntax.CallExpr, where bool) operand {
 	hay, needle := g.typeOf(x.Args[0]).Size, g.typeOf(x.Args[1]).Size
 	if n := hay * needle; n > maxComparisons {
+		if g.c.opts.HasLoop != nil && g.c.opts.HasLoop() {
+			return g.searchLoop(x, where)
+		}
 		g.c.errorf(x, "%s(): searching %d bytes for up to %d is %d comparisons, more than the %d the verifier is known to accept; "+
 			"shorten the strings with str(s, N)", x.Fun.Name, hay, needle, n, maxComparisons)
 		return immOp(0)
@@ -122,6 +128,130 @@ func (g *gen) strlen(x *syntax.CallExpr) operand {
 // 256x17 load; 1024x5, 512x9 and 96x96 make the verifier fail with
 // EFAULT.
 const maxComparisons = 4096
+
+// Words of the struct a search run by bpf_loop hands its callback.
+const (
+	searchScr  = 0 // the program's scratch memory
+	searchAt   = 8 // where the needle was found, -1 until it is
+	searchSize = 16
+)
+
+// maxUnrolled is the longest needle whose comparison searchLoop's
+// callback unrolls; a longer one is compared by a loop, which the
+// verifier follows byte by byte but only once, not once per position.
+const maxUnrolled = 64
+
+// searchLoop is search through bpf_loop: one round per position of the
+// haystack, each comparing the needle there, and the first match stops
+// the rounds and records its position in the struct the callback is
+// handed. The callback reaches the strings through that struct: one on
+// this frame's stack at the struct's distance from them, one in the
+// scratch map through the pointer the struct holds.
+func (g *gen) searchLoop(x *syntax.CallExpr, where bool) operand {
+	mark := g.mark()
+	defer g.release(mark)
+	a, b := g.memOf(x.Args[0]), g.memOf(x.Args[1])
+	cs := g.allocStack(searchSize)
+	if a.base == regScratch || b.base == regScratch {
+		g.emit(asm.StoreMem(cs.base, cs.off+searchScr, regScratch, asm.DWord))
+	}
+	g.storeImm(cs.base, cs.off+searchAt, -1, asm.DWord)
+	empty, done := g.newLabel("searchempty"), g.newLabel("searchdone")
+	g.emit(asm.LoadMem(asm.R2, b.base, b.off, asm.Byte), asm.JEq.Imm(asm.R2, 0, empty))
+	cb := g.newLabel("search")
+	g.emit(asm.Mov.Imm(asm.R1, int32(a.size)),
+		asm.Instruction{OpCode: asm.LoadImmOp(asm.DWord), Dst: asm.R2, Src: asm.PseudoFunc, Constant: -1}.WithReference(cb))
+	g.addr(asm.R3, cs)
+	g.emit(asm.Mov.Imm(asm.R4, 0))
+	g.call(asm.FnLoop)
+	g.emit(asm.LoadMem(asm.R0, cs.base, cs.off+searchAt, asm.DWord), asm.Ja.Label(done))
+	g.place(empty)
+	g.emit(asm.Mov.Imm(asm.R0, 0))
+	g.place(done)
+	if !where {
+		missing, found := g.newLabel("missing"), g.newLabel("found")
+		g.emit(asm.JEq.Imm(asm.R0, -1, missing), asm.Mov.Imm(asm.R0, 1), asm.Ja.Label(found))
+		g.place(missing)
+		g.emit(asm.Mov.Imm(asm.R0, 0))
+		g.place(found)
+	}
+	g.subprog(cb, 2, func() { g.searchPosition(a, b, cs) })
+	return g.fromReg(asm.R0)
+}
+
+// searchPosition is the callback of searchLoop, called with the
+// position in R1 and the struct at cs in R2: it returns 1 to stop the
+// rounds (the needle is there, recorded in the struct, or the haystack
+// ends before it could be) and 0 to try the next position.
+func (g *gen) searchPosition(a, b, cs mem) {
+	found, stop, next := g.newLabel("found"), g.newLabel("stop"), g.newLabel("next")
+	// R3 points at the haystack, R4 at the needle. Each byte of the
+	// haystack is reached from its index, bounded first: the verifier
+	// knows the position only as a range.
+	g.reach(asm.R3, a, cs)
+	g.reach(asm.R4, b, cs)
+	g.emit(
+		asm.JGE.Imm(asm.R1, int32(a.size), stop),
+		asm.Mov.Reg(asm.R0, asm.R3), asm.Add.Reg(asm.R0, asm.R1), asm.LoadMem(asm.R0, asm.R0, 0, asm.Byte),
+		asm.JEq.Imm(asm.R0, 0, stop),
+	)
+	if b.size <= maxUnrolled {
+		for j := 0; j < b.size; j++ {
+			g.emit(asm.LoadMem(asm.R5, asm.R4, int16(j), asm.Byte))
+			if j > 0 {
+				// As in search: the needle ended, or the haystack
+				// has no byte j past the position.
+				g.emit(asm.JEq.Imm(asm.R5, 0, found),
+					asm.Mov.Reg(asm.R0, asm.R1), asm.Add.Imm(asm.R0, int32(j)), asm.JGE.Imm(asm.R0, int32(a.size), stop))
+			} else {
+				g.emit(asm.Mov.Reg(asm.R0, asm.R1))
+			}
+			g.emit(asm.Add.Reg(asm.R0, asm.R3), asm.LoadMem(asm.R0, asm.R0, 0, asm.Byte), asm.JNE.Reg(asm.R0, asm.R5, next))
+		}
+	} else {
+		// R5 counts the needle's bytes; the needle's first byte is not
+		// its NUL, which searchLoop saw to. The verifier goes on past
+		// a conditional jump first and keeps the jump's target for
+		// later: here what goes on leaves the callback, and the targets
+		// go on comparing, so that no more than one of them waits at a
+		// time while the verifier follows the loop byte by byte.
+		loop, more, inside, same := g.newLabel("compare"), g.newLabel("more"), g.newLabel("inside"), g.newLabel("same")
+		g.emit(asm.Mov.Imm(asm.R5, 0))
+		g.place(loop)
+		g.emit(
+			asm.JGE.Imm(asm.R5, int32(b.size), found),
+			asm.Mov.Reg(asm.R0, asm.R4), asm.Add.Reg(asm.R0, asm.R5), asm.LoadMem(asm.R0, asm.R0, 0, asm.Byte),
+			asm.JNE.Imm(asm.R0, 0, more), asm.Ja.Label(found),
+		)
+		g.place(more)
+		g.emit(asm.Mov.Reg(asm.R6, asm.R1), asm.Add.Reg(asm.R6, asm.R5), asm.JLT.Imm(asm.R6, int32(a.size), inside), asm.Ja.Label(stop))
+		g.place(inside)
+		g.emit(asm.Add.Reg(asm.R6, asm.R3), asm.LoadMem(asm.R6, asm.R6, 0, asm.Byte), asm.JEq.Reg(asm.R6, asm.R0, same), asm.Ja.Label(next))
+		g.place(same)
+		g.emit(asm.Add.Imm(asm.R5, 1), asm.Ja.Label(loop))
+	}
+	// The needle's whole buffer matched.
+	g.place(found)
+	g.emit(asm.StoreMem(asm.R2, searchAt, asm.R1, asm.DWord))
+	g.place(stop)
+	g.emit(asm.Mov.Imm(asm.R0, 1), asm.Return())
+	g.place(next)
+	g.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+}
+
+// reach puts in dst, within searchLoop's callback, the address of m
+// through the struct at cs, whose address is in R2.
+func (g *gen) reach(dst asm.Register, m, cs mem) {
+	if m.base == regScratch {
+		g.emit(asm.LoadMem(dst, asm.R2, searchScr, asm.DWord))
+	} else {
+		g.emit(asm.Mov.Reg(dst, asm.R2))
+		m.off -= cs.off
+	}
+	if m.off != 0 {
+		g.emit(asm.Add.Imm(dst, int32(m.off)))
+	}
+}
 
 // macaddr copies 6 bytes from an array or from memory at an address.
 func (g *gen) macaddr(x *syntax.CallExpr, c *check.Call, dst mem) {

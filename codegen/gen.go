@@ -70,10 +70,10 @@ const (
 // it go to the scratch map instead.
 const (
 	stackLimit   = 512
-	stackBudget  = 384 // what memory values may take, leaving room for spills and variables
-	maxOnStack   = 128 // a value larger than this always goes to scratch
-	scratchLimit = 1 << 16
-	maxInsns     = 1 << 20 // BPF_COMPLEXITY_LIMIT_INSNS
+	stackBudget  = 384      // what memory values may take, leaving room for spills and variables
+	maxOnStack   = 128      // a value larger than this always goes to scratch
+	scratchLimit = 32 << 10 // the kernel's bound on a per-CPU map value, PCPU_MIN_UNIT_SIZE
+	maxInsns     = 1 << 20  // BPF_COMPLEXITY_LIMIT_INSNS
 )
 
 // Registers with fixed roles.
@@ -150,9 +150,13 @@ type compiler struct {
 	nprogs      int // programs generated so far, for naming
 	compatAsked bool
 	compatOff   int // CompatStatus's answer, or -1
-	scratchSize int // total scratch, summed over programs
-	kstackDepth int // deepest kstack asked for
-	ustackDepth int
+	// Scratch memory: the ScratchMap region programs that share it
+	// need (the most any of them needs), and the OwnScratchMap regions
+	// of the others, summed.
+	sharedScratch int
+	ownScratch    int
+	kstackDepth   int // deepest kstack asked for
+	ustackDepth   int
 }
 
 func (c *compiler) errorf(n syntax.Node, format string, args ...any) {
@@ -222,8 +226,11 @@ func (c *compiler) declareInternalMaps() {
 	specs[EventsMap] = &ebpf.MapSpec{Name: EventsMap, Type: ebpf.RingBuf, MaxEntries: uint32(c.opts.EventsSize)}
 	specs[LostMap] = &ebpf.MapSpec{Name: LostMap, Type: ebpf.Array, KeySize: 4, ValueSize: uint32(8 * (lostFixed + len(c.out.Maps))), MaxEntries: 1, Flags: unix.BPF_F_MMAPABLE}
 	specs[ConstsMap] = &ebpf.MapSpec{Name: ConstsMap, Type: ebpf.Array, KeySize: 4, ValueSize: constsSize, MaxEntries: 1}
-	if c.scratchSize > 0 {
-		specs[ScratchMap] = &ebpf.MapSpec{Name: ScratchMap, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(alignUp(c.scratchSize, 8)), MaxEntries: 1}
+	if c.sharedScratch > 0 {
+		specs[ScratchMap] = &ebpf.MapSpec{Name: ScratchMap, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(alignUp(c.sharedScratch, 8)), MaxEntries: 1}
+	}
+	if c.ownScratch > 0 {
+		specs[OwnScratchMap] = &ebpf.MapSpec{Name: OwnScratchMap, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(alignUp(c.ownScratch, 8)), MaxEntries: 1}
 	}
 	if c.kstackDepth > 0 {
 		specs[KstackMap] = &ebpf.MapSpec{Name: KstackMap, Type: ebpf.StackTrace, KeySize: 4, ValueSize: uint32(8 * c.kstackDepth), MaxEntries: uint32(c.opts.StackEntries)}
@@ -287,7 +294,9 @@ func (c *compiler) probeIDs(targets []*check.Target, firstTarget int) []uint64 {
 func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firstTarget int) *Program {
 	ids := c.probeIDs(p.Targets, firstTarget)
 	g := &gen{c: c, p: p, mech: mech, vars: map[string]mem{}, aliases: map[string]string{}, firstID: ids[0]}
-	g.scratchBase = c.scratchSize
+	if !mech.sharesScratch() {
+		g.scratchBase = c.ownScratch
+	}
 	g.exitLabel = g.newLabel("exit")
 	name := fmt.Sprintf("probe%d", c.nprogs+1)
 	if mech == MechSyscalls {
@@ -298,7 +307,16 @@ func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firs
 	if len(g.insns) == 0 {
 		return nil
 	}
-	c.scratchSize += g.scratch.max
+	if mech.sharesScratch() {
+		c.sharedScratch = max(c.sharedScratch, g.scratch.max)
+	} else {
+		if g.scratch.max <= scratchLimit && c.ownScratch <= scratchLimit && c.ownScratch+g.scratch.max > scratchLimit {
+			c.errorf(p.Syntax, "this probe and those before it that may run nested in other probes need %d bytes of scratch memory together; "+
+				"the kernel allows %d (a smaller BPFTRACE_MAX_STRLEN needs less)", c.ownScratch+g.scratch.max, scratchLimit)
+		}
+		// The next region starts aligned, as the values in it are.
+		c.ownScratch += alignUp(g.scratch.max, 8)
+	}
 	c.nprogs++
 	if g.table != nil {
 		c.out.Collection.Maps[g.tableName] = g.table

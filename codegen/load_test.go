@@ -31,7 +31,9 @@ func compile(t *testing.T, name, src string) *codegen.Output {
 		}
 		t.Fatalf("check: %v", err)
 	}
-	out, err := codegen.Generate(checked, &codegen.Options{EventsSize: 1 << 16, MapEntries: 64})
+	// A program that needs bpf_loop gets what needs it.
+	hasLoop := func() bool { return requirement(src) == "loop" }
+	out, err := codegen.Generate(checked, &codegen.Options{EventsSize: 1 << 16, MapEntries: 64, HasLoop: hasLoop})
 	if err != nil {
 		t.Fatalf("generate: %v", err)
 	}

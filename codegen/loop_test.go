@@ -55,3 +55,55 @@ func TestRangeLoopHelper(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchLoop: strcontains() and strstr() run through bpf_loop when
+// the haystack's size times the needle's is past what the verifier
+// follows position by position, and only then ask the kernel for it;
+// without bpf_loop such a search is refused, located.
+func TestSearchLoop(t *testing.T) {
+	for _, tt := range []struct {
+		name, expr string
+		hasLoop    bool
+		calls      int    // bpf_loop calls in the program
+		asked      bool   // whether the kernel was asked for bpf_loop
+		err        string // the error, if any
+	}{
+		{"short needle", `strcontains(str($p), "abc")`, true, 0, false, ""},
+		{"short haystack", `strstr(comm, "/usr/lib/")`, true, 0, false, ""},
+		{"long needle", `strcontains(str($p), "/usr/lib/")`, true, 1, true, ""},
+		{"long needle, strstr", `strstr(str($p), "/usr/lib/")`, true, 1, true, ""},
+		{"needle longer than the unrolled", `strstr(str($p), str($p, 100))`, true, 1, true, ""},
+		{"both long", `strstr(str($p), str($p))`, true, 1, true, ""},
+		{"no bpf_loop", `strcontains(str($p), "/usr/lib/")`, false, 0, true,
+			"loop.bt:1:29: strcontains(): searching 1024 bytes for up to 10 is 10240 comparisons, more than the 4096 the verifier is known to accept; shorten the strings with str(s, N)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := `BEGIN { $p = (uint64)0; @ = ` + tt.expr + `; }`
+			prog, err := syntax.Parse("loop.bt", []byte(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked, err := check.Check(prog, &check.Config{Resolver: &attach.Resolver{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			asked := false
+			out, err := codegen.Generate(checked, &codegen.Options{HasLoop: func() bool { asked = true; return tt.hasLoop }})
+			if tt.err != "" || err != nil {
+				if err == nil || err.Error() != tt.err || asked != tt.asked {
+					t.Errorf("error %v, kernel asked %v; want %s, %v", err, asked, tt.err, tt.asked)
+				}
+				return
+			}
+			calls := 0
+			for _, ins := range out.Programs[0].Spec(out).Instructions {
+				if ins.IsBuiltinCall() && ins.Constant == int64(asm.FnLoop) {
+					calls++
+				}
+			}
+			if calls != tt.calls || asked != tt.asked {
+				t.Errorf("%d bpf_loop calls, kernel asked %v; want %d, %v", calls, asked, tt.calls, tt.asked)
+			}
+		})
+	}
+}

@@ -201,6 +201,45 @@ func (m Mechanism) IsTrampoline() bool {
 	return m == MechFentry || m == MechFexit || m == MechFmodRet
 }
 
+// sharesScratch reports whether programs of mechanism m share one
+// region of scratch memory (ScratchMap at 0). The kernel runs them only
+// through paths that count on the per-CPU bpf_prog_active and run
+// nothing while it is already taken, so none of them ever runs nested
+// in another on a CPU: not from an interrupt, not from a function a
+// helper calls. Programs of the other mechanisms may run nested in any
+// program, those kernel paths guarding a program at most against
+// itself, and each has a region of its own (in OwnScratchMap).
+func (m Mechanism) sharesScratch() bool {
+	switch m {
+	case MechKprobe:
+		// kprobe_perf_func and kretprobe_perf_func run it through
+		// trace_call_bpf, which takes bpf_prog_active.
+		return true
+	case MechKprobeMulti:
+		// kprobe_multi_link_prog_run takes bpf_prog_active itself
+		// (since kprobe.multi came, in 5.18; so in 6.1 and 6.12).
+		return true
+	case MechTracepoint, MechSyscalls:
+		// perf_trace_run_bpf_submit runs it through trace_call_bpf;
+		// raw_syscalls is a tracepoint attached as the others.
+		return true
+	case MechPerfEvent:
+		// bpf_overflow_handler takes bpf_prog_active: profile,
+		// interval, software, hardware and watchpoint events.
+		return true
+	}
+	// MechUprobe: __uprobe_perf_func has run programs through
+	// bpf_prog_run_array_sleepable (5.19), later named
+	// bpf_prog_run_array_uprobe, rather than trace_call_bpf: RCU and
+	// migrate_disable, no bpf_prog_active. MechUprobeMulti:
+	// uprobe_prog_run, the same. MechRawTracepoint: __bpf_trace_run
+	// guards a program against itself only (prog->active), as
+	// __bpf_prog_enter_recur does for MechFentry, MechFexit and
+	// MechFmodRet. MechIter: bpf_iter_run_prog, and MechTestRun:
+	// bpf_prog_test_run_raw_tp, take nothing.
+	return false
+}
+
 // regsContext reports whether the program's context is saved registers
 // (struct pt_regs), as opposed to an array of argument words.
 func (m Mechanism) regsContext() bool {

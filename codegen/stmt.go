@@ -111,6 +111,15 @@ func (g *gen) allocVars() {
 	}
 }
 
+// scratchMap is the map whose region at scratchBase is this program's
+// scratch memory.
+func (g *gen) scratchMap() string {
+	if g.mech.sharesScratch() {
+		return ScratchMap
+	}
+	return OwnScratchMap
+}
+
 // prologue is put in front of the body once its needs are known: it
 // keeps the context in R6, points R9 at this program's scratch memory
 // and zeroes variables, which may be read on paths that never set them.
@@ -131,7 +140,7 @@ func (g *gen) prologue() {
 	if g.usesScratch {
 		key := g.allocStack(4)
 		g.storeImm(asm.R10, key.off, 0, asm.Word)
-		g.mapPtr(asm.R1, ScratchMap)
+		g.mapPtr(asm.R1, g.scratchMap())
 		g.addr(asm.R2, key)
 		g.call(asm.FnMapLookupElem)
 		g.emit(asm.JEq.Imm(asm.R0, 0, g.exitLabel), asm.Mov.Reg(regScratch, asm.R0))
@@ -508,45 +517,55 @@ func (g *gen) forMapCallback(s *syntax.ForStmt, m *Map, label string) {
 // body, continue) and 1 to stop (break; exit() and return also mark the
 // struct, so that the caller leaves the probe).
 func (g *gen) callback(label, kind string, nargs int, arg asm.Register, enter func(), body *syntax.Block) {
+	exit := g.exitLabel
+	g.subprog(label, nargs, func() {
+		g.exitLabel = g.newLabel(kind + "exit")
+		l := &loop{cont: g.newLabel(kind + "next"), brk: g.newLabel(kind + "break")}
+		slot := g.allocStack(8)
+		g.cbStruct = &slot
+		g.emit(asm.StoreMem(slot.base, slot.off, arg, asm.DWord),
+			asm.LoadMem(regCtx, arg, forCtx, asm.DWord),
+			asm.LoadMem(regScratch, arg, forScr, asm.DWord))
+		enter()
+		g.block(body, l)
+		// The verifier refuses code no path reaches: each way out is
+		// generated only when something goes there.
+		last := g.insns[len(g.insns)-1].OpCode
+		if g.pending != "" || last.JumpOp() != asm.Ja && last.JumpOp() != asm.Exit || g.jumpsTo(l.cont) {
+			g.place(l.cont)
+			g.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+		}
+		leaves := g.jumpsTo(g.exitLabel)
+		if leaves {
+			g.place(g.exitLabel)
+			g.emit(asm.LoadMem(asm.R1, slot.base, slot.off, asm.DWord))
+			g.storeImm(asm.R1, forLeave, 1, asm.DWord)
+		}
+		if leaves || g.jumpsTo(l.brk) {
+			g.place(l.brk)
+			g.emit(asm.Mov.Imm(asm.R0, 1), asm.Return())
+		}
+	})
+	g.exitLabel = exit
+}
+
+// subprog generates a function of nargs pointer arguments at label, put
+// after the program's exit: body generates it on a stack frame of its
+// own. The deepest chain of such functions counts towards the stack as
+// the verifier counts it, each frame at least 32 bytes.
+func (g *gen) subprog(label string, nargs int, body func()) {
 	insns, pos, pending := g.insns, g.pos, g.pending
-	stack, spills, temps, exit, deep, outer := g.stack, g.spills, g.temps, g.exitLabel, g.calleeDeep, g.cbStruct
+	stack, spills, temps, deep, outer := g.stack, g.spills, g.temps, g.calleeDeep, g.cbStruct
 	g.insns, g.pos, g.pending = nil, nil, ""
-	g.stack, g.spills, g.temps, g.calleeDeep = frame{}, nil, [2]bool{}, 0
-	g.exitLabel = g.newLabel(kind + "exit")
-	l := &loop{cont: g.newLabel(kind + "next"), brk: g.newLabel(kind + "break")}
-
+	g.stack, g.spills, g.temps, g.calleeDeep, g.cbStruct = frame{}, nil, [2]bool{}, 0, nil
 	g.place(label)
-	slot := g.allocStack(8)
-	g.cbStruct = &slot
-	g.emit(asm.StoreMem(slot.base, slot.off, arg, asm.DWord),
-		asm.LoadMem(regCtx, arg, forCtx, asm.DWord),
-		asm.LoadMem(regScratch, arg, forScr, asm.DWord))
-	enter()
-	g.block(body, l)
-	// The verifier refuses code no path reaches: each way out is
-	// generated only when something goes there.
-	last := g.insns[len(g.insns)-1].OpCode
-	if g.pending != "" || last.JumpOp() != asm.Ja && last.JumpOp() != asm.Exit || g.jumpsTo(l.cont) {
-		g.place(l.cont)
-		g.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
-	}
-	leaves := g.jumpsTo(g.exitLabel)
-	if leaves {
-		g.place(g.exitLabel)
-		g.emit(asm.LoadMem(asm.R1, slot.base, slot.off, asm.DWord))
-		g.storeImm(asm.R1, forLeave, 1, asm.DWord)
-	}
-	if leaves || g.jumpsTo(l.brk) {
-		g.place(l.brk)
-		g.emit(asm.Mov.Imm(asm.R0, 1), asm.Return())
-	}
-
+	body()
 	g.insns[0] = btf.WithFuncMetadata(g.insns[0], btfFunc(label, nargs))
 	g.subprogs = append(g.subprogs, g.insns...)
 	g.subpos = append(g.subpos, g.pos...)
-	own := alignUp(g.stack.max, 32) + g.calleeDeep
+	own := alignUp(max(g.stack.max, 1), 32) + g.calleeDeep
 	g.insns, g.pos, g.pending = insns, pos, pending
-	g.stack, g.spills, g.temps, g.exitLabel, g.cbStruct = stack, spills, temps, exit, outer
+	g.stack, g.spills, g.temps, g.cbStruct = stack, spills, temps, outer
 	g.calleeDeep = max(deep, own)
 }
 

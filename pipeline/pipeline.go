@@ -326,7 +326,7 @@ func checkProgram(name string, src []byte, opts *Options) (*check.Program, check
 	if warn == nil && opts.Warnings != nil {
 		warn = func(w *syntax.Error) { fmt.Fprintln(opts.Warnings, w.Detail()) }
 	}
-	settings, err := check.ReadConfig(parsed, warn)
+	settings, err := check.ReadConfig(parsed, opts.Compat, warn)
 	if err != nil {
 		return nil, check.Settings{}, nil, err
 	}
@@ -335,7 +335,7 @@ func checkProgram(name string, src []byte, opts *Options) (*check.Program, check
 	}
 	strLen := opts.StrLen
 	if strLen == 0 {
-		strLen = check.DefaultStrLen
+		strLen = check.DefaultStrLen(opts.Compat)
 	}
 	checked, err := check.Check(parsed, &check.Config{
 		Resolver: &attach.Resolver{Pid: opts.Pid, Command: opts.Command, StrLen: strLen, Unsafe: opts.Unsafe},

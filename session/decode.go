@@ -31,6 +31,10 @@ type decoder struct {
 	ksyms     *kernel.Kallsyms
 	usyms     *elfsym.Symbolizer
 
+	// trailer ends strings that fill their size without a NUL: cut
+	// short, as bpftrace 0.26.1 marks them; "" in the 0.17 mode.
+	trailer string
+
 	noUserSymbols bool // BPFTRACE_NO_USER_SYMBOLS: user addresses print in hex
 	noSymbolCache bool // BPFTRACE_CACHE_USER_SYMBOLS=0: no symbols kept between lookups
 
@@ -114,6 +118,9 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		// negative; 0.26.1 prints them in hex.
 		return output.Int(int64(le.Uint64(b)))
 	case check.Str:
+		if bytes.IndexByte(b[:t.Size], 0) < 0 {
+			return output.String(string(b[:t.Size]) + d.trailer)
+		}
 		return output.String(cstring(b[:t.Size]))
 	case check.Tuple:
 		elems := make([]output.Value, len(t.Elems))

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/compat"
 )
 
 // Buffering is when output reaches its destination, bpftrace's -B.
@@ -19,6 +20,23 @@ const (
 	BufferNone                     // as BufferLine: records are written whole
 )
 
+// DefaultStrTrailer ends the strings that were cut short in the default
+// mode unless BPFTRACE_STR_TRUNC_TRAILER says otherwise, as in bpftrace
+// 0.26.1.
+const DefaultStrTrailer = ".."
+
+// strTrailer is what ends a string cut short in the mode of bpftrace
+// release v: nothing in 0.17's, which marks none.
+func (o *Options) strTrailer(v compat.Version) string {
+	switch {
+	case v == compat.V017 || o.NoStrTrailer:
+		return ""
+	case o.StrTrailer != "":
+		return o.StrTrailer
+	}
+	return DefaultStrTrailer
+}
+
 // DefaultCatMax is how many bytes of a file cat() prints unless
 // BPFTRACE_CAT_BYTES_MAX says otherwise, as in bpftrace 0.17.
 const DefaultCatMax = 10240
@@ -29,7 +47,8 @@ const DefaultCatMax = 10240
 // BPFTRACE_CACHE_USER_SYMBOLS (0 to read a process's symbols afresh for
 // every address), BPFTRACE_LOG_SIZE (the verifier log's first size)
 // and BPFTRACE_PERF_RB_PAGES (the pages of packets skboutput() may queue
-// on each CPU).
+// on each CPU); and bpftrace 0.26.1's BPFTRACE_STR_TRUNC_TRAILER (what
+// ends a string cut short).
 func (o *Options) FromEnv() error {
 	if v := os.Getenv("BPFTRACE_PERF_RB_PAGES"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -63,6 +82,9 @@ func (o *Options) FromEnv() error {
 		}
 		o.CatMax, o.NoCat = n, n == 0
 		break
+	}
+	if v, ok := os.LookupEnv("BPFTRACE_STR_TRUNC_TRAILER"); ok {
+		o.StrTrailer, o.NoStrTrailer = v, v == ""
 	}
 	on, err := envBool("BPFTRACE_NO_USER_SYMBOLS")
 	if err != nil {
@@ -98,6 +120,9 @@ func (o *Options) Configure(s check.Settings) {
 	}
 	if v, ok := s.Bool("print_maps_on_exit"); ok {
 		o.NoExitMaps = !v
+	}
+	if v, ok := s.Str("str_trunc_trailer"); ok {
+		o.StrTrailer, o.NoStrTrailer = v, v == ""
 	}
 }
 

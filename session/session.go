@@ -70,6 +70,11 @@ type Options struct {
 	// default, DefaultCatMax. NoCat prints none.
 	CatMax int64
 	NoCat  bool
+	// StrTrailer ends the strings that were cut short, in the default
+	// mode; "" means the default, DefaultStrTrailer. NoStrTrailer
+	// (an empty str_trunc_trailer) ends them with nothing.
+	StrTrailer   string
+	NoStrTrailer bool
 	// NoUserSymbols prints user addresses (usym, ustack) in hex;
 	// NoSymbolCache reads a process's mappings and symbols afresh for
 	// every address, for processes that load libraries as they run.
@@ -271,7 +276,8 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	if usyms == nil {
 		usyms = elfsym.NewSymbolizer()
 	}
-	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap], usyms: usyms, noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}
+	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap], usyms: usyms,
+		trailer: opts.strTrailer(out.Compat), noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}
 	if s.lostMem, err = s.coll.Maps[codegen.LostMap].Memory(); err != nil {
 		return fmt.Errorf("map the lost-records counter: %w", err)
 	}
@@ -281,7 +287,7 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	defer s.stopPackets()
 	if opts.Maps != nil {
 		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks, usyms: usyms,
-			noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}}
+			trailer: s.dec.trailer, noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}}
 		defer r.end()
 		opts.Maps(r)
 	}

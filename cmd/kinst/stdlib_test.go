@@ -14,7 +14,7 @@ func TestStdlib(t *testing.T) {
 	runLangCases(t, []langCase{
 		{name: "strings", defaultOnly: true,
 			prog: `begin { $a = "hello"; print(strlen($a)); print(strlen("hi")); print(strstr("hello", "ll")); print(strstr($a, "x")); print(strstr($a, "")); print(strstr($a, "lo")); print(strcap($a)); print(default_str_length()); exit(); }`,
-			want: "5\n2\n2\n-1\n0\n3\n6\n64\n\n\n"},
+			want: "5\n2\n2\n-1\n0\n3\n6\n1024\n\n\n"},
 		{name: "type predicates", defaultOnly: true,
 			prog: `begin { $a = "x"; print((is_str($a), is_ptr(curtask), is_integer(1), is_unsigned_integer(-1), is_literal(1), is_literal($a), has_cpid())); exit(); }`,
 			want: "(true, true, true, false, true, false, false)\n\n\n"},
