@@ -123,7 +123,9 @@ func (g *gen) resolveAliases() {
 func (g *gen) call(fn asm.BuiltinFunc) {
 	g.emit(fn.Call())
 	g.extendMapOpResult(fn)
-	if level := checkLevel(fn); level > 0 && g.c.opts.HelperChecks >= level {
+	// A lookup returns a pointer, not an error: its misses are reported
+	// where a value is read (lookupMiss).
+	if level := checkLevel(fn); level > 0 && fn != asm.FnMapLookupElem && g.c.opts.HelperChecks >= level {
 		g.helperError(fn)
 	}
 }

@@ -215,9 +215,11 @@ func (b *breaker) hit(w io.Writer, nsecs uint64, pid, tid int, comm string, regs
 		return nil
 	}
 	file := coreName(b.core, b.hits, b.count)
-	// A later hit is one after the dump began: Dump may let the process
-	// go itself, when the probe's stop had not taken effect yet, and the
-	// process may hit again before Dump returns.
+	// The probe's stop takes effect as the thread returns to user space:
+	// Dump must find the process stopped, or it would let it go itself,
+	// and the resume below would then cancel the stop of a next hit.
+	coredump.WaitStopped(pid, 5*time.Second)
+	// A later hit is one after the dump began.
 	b.resumed = monotonic()
 	size, err := coredump.Dump(file, pid, tid, regs)
 	clock := monotonic()

@@ -120,12 +120,6 @@ func TestCompileErrors(t *testing.T) {
 			"-e:1:1: interval:ms:$1 uses positional parameter $1, but 0 were given\n" +
 				"interval:ms:$1 { }\n" +
 				"^~~~~~~~~~~~~~\n"},
-		// A decimal number is an address too, which must fall in a
-		// function unless --unsafe.
-		{"uprobe address outside functions", []string{"-e", "uprobe:/bin/true:10 { }"}, false,
-			"-e:1:1: could not resolve address: /bin/true:0xa (no function holds it; --unsafe probes it all the same)\n" +
-				"uprobe:/bin/true:10 { }\n" +
-				"^~~~~~~~~~~~~~~~~~~\n"},
 		{"uprobe address outside the file", []string{"-e", "uprobe:/bin/true:0x99999999 { }"}, false,
 			"-e:1:1: could not resolve address: /bin/true:0x99999999 (no loadable segment holds it)\n" +
 				"uprobe:/bin/true:0x99999999 { }\n" +

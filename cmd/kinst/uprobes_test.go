@@ -1,11 +1,13 @@
 package main
 
 import (
+	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -155,6 +157,32 @@ func TestUprobeNotELF(t *testing.T) {
 	for _, prog := range []string{"uprobe:" + text + ":main { }", "uretprobe:" + text + ":main { }"} {
 		caret := "^" + strings.Repeat("~", strings.Index(prog, " {")-1)
 		kinst(t, "-e", prog).want(t, 1, "", fmt.Sprintf("-e:1:1: %s is not an ELF file\n%s\n%s\n", text, prog, caret))
+	}
+}
+
+// A uprobe's address, in hexadecimal or decimal as bpftrace takes it,
+// must fall in a function unless --unsafe: the ELF header, at the start
+// of the first loadable segment, is in none.
+func TestUprobeAddressOutsideFunctions(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe)
+	bin := targetCopy(t)
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var header uint64
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			header = p.Vaddr
+			break
+		}
+	}
+	for _, spec := range []string{strconv.FormatUint(header, 10), fmt.Sprintf("%#x", header)} {
+		prog := "uprobe:" + bin + ":" + spec + " { }"
+		kinst(t, "-e", prog).want(t, 1, "", fmt.Sprintf("-e:1:1: could not resolve address: %s:%#x (no function holds it; --unsafe probes it all the same)\n%s\n^%s\n",
+			bin, header, prog, strings.Repeat("~", len(prog)-len(" { }")-1)))
 	}
 }
 
