@@ -151,6 +151,7 @@ const (
 	ActUnwatch     // unwatch(): remove the watchpoints at the address Args carry
 	ActErrorf      // errorf(): an error at Pos to End, formatted as printf
 	ActWarnf       // warnf(): a warning at Pos to End, formatted as printf
+	ActDivZero     // 0.26.1: a division or modulo by 0 at Pos to End, which gave 1
 )
 
 // An Action is what one call site asks of user space. Its record in the
@@ -220,6 +221,8 @@ func (k ActionKind) String() string {
 		return "join"
 	case ActHelperError:
 		return "helper error"
+	case ActDivZero:
+		return "divide by zero"
 	case ActCore:
 		return "core"
 	case ActWatch:

@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 
 	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -421,6 +422,28 @@ const (
 	forRet   = 32 // the probe's return value, where it has one (see forSize)
 )
 
+// checkedDiv divides a, in register r, by b as bpftrace 0.26.1 does: a
+// divisor of 0 gives 1 and a warning, where BPF would give 0 (or the
+// dividend, for %).
+func (g *gen) checkedDiv(op syntax.Token, a, b operand, r asm.Register, signed bool) operand {
+	nonzero, done := g.newLabel("divisor"), g.newLabel("divided")
+	g.load(asm.R2, b)
+	g.free(b)
+	g.emit(asm.JNE.Imm(asm.R2, 0, nonzero))
+	a0 := g.action(&Action{Kind: ActDivZero, Args: check.TupleType(nil), End: g.curEnd})
+	g.emitRecord(g.record(a0))
+	g.emit(asm.Mov.Imm(r, 1), asm.Ja.Label(done))
+	g.place(nonzero)
+	if signed {
+		g.signedDiv(op, r)
+	} else {
+		g.emit(aluOp(op, false).Reg(r, asm.R2))
+	}
+	g.place(done)
+	g.set(a, r)
+	return a
+}
+
 // forSize is the size of the struct a loop's callback gets: the return
 // value's word only in probes with one.
 func (g *gen) forSize() int {
@@ -712,6 +735,9 @@ func (g *gen) assign(s *syntax.AssignStmt) {
 func (g *gen) arith(op syntax.Token, a, b operand, at, bt *check.Type) operand {
 	signed := at.Signed && bt.Signed
 	r := g.work(a, asm.R1)
+	if (op == syntax.QUO || op == syntax.REM) && g.c.prog.Compat != compat.V017 && (b.kind != opImm || b.imm == 0) {
+		return g.checkedDiv(op, a, b, r, signed)
+	}
 	if signed && (op == syntax.QUO || op == syntax.REM) && b.kind == opImm && b.imm > 0 && fitsImm(b.imm) {
 		g.signedDivConst(op, r, int32(b.imm))
 	} else if signed && (op == syntax.QUO || op == syntax.REM) {

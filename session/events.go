@@ -101,6 +101,8 @@ func (s *Session) handle(rec []byte) {
 		_, err = io.WriteString(s.diagnostics(), b.String())
 	case codegen.ActErrorf, codegen.ActWarnf:
 		err = s.diagnostic(a, body)
+	case codegen.ActDivZero:
+		err = s.runtimeWarning(a, "Divide or modulo by 0 detected. This can lead to unexpected results. 1 is being used as the result.")
 	case codegen.ActCore:
 		var msg string
 		if msg, err = s.dumpCore(a, body); err == nil {
@@ -387,6 +389,29 @@ func (s *Session) diagnostic(a *codegen.Action, body []byte) error {
 		}
 	}
 	_, err = io.WriteString(s.diagnostics(), b.String())
+	return err
+}
+
+// runtimeWarning reports what went wrong at run time at a's expression,
+// as bpftrace 0.26.1 reports its runtime errors: a located warning with
+// the expression marked, or in JSON a runtime_error record.
+func (s *Session) runtimeWarning(a *codegen.Action, msg string) error {
+	if s.opts.NoWarnings {
+		return nil
+	}
+	p, src := s.out.File.Locate(a.Pos)
+	file := s.sourceName(p.Filename)
+	if s.jsonDiagnostics() {
+		_, err := fmt.Fprintf(s.buf, `{"type": "runtime_error", "msg": %s, "filename": %s, "line": %d, "col": %d}`+"\n",
+			jsonString(msg), jsonString(file), p.Line, p.Column)
+		return err
+	}
+	s.buf.Flush()
+	e, _ := s.out.File.Locate(a.End)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s:%d:%d-%d: WARNING: %s\n", file, p.Line, p.Column, e.Column, msg)
+	writeMarked(&b, src, p.Column, e.Column)
+	_, err := io.WriteString(s.diagnostics(), b.String())
 	return err
 }
 

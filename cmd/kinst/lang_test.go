@@ -116,6 +116,28 @@ func TestBool(t *testing.T) {
 	}
 }
 
+// TestDivideByZero: 0.26.1 makes x / 0 and x % 0 give 1, with a warning
+// at the expression; 0.17 gives BPF's 0 and x.
+func TestDivideByZero(t *testing.T) {
+	testenv.Root(t)
+	const prog = `begin { $z = 0; $n = -7; print(((uint64)10 / $z, 10 % $z, $n / $z, $n / 2, 9 % 4)); exit(); }`
+	warn := func(from, to int) string {
+		return fmt.Sprintf("stdin:1:%d-%d: WARNING: Divide or modulo by 0 detected. This can lead to unexpected results. 1 is being used as the result.\n%s\n%s%s\n",
+			from, to, prog, strings.Repeat(" ", from-1), strings.Repeat("~", to-from))
+	}
+	at := func(s string) int { return strings.Index(prog, s) + 1 }
+	runLangCases(t, []langCase{
+		{name: "text", prog: prog, want: "(1, 1, 1, -3, 1)\n\n\n", v017: "(0, 10, 0, -3, 1)\n\n\n",
+			stderr: warn(at("(uint64)10 / $z"), at("(uint64)10 / $z")+len("(uint64)10 / $z")) +
+				warn(at("10 % $z"), at("10 % $z")+len("10 % $z")) +
+				warn(at("$n / $z"), at("$n / $z")+len("$n / $z"))},
+	})
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "--no-warnings", "-e", prog).want(t, 0, "(1, 1, 1, -3, 1)\n\n\n", "")
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-f", "json", "-e", `begin { $z = 0; print(5 / $z); exit(); }`).want(t, 0,
+		`{"type": "runtime_error", "msg": "Divide or modulo by 0 detected. This can lead to unexpected results. 1 is being used as the result.", "filename": "stdin", "line": 1, "col": 23}`+"\n"+
+			`{"type": "value", "data": 1}`+"\n", "")
+}
+
 // TestTupleKeys: a tuple used as a map key is its elements.
 func TestTupleKeys(t *testing.T) {
 	testenv.Root(t)
