@@ -49,16 +49,7 @@ func (g *gen) aggregate(x *syntax.MapExpr, call *syntax.CallExpr, c *check.Call)
 		g.storeImm(asm.R10, init.off, 1, asm.DWord)
 		g.storeOp(init.off+8, arg)
 	}
-	have, done := g.newLabel("have"), g.newLabel("aggregated")
-	g.lookup(m, k)
-	g.emit(asm.JNE.Imm(asm.R0, 0, have))
-	g.update(m, k, mem{base: asm.R10, off: init.off, size: vt.Size}, updateNoExist)
-	g.emit(asm.JEq.Imm(asm.R0, 0, done))
-	// Another CPU created the element first: update the copy it made
-	// for this CPU.
-	g.lookup(m, k)
-	g.emit(asm.JEq.Imm(asm.R0, 0, done))
-	g.place(have)
+	done := g.element(m, k, mem{base: asm.R10, off: init.off, size: vt.Size})
 	switch vt.Kind {
 	case check.Count, check.Sum, check.Hist, check.Lhist:
 		g.addTo(asm.R0, 0, arg)
@@ -131,16 +122,7 @@ func (g *gen) tseries(x *syntax.MapExpr, m *Map, arg operand) {
 		g.storeImm(asm.R10, init.off+8, 1, asm.DWord)
 	}
 	g.storeOp(init.off+16, epoch)
-	have, done := g.newLabel("have"), g.newLabel("aggregated")
-	g.lookup(m, k)
-	g.emit(asm.JNE.Imm(asm.R0, 0, have))
-	g.update(m, k, mem{base: asm.R10, off: init.off, size: vt.Size}, updateNoExist)
-	g.emit(asm.JEq.Imm(asm.R0, 0, done))
-	// Another CPU created the element first: update the copy it made
-	// for this CPU.
-	g.lookup(m, k)
-	g.emit(asm.JEq.Imm(asm.R0, 0, done))
-	g.place(have)
+	done := g.element(m, k, mem{base: asm.R10, off: init.off, size: vt.Size})
 	if vt.TSAgg != "" {
 		// A part of an older interval starts over.
 		same := g.newLabel("sameinterval")
@@ -259,4 +241,22 @@ func (g *gen) bucket(v operand, t *check.Type) operand {
 	g.place(done)
 	g.set(b, r)
 	return b
+}
+
+// element leaves in R0 this CPU's element of m at key k, created from
+// init when absent, and returns the label to place after the element is
+// updated: a new element, which init already holds, or a full map jumps
+// there.
+func (g *gen) element(m *Map, k, init mem) (done string) {
+	have, done := g.newLabel("have"), g.newLabel("aggregated")
+	g.lookup(m, k)
+	g.emit(asm.JNE.Imm(asm.R0, 0, have))
+	g.update(m, k, init, updateNoExist)
+	g.emit(asm.JEq.Imm(asm.R0, 0, done))
+	// Another CPU created the element first: update the copy it made
+	// for this CPU.
+	g.lookup(m, k)
+	g.emit(asm.JEq.Imm(asm.R0, 0, done))
+	g.place(have)
+	return done
 }
