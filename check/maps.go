@@ -367,19 +367,9 @@ func (c *checker) aggregate(x *syntax.MapExpr, call *syntax.CallExpr) {
 	case "hist":
 		value = &Type{Kind: Hist, Size: 8}
 	case "lhist":
-		var args [3]int64
-		for i := range args {
-			a := call.Args[i+1]
-			t := c.expr(a)
-			v, ok := c.probe.Consts[a]
-			if t == nil {
-				return
-			}
-			if !ok || v.IsStr {
-				c.errorf(a, "lhist() %s must be a constant integer", []string{"min", "max", "step"}[i])
-				return
-			}
-			args[i] = int64(v.Int)
+		args, ok := c.constArgs(call, "min", "max", "step")
+		if !ok {
+			return
 		}
 		lo, hi, step := args[0], args[1], args[2]
 		switch {
@@ -416,22 +406,33 @@ func (c *checker) aggregate(x *syntax.MapExpr, call *syntax.CallExpr) {
 	c.probe.Types[call] = m.Value
 }
 
-// tseriesType checks the arguments of tseries(v, interval, intervals[,
-// agg]) after the value and returns the map value type they make.
-func (c *checker) tseriesType(call *syntax.CallExpr, signed bool) *Type {
-	var args [2]int64
-	for i := range args {
+// constArgs checks that the arguments of an aggregation after its value
+// are constant integers, named as its error messages name them, and
+// returns them.
+func (c *checker) constArgs(call *syntax.CallExpr, names ...string) ([]int64, bool) {
+	args := make([]int64, len(names))
+	for i, name := range names {
 		a := call.Args[i+1]
 		t := c.expr(a)
 		v, ok := c.probe.Consts[a]
 		if t == nil {
-			return nil
+			return nil, false
 		}
 		if !ok || v.IsStr {
-			c.errorf(a, "tseries() %s must be a constant integer", []string{"interval", "num_intervals"}[i])
-			return nil
+			c.errorf(a, "%s() %s must be a constant integer", call.Fun.Name, name)
+			return nil, false
 		}
 		args[i] = int64(v.Int)
+	}
+	return args, true
+}
+
+// tseriesType checks the arguments of tseries(v, interval, intervals[,
+// agg]) after the value and returns the map value type they make.
+func (c *checker) tseriesType(call *syntax.CallExpr, signed bool) *Type {
+	args, ok := c.constArgs(call, "interval", "num_intervals")
+	if !ok {
+		return nil
 	}
 	switch interval, n := args[0], args[1]; {
 	case interval < 1:
