@@ -49,7 +49,7 @@ func (Kernel) Symbol(name string) (uint64, error) {
 		// init_task is data every kernel has: without it, kallsyms
 		// lists code only, and no variable can be found.
 		if _, data := k.Address("init_task"); !data {
-			return 0, fmt.Errorf("failed to resolve kernel symbol: %s (this kernel's kallsyms lists no variables: it was built without CONFIG_KALLSYMS_ALL)", name)
+			return 0, fmt.Errorf("failed to resolve kernel symbol: %s (no kernel symbol of that name: this kernel's kallsyms lists no variables, it was built without CONFIG_KALLSYMS_ALL)", name)
 		}
 		return 0, fmt.Errorf("failed to resolve kernel symbol: %s", name)
 	}

@@ -47,9 +47,9 @@ int call(void) { return local(); }`, "-shared", "-Wl,-soname,libb.so", "-lc2", "
 		{liba, "own", liba, ""},
 		{liba, "foo", filepath.Join(dir, "libb.so"), ""},
 		{liba, "deep", filepath.Join(dir, "libc2.so"), ""},
-		{liba, "local", "", "no matches for uprobe " + liba + ":local"},
-		{liba, "nowhere", "", "no matches for uprobe " + liba + ":nowhere"},
-		{filepath.Join(dir, "prog"), "foo", "", "no matches for uprobe " + filepath.Join(dir, "prog") + ":foo"},
+		{liba, "local", "", "no matches for uprobe " + liba + ":local: no such function"},
+		{liba, "nowhere", "", "no matches for uprobe " + liba + ":nowhere: no such function"},
+		{filepath.Join(dir, "prog"), "foo", "", "no matches for uprobe " + filepath.Join(dir, "prog") + ":foo: no such function"},
 	}
 	for _, tt := range tests {
 		src := "uprobe:" + tt.lib + ":" + tt.fn + " { }"

@@ -544,9 +544,9 @@ func (r *Resolver) globUprobes(ap *syntax.AttachPoint) ([]*check.Target, error) 
 // words, with the name it may have meant.
 func noMatch(provider, file, name, near string) error {
 	if near != "" {
-		return fmt.Errorf("no matches for %s %s:%s (did you mean %s?)", provider, file, name, near)
+		return fmt.Errorf("no matches for %s %s:%s: no such function (did you mean %s?)", provider, file, name, near)
 	}
-	return fmt.Errorf("no matches for %s %s:%s", provider, file, name)
+	return fmt.Errorf("no matches for %s %s:%s: no such function", provider, file, name)
 }
 
 // uprobesIn resolves a uprobe's spec, FUNCTION, FUNCTION+OFFSET, an

@@ -477,7 +477,7 @@ func TestTraceErrors(t *testing.T) {
 		{[]string{"trace", "syscall:nosuch"}, 1,
 			"kinst: trace syscall:nosuch: no matches for tracepoint syscalls:sys_enter_nosuch; kinst -l 'tracepoint:syscalls:*' lists the syscalls tracepoints\n"},
 		{[]string{"trace", "uprobe:" + workload + ":main.nosuch"}, 1,
-			"kinst: trace uprobe:" + workload + ":main.nosuch: no matches for uprobe " + workload + ":main.nosuch\n"},
+			"kinst: trace uprobe:" + workload + ":main.nosuch: no matches for uprobe " + workload + ":main.nosuch: no such function\n"},
 		{[]string{"trace", `syscall:getppid { system("true") }`}, 1,
 			"kinst: trace syscall:getppid { system(\"true\") }: \"tracepoint:syscalls:sys_enter_getppid { system(\\\"true\\\") }\" is not a probe kinst can read\n"},
 		// A probe logs each event once: a tracepoint probed as a system

@@ -355,7 +355,7 @@ func TestBreakErrors(t *testing.T) {
 			"kinst: cannot write a core file in /nonexistent: no such file or directory\n"},
 		{"no process", []string{"--pid", "2147483647", "--core", "c", "--unsafe"}, 2, "kinst break: pid 2147483647: no such process\n"},
 		{"bad target", []string{"uprobe:" + bin + ":kinst_none", "--stop", "--unsafe"}, 1,
-			"kinst: break uprobe:" + bin + ":kinst_none: no matches for uprobe " + bin + ":kinst_none (did you mean kinst_move?)\n"},
+			"kinst: break uprobe:" + bin + ":kinst_none: no matches for uprobe " + bin + ":kinst_none: no such function (did you mean kinst_move?)\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kinst(t, append([]string{"break"}, tc.args...)...).want(t, tc.code, "", tc.want)

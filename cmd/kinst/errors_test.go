@@ -380,7 +380,7 @@ func TestKaddrVariable(t *testing.T) {
 		return
 	}
 	col := strings.Index(prog, `"avenrun"`) + 1
-	want := fmt.Sprintf("-e:1:%d: kaddr(): failed to resolve kernel symbol: avenrun (this kernel's kallsyms lists no variables: it was built without CONFIG_KALLSYMS_ALL)\n%s\n%s^%s\n",
+	want := fmt.Sprintf("-e:1:%d: kaddr(): failed to resolve kernel symbol: avenrun (no kernel symbol of that name: this kernel's kallsyms lists no variables, it was built without CONFIG_KALLSYMS_ALL)\n%s\n%s^%s\n",
 		col, prog, strings.Repeat(" ", col-1), strings.Repeat("~", len(`"avenrun"`)-1))
 	r.want(t, 1, "", want)
 }

@@ -346,7 +346,7 @@ func TestPercpuKaddr(t *testing.T) {
 		for _, call := range []string{`percpu_kaddr("process_counts")`, `percpu_kaddr("process_counts", cpu)`, `percpu_kaddr("runqueues", 0)`} {
 			at := strings.Index(prog, call)
 			name := strings.Split(call, `"`)[1]
-			fmt.Fprintf(&stderr, "-e:1:%d: percpu_kaddr(): failed to resolve kernel symbol: %s (this kernel's kallsyms lists no variables: it was built without CONFIG_KALLSYMS_ALL)\n%s\n%s^%s\n",
+			fmt.Fprintf(&stderr, "-e:1:%d: percpu_kaddr(): failed to resolve kernel symbol: %s (no kernel symbol of that name: this kernel's kallsyms lists no variables, it was built without CONFIG_KALLSYMS_ALL)\n%s\n%s^%s\n",
 				at+1, name, prog, strings.Repeat(" ", at), strings.Repeat("~", len(call)-1))
 		}
 		runLangCases(t, []langCase{{name: "no variables", defaultOnly: true, code: 1, prog: prog, stderr: stderr.String()}})

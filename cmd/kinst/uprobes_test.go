@@ -89,15 +89,15 @@ func TestAbsentAttachPointLeftOut(t *testing.T) {
 	bin := targetCopy(t)
 	prog := strings.ReplaceAll("uprobe:BIN:kinst_add,\n  uprobe:BIN:kinst_nothing /pid == cpid/ { @ = count() }", "BIN", bin)
 	kinst(t, "-e", prog, "-c", bin+" add 7").want(t, 0, "Attaching 1 probe...\n\n\n@: 7\n",
-		"-e:2:3: warning: no matches for uprobe "+bin+":kinst_nothing; left out of the probe\n"+
+		"-e:2:3: warning: no matches for uprobe "+bin+":kinst_nothing: no such function; left out of the probe\n"+
 			"  uprobe:"+bin+":kinst_nothing /pid == cpid/ { @ = count() }\n"+
 			"  ^"+strings.Repeat("~", len("uprobe::kinst_nothing")+len(bin)-1)+"\n")
 	kinst(t, "--no-warnings", "-e", prog, "-c", bin+" add 7").want(t, 0, "Attaching 1 probe...\n\n\n@: 7\n", "")
 
 	prog = strings.ReplaceAll("uprobe:BIN:kinst_nothing, uprobe:BIN:kinst_nada { @ = count() }", "BIN", bin)
 	r := kinst(t, "-e", prog, "-c", bin+" add 7")
-	first := "-e:1:1: no matches for uprobe " + bin + ":kinst_nothing\n"
-	second := "-e:1:" + fmt.Sprint(len("uprobe::kinst_nothing, ")+len(bin)+1) + ": no matches for uprobe " + bin + ":kinst_nada (did you mean kinst_add?)\n"
+	first := "-e:1:1: no matches for uprobe " + bin + ":kinst_nothing: no such function\n"
+	second := "-e:1:" + fmt.Sprint(len("uprobe::kinst_nothing, ")+len(bin)+1) + ": no matches for uprobe " + bin + ":kinst_nada: no such function (did you mean kinst_add?)\n"
 	if r.code != 1 || r.stdout != "" || !strings.HasPrefix(r.stderr, first) || !strings.Contains(r.stderr, second) {
 		t.Errorf("exit status %d, stdout %q, stderr:\n%s\nwant status 1 and an error at each attach point", r.code, r.stdout, r.stderr)
 	}
@@ -140,7 +140,7 @@ func TestUprobeInLoadedLibrary(t *testing.T) {
 	// A program's libraries are not searched: its uprobe would fire in
 	// every process.
 	r = kinst(t, "-e", "uprobe:"+bin+":pthread_create { }")
-	if want := "-e:1:1: no matches for uprobe " + bin + ":pthread_create\n"; r.code != 1 || !strings.HasPrefix(r.stderr, want) {
+	if want := "-e:1:1: no matches for uprobe " + bin + ":pthread_create: no such function\n"; r.code != 1 || !strings.HasPrefix(r.stderr, want) {
 		t.Errorf("exit status %d, stderr:\n%s\nwant status 1 and\n%s", r.code, r.stderr, want)
 	}
 }
