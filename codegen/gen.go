@@ -105,6 +105,7 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 			EventsSize: o.EventsSize,
 			File:       prog.Syntax.File,
 			Compat:     prog.Compat,
+			StrLen:     prog.StrLen,
 		},
 		maps: map[*check.Map]*Map{},
 	}

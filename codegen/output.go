@@ -66,6 +66,10 @@ type Output struct {
 	SkbOutputs []*SkbOutput
 	// Compat is the bpftrace release whose output the program prints.
 	Compat compat.Version
+	// StrLen is bpftrace's max_strlen, the size of str() results: a
+	// string of that size without a NUL was cut short. A char array of
+	// a struct fills its size without being cut.
+	StrLen int
 	// Settings are the program's config block's, for the run.
 	Settings check.Settings
 }

@@ -119,6 +119,9 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		return output.Int(int64(le.Uint64(b)))
 	case check.Str:
 		if bytes.IndexByte(b[:t.Size], 0) < 0 {
+			if t.Size != d.out.StrLen {
+				return output.String(string(b[:t.Size]))
+			}
 			return output.String(string(b[:t.Size]) + d.trailer)
 		}
 		return output.String(cstring(b[:t.Size]))

@@ -34,6 +34,13 @@ func TestStrings026(t *testing.T) {
 			stdout: "P: getpp..\n\n\n",
 		},
 		{
+			// A struct's char array fills its size without being cut
+			// short: only str()'s strings get the trailer.
+			name:   "char array",
+			args:   []string{"-e", `struct F { char s[5]; } begin { $b = "hello world"; $a = ((struct F *)&$b)->s; printf("%s %s\n", $a, $a); exit(); }`},
+			stdout: "hello hello\n\n\n",
+		},
+		{
 			name:   "str_truncated_custom",
 			env:    []string{"BPFTRACE_MAX_STRLEN=5", "BPFTRACE_STR_TRUNC_TRAILER=_xxx"},
 			args:   []string{"-e", execve + `{ printf("P: %s\n", str(args.argv[1])); exit(); }`},
