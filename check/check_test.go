@@ -650,3 +650,25 @@ func (fakeKernel) PercpuVar(name string) (uint32, error) {
 	}
 	return 0, fmt.Errorf("could not resolve variable %q from BTF", name)
 }
+
+// A statement after exit(), return, break or continue in its block never
+// runs: the 0.26.1 mode warns at the first one, 0.17 says nothing.
+func TestUnreachableStatement(t *testing.T) {
+	const src = "BEGIN { @a = 1; exit(); @a = 2; @a = 3 } BEGIN { while (1) { break; @b = 1 } return; }"
+	for _, tc := range []struct {
+		compat compat.Version
+		want   string
+	}{
+		{compat.Current, "t:1:25: warning: unreachable statement\n" + src + "\n" + strings.Repeat(" ", 24) + "^~~~~~\n" +
+			"t:1:69: warning: unreachable statement\n" + src + "\n" + strings.Repeat(" ", 68) + "^~~~~~"},
+		{compat.V017, ""},
+	} {
+		var warnings syntax.ErrorList
+		if _, err := checkSrc(t, src, &Config{Compat: tc.compat, Warn: func(w *syntax.Error) { warnings = append(warnings, w) }}); err != nil {
+			t.Fatal(err)
+		}
+		if got := warnings.Detail(); got != tc.want {
+			t.Errorf("%s: warnings\n%s\nwant\n%s", tc.compat, got, tc.want)
+		}
+	}
+}

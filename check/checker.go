@@ -542,10 +542,27 @@ func (c *checker) checkProbe(u unit) {
 // declares, in the default mode.
 func (c *checker) block(b *syntax.Block) map[string]bool {
 	c.pushScope()
-	for _, s := range b.Stmts {
+	for i, s := range b.Stmts {
 		c.stmt(s)
+		if i+1 < len(b.Stmts) && leaves(s) && c.conf.Compat != compat.V017 {
+			// Nothing runs what follows, as bpftrace 0.26.1 warns.
+			c.warnf(b.Stmts[i+1], "unreachable statement")
+		}
 	}
 	return c.popScope()
+}
+
+// leaves reports whether s always leaves the statements after it in its
+// block: a jump or an exit().
+func leaves(s syntax.Stmt) bool {
+	switch s := s.(type) {
+	case *syntax.JumpStmt:
+		return true
+	case *syntax.ExprStmt:
+		call, ok := s.X.(*syntax.CallExpr)
+		return ok && call.Fun.Name == "exit"
+	}
+	return false
 }
 
 func (c *checker) stmt(s syntax.Stmt) {

@@ -23,7 +23,7 @@ func TestTestMode(t *testing.T) {
 	const prog = `begin { @m = 1; printf("setup\n"); } ` +
 		`test:failure { printf("%s %s\n", probe, probetype); errorf("bad %d", @m); return 1; } ` +
 		`test:okay { print("suppressed"); } ` +
-		`test:exits { printf("%d\n", 2); exit(2); printf("dropped\n"); } ` +
+		`test:exits { printf("%d\n", 2); if (@m) { exit(2); } printf("dropped\n"); } ` +
 		`test:exits0 { exit(0); } ` +
 		`end { printf("end\n"); }`
 	at := strings.Index(prog, "errorf(") + 1
@@ -128,7 +128,7 @@ func TestTestProbesOutsideModes(t *testing.T) {
 	// With BEGIN or END there is something to run, as in bpftrace; what
 	// follows BEGIN's exit() is dropped, and its code is the status.
 	kinstEnv(t, current, "--test", "-e", `end { printf("end\n"); } bench:a { }`).want(t, 0, "end\n\n\n", "")
-	kinstEnv(t, current, "--test", "-e", `begin { printf("a\n"); exit(3); printf("b\n"); } end { printf("end\n"); }`).
+	kinstEnv(t, current, "--test", "-e", `begin { printf("a\n"); if (1) { exit(3); } printf("b\n"); } end { printf("end\n"); }`).
 		want(t, 3, "a\nend\n\n\n", "")
 }
 
