@@ -362,7 +362,6 @@ func (r *Resolver) rawTracepoint(ap *syntax.AttachPoint) ([]*check.Target, error
 	return targets, nil
 }
 
-// timer resolves interval:UNIT:N and profile:UNIT:N.
 // notRawTracepoints are the tracefs event categories that are no
 // kernel tracepoint: the system call events (one raw tracepoint,
 // raw_syscalls's, serves them), ftrace's own events and dynamic probes.
@@ -377,6 +376,7 @@ func isRawTracepoint(tp kernel.Tracepoint) bool {
 	return kernel.HasFunc("__bpf_trace_"+tp.Name) || !slices.Contains(notRawTracepoints, tp.Category)
 }
 
+// timer resolves interval:UNIT:N and profile:UNIT:N.
 func timer(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	form := ap.Provider + ":s|ms|us|hz:N or " + ap.Provider + ":DURATION"
 	var unit, num string
@@ -586,11 +586,12 @@ func (r *Resolver) uprobesIn(ap *syntax.AttachPoint, path, spec string) ([]*chec
 	}
 	// An absolute address, in hexadecimal or decimal as bpftrace takes
 	// it, FUNCTION, or FUNCTION+OFFSET.
-	if strings.HasPrefix(spec, "0x") || strings.Trim(spec, "0123456789") == "" {
-		addr, err := strconv.ParseUint(spec, 0, 64)
-		if !strings.HasPrefix(spec, "0x") {
-			addr, err = strconv.ParseUint(spec, 10, 64)
+	if hex := strings.HasPrefix(spec, "0x"); hex || spec != "" && strings.Trim(spec, "0123456789") == "" {
+		base := 10
+		if hex {
+			base = 0
 		}
+		addr, err := strconv.ParseUint(spec, base, 64)
 		if err != nil {
 			return nil, fmt.Errorf("bad address %q", spec)
 		}
