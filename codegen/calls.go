@@ -22,7 +22,24 @@ func (g *gen) action(a *Action) *Action {
 	a.Pos = g.cur
 	a.Probe = g.p
 	g.c.out.Actions = append(g.c.out.Actions, a)
+	if g.loops > 0 || !firesOnce(g.p) {
+		g.c.streams = true
+	} else {
+		// The ring buffer puts an 8-byte header before each record and
+		// rounds it to 8 bytes.
+		g.c.onceBytes += 8 + alignUp(a.RecordSize(), 8)
+	}
 	return a
+}
+
+// firesOnce reports whether p runs once per run of the program (a signal
+// probe runs once per signal, at a person's pace).
+func firesOnce(p *check.Probe) bool {
+	switch p.Provider {
+	case "BEGIN", "END", "test", "self":
+		return true
+	}
+	return false
 }
 
 // emitRecord sends rec to user space through the ring buffer, counting

@@ -37,6 +37,7 @@ type gen struct {
 	firstID uint64 // what probe yields for the first target
 
 	exitLabel string
+	loops     int // depth of while and for loops around what is generated
 	// A raw_syscalls program's table of system calls (declared in the
 	// collection as tableName), and where it keeps its target's id.
 	table     *ebpf.MapSpec

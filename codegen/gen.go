@@ -17,7 +17,8 @@ type Options struct {
 	// MapEntries bounds every @map; 0 means DefaultMapEntries.
 	MapEntries int
 	// EventsSize is the ring buffer's size in bytes, a power of two and a
-	// multiple of the page size; 0 means DefaultEventsSize.
+	// multiple of the page size; 0 means DefaultEventsSize, or less when
+	// the program's records are few and bounded (see eventsSize).
 	EventsSize int
 	// StackEntries bounds the stack-trace maps; 0 means
 	// DefaultStackEntries.
@@ -64,6 +65,7 @@ const (
 	DefaultMapEntries   = 4096
 	DefaultStackEntries = 128 << 10
 	DefaultEventsSize   = 2 << 20
+	minEventsSize       = 16 << 10 // four pages; a ring buffer is at least one
 )
 
 // Frame budget: the BPF stack is 512 bytes; buffers beyond this much of
@@ -88,9 +90,6 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 	if o.MapEntries == 0 {
 		o.MapEntries = DefaultMapEntries
 	}
-	if o.EventsSize == 0 {
-		o.EventsSize = DefaultEventsSize
-	}
 	if o.StackEntries == 0 {
 		o.StackEntries = DefaultStackEntries
 	}
@@ -102,10 +101,9 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 				Maps:     map[string]*ebpf.MapSpec{},
 				Programs: map[string]*ebpf.ProgramSpec{},
 			},
-			EventsSize: o.EventsSize,
-			File:       prog.Syntax.File,
-			Compat:     prog.Compat,
-			StrLen:     prog.StrLen,
+			File:   prog.Syntax.File,
+			Compat: prog.Compat,
+			StrLen: prog.StrLen,
 		},
 		maps: map[*check.Map]*Map{},
 	}
@@ -158,6 +156,11 @@ type compiler struct {
 	ownScratch    int
 	kstackDepth   int // deepest kstack asked for
 	ustackDepth   int
+	// Records: whether any action can send records without bound (in a
+	// probe that fires repeatedly, or in a loop), and otherwise the ring
+	// buffer space all of them take at once.
+	streams   bool
+	onceBytes int
 }
 
 func (c *compiler) errorf(n syntax.Node, format string, args ...any) {
@@ -222,9 +225,29 @@ func (c *compiler) declareMaps() {
 	}
 }
 
+// eventsSize chooses the ring buffer's size. The kernel maps the whole
+// buffer into kinst twice over, so its size is resident memory: a
+// program whose records come once each (from begin, end and test
+// probes, outside loops) gets twice what they take instead of the
+// default, as `@[comm] = count()` sends none at all.
+func (c *compiler) eventsSize() int {
+	if c.opts.EventsSize != 0 {
+		return c.opts.EventsSize
+	}
+	if c.streams {
+		return DefaultEventsSize
+	}
+	size := minEventsSize
+	for size < 2*c.onceBytes && size < DefaultEventsSize {
+		size *= 2
+	}
+	return size
+}
+
 func (c *compiler) declareInternalMaps() {
 	specs := c.out.Collection.Maps
-	specs[EventsMap] = &ebpf.MapSpec{Name: EventsMap, Type: ebpf.RingBuf, MaxEntries: uint32(c.opts.EventsSize)}
+	c.out.EventsSize = c.eventsSize()
+	specs[EventsMap] = &ebpf.MapSpec{Name: EventsMap, Type: ebpf.RingBuf, MaxEntries: uint32(c.out.EventsSize)}
 	specs[LostMap] = &ebpf.MapSpec{Name: LostMap, Type: ebpf.Array, KeySize: 4, ValueSize: uint32(8 * (lostFixed + len(c.out.Maps))), MaxEntries: 1, Flags: unix.BPF_F_MMAPABLE}
 	specs[ConstsMap] = &ebpf.MapSpec{Name: ConstsMap, Type: ebpf.Array, KeySize: 4, ValueSize: constsSize, MaxEntries: 1}
 	if c.sharedScratch > 0 {

@@ -272,6 +272,8 @@ func (g *gen) stmt(s syntax.Stmt, lp *loop) {
 			}
 		}
 	case *syntax.WhileStmt:
+		g.loops++
+		defer func() { g.loops-- }()
 		l := &loop{cont: g.newLabel("while"), brk: g.newLabel("wend")}
 		g.place(l.cont)
 		c := g.scalar(s.Cond)
@@ -282,6 +284,8 @@ func (g *gen) stmt(s syntax.Stmt, lp *loop) {
 		g.emit(asm.Ja.Label(l.cont))
 		g.place(l.brk)
 	case *syntax.ForStmt:
+		g.loops++
+		defer func() { g.loops-- }()
 		if s.Map != nil {
 			g.forMap(s)
 		} else {

@@ -46,14 +46,20 @@ func syscallOf(t *check.Target) (dir string, nr int, ok bool) {
 // or more, to run as one raw_syscalls program; the other targets stay
 // together, in their order.
 func (c *compiler) splitSyscalls(p *check.Probe) []*check.Probe {
-	if p.Provider != "tracepoint" || !c.compatKnown() {
+	if p.Provider != "tracepoint" {
 		return []*check.Probe{p}
 	}
 	byDir := map[string][]*check.Target{}
+	family := false
 	for _, t := range p.Targets {
 		if dir, _, ok := syscallOf(t); ok {
 			byDir[dir] = append(byDir[dir], t)
+			family = family || len(byDir[dir]) >= familyMin
 		}
+	}
+	// Only a family needs the kernel's BTF, which costs megabytes to read.
+	if !family || !c.compatKnown() {
+		return []*check.Probe{p}
 	}
 	var parts []*check.Probe
 	var rest []*check.Target

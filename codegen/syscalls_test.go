@@ -68,3 +68,18 @@ func TestSplitSyscalls(t *testing.T) {
 		})
 	}
 }
+
+// TestSplitSyscallsReadsBTFOnlyForFamilies: the offset CompatStatus gives
+// comes from the kernel's BTF, megabytes to read, so probes with too few
+// syscalls tracepoints to form a family never ask for it.
+func TestSplitSyscallsReadsBTFOnlyForFamilies(t *testing.T) {
+	asked := 0
+	c := &compiler{opts: &Options{CompatStatus: func() (int, error) { asked++; return 16, nil }}}
+	p := &check.Probe{Provider: "tracepoint", Targets: []*check.Target{
+		{Provider: "tracepoint", Name: "syscalls:sys_enter_openat", Func: "sys_enter_openat"},
+		{Provider: "tracepoint", Name: "sched:sched_switch", Func: "sched_switch"},
+	}}
+	if parts := c.splitSyscalls(p); len(parts) != 1 || asked != 0 {
+		t.Errorf("%d parts, CompatStatus asked %d times; want 1 part, not asked", len(parts), asked)
+	}
+}
