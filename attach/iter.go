@@ -86,7 +86,7 @@ func (l IterLink) Run() error {
 	return nil
 }
 
-func listIterators(w *bufio.Writer, parts []string, verbose bool) error {
+func listIterators(w *bufio.Writer, parts []string, o ListOptions) error {
 	pattern := strings.Join(parts, ":")
 	names, err := kernel.Iterators()
 	if err != nil {
@@ -97,7 +97,7 @@ func listIterators(w *bufio.Writer, parts []string, verbose bool) error {
 			continue
 		}
 		fmt.Fprintf(w, "iter:%s\n", name)
-		if verbose {
+		if o.Verbose {
 			if fn, err := kernel.Iterator(name); err == nil {
 				for _, p := range fn.Params {
 					fmt.Fprintf(w, "    %s\n", p)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/syntax"
@@ -18,7 +19,7 @@ import (
 // A lister lists the probes of one provider matching the parts of a
 // pattern that follow "provider:", split as the parser splits an attach
 // point (so quotes protect colons and are removed).
-type lister func(w *bufio.Writer, parts []string, verbose bool) error
+type lister func(w *bufio.Writer, parts []string, o ListOptions) error
 
 // listers lists the probes of each provider.
 var listers = map[string]lister{
@@ -45,7 +46,7 @@ var timerUnits = []string{"hz", "ms", "s", "us"}
 // listTimers lists a timer provider's units, each as "provider:unit:",
 // as bpftrace lists them: the rate is the program's to choose.
 func listTimers(provider string) lister {
-	return func(w *bufio.Writer, parts []string, _ bool) error {
+	return func(w *bufio.Writer, parts []string, _ ListOptions) error {
 		unit := "*"
 		if len(parts) > 0 && parts[0] != "" {
 			unit = parts[0]
@@ -75,15 +76,25 @@ var providerAliases = map[string]string{
 	"i": "interval", "p": "profile", "w": "watchpoint", "aw": "asyncwatchpoint",
 }
 
+// ListOptions tune what List writes.
+type ListOptions struct {
+	Verbose bool // each probe with its arguments
+	Pid     int  // the process whose files user probes are listed in; 0 for none
+	// Compat is the bpftrace whose listing is followed: 0.26.1 names
+	// the module of fentry, fexit and raw tracepoint probes
+	// ("fentry:vmlinux:vfs_read"), 0.17 names only other modules.
+	Compat compat.Version
+}
+
 // List writes the probes matching pattern, one full name per line; with
-// verbose, each with its arguments. A pattern without a provider is
+// o.Verbose, each with its arguments. A pattern without a provider is
 // matched against every provider whose probes have names (hardware and
 // software events, iterators, kprobes, raw tracepoints, tracepoints), or,
-// for a process (pid not 0), against the functions of its executable and
+// for a process (o.Pid not 0), against the functions of its executable and
 // the USDT probes of every file it maps, as bpftrace -lp does. The
 // pattern is split into parts as a program's attach point is, so quoted
 // parts match as the program would.
-func List(w io.Writer, pattern string, verbose bool, pid int) error {
+func List(w io.Writer, pattern string, o ListOptions) error {
 	bw := bufio.NewWriter(w)
 	defer bw.Flush()
 	if pattern == "" {
@@ -92,24 +103,30 @@ func List(w io.Writer, pattern string, verbose bool, pid int) error {
 	if strings.Contains(pattern, ",") {
 		// Several patterns, listed one after the other.
 		for part := range strings.SplitSeq(pattern, ",") {
-			if err := List(bw, strings.Join(strings.Fields(part), " "), verbose, pid); err != nil {
+			if err := List(bw, strings.Join(strings.Fields(part), " "), o); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	if kind, _, _ := strings.Cut(pattern, " "); kind == "struct" || kind == "union" || kind == "enum" {
-		return listTypes(bw, pattern, verbose)
+		return listTypes(bw, pattern, o.Verbose)
 	}
 	fields := syntax.SplitAttachPoint(pattern)
 	if len(fields) == 1 {
-		if pid != 0 {
-			return listProcess(bw, pattern, verbose, pid)
+		if o.Pid != 0 {
+			return listProcess(bw, pattern, o)
 		}
 		// Every provider that names its probes, in bpftrace's order
-		// (sorted by provider); iterators only where BTF describes them.
-		for _, p := range []string{"hardware", "iter", "kprobe", "rawtracepoint", "software", "tracepoint"} {
-			if err := listMatching(bw, p, pattern, verbose); err != nil && !(p == "iter" && errors.Is(err, kernel.ErrNoBTF)) {
+		// (sorted by provider); iterators, and in 0.26.1 fentry, only
+		// where BTF describes them.
+		providers := []string{"hardware", "iter", "kprobe", "rawtracepoint", "software", "tracepoint"}
+		if o.Compat == compat.Current {
+			providers = append([]string{"fentry"}, providers...)
+		}
+		for _, p := range providers {
+			needsBTF := p == "iter" || p == "fentry"
+			if err := listMatching(bw, p, pattern, o); err != nil && !(needsBTF && errors.Is(err, kernel.ErrNoBTF)) {
 				return err
 			}
 		}
@@ -120,22 +137,22 @@ func List(w io.Writer, pattern string, verbose bool, pid int) error {
 		provider = full
 	}
 	lister := func(p string) lister {
-		if pl, ok := processListers[p]; ok && pid != 0 {
-			return pl(pid)
+		if pl, ok := processListers[p]; ok && o.Pid != 0 {
+			return pl(o.Pid)
 		}
 		return listers[p]
 	}
 	if kernel.HasGlob(provider) {
 		// In files, the types a wildcard attach point stands for;
 		// in the kernel, every type kinst lists.
-		inFiles := pid != 0 || strings.Contains(parts[0], "/")
+		inFiles := o.Pid != 0 || strings.Contains(parts[0], "/")
 		for _, p := range slices.Sorted(maps.Keys(listers)) {
 			_, user := processListers[p]
 			wanted := inFiles && slices.Contains(userProviders, p) || !inFiles && !user
 			if !wanted || !kernel.Match(provider, p) {
 				continue
 			}
-			if err := lister(p)(bw, parts, verbose); err != nil {
+			if err := lister(p)(bw, parts, o); err != nil {
 				return err
 			}
 		}
@@ -145,7 +162,7 @@ func List(w io.Writer, pattern string, verbose bool, pid int) error {
 	if l == nil {
 		return fmt.Errorf("kinst cannot list %s probes", provider)
 	}
-	return l(bw, parts, verbose)
+	return l(bw, parts, o)
 }
 
 // listTypes lists the kernel's structs, unions or enums matching a
@@ -168,14 +185,15 @@ func listTypes(w *bufio.Writer, pattern string, verbose bool) error {
 
 // listMatching lists a provider's probes whose full name matches a
 // pattern given without a provider.
-func listMatching(w *bufio.Writer, provider, pattern string, verbose bool) error {
+func listMatching(w *bufio.Writer, provider, pattern string, o ListOptions) error {
 	sub := []string{"*"}
 	if provider == "tracepoint" {
 		sub = []string{"*", "*"}
 	}
 	var buf strings.Builder
 	inner := bufio.NewWriter(&buf)
-	if err := listers[provider](inner, sub, false); err != nil {
+	o.Verbose = false
+	if err := listers[provider](inner, sub, o); err != nil {
 		return err
 	}
 	inner.Flush()
@@ -192,7 +210,7 @@ func listMatching(w *bufio.Writer, provider, pattern string, verbose bool) error
 	return nil
 }
 
-func listTracepoints(w *bufio.Writer, parts []string, verbose bool) error {
+func listTracepoints(w *bufio.Writer, parts []string, o ListOptions) error {
 	cat, name := "*", parts[0]
 	if len(parts) > 1 {
 		cat, name = parts[0], strings.Join(parts[1:], ":")
@@ -203,7 +221,7 @@ func listTracepoints(w *bufio.Writer, parts []string, verbose bool) error {
 	}
 	for _, tp := range tps {
 		fmt.Fprintf(w, "tracepoint:%s\n", tp)
-		if !verbose {
+		if !o.Verbose {
 			continue
 		}
 		f, err := kernel.ReadFormat(tp.Category, tp.Name)
@@ -217,17 +235,30 @@ func listTracepoints(w *bufio.Writer, parts []string, verbose bool) error {
 	return nil
 }
 
-func listRawTracepoints(w *bufio.Writer, parts []string, verbose bool) error {
+// listRawTracepoints lists raw tracepoints, which are all vmlinux's:
+// isRawTracepoint finds them in its BTF. A pattern may name the module,
+// and 0.26.1 lists it.
+func listRawTracepoints(w *bufio.Writer, parts []string, o ListOptions) error {
+	if len(parts) > 1 {
+		if !kernel.Match(parts[0], "vmlinux") {
+			return nil
+		}
+		parts = parts[1:]
+	}
 	tps, err := kernel.Tracepoints("*", strings.Join(parts, ":"))
 	if err != nil {
 		return err
+	}
+	prefix := "rawtracepoint:"
+	if o.Compat == compat.Current {
+		prefix += "vmlinux:"
 	}
 	seen := map[string]bool{}
 	for _, tp := range tps {
 		if !seen[tp.Name] && isRawTracepoint(tp) {
 			seen[tp.Name] = true
-			fmt.Fprintf(w, "rawtracepoint:%s\n", tp.Name)
-			if !verbose {
+			fmt.Fprintf(w, "%s%s\n", prefix, tp.Name)
+			if !o.Verbose {
 				continue
 			}
 			if fn, err := kernel.RawTracepointProto(tp.Name); err == nil {
@@ -241,8 +272,8 @@ func listRawTracepoints(w *bufio.Writer, parts []string, verbose bool) error {
 }
 
 func listFuncs(provider string) lister {
-	return func(w *bufio.Writer, parts []string, verbose bool) error {
-		funcs, err := listableFuncs(provider, verbose)
+	return func(w *bufio.Writer, parts []string, o ListOptions) error {
+		funcs, err := listableFuncs(provider, o.Verbose)
 		if err != nil {
 			return err
 		}
@@ -250,16 +281,22 @@ func listFuncs(provider string) lister {
 		if len(parts) > 1 {
 			module, pattern = parts[0], strings.Join(parts[1:], ":")
 		}
+		// 0.26.1 names vmlinux as the module of trampolines' functions.
+		vmlinux := o.Compat == compat.Current && (provider == "fentry" || provider == "fexit")
 		for _, f := range funcs.Match(pattern) {
-			if module != "" && !kernel.Match(module, f.Module) {
+			mod := f.Module
+			if mod == "" {
+				mod = "vmlinux"
+			}
+			if module != "" && !kernel.Match(module, mod) {
 				continue
 			}
-			if f.Module != "" {
-				fmt.Fprintf(w, "%s:%s:%s\n", provider, f.Module, f.Name)
+			if f.Module != "" || vmlinux {
+				fmt.Fprintf(w, "%s:%s:%s\n", provider, mod, f.Name)
 			} else {
 				fmt.Fprintf(w, "%s:%s\n", provider, f.Name)
 			}
-			if verbose {
+			if o.Verbose {
 				listProto(w, provider, f.Name)
 			}
 		}
@@ -310,13 +347,14 @@ func listProto(w *bufio.Writer, provider, name string) {
 // listProcess lists, for a pattern without a provider, the functions of
 // process pid's executable and the USDT probes of the files it maps
 // whose names match.
-func listProcess(w *bufio.Writer, pattern string, verbose bool, pid int) error {
+func listProcess(w *bufio.Writer, pattern string, o ListOptions) error {
 	var buf strings.Builder
 	inner := bufio.NewWriter(&buf)
-	if err := listUprobes("uprobe", pid)(inner, []string{"*"}, false); err != nil {
+	o.Verbose = false
+	if err := listUprobes("uprobe", o.Pid)(inner, []string{"*"}, o); err != nil {
 		return err
 	}
-	if err := listUSDT(pid)(inner, []string{"*"}, false); err != nil && !errors.Is(err, usdt.ErrNoNotes) {
+	if err := listUSDT(o.Pid)(inner, []string{"*"}, o); err != nil && !errors.Is(err, usdt.ErrNoNotes) {
 		return err
 	}
 	inner.Flush()
@@ -334,7 +372,7 @@ func listProcess(w *bufio.Writer, pattern string, verbose bool, pid int) error {
 // "uprobe::FUNC" or "uprobe:*:FUNC", as bpftrace -lp reads them), and a
 // named file as the process sees it.
 func listUprobes(provider string, pid int) lister {
-	return func(w *bufio.Writer, parts []string, verbose bool) error {
+	return func(w *bufio.Writer, parts []string, o ListOptions) error {
 		file, sym := parts[0], "*"
 		switch {
 		case len(parts) > 1:
@@ -378,7 +416,7 @@ func listUprobes(provider string, pid int) lister {
 				return err
 			}
 			var params map[string][]elfsym.Param
-			if verbose {
+			if o.Verbose {
 				params = dwarfParams(path, sym)
 			}
 			for _, s := range f.Symbols(sym) {

@@ -96,7 +96,7 @@ func perfEvents(ap *syntax.AttachPoint) ([]*check.Target, error) {
 // listPerf lists a provider's events as bpftrace names them, the count
 // left to the user.
 func listPerf(provider string, events []perfCounter) lister {
-	return func(w *bufio.Writer, parts []string, verbose bool) error {
+	return func(w *bufio.Writer, parts []string, o ListOptions) error {
 		// The event's name; a count after it is not part of it.
 		pattern := "*"
 		if len(parts) > 0 && parts[0] != "" {
@@ -107,7 +107,7 @@ func listPerf(provider string, events []perfCounter) lister {
 		for _, e := range events {
 			if kernel.Match(pattern, e.Name) {
 				fmt.Fprintf(w, "%s:%s:\n", provider, e.Name)
-				if verbose {
+				if o.Verbose {
 					fmt.Fprintf(w, "    count %d by default", e.Count)
 					if e.Alias != "" {
 						fmt.Fprintf(w, "; also %s:%s", provider, e.Alias)

@@ -227,7 +227,7 @@ func processExe(pid int) (string, error) {
 // sorted as bpftrace sorts them. With pid, an empty or "*" PATH stands
 // for every file the process maps, and NAME alone (no '/') is a name.
 func listUSDT(pid int) lister {
-	return func(w *bufio.Writer, parts []string, verbose bool) error {
+	return func(w *bufio.Writer, parts []string, o ListOptions) error {
 		bin, provider, name := parts[0], "*", "*"
 		switch len(parts) {
 		case 1:
@@ -272,7 +272,7 @@ func listUSDT(pid int) lister {
 			slices.Sort(lines)
 			for _, l := range lines {
 				fmt.Fprintln(w, l)
-				if verbose {
+				if o.Verbose {
 					for i, a := range strings.Fields(args[l]) {
 						fmt.Fprintf(w, "    arg%d: %s\n", i, a)
 					}

@@ -372,3 +372,29 @@ func TestRawTracepointArgs(t *testing.T) {
 		t.Errorf("rawtracepoint:sys_*: exit status %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestListModules: bpftrace 0.26.1 names the module of fentry, fexit and
+// raw tracepoint probes, vmlinux for the kernel's own, and lists fentry
+// probes with the others when no provider is given; 0.17 named only
+// other modules, and a pattern may name vmlinux in both.
+func TestListModules(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.BTF)
+	now := []string{"KINST_COMPAT="}
+	kinstEnv(t, now, "-l", "fentry:vfs_read").want(t, 0, "fentry:vmlinux:vfs_read\n", "")
+	kinstEnv(t, now, "-l", "fexit:vmlinux:vfs_read").want(t, 0, "fexit:vmlinux:vfs_read\n", "")
+	kinstEnv(t, now, "-l", "rawtracepoint:sched_switch").want(t, 0, "rawtracepoint:vmlinux:sched_switch\n", "")
+	kinstEnv(t, now, "-l", "rawtracepoint:vmlinux:sched_switch").want(t, 0, "rawtracepoint:vmlinux:sched_switch\n", "")
+	kinstEnv(t, now, "-l", "rawtracepoint:nosuchmodule:sched_switch").want(t, 0, "", "")
+	kinst(t, "-l", "fentry:vmlinux:vfs_read").want(t, 0, "fentry:vfs_read\n", "")
+	kinst(t, "-l", "rawtracepoint:vmlinux:sched_switch").want(t, 0, "rawtracepoint:sched_switch\n", "")
+	for _, tc := range []struct {
+		env  []string
+		want bool
+	}{{now, true}, {nil, false}} {
+		r := kinstEnv(t, tc.env, "-l")
+		if got := strings.Contains(r.stdout, "\nfentry:vmlinux:vfs_read\n"); r.code != 0 || got != tc.want {
+			t.Errorf("kinst -l with %q: exit status %d, lists fentry:vmlinux:vfs_read: %v, want %v", tc.env, r.code, got, tc.want)
+		}
+	}
+}

@@ -50,6 +50,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	api "kinst.dev/kinst"
+	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/elfsym"
@@ -252,7 +253,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if len(rest) > 0 {
 				pattern = rest[0]
 			}
-			return listProbes(pattern, *verbose, int(pid), stdout, stderr)
+			return listProbes(pattern, attach.ListOptions{Verbose: *verbose, Pid: int(pid), Compat: mode}, stdout, stderr)
 		}
 		listProgram = true
 	}
@@ -358,7 +359,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return report(err, *verbose, stderr)
 	}
 	if listProgram {
-		return listProgramProbes(p, *verbose, int(pid), stdout, stderr)
+		return listProgramProbes(p, attach.ListOptions{Verbose: *verbose, Pid: int(pid), Compat: mode}, stdout, stderr)
 	}
 	if *emitELF != "" {
 		if code := writeELF(*emitELF, p, stderr); code != 0 || debug.n == 0 {

@@ -53,7 +53,7 @@ func features(args []string, stdout, stderr io.Writer) int {
 // listProgramProbes prints the probes p attaches to, as bpftrace 0.26.1
 // lists them for -l with a program: each once, BEGIN, END, self, test and
 // bench probes left out; with -v, each with its arguments where -l gives them.
-func listProgramProbes(p *api.Program, verbose bool, pid int, stdout, stderr io.Writer) int {
+func listProgramProbes(p *api.Program, o attach.ListOptions, stdout, stderr io.Writer) int {
 	seen := map[string]bool{}
 	for _, probe := range p.Probes() {
 		for _, t := range probe.Targets {
@@ -69,7 +69,7 @@ func listProgramProbes(p *api.Program, verbose bool, pid int, stdout, stderr io.
 				continue
 			}
 			seen[t] = true
-			if !verbose || attach.List(stdout, t, true, pid) != nil {
+			if !o.Verbose || attach.List(stdout, t, o) != nil {
 				fmt.Fprintln(stdout, t)
 			}
 		}
@@ -84,8 +84,8 @@ func isFile(path string) bool {
 }
 
 // listProbes prints the probes matching pattern.
-func listProbes(pattern string, verbose bool, pid int, stdout, stderr io.Writer) int {
-	if err := attach.List(stdout, pattern, verbose, pid); err != nil {
+func listProbes(pattern string, o attach.ListOptions, stdout, stderr io.Writer) int {
+	if err := attach.List(stdout, pattern, o); err != nil {
 		fmt.Fprintf(stderr, "kinst: %v\n", err)
 		return 1
 	}
