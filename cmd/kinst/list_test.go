@@ -388,6 +388,10 @@ func TestListModules(t *testing.T) {
 	kinstEnv(t, now, "-l", "rawtracepoint:nosuchmodule:sched_switch").want(t, 0, "", "")
 	kinst(t, "-l", "fentry:vmlinux:vfs_read").want(t, 0, "fentry:vfs_read\n", "")
 	kinst(t, "-l", "rawtracepoint:vmlinux:sched_switch").want(t, 0, "rawtracepoint:sched_switch\n", "")
+	// A program's probes are listed so too.
+	const prog = `rawtracepoint:sched_switch, tracepoint:sched:sched_switch { exit(); }`
+	kinstEnv(t, now, "-l", "-e", prog).want(t, 0, "rawtracepoint:vmlinux:sched_switch\ntracepoint:sched:sched_switch\n", "")
+	kinst(t, "-l", "-e", prog).want(t, 0, "rawtracepoint:sched_switch\ntracepoint:sched:sched_switch\n", "")
 	for _, tc := range []struct {
 		env  []string
 		want bool

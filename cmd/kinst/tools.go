@@ -69,7 +69,10 @@ func listProgramProbes(p *api.Program, o attach.ListOptions, stdout, stderr io.W
 				continue
 			}
 			seen[t] = true
-			if !o.Verbose || attach.List(stdout, t, o) != nil {
+			// Listing fentry, fexit and raw tracepoint probes names
+			// their module, as 0.26.1 lists them.
+			named := provider == "fentry" || provider == "fexit" || provider == "rawtracepoint"
+			if !o.Verbose && !named || attach.List(stdout, t, o) != nil {
 				fmt.Fprintln(stdout, t)
 			}
 		}
