@@ -43,6 +43,9 @@ type Resolver struct {
 	// Unsafe lets a uprobe take an address outside every function of
 	// its file, as --unsafe does in bpftrace.
 	Unsafe bool
+	// Compat is the bpftrace release whose reading of attach points is
+	// followed where they differ.
+	Compat compat.Version
 
 	// files holds the files uprobes were resolved in, by path: a
 	// program of hundreds of probes on one library reads and indexes

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/syntax"
@@ -54,7 +55,13 @@ func (r *Resolver) watchpoints(ap *syntax.AttachPoint) ([]*check.Target, error) 
 		return nil, fmt.Errorf("%s mode %q %w", ap.Provider, ap.Parts[2], err)
 	}
 	if mode == bpExec && n != 8 {
-		return nil, fmt.Errorf("%s length for execution must be 8, the size of a long, as the kernel requires", ap.Provider)
+		// The kernel takes execution breakpoints the size of a long
+		// only: bpftrace 0.26.1 asks for that whatever the length
+		// given, while 0.17 passed it on and failed to attach.
+		if r.Compat == compat.V017 {
+			return nil, fmt.Errorf("%s length for execution must be 8, the size of a long, as the kernel requires", ap.Provider)
+		}
+		n = 8
 	}
 	if fn, arg, ok := strings.Cut(ap.Parts[0], "+arg"); ok {
 		return r.watchArg(ap, fn, arg, Watchpoint{Len: n, Mode: mode})

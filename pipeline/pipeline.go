@@ -338,7 +338,7 @@ func checkProgram(name string, src []byte, opts *Options) (*check.Program, check
 		strLen = check.DefaultStrLen(opts.Compat)
 	}
 	checked, err := check.Check(parsed, &check.Config{
-		Resolver: &attach.Resolver{Pid: opts.Pid, Command: opts.Command, StrLen: strLen, Unsafe: opts.Unsafe},
+		Resolver: &attach.Resolver{Pid: opts.Pid, Command: opts.Command, StrLen: strLen, Unsafe: opts.Unsafe, Compat: opts.Compat},
 		Kernel:   attach.Kernel{},
 		Params:   params,
 		Unsafe:   opts.Unsafe,

@@ -241,6 +241,12 @@ func TestWatchpoints(t *testing.T) {
 	for _, tt := range tests {
 		kinst(t, "-q", "-e", tt.spec+" { @ = count(); }", "-c", bin+" "+tt.cmd).want(t, 0, "\n\n"+tt.want, "")
 	}
+	// An execution breakpoint is the size of a long whatever length is
+	// given, in bpftrace 0.26.1; 0.17 passed the length on and failed.
+	exec1 := fmt.Sprintf("watchpoint:%#x:1:x", addr["kinst_add"])
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", exec1+" { @ = count(); }", "-c", bin+" add 3").want(t, 0, "\n\n@: 3\n", "")
+	kinst(t, "-e", exec1+" { }").want(t, 1, "", "-e:1:1: watchpoint length for execution must be 8, the size of a long, as the kernel requires\n"+
+		exec1+" { }\n^"+strings.Repeat("~", len(exec1)-1)+"\n")
 }
 
 // A watchpoint on a function's argument watches the address the
