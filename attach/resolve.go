@@ -496,6 +496,9 @@ func (r *Resolver) open(path string) (*elfsym.File, error) {
 func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 	var path, spec string
 	var err error
+	if bin, src, ok := sourceLocation(ap); ok {
+		return r.sourceUprobe(ap, bin, src)
+	}
 	switch {
 	case len(ap.Parts) == 2 && kernel.HasGlob(ap.Parts[0]):
 		return r.globUprobes(ap)
@@ -512,6 +515,81 @@ func (r *Resolver) uprobes(ap *syntax.AttachPoint) ([]*check.Target, error) {
 		return nil, err
 	}
 	return r.uprobesIn(ap, path, spec)
+}
+
+// sourceLocation splits uprobe:BINARY@FILE:LINE[:COLUMN], a uprobe at a
+// line of the program's source, as bpftrace 0.26.1 writes it; a path that
+// names a file with an @ in its name is a path.
+func sourceLocation(ap *syntax.AttachPoint) (bin, src string, ok bool) {
+	if len(ap.Parts) < 2 || len(ap.Parts) > 3 {
+		return "", "", false
+	}
+	bin, src, ok = strings.Cut(ap.Parts[0], "@")
+	if !ok {
+		return "", "", false
+	}
+	if _, err := os.Stat(ap.Parts[0]); err == nil {
+		return "", "", false
+	}
+	return bin, src, true
+}
+
+// sourceUprobe resolves a uprobe at a source location: the address the
+// file's DWARF line table gives the line (and column), as a debugger
+// sets a breakpoint there.
+func (r *Resolver) sourceUprobe(ap *syntax.AttachPoint, bin, src string) ([]*check.Target, error) {
+	where := ap.Provider + ":" + strings.Join(ap.Parts, ":")
+	switch {
+	case ap.Provider != "uprobe":
+		return nil, fmt.Errorf("%s cannot take a source location: a return probe fires on the function's return", ap.Provider)
+	case kernel.HasGlob(ap.Parts[0]):
+		return nil, fmt.Errorf("cannot use wildcards with a source location: %s", where)
+	case src == "":
+		return nil, fmt.Errorf("uprobes at a source location are written uprobe:BINARY@FILE:LINE[:COLUMN]")
+	}
+	var lc [2]int
+	for i, p := range ap.Parts[1:] {
+		n, err := strconv.ParseUint(p, 10, 31)
+		if err != nil || n == 0 {
+			return nil, fmt.Errorf("invalid %s number %q in %s", [2]string{"line", "column"}[i], p, where)
+		}
+		lc[i] = int(n)
+	}
+	path, err := elfsym.Resolve(bin, r.Pid)
+	if err != nil {
+		return nil, err
+	}
+	f, err := r.open(path)
+	if err != nil {
+		return nil, err
+	}
+	d, err := elfsym.OpenDebug(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot attach by source location: %w", err)
+	}
+	addr, err := d.LineAddr(src, lc[0], lc[1])
+	if err != nil {
+		return nil, err
+	}
+	off, ok := f.AddrOffset(addr)
+	if !ok {
+		return nil, fmt.Errorf("%s is at %#x, which no loadable segment of %s holds", where, addr, path)
+	}
+	loc := strings.Join(append([]string{path + "@" + src}, ap.Parts[1:]...), ":")
+	fn := loc
+	if s, _, in := f.Symbolize(addr); in {
+		fn = s.Name
+	}
+	return []*check.Target{{
+		Provider: ap.Provider,
+		Name:     loc,
+		Func:     fn,
+		Attach:   withSemaphore(Uprobe{Path: path, Symbol: fn, Offset: off}),
+		UserType: dwarfTypes(path),
+		ArgsFrom: func() (*check.Type, error) {
+			return nil, fmt.Errorf("args are the arguments at a function's entry, not at a source line")
+		},
+	}}, nil
 }
 
 // globUprobes resolves a uprobe whose path is a wildcard, as bpftrace
