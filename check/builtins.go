@@ -99,10 +99,6 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		}
 		return TUint64
 	case "kstack", "ustack":
-		if runByKinst(p.Provider) {
-			c.errorf(id, "%s has no meaning in %s: no code was interrupted", name, p.Provider)
-			return nil
-		}
 		return &Type{Kind: Stack, Size: 8, User: name == "ustack", Frames: defaultFrames, StackMode: c.stackMode()}
 	case "func":
 		if !has(funcProviders, p.Provider) {
