@@ -1044,8 +1044,16 @@ func (c *checker) checkReg(x *syntax.CallExpr, call *Call) *Type {
 	return TUint64
 }
 
-// stackModes are the layouts kstack and ustack print in.
-var stackModes = map[string]bool{"bpftrace": true, "perf": true}
+// stackModes are the layouts kstack and ustack print in, as the
+// program's release has them: 0.17 has bpftrace and perf, 0.26.1 adds
+// raw (addresses in hex) and build_id (each user frame as its file's
+// build ID and offset).
+func (c *checker) stackModes() []string {
+	if c.conf.Compat == compat.V017 {
+		return []string{"bpftrace", "perf"}
+	}
+	return []string{"bpftrace", "perf", "raw", "build_id"}
+}
 
 // MaxFrames bounds kstack(N) and ustack(N), as the kernel's
 // perf_event_max_stack default does.
@@ -1059,8 +1067,9 @@ func (c *checker) checkStack(x *syntax.CallExpr, call *Call) *Type {
 	args := x.Args
 	if len(args) > 0 {
 		if id, ok := args[0].(*syntax.Ident); ok {
-			if !stackModes[id.Name] {
-				c.errorf(id, "unknown stack mode %s: use bpftrace or perf", id.Name)
+			c.seen[id] = true // a mode is no expression of its own
+			if modes := c.stackModes(); !slices.Contains(modes, id.Name) {
+				c.errorf(id, "unknown stack mode %s: use one of %s", id.Name, strings.Join(modes, ", "))
 				return nil
 			}
 			t.StackMode = id.Name
@@ -1081,6 +1090,11 @@ func (c *checker) checkStack(x *syntax.CallExpr, call *Call) *Type {
 			return nil
 		}
 		t.Frames = int(n)
+	}
+	if t.StackMode == "build_id" && !t.User {
+		// The kernel has no build IDs to give for its own frames.
+		c.errorf(x, "'build_id' stack mode can only be used for ustack")
+		return nil
 	}
 	c.probe.Uses[x.Fun.Name] = true
 	return t

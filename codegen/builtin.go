@@ -24,6 +24,12 @@ const csOffset = 136
 // Flags of bpf_get_stackid.
 const stackUser = 1 << 8 // BPF_F_USER_STACK
 
+// BuildIDFrameSize is the size of a frame in BuildIDStackMap, the
+// kernel's struct bpf_stack_build_id: a status (s32), the 20 bytes of
+// the build ID, and the file offset, or the address when the status
+// says the build ID could not be read.
+const BuildIDFrameSize = 32
+
 // helperResult calls fn and returns its result as a temporary, after
 // applying the instructions in post to R0.
 func (g *gen) helperResult(fn asm.BuiltinFunc, post ...asm.Instruction) operand {
@@ -176,10 +182,14 @@ func (g *gen) targetIndex() operand {
 // failure); ustack puts the pid in the high 32 bits for symbolization.
 func (g *gen) stackID(t *check.Type) operand {
 	name, flags := KstackMap, int32(0)
-	if t.User {
+	switch {
+	case t.StackMode == "build_id":
+		name, flags = BuildIDStackMap, stackUser
+		g.c.buildIDDepth = max(g.c.buildIDDepth, t.Frames)
+	case t.User:
 		name, flags = UstackMap, stackUser
 		g.c.ustackDepth = max(g.c.ustackDepth, t.Frames)
-	} else {
+	default:
 		g.c.kstackDepth = max(g.c.kstackDepth, t.Frames)
 	}
 	g.emit(asm.Mov.Reg(asm.R1, regCtx))

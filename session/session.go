@@ -276,7 +276,7 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	if usyms == nil {
 		usyms = elfsym.NewSymbolizer()
 	}
-	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap], usyms: usyms,
+	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap], buildID: s.coll.Maps[codegen.BuildIDStackMap], usyms: usyms,
 		trailer: opts.strTrailer(out.Compat), noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}
 	if s.lostMem, err = s.coll.Maps[codegen.LostMap].Memory(); err != nil {
 		return fmt.Errorf("map the lost-records counter: %w", err)
@@ -286,7 +286,7 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	}
 	defer s.stopPackets()
 	if opts.Maps != nil {
-		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks, usyms: usyms,
+		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks, buildID: s.dec.buildID, usyms: usyms,
 			trailer: s.dec.trailer, noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}}
 		defer r.end()
 		opts.Maps(r)

@@ -1,8 +1,14 @@
 package main
 
 import (
+	"debug/elf"
+	"fmt"
 	"regexp"
+	"strings"
 	"testing"
+
+	"kinst.dev/kinst/elfsym"
+	"kinst.dev/kinst/internal/testenv"
 )
 
 // TestStacksInBegin: BEGIN and END run by BPF_PROG_TEST_RUN in kinst's
@@ -18,5 +24,63 @@ func TestStacksInBegin(t *testing.T) {
 		if r.code != 0 || r.stderr != "" || !kstack.MatchString(r.stdout) {
 			t.Errorf("%s: exit status %d\nstdout:\n%q\nstderr:\n%s", mode, r.code, r.stdout, r.stderr)
 		}
+	}
+}
+
+// TestRawAndBuildIDStacks: bpftrace 0.26.1's raw stack mode prints each
+// address in hex, and build_id each user frame as the build ID of its
+// file (the kernel's 20 bytes) and the frame's offset in that file. At a
+// uprobe on the entry of kinst_greet, in the static target, the
+// innermost frame is the function's address; modes come from the call,
+// BPFTRACE_STACK_MODE (before the config block) or stack_mode.
+func TestRawAndBuildIDStacks(t *testing.T) {
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	f, err := elfsym.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	syms, err := ef.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addr uint64
+	for _, s := range syms {
+		if s.Name == "kinst_greet" {
+			addr = s.Value
+		}
+	}
+	var off uint64
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD && addr >= p.Vaddr && addr < p.Vaddr+p.Memsz {
+			off = addr - p.Vaddr + p.Off
+		}
+	}
+	if addr == 0 || off == 0 || f.BuildID == "" {
+		t.Fatalf("%s: kinst_greet at %#x, file offset %#x, build ID %q", bin, addr, off, f.BuildID)
+	}
+	raw := fmt.Sprintf("\n%x\n", addr)
+	id := f.BuildID
+	if len(id) < 40 {
+		id += strings.Repeat("0", 40-len(id)) // the kernel's 20 bytes, padded with zeros
+	}
+	buildID := fmt.Sprintf("\n%s 0x%02x\n", id, off)
+	for _, tt := range []struct {
+		name string
+		env  []string
+		prog string
+		want string
+	}{
+		{"call", nil, `uprobe:BIN:kinst_greet { printf("%s|%s", ustack(raw, 1), ustack(build_id, 1)); exit(); }`, raw + "|" + buildID + "\n\n"},
+		{"env", []string{"BPFTRACE_STACK_MODE=raw"}, `config = { stack_mode = perf } uprobe:BIN:kinst_greet { printf("%s", ustack(1)); exit(); }`, raw + "\n\n"},
+		{"config", nil, `config = { stack_mode = build_id } uprobe:BIN:kinst_greet { @[ustack(1)] = count(); exit(); }`, "\n\n@[" + buildID + "]: 1\n"},
+	} {
+		prog := strings.ReplaceAll(tt.prog, "BIN", bin)
+		kinstEnv(t, append([]string{"KINST_COMPAT="}, tt.env...), "-q", "-e", prog, "-c", bin+" greet a").want(t, 0, tt.want, "")
 	}
 }
