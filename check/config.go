@@ -202,8 +202,10 @@ func (o option) parse(x syntax.Expr) (any, error) {
 		return nil, fmt.Errorf("Invalid value for missing_probes: valid values are ignore, warn, and error.")
 	case optSymCache:
 		switch t := strings.ToLower(text); t {
-		case "1", "per_pid", "per_program":
+		case "1", "per_pid":
 			return "per_pid", nil
+		case "per_program":
+			return "per_program", nil
 		case "0", "none":
 			return "none", nil
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
+	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/compat"
@@ -39,6 +40,9 @@ type decoder struct {
 
 	noUserSymbols bool // BPFTRACE_NO_USER_SYMBOLS: user addresses print in hex
 	noSymbolCache bool // BPFTRACE_CACHE_USER_SYMBOLS=0: no symbols kept between lookups
+	// program is the one program the uprobes name, whose symbols
+	// resolve the frames of processes gone (PER_PROGRAM); "" for none.
+	program string
 
 	bootOnce sync.Once
 	boot     time.Time // the wall time the kernel booted at
@@ -247,7 +251,37 @@ func (d *decoder) usym(pid int, addr uint64) elfsym.Frame {
 		// A symbolizer of its own: the shared one keeps what it reads.
 		return elfsym.NewSymbolizer().Frame(pid, addr)
 	}
-	return d.usyms.Frame(pid, addr)
+	f := d.usyms.Frame(pid, addr)
+	if f.Path == "" && d.program != "" && gone(pid) {
+		return d.usyms.ProgramFrame(d.program, addr)
+	}
+	return f
+}
+
+// gone reports whether process pid has no memory left to look at: it
+// has exited, reaped or not.
+func gone(pid int) bool {
+	maps, err := elfsym.ReadMaps(pid)
+	return err != nil || len(maps) == 0
+}
+
+// probedProgram returns the one program file the uprobes and USDT probes
+// of targets name, or "" when they name none or several: where the
+// frames of a process gone may be looked up, as bpftrace 0.26.1 looks
+// them up in the program its probe names.
+func probedProgram(targets []*check.Target) string {
+	program := ""
+	for _, t := range targets {
+		u, ok := t.Attach.(attach.Uprobe)
+		if !ok {
+			continue
+		}
+		if program != "" && u.Path != program {
+			return ""
+		}
+		program = u.Path
+	}
+	return program
 }
 
 // stack looks a stack id up in its stack-trace map and symbolizes it,

@@ -294,7 +294,7 @@ func TestUsageErrors(t *testing.T) {
 		{"cat bytes", []string{"BPFTRACE_CAT_BYTES_MAX=10k"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_CAT_BYTES_MAX=\"10k\" is not a number of bytes\n"},
 		{"perf pages", []string{"BPFTRACE_PERF_RB_PAGES=3"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_PERF_RB_PAGES=\"3\" is not a power of two\n"},
 		{"stack mode", []string{"BPFTRACE_STACK_MODE=hex"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_STACK_MODE=\"hex\": want bpftrace, raw, perf or build_id\n"},
-		{"symbol cache", []string{"BPFTRACE_CACHE_USER_SYMBOLS=x"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_CACHE_USER_SYMBOLS=\"x\": want 0 or 1\n"},
+		{"symbol cache", []string{"BPFTRACE_CACHE_USER_SYMBOLS=x"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_CACHE_USER_SYMBOLS=\"x\": want PER_PID, PER_PROGRAM, NONE, 1 or 0\n"},
 		{"log size", []string{"BPFTRACE_LOG_SIZE=0"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_LOG_SIZE=\"0\" is not a positive number of bytes\n"},
 		{"max probes", []string{"BPFTRACE_MAX_PROBES=-1"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_MAX_PROBES=\"-1\" is not a positive integer\n"},
 		{"user symbols", []string{"BPFTRACE_NO_USER_SYMBOLS=yes"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_NO_USER_SYMBOLS=\"yes\": want 0 or 1\n"},

@@ -3,8 +3,11 @@ package main
 import (
 	"debug/elf"
 	"fmt"
+	"os"
+	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"kinst.dev/kinst/elfsym"
@@ -82,5 +85,41 @@ func TestRawAndBuildIDStacks(t *testing.T) {
 	} {
 		prog := strings.ReplaceAll(tt.prog, "BIN", bin)
 		kinstEnv(t, append([]string{"KINST_COMPAT="}, tt.env...), "-q", "-e", prog, "-c", bin+" greet a").want(t, 0, tt.want, "")
+	}
+}
+
+// TestProgramSymbols: with BPFTRACE_CACHE_USER_SYMBOLS=PER_PROGRAM, the
+// frames of a process that has exited before its stack is printed
+// resolve in the program the uprobe names (the static target, linked
+// where it runs), as bpftrace 0.26.1 resolves them; otherwise such a
+// process's frames print as addresses.
+func TestProgramSymbols(t *testing.T) {
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	f, err := elfsym.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	greet, err := f.Lookup("kinst_greet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KINST_COMPAT", "")
+	for _, tt := range []struct{ env, config, frame string }{
+		{"PER_PROGRAM", "", "kinst_greet+0"},
+		{"", "config = { cache_user_symbols = PER_PROGRAM } ", "kinst_greet+0"},
+		{"per_pid", "", fmt.Sprintf("0x%x", greet.Addr)},
+	} {
+		t.Setenv("BPFTRACE_CACHE_USER_SYMBOLS", tt.env)
+		if tt.env == "" {
+			os.Unsetenv("BPFTRACE_CACHE_USER_SYMBOLS") // the config block's then
+		}
+		k := start(t, "-q", "-e", tt.config+"uprobe:"+bin+":kinst_greet { @[ustack(1)] = count(); }")
+		k.waitAttached(t, 1)
+		if out, err := exec.Command(bin, "greet", "a").CombinedOutput(); err != nil {
+			t.Fatalf("%s greet a: %v\n%s", bin, err, out)
+		}
+		k.signal(t, syscall.SIGINT)
+		k.wait(t).want(t, 0, "\n\n@[\n    "+tt.frame+"\n]: 1\n", "")
 	}
 }
