@@ -65,6 +65,7 @@ func init() {
 		"uaddr":       {check: (*checker).checkUaddr},
 		"skboutput":   {check: (*checker).checkSkbOutput},
 
+		"comm":         {check: (*checker).checkComm},
 		"ppid":         {check: (*checker).checkTaskField},
 		"pcomm":        {check: (*checker).checkTaskField},
 		"leader_tid":   {check: (*checker).checkTaskField},
@@ -1136,6 +1137,68 @@ func (c *checker) checkTaskField(x *syntax.CallExpr, call *Call) *Type {
 		task = x.Args[0]
 	}
 	return c.taskField(x, task, x.Fun.Name)
+}
+
+// noSuchProcess is where bpftrace 0.26.1's warnf reports a comm(pid)
+// whose process does not exist: the line of its standard library's comm
+// macro.
+var noSuchProcess = Origin{File: "stdlib/base.bt", Line: 162, Col: 7, EndCol: 46}
+
+// checkComm checks comm() and bpftrace 0.26.1's comm(pid), the name of
+// the task pid names: found and held by the kfunc bpf_task_from_pid,
+// which only some probe types may call, read at the offset this
+// kernel's struct task_struct has comm at (call.Offset). A pid with no
+// task gives "N/A" and a warning the call makes as the program could
+// have written it (call.Then).
+func (c *checker) checkComm(x *syntax.CallExpr, call *Call) *Type {
+	if len(x.Args) > 0 && c.conf.Compat == compat.V017 {
+		c.errorf(x, "comm() takes no arguments")
+		return nil
+	}
+	if !c.nargs(x, 0, 1) {
+		return nil
+	}
+	if len(x.Args) == 0 {
+		id := &syntax.Ident{NamePos: x.Fun.NamePos, Name: "comm"}
+		t := c.expr(id)
+		if t != nil {
+			c.probe.Expand[x] = id
+		}
+		return t
+	}
+	if t := c.expr(x.Args[0]); t == nil {
+		return nil
+	} else if t.Kind != Int {
+		c.errorf(x.Args[0], "Only integer supported for comm()'s pid")
+		return nil
+	}
+	k := c.conf.Kernel
+	if k == nil || !k.KfuncAllowed("bpf_task_from_pid", c.probe.Provider) {
+		c.errorf(x, "Syntax comm(PID) is not supported in this probe type yet. Type: %s", probeType(c.probe.Provider))
+		return nil
+	}
+	task, err := k.Type(syntax.STRUCT, "task_struct")
+	if err != nil {
+		c.errorf(x, "comm(pid) reads struct task_struct: %v", err)
+		return nil
+	}
+	f := task.Field("comm")
+	if f == nil {
+		c.errorf(x, "comm(pid) reads struct task_struct's comm, which this kernel lacks")
+		return nil
+	}
+	pos := x.Pos()
+	warn := &syntax.CallExpr{
+		Fun:    &syntax.Ident{NamePos: pos, Name: "warnf"},
+		Args:   []syntax.Expr{&syntax.StringLit{ValuePos: pos, EndPos: pos, Value: "No such process (pid=%d)"}, x.Args[0]},
+		Rparen: x.End() - 1,
+	}
+	if c.call(warn, true) == nil {
+		return nil
+	}
+	c.probe.Calls[warn].Origin = &noSuchProcess
+	call.Offset, call.Then = uint64(f.Offset), []*syntax.CallExpr{warn}
+	return StrType(64) // as 0.26.1's standard library declares the name it fills
 }
 
 // modeArg reads the mode a builtin takes as its one argument, a bare

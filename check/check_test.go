@@ -175,6 +175,8 @@ func TestCheckTypes(t *testing.T) {
 	for _, tt := range tests {
 		wantValueOfX(t, tt.src, nil, tt.want)
 	}
+	// comm(pid) calls a kfunc the kernel must let the probe call.
+	wantValueOfX(t, "fentry:f { @x = comm(pid) }", &Config{Kernel: fakeKernel{}}, "string[64]")
 }
 
 // TestCheckTypes017: in the 0.17 mode truth values are int64, as 0.17

@@ -2,11 +2,13 @@ package codegen
 
 import (
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/compat"
 
 	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -132,6 +134,49 @@ func (g *gen) comm(id *syntax.Ident, dst mem) {
 	if dst.size > n {
 		g.zero(dst.at(n, dst.size-n))
 	}
+}
+
+// commOf reads into dst the name of the task whose pid is comm(pid)'s
+// argument, as bpftrace 0.26.1's standard library does: the kfunc
+// bpf_task_from_pid finds the task and holds it while its comm is read,
+// bpf_task_release lets it go. A pid no task has gives "N/A" and the
+// warning the checker prepared.
+func (g *gen) commOf(x *syntax.CallExpr, c *check.Call, dst mem) {
+	from, ok1 := kernel.FuncID("bpf_task_from_pid")
+	release, ok2 := kernel.FuncID("bpf_task_release")
+	if !ok1 || !ok2 {
+		g.c.errorf(x, "comm(pid) calls the kernel's bpf_task_from_pid and bpf_task_release, which its BTF does not describe")
+		return
+	}
+	pid := g.scalar(x.Args[0])
+	g.load(asm.R1, pid)
+	g.free(pid)
+	g.zero(dst)
+	g.emit(kfuncCall(from))
+	task := g.fromReg(asm.R0)
+	found, done := g.newLabel("task"), g.newLabel("comm")
+	g.emit(asm.JNE.Imm(g.reg(task, asm.R0), 0, found))
+	g.storeRaw(dst, []byte("N/A"))
+	for _, s := range c.Then {
+		g.callStmt(s)
+	}
+	g.emit(asm.Ja.Label(done))
+	g.place(found)
+	n := min(16, dst.size)
+	g.addr(asm.R1, dst)
+	g.emit(asm.Mov.Imm(asm.R2, int32(n)))
+	g.load(asm.R3, task)
+	g.emit(asm.Add.Imm(asm.R3, int32(c.Offset)))
+	g.call(asm.FnProbeReadKernel)
+	g.load(asm.R1, task)
+	g.emit(kfuncCall(release))
+	g.place(done)
+	g.free(task)
+}
+
+// kfuncCall calls the kernel function of vmlinux BTF id id.
+func kfuncCall(id btf.TypeID) asm.Instruction {
+	return asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call), Src: asm.PseudoKfuncCall, Constant: int64(id)}
 }
 
 func argIndex(name string) (int, bool) {

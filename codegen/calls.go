@@ -183,6 +183,7 @@ func init() {
 			g.storeRaw(dst, []byte(c.Text))
 		}},
 		"path": {mem: func(g *gen, x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) { g.path(x, dst) }},
+		"comm": {mem: func(g *gen, x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) { g.commOf(x, c, dst) }},
 	}
 }
 

@@ -11,8 +11,9 @@ import (
 	"github.com/cilium/ebpf/btf"
 )
 
-// funcID returns the vmlinux BTF id of function name.
-func funcID(name string) (btf.TypeID, bool) {
+// FuncID returns the vmlinux BTF id of function name, by which a
+// program calls it as a kfunc.
+func FuncID(name string) (btf.TypeID, bool) {
 	spec, err := KernelBTF()
 	if err != nil {
 		return 0, false
@@ -33,7 +34,7 @@ func funcID(name string) (btf.TypeID, bool) {
 // HasFunc reports whether the kernel's (vmlinux) BTF describes function
 // name, which is how bpftrace's kfunc_exist tells that a kfunc exists.
 func HasFunc(name string) bool {
-	_, ok := funcID(name)
+	_, ok := FuncID(name)
 	return ok
 }
 
@@ -62,7 +63,7 @@ type kfuncQuery struct {
 }
 
 func kfuncAllowed(name string, pt ebpf.ProgramType) bool {
-	id, ok := funcID(name)
+	id, ok := FuncID(name)
 	if !ok {
 		return false
 	}
