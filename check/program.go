@@ -226,9 +226,12 @@ type Call struct {
 	// kaddr's symbol, reg's register name and skboutput's file.
 	Text string
 	// Offset is skboutput's: the bytes at the start of each packet the
-	// file leaves out; and comm(pid)'s: where struct task_struct holds
-	// comm.
+	// file leaves out; comm(pid)'s: where struct task_struct holds comm;
+	// and a moved uaddr()'s: the symbol's address in its binary.
 	Offset uint64
+	// Inode is a moved uaddr()'s: the binary's inode, whose lowest
+	// mapping in the process is where the process loaded it.
+	Inode uint64
 	// ID is percpu_kaddr's: the kernel BTF id of its variable.
 	ID uint32
 	// Space is where str, buf and join read from.

@@ -174,6 +174,52 @@ func (g *gen) commOf(x *syntax.CallExpr, c *check.Call, dst mem) {
 	g.free(task)
 }
 
+// uaddr gives uaddr()'s symbol in a position-independent program or a
+// library as the process sees it, as bpftrace 0.26.1's standard library
+// does: the symbol's address in the file, moved by the start of the
+// lowest mapping of the file's inode, found by walking the current
+// task's mappings with the open-coded iterator kfuncs. Where no mapping
+// has the inode the address stays unmoved. The checker folds uaddr() to
+// a constant everywhere else.
+func (g *gen) uaddr(x *syntax.CallExpr, c *check.Call) operand {
+	vi, err := kernel.TaskVMAIter()
+	if err != nil {
+		g.c.errorf(x, "uaddr(): %v", err)
+		return immOp(0)
+	}
+	mark := g.mark()
+	defer g.release(mark)
+	it := g.allocStack(vi.Size)
+	next, done := g.newLabel("vma"), g.newLabel("vmadone")
+	g.call(asm.FnGetCurrentTaskBtf)
+	g.emit(asm.Mov.Reg(asm.R2, asm.R0), asm.Mov.Imm(asm.R3, 0))
+	g.addr(asm.R1, it)
+	g.emit(kfuncCall(vi.New))
+	// The iterator must be destroyed even when it failed to start; its
+	// first next then finds nothing.
+	g.place(next)
+	g.addr(asm.R1, it)
+	g.emit(kfuncCall(vi.Next),
+		asm.JEq.Imm(asm.R0, 0, done),
+		asm.LoadMem(asm.R1, asm.R0, int16(vi.VMFile), asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, next),
+		asm.LoadMem(asm.R1, asm.R1, int16(vi.FInode), asm.DWord),
+		asm.LoadMem(asm.R1, asm.R1, int16(vi.IIno), asm.DWord),
+	)
+	g.movImm(asm.R2, int64(c.Inode))
+	g.emit(asm.JNE.Reg(asm.R1, asm.R2, next),
+		asm.LoadMem(asm.R0, asm.R0, int16(vi.VMStart), asm.DWord))
+	g.place(done)
+	start := g.fromReg(asm.R0)
+	g.addr(asm.R1, it)
+	g.emit(kfuncCall(vi.Destroy))
+	r := g.work(start, asm.R0)
+	g.movImm(asm.R1, int64(c.Offset))
+	g.emit(asm.Add.Reg(r, asm.R1))
+	g.set(start, r)
+	return start
+}
+
 // kfuncCall calls the kernel function of vmlinux BTF id id.
 func kfuncCall(id btf.TypeID) asm.Instruction {
 	return asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call), Src: asm.PseudoKfuncCall, Constant: int64(id)}

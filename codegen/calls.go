@@ -173,6 +173,7 @@ func init() {
 		"write_user":    {scalar: callOnly((*gen).writeUser)},
 		"socket_cookie": {scalar: callOnly((*gen).socketCookie)},
 		"percpu_kaddr":  {scalar: (*gen).percpuKaddr},
+		"uaddr":         {scalar: (*gen).uaddr},
 
 		"str":     {mem: (*gen).str},
 		"buf":     {mem: func(g *gen, x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) { g.buf(x, c, dst) }},
