@@ -2,7 +2,6 @@ package codegen
 
 import (
 	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/compat"
@@ -152,7 +151,7 @@ func (g *gen) commOf(x *syntax.CallExpr, c *check.Call, dst mem) {
 	g.load(asm.R1, pid)
 	g.free(pid)
 	g.zero(dst)
-	g.emit(kfuncCall(from))
+	g.emit(kernel.KfuncCall(from))
 	task := g.fromReg(asm.R0)
 	found, done := g.newLabel("task"), g.newLabel("comm")
 	g.emit(asm.JNE.Imm(g.reg(task, asm.R0), 0, found))
@@ -169,7 +168,7 @@ func (g *gen) commOf(x *syntax.CallExpr, c *check.Call, dst mem) {
 	g.emit(asm.Add.Imm(asm.R3, int32(c.Offset)))
 	g.call(asm.FnProbeReadKernel)
 	g.load(asm.R1, task)
-	g.emit(kfuncCall(release))
+	g.emit(kernel.KfuncCall(release))
 	g.place(done)
 	g.free(task)
 }
@@ -194,12 +193,12 @@ func (g *gen) uaddr(x *syntax.CallExpr, c *check.Call) operand {
 	g.call(asm.FnGetCurrentTaskBtf)
 	g.emit(asm.Mov.Reg(asm.R2, asm.R0), asm.Mov.Imm(asm.R3, 0))
 	g.addr(asm.R1, it)
-	g.emit(kfuncCall(vi.New))
+	g.emit(kernel.KfuncCall(vi.New))
 	// The iterator must be destroyed even when it failed to start; its
 	// first next then finds nothing.
 	g.place(next)
 	g.addr(asm.R1, it)
-	g.emit(kfuncCall(vi.Next),
+	g.emit(kernel.KfuncCall(vi.Next),
 		asm.JEq.Imm(asm.R0, 0, done),
 		asm.LoadMem(asm.R1, asm.R0, int16(vi.VMFile), asm.DWord),
 		asm.JEq.Imm(asm.R1, 0, next),
@@ -212,17 +211,12 @@ func (g *gen) uaddr(x *syntax.CallExpr, c *check.Call) operand {
 	g.place(done)
 	start := g.fromReg(asm.R0)
 	g.addr(asm.R1, it)
-	g.emit(kfuncCall(vi.Destroy))
+	g.emit(kernel.KfuncCall(vi.Destroy))
 	r := g.work(start, asm.R0)
 	g.movImm(asm.R1, int64(c.Offset))
 	g.emit(asm.Add.Reg(r, asm.R1))
 	g.set(start, r)
 	return start
-}
-
-// kfuncCall calls the kernel function of vmlinux BTF id id.
-func kfuncCall(id btf.TypeID) asm.Instruction {
-	return asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call), Src: asm.PseudoKfuncCall, Constant: int64(id)}
 }
 
 func argIndex(name string) (int, bool) {

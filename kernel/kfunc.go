@@ -31,6 +31,12 @@ func FuncID(name string) (btf.TypeID, bool) {
 	return 0, false
 }
 
+// KfuncCall is the instruction that calls the kernel function of
+// vmlinux BTF id id.
+func KfuncCall(id btf.TypeID) asm.Instruction {
+	return asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call), Src: asm.PseudoKfuncCall, Constant: int64(id)}
+}
+
 // HasFunc reports whether the kernel's (vmlinux) BTF describes function
 // name, which is how bpftrace's kfunc_exist tells that a kfunc exists.
 func HasFunc(name string) bool {
@@ -68,12 +74,9 @@ func kfuncAllowed(name string, pt ebpf.ProgramType) bool {
 		return false
 	}
 	spec := &ebpf.ProgramSpec{
-		Type: pt,
-		Instructions: asm.Instructions{
-			{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call), Src: asm.PseudoKfuncCall, Constant: int64(id)},
-			asm.Return(),
-		},
-		License: "GPL",
+		Type:         pt,
+		Instructions: asm.Instructions{KfuncCall(id), asm.Return()},
+		License:      "GPL",
 	}
 	prog, err := ebpf.NewProgramWithOptions(spec, ebpf.ProgramOptions{LogLevel: ebpf.LogLevelInstruction})
 	if err == nil {
