@@ -99,11 +99,12 @@ func (c *checker) builtin(id *syntax.Ident) *Type {
 		}
 		return TUint64
 	case "kstack", "ustack":
-		if runByKinst(p.Provider) {
-			c.errorf(id, "%s has no meaning in %s: no code was interrupted", name, p.Provider)
-			return nil
+		t := &Type{Kind: Stack, Size: 8, User: name == "ustack", Frames: defaultFrames, StackMode: c.stackMode()}
+		if t.StackMode == "build_id" && !t.User {
+			c.warnf(id, "'build_id' stack mode can only be used for ustack. Falling back to 'raw' mode.")
+			t.StackMode = "raw"
 		}
-		return &Type{Kind: Stack, Size: 8, User: name == "ustack", Frames: defaultFrames, StackMode: c.stackMode()}
+		return t
 	case "func":
 		if !has(funcProviders, p.Provider) {
 			c.errorf(id, "func is only available in %s probes", strings.Join(funcProviders, ", "))

@@ -65,6 +65,7 @@ func init() {
 		"uaddr":       {check: (*checker).checkUaddr},
 		"skboutput":   {check: (*checker).checkSkbOutput},
 
+		"comm":         {check: (*checker).checkComm},
 		"ppid":         {check: (*checker).checkTaskField},
 		"pcomm":        {check: (*checker).checkTaskField},
 		"leader_tid":   {check: (*checker).checkTaskField},
@@ -1044,8 +1045,16 @@ func (c *checker) checkReg(x *syntax.CallExpr, call *Call) *Type {
 	return TUint64
 }
 
-// stackModes are the layouts kstack and ustack print in.
-var stackModes = map[string]bool{"bpftrace": true, "perf": true}
+// stackModes are the layouts kstack and ustack print in, as the
+// program's release has them: 0.17 has bpftrace and perf, 0.26.1 adds
+// raw (addresses in hex) and build_id (each user frame as its file's
+// build ID and offset).
+func (c *checker) stackModes() []string {
+	if c.conf.Compat == compat.V017 {
+		return []string{"bpftrace", "perf"}
+	}
+	return []string{"bpftrace", "perf", "raw", "build_id"}
+}
 
 // MaxFrames bounds kstack(N) and ustack(N), as the kernel's
 // perf_event_max_stack default does.
@@ -1055,16 +1064,13 @@ func (c *checker) checkStack(x *syntax.CallExpr, call *Call) *Type {
 	if !c.nargs(x, 0, 2) {
 		return nil
 	}
-	if runByKinst(c.probe.Provider) {
-		c.errorf(x, "%s has no meaning in %s: no code was interrupted", x.Fun.Name, c.probe.Provider)
-		return nil
-	}
 	t := &Type{Kind: Stack, Size: 8, User: x.Fun.Name == "ustack", Frames: defaultFrames, StackMode: c.stackMode()}
 	args := x.Args
 	if len(args) > 0 {
 		if id, ok := args[0].(*syntax.Ident); ok {
-			if !stackModes[id.Name] {
-				c.errorf(id, "unknown stack mode %s: use bpftrace or perf", id.Name)
+			c.seen[id] = true // a mode is no expression of its own
+			if modes := c.stackModes(); !slices.Contains(modes, id.Name) {
+				c.errorf(id, "unknown stack mode %s: use one of %s", id.Name, strings.Join(modes, ", "))
 				return nil
 			}
 			t.StackMode = id.Name
@@ -1085,6 +1091,11 @@ func (c *checker) checkStack(x *syntax.CallExpr, call *Call) *Type {
 			return nil
 		}
 		t.Frames = int(n)
+	}
+	if t.StackMode == "build_id" && !t.User {
+		// The kernel has no build IDs to give for its own frames.
+		c.errorf(x, "'build_id' stack mode can only be used for ustack")
+		return nil
 	}
 	c.probe.Uses[x.Fun.Name] = true
 	return t
@@ -1126,6 +1137,68 @@ func (c *checker) checkTaskField(x *syntax.CallExpr, call *Call) *Type {
 		task = x.Args[0]
 	}
 	return c.taskField(x, task, x.Fun.Name)
+}
+
+// noSuchProcess is where bpftrace 0.26.1's warnf reports a comm(pid)
+// whose process does not exist: the line of its standard library's comm
+// macro.
+var noSuchProcess = Origin{File: "stdlib/base.bt", Line: 162, Col: 7, EndCol: 46}
+
+// checkComm checks comm() and bpftrace 0.26.1's comm(pid), the name of
+// the task pid names: found and held by the kfunc bpf_task_from_pid,
+// which only some probe types may call, read at the offset this
+// kernel's struct task_struct has comm at (call.Offset). A pid with no
+// task gives "N/A" and a warning the call makes as the program could
+// have written it (call.Then).
+func (c *checker) checkComm(x *syntax.CallExpr, call *Call) *Type {
+	if len(x.Args) > 0 && c.conf.Compat == compat.V017 {
+		c.errorf(x, "comm() takes no arguments")
+		return nil
+	}
+	if !c.nargs(x, 0, 1) {
+		return nil
+	}
+	if len(x.Args) == 0 {
+		id := &syntax.Ident{NamePos: x.Fun.NamePos, Name: "comm"}
+		t := c.expr(id)
+		if t != nil {
+			c.probe.Expand[x] = id
+		}
+		return t
+	}
+	if t := c.expr(x.Args[0]); t == nil {
+		return nil
+	} else if t.Kind != Int {
+		c.errorf(x.Args[0], "Only integer supported for comm()'s pid")
+		return nil
+	}
+	k := c.conf.Kernel
+	if k == nil || !k.KfuncAllowed("bpf_task_from_pid", c.probe.Provider) {
+		c.errorf(x, "Syntax comm(PID) is not supported in this probe type yet. Type: %s", probeType(c.probe.Provider))
+		return nil
+	}
+	task, err := k.Type(syntax.STRUCT, "task_struct")
+	if err != nil {
+		c.errorf(x, "comm(pid) reads struct task_struct: %v", err)
+		return nil
+	}
+	f := task.Field("comm")
+	if f == nil {
+		c.errorf(x, "comm(pid) reads struct task_struct's comm, which this kernel lacks")
+		return nil
+	}
+	pos := x.Pos()
+	warn := &syntax.CallExpr{
+		Fun:    &syntax.Ident{NamePos: pos, Name: "warnf"},
+		Args:   []syntax.Expr{&syntax.StringLit{ValuePos: pos, EndPos: pos, Value: "No such process (pid=%d)"}, x.Args[0]},
+		Rparen: x.End() - 1,
+	}
+	if c.call(warn, true) == nil {
+		return nil
+	}
+	c.probe.Calls[warn].Origin = &noSuchProcess
+	call.Offset, call.Then = uint64(f.Offset), []*syntax.CallExpr{warn}
+	return StrType(64) // as 0.26.1's standard library declares the name it fills
 }
 
 // modeArg reads the mode a builtin takes as its one argument, a bare

@@ -161,6 +161,9 @@ func TestCheckTypes(t *testing.T) {
 		{"uretprobe:/bin/sh:main { @x = retval }", "uint64"},
 		{"kprobe:f { @x = ksym(arg0) }", "ksym"},
 		{"kprobe:f { @x = kstack }", "kstack"},
+		// BEGIN and END run in kinst's process, which has stacks too.
+		{"BEGIN { @x = kstack }", "kstack"},
+		{"END { @x = ustack(perf, 3) }", "ustack"},
 		{"kprobe:f { @x = probe }", "probe"},
 		{"BEGIN { @x = sizeof(uint32) }", "uint64"},
 		{"BEGIN { $t = (1, 2); @x = $t.1 }", "int8"},
@@ -172,6 +175,8 @@ func TestCheckTypes(t *testing.T) {
 	for _, tt := range tests {
 		wantValueOfX(t, tt.src, nil, tt.want)
 	}
+	// comm(pid) calls a kfunc the kernel must let the probe call.
+	wantValueOfX(t, "fentry:f { @x = comm(pid) }", &Config{Kernel: fakeKernel{}}, "string[64]")
 }
 
 // TestCheckTypes017: in the 0.17 mode truth values are int64, as 0.17

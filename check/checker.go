@@ -45,7 +45,7 @@ type Config struct {
 	// and "warn" or "" leaves it out with a warning.
 	MissingProbes string
 	// StackMode is how kstack and ustack print when their call does not
-	// say: "bpftrace" (or "") or "perf".
+	// say: "bpftrace" (or ""), "perf", "raw" or "build_id".
 	StackMode string
 	// NoTSeries refuses tseries(), as bpftrace 0.26.1's
 	// unstable_tseries=error does.

@@ -36,7 +36,7 @@ const (
 	optSymCache // per_pid, per_program, none, 0, 1
 	optLicense
 	optUnstable // enable, warn, error, true, false, 1, 0
-	optStack    // bpftrace, perf (raw and build_id kinst lacks)
+	optStack    // bpftrace, perf, raw, build_id
 )
 
 // option describes one of bpftrace 0.26.1's configuration options;
@@ -202,8 +202,10 @@ func (o option) parse(x syntax.Expr) (any, error) {
 		return nil, fmt.Errorf("Invalid value for missing_probes: valid values are ignore, warn, and error.")
 	case optSymCache:
 		switch t := strings.ToLower(text); t {
-		case "1", "per_pid", "per_program":
+		case "1", "per_pid":
 			return "per_pid", nil
+		case "per_program":
+			return "per_program", nil
 		case "0", "none":
 			return "none", nil
 		}
@@ -217,12 +219,10 @@ func (o option) parse(x syntax.Expr) (any, error) {
 		return nil, fmt.Errorf("Invalid value for license. Found: %s. Valid values: %s", text, strings.Join(licenses, ", "))
 	case optStack:
 		switch text {
-		case "bpftrace", "perf":
+		case "bpftrace", "perf", "raw", "build_id":
 			return text, nil
-		case "raw", "build_id":
-			return nil, fmt.Errorf("kinst cannot print stacks in %s mode: use bpftrace or perf", text)
 		}
-		return nil, fmt.Errorf("Invalid value for stack_mode: valid values are bpftrace, perf, raw, and build_id.")
+		return nil, fmt.Errorf("Invalid value for stack_mode: valid values are bpftrace, raw, perf, and build_id.")
 	}
 	return text, nil
 }

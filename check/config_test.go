@@ -71,9 +71,9 @@ func TestReadConfig(t *testing.T) {
 			err:  "t:1:12: max_strlen: kinst's strings hold 1 to 1024 bytes, not 4096\nconfig = { max_strlen = 4096 } BEGIN { }\n           ^~~~~~~~~~~~~~~~~",
 		},
 		{
-			name: "a stack mode kinst lacks",
-			src:  "config = { stack_mode = raw } BEGIN { }",
-			err:  "t:1:12: stack_mode: kinst cannot print stacks in raw mode: use bpftrace or perf\nconfig = { stack_mode = raw } BEGIN { }\n           ^~~~~~~~~~~~~~~~",
+			name: "an unknown stack mode",
+			src:  "config = { stack_mode = hex } BEGIN { }",
+			err:  "t:1:12: stack_mode: Invalid value for stack_mode: valid values are bpftrace, raw, perf, and build_id.\nconfig = { stack_mode = hex } BEGIN { }\n           ^~~~~~~~~~~~~~~~",
 		},
 		{
 			name: "license",
@@ -130,20 +130,32 @@ func TestUnusedMapDeclaration(t *testing.T) {
 }
 
 // TestStackMode: stack_mode sets the mode of kstack and ustack where
-// the call does not name one.
+// the call does not name one. A kstack left in build_id mode, which the
+// kernel's frames have no build IDs for, falls back to raw with a
+// warning, as in bpftrace 0.26.1.
 func TestStackMode(t *testing.T) {
-	for _, tt := range []struct{ mode, src, want string }{
-		{"", "kprobe:f { @x = kstack; }", "bpftrace"},
-		{"perf", "kprobe:f { @x = kstack; }", "perf"},
-		{"perf", "kprobe:f { @x = kstack(); }", "perf"},
-		{"perf", "kprobe:f { @x = kstack(bpftrace); }", "bpftrace"},
+	for _, tt := range []struct{ mode, src, want, warning string }{
+		{"", "kprobe:f { @x = kstack; }", "bpftrace", ""},
+		{"perf", "kprobe:f { @x = kstack; }", "perf", ""},
+		{"perf", "kprobe:f { @x = kstack(); }", "perf", ""},
+		{"perf", "kprobe:f { @x = kstack(bpftrace); }", "bpftrace", ""},
+		{"raw", "kprobe:f { @x = kstack; }", "raw", ""},
+		{"raw", "uprobe:/bin/sh:main { @x = ustack(perf, 3); }", "perf", ""},
+		{"", "uprobe:/bin/sh:main { @x = ustack(build_id); }", "build_id", ""},
+		{"build_id", "uprobe:/bin/sh:main { @x = ustack; }", "build_id", ""},
+		{"build_id", "kprobe:f { @x = kstack; }", "raw",
+			"t:1:17: warning: 'build_id' stack mode can only be used for ustack. Falling back to 'raw' mode.\nkprobe:f { @x = kstack; }\n                ^~~~~~"},
 	} {
-		prog, err := checkSrc(t, tt.src, &Config{StackMode: tt.mode})
+		var warnings []string
+		prog, err := checkSrc(t, tt.src, &Config{StackMode: tt.mode, Warn: func(e *syntax.Error) { warnings = append(warnings, e.Detail()) }})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := prog.Map("x").Value.StackMode; got != tt.want {
 			t.Errorf("%s with stack_mode %q: mode %s, want %s", tt.src, tt.mode, got, tt.want)
+		}
+		if got := strings.Join(warnings, "\n"); got != tt.warning {
+			t.Errorf("%s with stack_mode %q: warnings:\n%s\nwant:\n%s", tt.src, tt.mode, got, tt.warning)
 		}
 	}
 }

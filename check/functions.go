@@ -3,6 +3,7 @@ package check
 import (
 	"net/netip"
 	"strings"
+	"syscall"
 
 	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/elfsym"
@@ -239,7 +240,11 @@ func (c *checker) checkUaddr(x *syntax.CallExpr, call *Call) *Type {
 		return nil
 	}
 	call.Text = name
-	c.setConst(x, Const{Int: addr})
+	if ino, ok := c.movable(path); ok {
+		call.Offset, call.Inode = addr, ino
+	} else {
+		c.setConst(x, Const{Int: addr})
+	}
 	// As bpftrace 0.17: a pointer to a signed integer of the variable's
 	// size, 8 bytes when it is no integer size.
 	elem := TInt64
@@ -248,6 +253,27 @@ func (c *checker) checkUaddr(x *syntax.CallExpr, call *Call) *Type {
 		elem = IntType(int(size), true)
 	}
 	return &Type{Kind: Ptr, Size: 8, Elem: elem, Space: UserSpace}
+}
+
+// movable reports whether uaddr() in a binary is moved at run time to
+// where the process loaded the binary, and gives the inode that finds
+// its mappings: in the 0.26.1 mode, as bpftrace 0.26.1 moves it, for a
+// position-independent program or a library, where the kernel lets the
+// probe walk the process's mappings (Linux 6.7). Elsewhere uaddr() is
+// the address the binary's symbol table gives.
+func (c *checker) movable(path string) (uint64, bool) {
+	if c.conf.Compat == compat.V017 || c.conf.Kernel == nil || !c.conf.Kernel.KfuncAllowed("bpf_iter_task_vma_new", c.probe.Provider) {
+		return 0, false
+	}
+	f, err := elfsym.Open(path)
+	if err != nil || f.Fixed {
+		return 0, false
+	}
+	var st syscall.Stat_t
+	if syscall.Stat(path, &st) != nil {
+		return 0, false
+	}
+	return st.Ino, true
 }
 
 // skbOutputProviders are the probes whose programs may call

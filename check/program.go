@@ -226,8 +226,12 @@ type Call struct {
 	// kaddr's symbol, reg's register name and skboutput's file.
 	Text string
 	// Offset is skboutput's: the bytes at the start of each packet the
-	// file leaves out.
+	// file leaves out; comm(pid)'s: where struct task_struct holds comm;
+	// and a moved uaddr()'s: the symbol's address in its binary.
 	Offset uint64
+	// Inode is a moved uaddr()'s: the binary's inode, whose lowest
+	// mapping in the process is where the process loaded it.
+	Inode uint64
 	// ID is percpu_kaddr's: the kernel BTF id of its variable.
 	ID uint32
 	// Space is where str, buf and join read from.
@@ -240,7 +244,8 @@ type Call struct {
 	// Elems are the elements delete and has_key name, as @m[key]
 	// whatever form the call takes.
 	Elems []*syntax.MapExpr
-	// Then are the calls assert() makes when its condition fails.
+	// Then are the calls assert() makes when its condition fails, and
+	// comm(pid) when no task has the pid.
 	Then []*syntax.CallExpr
 	// Origin, when set, is where errorf and warnf report from instead
 	// of the call's place in the program.

@@ -99,7 +99,7 @@ type Type struct {
 	// Stack: kernel or user, how many frames and how to print.
 	User      bool
 	Frames    int
-	StackMode string // "bpftrace", "perf" or "raw"
+	StackMode string // "bpftrace", "perf", "raw" or "build_id"
 
 	// Lhist: the range and bucket width.
 	LhistMin, LhistMax, LhistStep int64

@@ -7,6 +7,7 @@ import (
 	"kinst.dev/kinst/compat"
 
 	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/syntax"
 )
 
@@ -23,6 +24,12 @@ const csOffset = 136
 
 // Flags of bpf_get_stackid.
 const stackUser = 1 << 8 // BPF_F_USER_STACK
+
+// BuildIDFrameSize is the size of a frame in BuildIDStackMap, the
+// kernel's struct bpf_stack_build_id: a status (s32), the 20 bytes of
+// the build ID, and the file offset, or the address when the status
+// says the build ID could not be read.
+const BuildIDFrameSize = 32
 
 // helperResult calls fn and returns its result as a temporary, after
 // applying the instructions in post to R0.
@@ -128,6 +135,90 @@ func (g *gen) comm(id *syntax.Ident, dst mem) {
 	}
 }
 
+// commOf reads into dst the name of the task whose pid is comm(pid)'s
+// argument, as bpftrace 0.26.1's standard library does: the kfunc
+// bpf_task_from_pid finds the task and holds it while its comm is read,
+// bpf_task_release lets it go. A pid no task has gives "N/A" and the
+// warning the checker prepared.
+func (g *gen) commOf(x *syntax.CallExpr, c *check.Call, dst mem) {
+	from, ok1 := kernel.FuncID("bpf_task_from_pid")
+	release, ok2 := kernel.FuncID("bpf_task_release")
+	if !ok1 || !ok2 {
+		g.c.errorf(x, "comm(pid) calls the kernel's bpf_task_from_pid and bpf_task_release, which its BTF does not describe")
+		return
+	}
+	pid := g.scalar(x.Args[0])
+	g.load(asm.R1, pid)
+	g.free(pid)
+	g.zero(dst)
+	g.emit(kernel.KfuncCall(from))
+	task := g.fromReg(asm.R0)
+	found, done := g.newLabel("task"), g.newLabel("comm")
+	g.emit(asm.JNE.Imm(g.reg(task, asm.R0), 0, found))
+	g.storeRaw(dst, []byte("N/A"))
+	for _, s := range c.Then {
+		g.callStmt(s)
+	}
+	g.emit(asm.Ja.Label(done))
+	g.place(found)
+	n := min(16, dst.size)
+	g.addr(asm.R1, dst)
+	g.emit(asm.Mov.Imm(asm.R2, int32(n)))
+	g.load(asm.R3, task)
+	g.emit(asm.Add.Imm(asm.R3, int32(c.Offset)))
+	g.call(asm.FnProbeReadKernel)
+	g.load(asm.R1, task)
+	g.emit(kernel.KfuncCall(release))
+	g.place(done)
+	g.free(task)
+}
+
+// uaddr gives uaddr()'s symbol in a position-independent program or a
+// library as the process sees it, as bpftrace 0.26.1's standard library
+// does: the symbol's address in the file, moved by the start of the
+// lowest mapping of the file's inode, found by walking the current
+// task's mappings with the open-coded iterator kfuncs. Where no mapping
+// has the inode the address stays unmoved. The checker folds uaddr() to
+// a constant everywhere else.
+func (g *gen) uaddr(x *syntax.CallExpr, c *check.Call) operand {
+	vi, err := kernel.TaskVMAIter()
+	if err != nil {
+		g.c.errorf(x, "uaddr(): %v", err)
+		return immOp(0)
+	}
+	mark := g.mark()
+	defer g.release(mark)
+	it := g.allocStack(vi.Size)
+	next, done := g.newLabel("vma"), g.newLabel("vmadone")
+	g.call(asm.FnGetCurrentTaskBtf)
+	g.emit(asm.Mov.Reg(asm.R2, asm.R0), asm.Mov.Imm(asm.R3, 0))
+	g.addr(asm.R1, it)
+	g.emit(kernel.KfuncCall(vi.New))
+	// The iterator must be destroyed even when it failed to start; its
+	// first next then finds nothing.
+	g.place(next)
+	g.addr(asm.R1, it)
+	g.emit(kernel.KfuncCall(vi.Next),
+		asm.JEq.Imm(asm.R0, 0, done),
+		asm.LoadMem(asm.R1, asm.R0, int16(vi.VMFile), asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, next),
+		asm.LoadMem(asm.R1, asm.R1, int16(vi.FInode), asm.DWord),
+		asm.LoadMem(asm.R1, asm.R1, int16(vi.IIno), asm.DWord),
+	)
+	g.movImm(asm.R2, int64(c.Inode))
+	g.emit(asm.JNE.Reg(asm.R1, asm.R2, next),
+		asm.LoadMem(asm.R0, asm.R0, int16(vi.VMStart), asm.DWord))
+	g.place(done)
+	start := g.fromReg(asm.R0)
+	g.addr(asm.R1, it)
+	g.emit(kernel.KfuncCall(vi.Destroy))
+	r := g.work(start, asm.R0)
+	g.movImm(asm.R1, int64(c.Offset))
+	g.emit(asm.Add.Reg(r, asm.R1))
+	g.set(start, r)
+	return start
+}
+
 func argIndex(name string) (int, bool) {
 	if len(name) < 4 || name[:3] != "arg" {
 		return 0, false
@@ -176,10 +267,14 @@ func (g *gen) targetIndex() operand {
 // failure); ustack puts the pid in the high 32 bits for symbolization.
 func (g *gen) stackID(t *check.Type) operand {
 	name, flags := KstackMap, int32(0)
-	if t.User {
+	switch {
+	case t.StackMode == "build_id":
+		name, flags = BuildIDStackMap, stackUser
+		g.c.buildIDDepth = max(g.c.buildIDDepth, t.Frames)
+	case t.User:
 		name, flags = UstackMap, stackUser
 		g.c.ustackDepth = max(g.c.ustackDepth, t.Frames)
-	} else {
+	default:
 		g.c.kstackDepth = max(g.c.kstackDepth, t.Frames)
 	}
 	g.emit(asm.Mov.Reg(asm.R1, regCtx))

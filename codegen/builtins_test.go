@@ -13,7 +13,6 @@ import (
 // them as other expressions.
 var noCode = map[string]string{
 	"kaddr":               "the kernel symbol's address, a constant",
-	"uaddr":               "the binary's symbol's address, a constant",
 	"cgroupid":            "the cgroup's id, a constant",
 	"strcap":              "the string's size, a constant",
 	"default_str_length":  "a constant",

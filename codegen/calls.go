@@ -190,6 +190,7 @@ func init() {
 		"write_user":    {scalar: callOnly((*gen).writeUser)},
 		"socket_cookie": {scalar: callOnly((*gen).socketCookie)},
 		"percpu_kaddr":  {scalar: (*gen).percpuKaddr},
+		"uaddr":         {scalar: (*gen).uaddr},
 
 		"str":     {mem: (*gen).str},
 		"buf":     {mem: func(g *gen, x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) { g.buf(x, c, dst) }},
@@ -200,6 +201,7 @@ func init() {
 			g.storeRaw(dst, []byte(c.Text))
 		}},
 		"path": {mem: func(g *gen, x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) { g.path(x, dst) }},
+		"comm": {mem: func(g *gen, x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) { g.commOf(x, c, dst) }},
 	}
 }
 

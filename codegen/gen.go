@@ -154,6 +154,7 @@ type compiler struct {
 	// of the others, summed.
 	sharedScratch int
 	ownScratch    int
+	buildIDDepth  int // deepest ustack(build_id)
 	kstackDepth   int // deepest kstack asked for
 	ustackDepth   int
 	// Records: whether any action can send records without bound (in a
@@ -265,6 +266,10 @@ func (c *compiler) declareInternalMaps() {
 	}
 	if c.ustackDepth > 0 {
 		specs[UstackMap] = &ebpf.MapSpec{Name: UstackMap, Type: ebpf.StackTrace, KeySize: 4, ValueSize: uint32(8 * c.ustackDepth), MaxEntries: uint32(c.opts.StackEntries)}
+	}
+	if c.buildIDDepth > 0 {
+		specs[BuildIDStackMap] = &ebpf.MapSpec{Name: BuildIDStackMap, Type: ebpf.StackTrace, Flags: unix.BPF_F_STACK_BUILD_ID,
+			KeySize: 4, ValueSize: uint32(BuildIDFrameSize * c.buildIDDepth), MaxEntries: uint32(c.opts.StackEntries)}
 	}
 }
 

@@ -21,7 +21,10 @@ const (
 	ConstsMap  = "consts"  // values user space fills in before attaching
 	KstackMap  = "kstacks" // stack traces for kstack
 	UstackMap  = "ustacks" // stack traces for ustack
-	PacketsMap = "packets" // perf event array skboutput() writes packets to
+	// BuildIDStackMap holds the stack traces of ustack(build_id): each
+	// frame as the build ID of its file and its offset there.
+	BuildIDStackMap = "ustacks_buildid"
+	PacketsMap      = "packets" // perf event array skboutput() writes packets to
 )
 
 // OwnScratchMap is the per-CPU scratch memory of programs that may run

@@ -51,7 +51,10 @@ type File struct {
 	Needed []string
 	// Entry is the ELF header's entry point, the address a program
 	// starts at; 0 for a file without one.
-	Entry  uint64
+	Entry uint64
+	// Fixed is set for a position-dependent executable (ET_EXEC), which
+	// every process loads at the addresses it was linked at.
+	Fixed  bool
 	loads  []elf.ProgHeader // PT_LOAD segments
 	byName []Symbol         // sorted by name, then preference
 	byAddr []Symbol         // sorted by address, then preference
@@ -94,7 +97,7 @@ func open(openPath, path string) (*File, error) {
 		return nil, err
 	}
 	defer ef.Close()
-	f := &File{Path: path, BuildID: buildID(ef), Class: ef.Class, Machine: ef.Machine, Entry: ef.Entry}
+	f := &File{Path: path, BuildID: buildID(ef), Class: ef.Class, Machine: ef.Machine, Entry: ef.Entry, Fixed: ef.Type == elf.ET_EXEC}
 	// A file without a dynamic section has neither; that is no error.
 	if names, err := ef.DynString(elf.DT_SONAME); err == nil && len(names) > 0 {
 		f.Soname = names[0]

@@ -84,6 +84,38 @@ func (s *Symbolizer) Frame(pid int, addr uint64) Frame {
 	return fr
 }
 
+// ProgramFrame resolves addr in the program file at path as the
+// process running it would have it, without the process: for one gone
+// before its mappings were read, as bpftrace 0.26.1's PER_PROGRAM
+// symbol cache resolves frames from the probed program's symbol table.
+// Only a position-dependent executable is where it was linked in every
+// process; in any other file, or outside the file's segments, addr
+// resolves to nothing.
+func (s *Symbolizer) ProgramFrame(path string, addr uint64) Frame {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := fileKey{path: path}
+	f, ok := s.files[key]
+	if !ok {
+		f, _ = Open(path)
+		s.files[key] = f
+	}
+	if f == nil || !f.Fixed {
+		return Frame{Addr: addr}
+	}
+	for _, p := range f.loads {
+		if addr < p.Vaddr || addr >= p.Vaddr+p.Memsz {
+			continue
+		}
+		fr := Frame{Addr: addr, Path: f.Path, MapStart: p.Vaddr, MapEnd: p.Vaddr + p.Memsz, MapOffset: p.Off, BuildID: f.BuildID}
+		if sym, off, ok := f.Symbolize(addr); ok {
+			fr.Symbol, fr.Offset = sym.Name, off
+		}
+		return fr
+	}
+	return Frame{Addr: addr}
+}
+
 // Remember reads the mappings of process pid now, so that its addresses
 // still resolve once it has exited.
 func (s *Symbolizer) Remember(pid int) error {

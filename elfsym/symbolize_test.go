@@ -209,6 +209,48 @@ func TestSymbolizeNoProcess(t *testing.T) {
 	}
 }
 
+// TestProgramFrame: without a process, an address resolves in a
+// position-dependent program as linked (the Go test target is one), and
+// in a shared library, whose addresses each process chooses, not at all.
+func TestProgramFrame(t *testing.T) {
+	bin := testenv.Build(t, "./elfsym/testdata/target")
+	f, err := Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := f.Lookup("main.leaf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seg elf.ProgHeader
+	for _, p := range f.loads {
+		if leaf.Addr >= p.Vaddr && leaf.Addr < p.Vaddr+p.Memsz {
+			seg = p
+		}
+	}
+	s := NewSymbolizer()
+	want := Frame{Addr: leaf.Addr + 3, Symbol: "main.leaf", Offset: 3, Path: bin,
+		MapStart: seg.Vaddr, MapEnd: seg.Vaddr + seg.Memsz, MapOffset: seg.Off, BuildID: f.BuildID}
+	if got := s.ProgramFrame(bin, leaf.Addr+3); got != want {
+		t.Errorf("ProgramFrame(main.leaf+3) = %+v, want %+v", got, want)
+	}
+	if got := s.ProgramFrame(bin, 0x10); got != (Frame{Addr: 0x10}) {
+		t.Errorf("ProgramFrame(0x10), outside the program = %+v", got)
+	}
+	libc := libcPath(t)
+	lf, err := Open(libc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	getppid, err := lf.Lookup("getppid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.ProgramFrame(libc, getppid.Addr); got != (Frame{Addr: getppid.Addr}) {
+		t.Errorf("ProgramFrame(%s, getppid) = %+v, want the address alone", libc, got)
+	}
+}
+
 func BenchmarkOpenLibc(b *testing.B) {
 	libc, err := Resolve("libc", 0)
 	if err != nil {

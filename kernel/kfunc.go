@@ -11,8 +11,9 @@ import (
 	"github.com/cilium/ebpf/btf"
 )
 
-// funcID returns the vmlinux BTF id of function name.
-func funcID(name string) (btf.TypeID, bool) {
+// FuncID returns the vmlinux BTF id of function name, by which a
+// program calls it as a kfunc.
+func FuncID(name string) (btf.TypeID, bool) {
 	spec, err := KernelBTF()
 	if err != nil {
 		return 0, false
@@ -30,10 +31,16 @@ func funcID(name string) (btf.TypeID, bool) {
 	return 0, false
 }
 
+// KfuncCall is the instruction that calls the kernel function of
+// vmlinux BTF id id.
+func KfuncCall(id btf.TypeID) asm.Instruction {
+	return asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call), Src: asm.PseudoKfuncCall, Constant: int64(id)}
+}
+
 // HasFunc reports whether the kernel's (vmlinux) BTF describes function
 // name, which is how bpftrace's kfunc_exist tells that a kfunc exists.
 func HasFunc(name string) bool {
-	_, ok := funcID(name)
+	_, ok := FuncID(name)
 	return ok
 }
 
@@ -62,17 +69,14 @@ type kfuncQuery struct {
 }
 
 func kfuncAllowed(name string, pt ebpf.ProgramType) bool {
-	id, ok := funcID(name)
+	id, ok := FuncID(name)
 	if !ok {
 		return false
 	}
 	spec := &ebpf.ProgramSpec{
-		Type: pt,
-		Instructions: asm.Instructions{
-			{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call), Src: asm.PseudoKfuncCall, Constant: int64(id)},
-			asm.Return(),
-		},
-		License: "GPL",
+		Type:         pt,
+		Instructions: asm.Instructions{KfuncCall(id), asm.Return()},
+		License:      "GPL",
 	}
 	prog, err := ebpf.NewProgramWithOptions(spec, ebpf.ProgramOptions{LogLevel: ebpf.LogLevelInstruction})
 	if err == nil {

@@ -288,6 +288,21 @@ func appendStack(b []byte, v Value, indent int) []byte {
 	}
 	b = append(b, '\n')
 	for _, f := range frames {
+		switch {
+		case v.mode == StackRaw, v.mode == StackBuildID && f.BuildID == "":
+			b = strconv.AppendUint(b, f.Addr, 16)
+			b = append(b, '\n')
+			continue
+		case v.mode == StackBuildID:
+			b = append(b, f.BuildID...)
+			b = append(b, " 0x"...)
+			if f.Offset < 0x10 {
+				b = append(b, '0') // two digits at least, as bpftrace pads it
+			}
+			b = strconv.AppendUint(b, f.Offset, 16)
+			b = append(b, '\n')
+			continue
+		}
 		if v.mode == StackPerf {
 			b = append(b, '\t')
 			b = strconv.AppendUint(b, f.Addr, 16)

@@ -79,8 +79,9 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
 
-// StackMode is the layout of a printed stack: kstack(bpftrace) or
-// kstack(perf). bpftrace 0.17 has no raw mode.
+// StackMode is the layout of a printed stack: kstack(bpftrace),
+// kstack(perf), kstack(raw) or ustack(build_id). bpftrace 0.17 has the
+// first two only.
 type StackMode uint8
 
 const (
@@ -89,13 +90,20 @@ const (
 	// StackPerf prints "\t<hex address> symbol+offset" per line, with
 	// " (module)" after user-space symbols, as perf script does.
 	StackPerf
+	// StackRaw prints each address in hex, one per line, unindented.
+	StackRaw
+	// StackBuildID prints each user frame as the build ID of the file
+	// holding it and the frame's offset in that file: "<build ID in
+	// hex> 0x<offset>", or the address in hex where the kernel could
+	// not read the build ID. Its frames keep the offset in Offset.
+	StackBuildID
 )
 
 // Frame is one symbolized address of a stack.
 type Frame struct {
 	Addr   uint64
 	Symbol string // the symbol containing Addr; "" when unresolved
-	Offset uint64 // Addr minus the symbol's start
+	Offset uint64 // Addr minus the symbol's start; in StackBuildID, Addr's offset in its file
 	Module string // the object holding Symbol, printed after user frames in perf mode
 	// MapStart, MapEnd and MapOffset are the mapping of Module holding a
 	// user frame's Addr, and BuildID Module's GNU build ID: what profiles

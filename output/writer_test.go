@@ -126,6 +126,19 @@ func TestStacks(t *testing.T) {
 		{"ustack perf", func(w *Writer) error { return w.Value(Ustack(StackPerf, user)) },
 			"\n\t7efc644f34f7 getppid+7 (/usr/lib/x86_64-linux-gnu/libc.so.6)\n\t7efc64a5b000 0x7efc64a5b000 ([unknown])\n\n",
 			`{"type": "value", "data": "\n\t7efc644f34f7 getppid+7 (/usr/lib/x86_64-linux-gnu/libc.so.6)\n\t7efc64a5b000 0x7efc64a5b000 ([unknown])\n"}` + "\n"},
+		{"kstack raw", func(w *Writer) error { return w.Value(Kstack(StackRaw, kernel)) },
+			"\nffffffff81a0c9f0\nffffffffc0025df4\n\n",
+			`{"type": "value", "data": "\nffffffff81a0c9f0\nffffffffc0025df4\n"}` + "\n"},
+		{"ustack build_id", func(w *Writer) error {
+			// The second frame's file had no build ID the kernel could
+			// read: its address is left.
+			return w.Value(Ustack(StackBuildID, []Frame{
+				{BuildID: "5b0ba1f8ef33e3fae4a1e1ba28ecad5c1e6d1a70", Offset: 0x1139},
+				{Addr: 0x7efc64a5b000},
+				{BuildID: "5b0ba1f8ef33e3fae4a1e1ba28ecad5c1e6d1a70", Offset: 0xa},
+			}))
+		}, "\n5b0ba1f8ef33e3fae4a1e1ba28ecad5c1e6d1a70 0x1139\n7efc64a5b000\n5b0ba1f8ef33e3fae4a1e1ba28ecad5c1e6d1a70 0x0a\n\n",
+			`{"type": "value", "data": "\n5b0ba1f8ef33e3fae4a1e1ba28ecad5c1e6d1a70 0x1139\n7efc64a5b000\n5b0ba1f8ef33e3fae4a1e1ba28ecad5c1e6d1a70 0x0a\n"}` + "\n"},
 		{"no frames", func(w *Writer) error { return w.Value(Ustack(StackBpftrace, nil)) },
 			"\n", `{"type": "value", "data": ""}` + "\n"},
 		{"stack keys", func(w *Writer) error {

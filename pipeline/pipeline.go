@@ -106,9 +106,9 @@ func (o *Options) FromEnv() error {
 		return fmt.Errorf("BPFTRACE_MISSING_PROBES=%q: want error, warn or ignore", o.MissingProbes)
 	}
 	switch o.StackMode = os.Getenv("BPFTRACE_STACK_MODE"); o.StackMode {
-	case "", "bpftrace", "perf":
+	case "", "bpftrace", "perf", "raw", "build_id":
 	default:
-		return fmt.Errorf("BPFTRACE_STACK_MODE=%q: kinst prints stacks in bpftrace or perf mode", o.StackMode)
+		return fmt.Errorf("BPFTRACE_STACK_MODE=%q: want bpftrace, raw, perf or build_id", o.StackMode)
 	}
 	switch o.UnstableTSeries = strings.ToLower(os.Getenv("BPFTRACE_UNSTABLE_TSERIES")); o.UnstableTSeries {
 	case "", "enable", "warn", "error":

@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"os/user"
 	"strconv"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
+	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/compat"
@@ -26,6 +28,7 @@ type decoder struct {
 	out     *codegen.Output
 	kstacks *ebpf.Map
 	ustacks *ebpf.Map
+	buildID *ebpf.Map // the stacks of ustack(build_id)
 
 	ksymsOnce sync.Once
 	ksyms     *kernel.Kallsyms
@@ -37,6 +40,9 @@ type decoder struct {
 
 	noUserSymbols bool // BPFTRACE_NO_USER_SYMBOLS: user addresses print in hex
 	noSymbolCache bool // BPFTRACE_CACHE_USER_SYMBOLS=0: no symbols kept between lookups
+	// program is the one program the uprobes name, whose symbols
+	// resolve the frames of processes gone (PER_PROGRAM); "" for none.
+	program string
 
 	bootOnce sync.Once
 	boot     time.Time // the wall time the kernel booted at
@@ -245,15 +251,51 @@ func (d *decoder) usym(pid int, addr uint64) elfsym.Frame {
 		// A symbolizer of its own: the shared one keeps what it reads.
 		return elfsym.NewSymbolizer().Frame(pid, addr)
 	}
-	return d.usyms.Frame(pid, addr)
+	f := d.usyms.Frame(pid, addr)
+	if f.Path == "" && d.program != "" && gone(pid) {
+		return d.usyms.ProgramFrame(d.program, addr)
+	}
+	return f
 }
 
-// stack looks a stack id up in its stack-trace map and symbolizes it.
+// gone reports whether process pid has no memory left to look at: it
+// has exited, reaped or not.
+func gone(pid int) bool {
+	maps, err := elfsym.ReadMaps(pid)
+	return err != nil || len(maps) == 0
+}
+
+// probedProgram returns the one program file the uprobes and USDT probes
+// of targets name, or "" when they name none or several: where the
+// frames of a process gone may be looked up, as bpftrace 0.26.1 looks
+// them up in the program its probe names.
+func probedProgram(targets []*check.Target) string {
+	program := ""
+	for _, t := range targets {
+		u, ok := t.Attach.(attach.Uprobe)
+		if !ok {
+			continue
+		}
+		if program != "" && u.Path != program {
+			return ""
+		}
+		program = u.Path
+	}
+	return program
+}
+
+// stack looks a stack id up in its stack-trace map and symbolizes it,
+// unless its mode prints addresses or build IDs.
 func (d *decoder) stack(t *check.Type, v uint64) output.Value {
 	id := uint32(v)
-	mode := output.StackBpftrace
-	if t.StackMode == "perf" {
+	var mode output.StackMode
+	switch t.StackMode {
+	case "perf":
 		mode = output.StackPerf
+	case "raw":
+		mode = output.StackRaw
+	case "build_id":
+		return output.Ustack(output.StackBuildID, d.buildIDFrames(id, t.Frames))
 	}
 	var frames []output.Frame
 	m := d.kstacks
@@ -277,24 +319,59 @@ func (d *decoder) stack(t *check.Type, v uint64) output.Value {
 		addrs = addrs[:t.Frames]
 	}
 	for _, a := range addrs {
-		if t.User {
+		switch {
+		case mode == output.StackRaw:
+			frames = append(frames, output.Frame{Addr: a})
+		case t.User:
 			f := d.usym(int(v>>32), a)
 			frames = append(frames, output.Frame{Addr: a, Symbol: f.Symbol, Offset: f.Offset, Module: f.Path,
 				MapStart: f.MapStart, MapEnd: f.MapEnd, MapOffset: f.MapOffset, BuildID: f.BuildID})
-			continue
-		}
-		fr := output.Frame{Addr: a}
-		if k := d.kallsyms(); k != nil {
-			if s, off, ok := k.Lookup(a); ok {
-				fr.Symbol, fr.Offset = s.Name, off
+		default:
+			fr := output.Frame{Addr: a}
+			if k := d.kallsyms(); k != nil {
+				if s, off, ok := k.Lookup(a); ok {
+					fr.Symbol, fr.Offset = s.Name, off
+				}
 			}
+			frames = append(frames, fr)
 		}
-		frames = append(frames, fr)
 	}
 	if t.User {
 		return output.Ustack(mode, frames)
 	}
 	return output.Kstack(mode, frames)
+}
+
+// Statuses of a frame of a build-ID stack, the kernel's
+// BPF_STACK_BUILD_ID_*: past the last frame, a file's build ID and
+// offset, or the address alone.
+const (
+	buildIDEmpty = 0
+	buildIDValid = 1
+)
+
+// buildIDFrames reads the frames of a ustack(build_id) from the map the
+// kernel wrote them to, as struct bpf_stack_build_id records.
+func (d *decoder) buildIDFrames(id uint32, limit int) []output.Frame {
+	if d.buildID == nil || int32(id) < 0 {
+		return nil
+	}
+	raw, err := d.buildID.LookupBytes(id)
+	if err != nil {
+		return nil
+	}
+	var frames []output.Frame
+	for b := raw; len(b) >= codegen.BuildIDFrameSize && len(frames) < limit; b = b[codegen.BuildIDFrameSize:] {
+		switch int32(le.Uint32(b)) {
+		case buildIDEmpty:
+			return frames
+		case buildIDValid:
+			frames = append(frames, output.Frame{BuildID: hex.EncodeToString(b[4:24]), Offset: le.Uint64(b[24:])})
+		default:
+			frames = append(frames, output.Frame{Addr: le.Uint64(b[24:])})
+		}
+	}
+	return frames
 }
 
 // username names a uid as /etc/passwd does, or gives the number.

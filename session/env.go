@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/compat"
@@ -44,8 +45,9 @@ const DefaultCatMax = 10240
 // FromEnv sets the options bpftrace 0.17 reads from the environment at
 // run time: BPFTRACE_CAT_BYTES_MAX (bytes cat() prints of a file, 0 for
 // none), BPFTRACE_NO_USER_SYMBOLS (1 to print user addresses in hex),
-// BPFTRACE_CACHE_USER_SYMBOLS (0 to read a process's symbols afresh for
-// every address), BPFTRACE_LOG_SIZE (the verifier log's first size)
+// BPFTRACE_CACHE_USER_SYMBOLS (0 or NONE to read a process's symbols
+// afresh for every address, PER_PROGRAM to resolve the frames of a
+// process gone in the probed program), BPFTRACE_LOG_SIZE (the verifier log's first size)
 // and BPFTRACE_PERF_RB_PAGES (the pages of packets skboutput() may queue
 // on each CPU); and bpftrace 0.26.1's BPFTRACE_STR_TRUNC_TRAILER (what
 // ends a string cut short).
@@ -64,12 +66,14 @@ func (o *Options) FromEnv() error {
 		}
 		o.LogSize = uint32(n)
 	}
-	switch v := os.Getenv("BPFTRACE_CACHE_USER_SYMBOLS"); v {
-	case "", "1", "auto":
-	case "0":
+	switch v := os.Getenv("BPFTRACE_CACHE_USER_SYMBOLS"); strings.ToLower(v) {
+	case "", "1", "auto", "per_pid":
+	case "0", "none":
 		o.NoSymbolCache = true
+	case "per_program":
+		o.ProgramSymbols = true
 	default:
-		return fmt.Errorf("BPFTRACE_CACHE_USER_SYMBOLS=%q: want 0 or 1", v)
+		return fmt.Errorf("BPFTRACE_CACHE_USER_SYMBOLS=%q: want PER_PID, PER_PROGRAM, NONE, 1 or 0", v)
 	}
 	for _, name := range []string{"BPFTRACE_MAX_CAT_BYTES", "BPFTRACE_CAT_BYTES_MAX"} {
 		v := os.Getenv(name)
@@ -116,7 +120,7 @@ func (o *Options) Configure(s check.Settings) {
 		o.PacketPages = int(min(v, 1<<20))
 	}
 	if v, ok := s.Str("cache_user_symbols"); ok {
-		o.NoSymbolCache = v == "none"
+		o.NoSymbolCache, o.ProgramSymbols = v == "none", v == "per_program"
 	}
 	if v, ok := s.Bool("print_maps_on_exit"); ok {
 		o.NoExitMaps = !v

@@ -80,6 +80,11 @@ type Options struct {
 	// every address, for processes that load libraries as they run.
 	NoUserSymbols bool
 	NoSymbolCache bool
+	// ProgramSymbols, bpftrace 0.26.1's PER_PROGRAM symbol cache,
+	// resolves the frames of a process gone before kinst read its
+	// mappings in the one program the uprobes name, where that program
+	// is position-dependent: as linked, its symbol table places them.
+	ProgramSymbols bool
 	// NoWarnings drops warnings: -k reports, skipped targets and full
 	// maps.
 	NoWarnings bool
@@ -276,8 +281,11 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	if usyms == nil {
 		usyms = elfsym.NewSymbolizer()
 	}
-	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap], usyms: usyms,
+	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap], buildID: s.coll.Maps[codegen.BuildIDStackMap], usyms: usyms,
 		trailer: opts.strTrailer(out.Compat), noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}
+	if opts.ProgramSymbols {
+		s.dec.program = probedProgram(out.Targets)
+	}
 	if s.lostMem, err = s.coll.Maps[codegen.LostMap].Memory(); err != nil {
 		return fmt.Errorf("map the lost-records counter: %w", err)
 	}
@@ -286,8 +294,8 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	}
 	defer s.stopPackets()
 	if opts.Maps != nil {
-		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks, usyms: usyms,
-			trailer: s.dec.trailer, noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}}
+		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks, buildID: s.dec.buildID, usyms: usyms,
+			trailer: s.dec.trailer, noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache, program: s.dec.program}}
 		defer r.end()
 		opts.Maps(r)
 	}

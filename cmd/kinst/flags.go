@@ -114,7 +114,8 @@ ENVIRONMENT:
     BPFTRACE_LOG_SIZE           [default: 65536] first size of the verifier log in bytes (it grows)
     BPFTRACE_PERF_RB_PAGES      [default: none] pages per CPU for the ring buffer (a power of two)
     BPFTRACE_NO_USER_SYMBOLS    [default: 0] disable user symbol resolution
-    BPFTRACE_CACHE_USER_SYMBOLS [default: 1] 0 reads a process's symbols afresh for every address
+    BPFTRACE_CACHE_USER_SYMBOLS [default: 1] 0 or NONE reads a process's symbols afresh for every address;
+                                PER_PROGRAM resolves an exited process's frames in the probed program
     BPFTRACE_BTF                [default: none] BTF file used in place of the kernel's types
     KINST_BUFFER_KB             [default: 2048] size of the ring buffer events travel in
     KINST_COMPAT                [default: 0.26] as --compat: 0.17 for bpftrace 0.17's meanings and output
