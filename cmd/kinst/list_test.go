@@ -402,3 +402,14 @@ func TestListModules(t *testing.T) {
 		}
 	}
 }
+
+// TestListFileLikePattern: -l with what looks like a file name that no
+// file has warns that it is taken as a pattern, as bpftrace 0.26.1 warns.
+func TestListFileLikePattern(t *testing.T) {
+	t.Parallel()
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-l", "no_such_file.bt").want(t, 0, "",
+		"kinst: warning: no_such_file.bt looks like a file name, but there is no such file: it is taken as a search pattern\n")
+	kinstEnv(t, []string{"KINST_COMPAT="}, "--no-warnings", "-l", "no_such_file.bt").want(t, 0, "", "")
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-l", "tracepoint:no_such.*").want(t, 0, "", "")
+	kinst(t, "-l", "no_such_file.bt").want(t, 0, "", "")
+}

@@ -253,6 +253,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if len(rest) > 0 {
 				pattern = rest[0]
 			}
+			if mode == compat.Current && !*noWarn && looksLikeFile(pattern) {
+				fmt.Fprintf(stderr, "kinst: warning: %s looks like a file name, but there is no such file: it is taken as a search pattern\n", pattern)
+			}
 			return listProbes(pattern, attach.ListOptions{Verbose: *verbose, Pid: int(pid), Compat: mode}, stdout, stderr)
 		}
 		listProgram = true

@@ -80,6 +80,13 @@ func listProgramProbes(p *api.Program, o attach.ListOptions, stdout, stderr io.W
 	return 0
 }
 
+// looksLikeFile says whether a -l argument that names no file looks
+// like a file name all the same (a dot, and neither a colon nor a
+// wildcard), which bpftrace 0.26.1 warns is taken as a pattern.
+func looksLikeFile(arg string) bool {
+	return strings.Contains(arg, ".") && !strings.ContainsAny(arg, ":*")
+}
+
 // isFile says whether path names a file, which -l reads as a program.
 func isFile(path string) bool {
 	fi, err := os.Stat(path)
