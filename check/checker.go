@@ -736,7 +736,7 @@ func (c *checker) exprStmt(x syntax.Expr) {
 	case *syntax.IncDecExpr:
 		c.expr(x)
 	case *syntax.CondExpr:
-		if x.X == nil {
+		if x.X == nil || !c.ifValueAllowed(x) {
 			c.expr(x)
 			return
 		}

@@ -673,6 +673,9 @@ func fold(op syntax.Token, a, b uint64, signed bool) (uint64, bool) {
 }
 
 func (c *checker) condExpr(x *syntax.CondExpr) *Type {
+	if !c.ifValueAllowed(x) {
+		return nil
+	}
 	nerr := len(c.errs)
 	ct := c.expr(x.Cond)
 	a := ct // c ?: y is c when c is not zero
@@ -698,7 +701,11 @@ func (c *checker) condExpr(x *syntax.CondExpr) *Type {
 	}
 	t, ok := c.unify(a, b)
 	if !ok {
-		c.errorf(x, "the branches of ?: have different types: %s and %s", a, b)
+		op := "?:"
+		if x.If.IsValid() {
+			op = "if"
+		}
+		c.errorf(x, "the branches of %s have different types: %s and %s", op, a, b)
 		return nil
 	}
 	if cv, ok := c.probe.Consts[x.Cond]; ok {
@@ -714,6 +721,17 @@ func (c *checker) condExpr(x *syntax.CondExpr) *Type {
 		}
 	}
 	return t
+}
+
+// ifValueAllowed reports whether x may be checked: an if used as a
+// value came with bpftrace 0.26, and in the 0.17 mode it is the syntax
+// error 0.17 makes of it.
+func (c *checker) ifValueAllowed(x *syntax.CondExpr) bool {
+	if !x.If.IsValid() || c.conf.Compat != compat.V017 {
+		return true
+	}
+	c.errs.Add(c.file, x.If, x.If+2, "expected expression, found 'if'")
+	return false
 }
 
 // unify returns the type that holds values of both a and b: integers

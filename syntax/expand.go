@@ -559,7 +559,7 @@ func (c *cloner) expr(x Expr) Expr {
 	case *BinaryExpr:
 		return &BinaryExpr{X: c.expr(x.X), OpPos: c.pos(x.OpPos), Op: x.Op, Y: c.expr(x.Y)}
 	case *CondExpr:
-		return &CondExpr{Cond: c.expr(x.Cond), X: c.expr(x.X), Y: c.expr(x.Y)}
+		return &CondExpr{If: c.pos(x.If), Cond: c.expr(x.Cond), X: c.expr(x.X), Y: c.expr(x.Y)}
 	case *CastExpr:
 		return &CastExpr{Lparen: c.pos(x.Lparen), Type: c.typ(x.Type), X: c.expr(x.X)}
 	case *FieldExpr:
