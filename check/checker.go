@@ -603,6 +603,7 @@ func (c *checker) stmt(s syntax.Stmt) {
 		if c.blockScoped() && c.visible(s.Var.Name) {
 			c.errorf(s.Var, "Loop declaration shadows existing variable: $%s", s.Var.Name)
 		} else {
+			c.loopVarApart(s)
 			c.scopeVar(s.Var)
 			c.forStmt(s)
 		}

@@ -332,7 +332,7 @@ func (c *checker) incDec(x *syntax.IncDecExpr) *Type {
 		}
 		c.probe.Types[target] = v.Type
 		if v.Type.Kind != Int && v.Type.Kind != Ptr {
-			c.errorf(x, "$%s holds %s values; %s needs integers", target.Name, v.Type, x.Op)
+			c.errorf(x, "$%s holds %s values; %s needs integers", syntax.SourceName(target.Name), v.Type, x.Op)
 			return nil
 		}
 		return v.Type

@@ -608,11 +608,30 @@ func (c *cloner) typ(t *TypeExpr) *TypeExpr {
 }
 
 // macroMark starts the suffix that renames a macro's variables apart for
-// each call; no variable of a program's own can hold it.
+// each call, and a loop's variable apart from others of its name (see
+// RenameLoopVar); no variable of a program's own can hold it.
 const macroMark = "'"
 
+// RenameLoopVar renames the variable of loop s, in its head and body,
+// apart from any other variable of its name, with a suffix made of the
+// loop's position: renaming the same loop twice names it the same.
+func RenameLoopVar(s *ForStmt) {
+	old := s.Var.Name
+	name := SourceName(old) + macroMark + "for" + strconv.Itoa(int(s.For))
+	if old == name {
+		return
+	}
+	s.Var.Name = name
+	Inspect(s.Body, func(n Node) bool {
+		if v, ok := n.(*VarExpr); ok && v.Name == old {
+			v.Name = name
+		}
+		return true
+	})
+}
+
 // SourceName is a variable's name as its source wrote it, without the
-// suffix a macro expansion gave it.
+// suffix a macro expansion or a loop gave it.
 func SourceName(name string) string {
 	if i := strings.Index(name, macroMark); i >= 0 {
 		return name[:i]
