@@ -193,6 +193,14 @@ func TestForRangeByLoop(t *testing.T) {
 			kinst(t, "-q", "-e", "BEGIN { "+tt.body+" exit(); }").want(t, 0, tt.want+"\n\n"+tt.maps, "")
 		})
 	}
+	// A loop of constant bounds around one through bpf_loop runs through
+	// bpf_loop too (codegen's TestRangeLoopHelper), and return in the
+	// inner one leaves the probe.
+	t.Run("return from nested loops", func(t *testing.T) {
+		t.Parallel()
+		prog := `BEGIN { for ($i : 1..4) { for ($j : 1..$i) { print($j); if ($j == 2) { return; } } } print("end"); } BEGIN { exit(); }`
+		kinst(t, "-q", "-e", prog).want(t, 0, "1\n1\n2\n\n\n", "")
+	})
 	// In a probe the kernel fires: each of 3 execs of a script sums 0..@n.
 	t.Run("tracepoint", func(t *testing.T) {
 		t.Parallel()
