@@ -744,6 +744,10 @@ func (c *checker) exprStmt(x syntax.Expr) {
 		c.cond(x.Cond, "condition")
 		c.exprStmt(x.X)
 		c.exprStmt(x.Y)
+	case *syntax.BlockExpr:
+		// A block used as a statement has its value used so too, as a
+		// macro's x; does with a block for x: { printf("hi") }.
+		c.inBlock(x, func() { c.exprStmt(x.Value) })
 	default:
 		if t := c.expr(x); t != nil && hasEffect(x) && !t.IsInt() {
 			c.errorf(x, "a statement of type %s cannot change a variable or map: use ++ or -- on their own", t)

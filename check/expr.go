@@ -420,6 +420,12 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 		c.errorf(x, "invalid operation: %s %s %s", lt, op, rt)
 		return nil
 	}
+	if (op == syntax.EQL || op == syntax.NEQ) && lt.Kind != Int && lt.Equal(rt) && lt.InRegister() && !lt.IsAggregation() {
+		// Other values of one type compare by value with == and !=,
+		// as in bpftrace (0.17 and 0.26.1): username == username, their
+		// uids.
+		return c.boolType()
+	}
 	if !lt.IsInt() || !rt.IsInt() {
 		c.errorf(x, "invalid operation: %s %s %s (operands must be integers)", lt, op, rt)
 		return nil
