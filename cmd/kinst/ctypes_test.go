@@ -149,6 +149,15 @@ func TestUprobeArgsWhole(t *testing.T) {
 			"@t[1, x, { .a = 2, .b = -4 }]: ({ .a = 2, .b = -4 }, y)\n", "")
 }
 
+// A trampoline's args as a whole is built from its words alike:
+// do_nanosleep(t, mode) with mode HRTIMER_MODE_REL, 1.
+func TestFentryArgsWhole(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Fentry, testenv.Ringbuf)
+	prog := `fentry:do_nanosleep /tid == cpid/ { $a = args; @[(uint64)$a.mode] = count(); }`
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", prog, "-c", workload(t)+" nanosleep 3 1000").want(t, 0, "\n\n@[1]: 3\n", "")
+}
+
 // A binary without DWARF, and an offset past the entry, give located
 // errors that say why args is missing.
 func TestUprobeArgsErrors(t *testing.T) {
