@@ -170,6 +170,10 @@ func TestCheckTypes(t *testing.T) {
 		{"END { @x = @y + 1 } BEGIN { @y = (uint8)1 }", "uint64"},
 		{"BEGIN { @x += 5 }", "int64"},
 		{"BEGIN { @x -= pid }", "int64"},
+		{"BEGIN { @x = username == username }", "bool"},
+		{"kprobe:f { @x = func != func }", "bool"},
+		{"BEGIN { @x = if (pid) { (uint8)1 } else if (1) { { let $a = (uint16)2; $a } } else { 3 } }", "uint16"},
+		{"BEGIN { @x = { if (pid) { \"a\" } else { \"bcd\" } } }", "string[4]"},
 		{"BEGIN { @x += pid }", "uint64"},
 	}
 	for _, tt := range tests {

@@ -603,6 +603,7 @@ func (c *checker) stmt(s syntax.Stmt) {
 		if c.blockScoped() && c.visible(s.Var.Name) {
 			c.errorf(s.Var, "Loop declaration shadows existing variable: $%s", s.Var.Name)
 		} else {
+			c.loopVarApart(s)
 			c.scopeVar(s.Var)
 			c.forStmt(s)
 		}
@@ -736,13 +737,17 @@ func (c *checker) exprStmt(x syntax.Expr) {
 	case *syntax.IncDecExpr:
 		c.expr(x)
 	case *syntax.CondExpr:
-		if x.X == nil {
+		if x.X == nil || !c.ifValueAllowed(x) {
 			c.expr(x)
 			return
 		}
 		c.cond(x.Cond, "condition")
 		c.exprStmt(x.X)
 		c.exprStmt(x.Y)
+	case *syntax.BlockExpr:
+		// A block used as a statement has its value used so too, as a
+		// macro's x; does with a block for x: { printf("hi") }.
+		c.inBlock(x, func() { c.exprStmt(x.Value) })
 	default:
 		if t := c.expr(x); t != nil && hasEffect(x) && !t.IsInt() {
 			c.errorf(x, "a statement of type %s cannot change a variable or map: use ++ or -- on their own", t)

@@ -332,7 +332,7 @@ func (c *checker) incDec(x *syntax.IncDecExpr) *Type {
 		}
 		c.probe.Types[target] = v.Type
 		if v.Type.Kind != Int && v.Type.Kind != Ptr {
-			c.errorf(x, "$%s holds %s values; %s needs integers", target.Name, v.Type, x.Op)
+			c.errorf(x, "$%s holds %s values; %s needs integers", syntax.SourceName(target.Name), v.Type, x.Op)
 			return nil
 		}
 		return v.Type
@@ -419,6 +419,12 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 		}
 		c.errorf(x, "invalid operation: %s %s %s", lt, op, rt)
 		return nil
+	}
+	if (op == syntax.EQL || op == syntax.NEQ) && lt.Kind != Int && lt.Equal(rt) && lt.InRegister() && !lt.IsAggregation() {
+		// Other values of one type compare by value with == and !=,
+		// as in bpftrace (0.17 and 0.26.1): username == username, their
+		// uids.
+		return c.boolType()
 	}
 	if !lt.IsInt() || !rt.IsInt() {
 		c.errorf(x, "invalid operation: %s %s %s (operands must be integers)", lt, op, rt)
@@ -673,6 +679,9 @@ func fold(op syntax.Token, a, b uint64, signed bool) (uint64, bool) {
 }
 
 func (c *checker) condExpr(x *syntax.CondExpr) *Type {
+	if !c.ifValueAllowed(x) {
+		return nil
+	}
 	nerr := len(c.errs)
 	ct := c.expr(x.Cond)
 	a := ct // c ?: y is c when c is not zero
@@ -698,7 +707,11 @@ func (c *checker) condExpr(x *syntax.CondExpr) *Type {
 	}
 	t, ok := c.unify(a, b)
 	if !ok {
-		c.errorf(x, "the branches of ?: have different types: %s and %s", a, b)
+		op := "?:"
+		if x.If.IsValid() {
+			op = "if"
+		}
+		c.errorf(x, "the branches of %s have different types: %s and %s", op, a, b)
 		return nil
 	}
 	if cv, ok := c.probe.Consts[x.Cond]; ok {
@@ -714,6 +727,17 @@ func (c *checker) condExpr(x *syntax.CondExpr) *Type {
 		}
 	}
 	return t
+}
+
+// ifValueAllowed reports whether x may be checked: an if used as a
+// value came with bpftrace 0.26, and in the 0.17 mode it is the syntax
+// error 0.17 makes of it.
+func (c *checker) ifValueAllowed(x *syntax.CondExpr) bool {
+	if !x.If.IsValid() || c.conf.Compat != compat.V017 {
+		return true
+	}
+	c.errs.Add(c.file, x.If, x.If+2, "expected expression, found 'if'")
+	return false
 }
 
 // unify returns the type that holds values of both a and b: integers

@@ -73,6 +73,18 @@ func (c *checker) visible(name string) bool {
 	return false
 }
 
+// loopVarApart makes the variable of loop s, which lives in the loop, a
+// variable of its own in the default mode, apart from any other of its
+// name in the probe, so that the two may hold values of different
+// types, as two loops over different maps do in bpftrace 0.26.1. Storage
+// being one slot per name, the loop's variable is renamed apart, as a
+// macro's are. In the 0.17 mode the probe is one scope.
+func (c *checker) loopVarApart(s *syntax.ForStmt) {
+	if c.blockScoped() {
+		syntax.RenameLoopVar(s)
+	}
+}
+
 // scopeVar declares x in the innermost scope at an assignment, unless
 // an enclosing scope has it.
 func (c *checker) scopeVar(x *syntax.VarExpr) {

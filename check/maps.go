@@ -112,7 +112,7 @@ func (c *checker) assign(s *syntax.AssignStmt) {
 				return
 			}
 		} else if u, ok := c.unify(v.Type, t); !ok {
-			c.errorf(s, "$%s holds %s values; cannot assign %s", lhs.Name, v.Type, t)
+			c.errorf(s, "$%s holds %s values; cannot assign %s", syntax.SourceName(lhs.Name), v.Type, t)
 			return
 		} else if u != v.Type {
 			v.Type = u

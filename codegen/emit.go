@@ -53,6 +53,10 @@ type gen struct {
 	subpos     []syntax.Pos
 	calleeDeep int    // stack the deepest chain of callbacks takes, frames rounded as the verifier does
 	countCB    string // the callback of len(), once generated
+
+	// varsInScratch: the variables live in the scratch map, a loop of
+	// the probe running as a callback (see allocVars).
+	varsInScratch bool
 }
 
 // A frame allocates memory for values in a stack discipline: mark

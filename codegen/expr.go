@@ -548,6 +548,11 @@ func (g *gen) memInto(x syntax.Expr, dst mem, t *check.Type) {
 			f(g, x, dst)
 			return
 		}
+		if f := builtinVars[x.Name].place; f != nil {
+			// args as a whole: the record its fields are read from.
+			g.readMem(f(g, x), xt, nil, dst)
+			return
+		}
 	case *syntax.MapExpr:
 		g.mapReadMem(x, dst, t)
 		return

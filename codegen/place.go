@@ -262,6 +262,10 @@ func (g *gen) readMem(l loc, t *check.Type, f *check.Field, dst mem) {
 		g.convertMem(dst, t, l.m.at(l.off, t.Size), t)
 		return
 	}
+	if l.kind == locCtx && t.Kind == check.Record && g.mech != MechTracepoint {
+		g.readArgWords(l, t, dst)
+		return
+	}
 	n := min(dst.size, t.Size)
 	g.ptrArg(asm.R3, l)
 	if l.kind == locPtr {
@@ -279,6 +283,32 @@ func (g *gen) readMem(l loc, t *check.Type, f *check.Field, dst mem) {
 	}
 	// A char[N] with no NUL keeps all N bytes, as in bpftrace: whatever
 	// reads a string stops at its size.
+}
+
+// readArgWords builds in dst a record of arguments whose fields the
+// context holds a word each (in saved registers or a trampoline's array
+// of words) rather than as the record's bytes. Each field is stored in
+// its own size, the rest of its word zeroed, so that equal arguments
+// make equal keys. A record in a tuple may start at any byte, as
+// bpftrace lays tuples out, and the verifier wants aligned stores: it is
+// then built aside and copied.
+func (g *gen) readArgWords(l loc, t *check.Type, dst mem) {
+	if dst.off%8 != 0 {
+		buf := g.alloc(t.Size, 8)
+		g.readArgWords(l, t, buf)
+		g.copyMem(dst, buf)
+		return
+	}
+	g.zero(dst)
+	for _, f := range t.Fields {
+		op := g.readScalar(loc{kind: locCtx, off: l.off + f.Offset}, f.Type, f)
+		size := 8
+		if f.Type.Kind == check.Int {
+			size = f.Type.Size
+		}
+		g.emit(asm.StoreMem(dst.base, dst.off+int16(f.Offset), g.reg(op, asm.R0), sizeOf(size)))
+		g.free(op)
+	}
 }
 
 // readDataLoc reads a tracepoint __data_loc string: a 32-bit word in the

@@ -98,6 +98,7 @@ func (g *gen) allocVars() {
 		}
 		return !inScratch
 	})
+	g.varsInScratch = inScratch
 	for _, n := range names {
 		t := g.p.Vars[n].Type
 		size := t.Size
@@ -363,16 +364,19 @@ func (g *gen) storeBound(x syntax.Expr, t *check.Type, m mem) {
 const maxLoops = 1 << 23
 
 // loopsByHelper reports whether a range loop runs through bpf_loop: the
-// kernel has it and a bound is not a constant, so the verifier could not
-// bound the loop itself. Loops of constant bounds stay plain loops,
-// which every kernel with bounded loops takes.
+// kernel has it and the verifier could not bound the loop itself, a
+// bound not being a constant, or the loop's counter living in the
+// scratch map, whose words it does not follow from round to round
+// (another loop of the probe runs as a callback). Other loops of
+// constant bounds stay plain loops, which every kernel with bounded
+// loops takes.
 func (g *gen) loopsByHelper(s *syntax.ForStmt) bool {
 	if s.Map != nil {
 		return false
 	}
 	_, from := g.p.Consts[s.From]
 	_, to := g.p.Consts[s.To]
-	return !(from && to) && g.c.opts.HasLoop != nil && g.c.opts.HasLoop()
+	return (!(from && to) || g.varsInScratch) && g.c.opts.HasLoop != nil && g.c.opts.HasLoop()
 }
 
 // forLoopHelper generates a range loop as bpftrace 0.24 does: bpf_loop

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 )
 
@@ -17,15 +18,20 @@ import (
 const faultLogSize = 16 << 20
 
 // progLoadAttr is the start of the kernel's union bpf_attr for
-// BPF_PROG_LOAD, up to the fields a program without BTF sets.
+// BPF_PROG_LOAD, up to the BTF that describes a program's functions.
 type progLoadAttr struct {
-	progType, insnCnt   uint32
-	insns, license      uint64
-	logLevel, logSize   uint32
-	logBuf              uint64
-	kernVersion, flags  uint32
-	name                [16]byte
-	ifindex, attachType uint32
+	progType, insnCnt            uint32
+	insns, license               uint64
+	logLevel, logSize            uint32
+	logBuf                       uint64
+	kernVersion, flags           uint32
+	name                         [16]byte
+	ifindex, attachType          uint32
+	btfFD, funcInfoRecSize       uint32
+	funcInfo                     uint64
+	funcInfoCnt, lineInfoRecSize uint32
+	lineInfo                     uint64
+	lineInfoCnt, attachBTFID     uint32
 }
 
 // withFaultLog returns err with the verifier's log when err is the
@@ -55,11 +61,34 @@ func withFaultLog(ps *ebpf.ProgramSpec, err error) error {
 		logBuf:     uint64(uintptr(unsafe.Pointer(&log[0]))),
 		attachType: uint32(ps.AttachType),
 	}
+	// A program with subprograms, the callbacks of loops, is refused
+	// without the BTF that describes its functions.
+	var b btf.Builder
+	funcInfos, lineInfos, err2 := btf.MarshalExtInfos(ps.Instructions, &b)
+	if err2 != nil {
+		return err
+	}
+	if len(funcInfos) > 0 {
+		h, err2 := btf.NewHandle(&b)
+		if err2 != nil {
+			return err
+		}
+		defer h.Close()
+		attr.btfFD = uint32(h.FD())
+		attr.funcInfoRecSize, attr.funcInfoCnt = btf.FuncInfoSize, uint32(len(funcInfos))/btf.FuncInfoSize
+		attr.funcInfo = uint64(uintptr(unsafe.Pointer(&funcInfos[0])))
+		if len(lineInfos) > 0 {
+			attr.lineInfoRecSize, attr.lineInfoCnt = btf.LineInfoSize, uint32(len(lineInfos))/btf.LineInfoSize
+			attr.lineInfo = uint64(uintptr(unsafe.Pointer(&lineInfos[0])))
+		}
+	}
 	fd, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_PROG_LOAD, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
 	// The attribute holds the buffers' addresses as numbers, which do not
 	// keep them alive.
 	goruntime.KeepAlive(insns)
 	goruntime.KeepAlive(license)
+	goruntime.KeepAlive(funcInfos)
+	goruntime.KeepAlive(lineInfos)
 	if errno == 0 {
 		// Accepted the second time: nothing to explain.
 		unix.Close(int(fd))

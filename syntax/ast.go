@@ -234,8 +234,11 @@ type (
 	}
 
 	// CondExpr is c ? x : y, or c ?: y with X nil: c's value when it
-	// is not zero, evaluated once.
+	// is not zero, evaluated once. With If set it is bpftrace 0.26's
+	// if (c) { x } else { y } used as a value: X is then a *BlockExpr
+	// and Y one too, or the CondExpr of an else if.
 	CondExpr struct {
+		If   Pos
 		Cond Expr
 		X, Y Expr
 	}
@@ -331,7 +334,6 @@ func (x *UnaryExpr) Pos() Pos    { return x.OpPos }
 func (x *UnaryExpr) End() Pos    { return x.X.End() }
 func (x *BinaryExpr) Pos() Pos   { return x.X.Pos() }
 func (x *BinaryExpr) End() Pos   { return x.Y.End() }
-func (x *CondExpr) Pos() Pos     { return x.Cond.Pos() }
 func (x *CondExpr) End() Pos     { return x.Y.End() }
 func (x *CastExpr) Pos() Pos     { return x.Lparen }
 func (x *CastExpr) End() Pos     { return x.X.End() }
@@ -349,6 +351,14 @@ func (x *OffsetofExpr) Pos() Pos { return x.Offsetof }
 func (x *OffsetofExpr) End() Pos { return x.Rparen + 1 }
 func (x *TypeExpr) Pos() Pos     { return x.NamePos }
 func (x *TypeExpr) End() Pos     { return x.EndPos }
+
+// Pos is where an if used as a value starts, at its if.
+func (x *CondExpr) Pos() Pos {
+	if x.If.IsValid() {
+		return x.If
+	}
+	return x.Cond.Pos()
+}
 
 func (x *MapExpr) End() Pos {
 	if x.Keys != nil {

@@ -559,7 +559,7 @@ func (c *cloner) expr(x Expr) Expr {
 	case *BinaryExpr:
 		return &BinaryExpr{X: c.expr(x.X), OpPos: c.pos(x.OpPos), Op: x.Op, Y: c.expr(x.Y)}
 	case *CondExpr:
-		return &CondExpr{Cond: c.expr(x.Cond), X: c.expr(x.X), Y: c.expr(x.Y)}
+		return &CondExpr{If: c.pos(x.If), Cond: c.expr(x.Cond), X: c.expr(x.X), Y: c.expr(x.Y)}
 	case *CastExpr:
 		return &CastExpr{Lparen: c.pos(x.Lparen), Type: c.typ(x.Type), X: c.expr(x.X)}
 	case *FieldExpr:
@@ -608,11 +608,30 @@ func (c *cloner) typ(t *TypeExpr) *TypeExpr {
 }
 
 // macroMark starts the suffix that renames a macro's variables apart for
-// each call; no variable of a program's own can hold it.
+// each call, and a loop's variable apart from others of its name (see
+// RenameLoopVar); no variable of a program's own can hold it.
 const macroMark = "'"
 
+// RenameLoopVar renames the variable of loop s, in its head and body,
+// apart from any other variable of its name, with a suffix made of the
+// loop's position: renaming the same loop twice names it the same.
+func RenameLoopVar(s *ForStmt) {
+	old := s.Var.Name
+	name := SourceName(old) + macroMark + "for" + strconv.Itoa(int(s.For))
+	if old == name {
+		return
+	}
+	s.Var.Name = name
+	Inspect(s.Body, func(n Node) bool {
+		if v, ok := n.(*VarExpr); ok && v.Name == old {
+			v.Name = name
+		}
+		return true
+	})
+}
+
 // SourceName is a variable's name as its source wrote it, without the
-// suffix a macro expansion gave it.
+// suffix a macro expansion or a loop gave it.
 func SourceName(name string) string {
 	if i := strings.Index(name, macroMark); i >= 0 {
 		return name[:i]

@@ -816,6 +816,8 @@ func (p *parser) parseOperand() Expr {
 		return x
 	case LBRACE:
 		return p.parseBlockExpr()
+	case IF:
+		return p.parseIfExpr()
 	case LPAREN:
 		lparen := p.pos
 		p.next()

@@ -117,6 +117,8 @@ func TestParseExpressions(t *testing.T) {
 		{"comptime (1 + 1)", "comptime (1 + 1)"},
 		{"comptime $x.0 + 1", "comptime $x.0 + 1"},
 		{"comptime", "comptime"},
+		{"if ($x) { 1 } else if $y { 2 } else { 3 } + 1", "if ($x) {\n\t1\n} else if ($y) {\n\t2\n} else {\n\t3\n} + 1"},
+		{"{ if (1) { $a } else { 0 } }", "{\n\tif (1) {\n\t\t$a\n\t} else {\n\t\t0\n\t}\n}"},
 	}
 	for _, tt := range tests {
 		x, err := ParseExpr(tt.src)
@@ -196,6 +198,7 @@ BEGIN { let $x: string[8] = "a"; let $y; let $p: struct task_struct *; let $u: u
 		"struct p { char a; int b __attribute__((aligned(8))); } __attribute__((packed)) BEGIN { } struct __attribute__((__packed__, aligned(4))) q { int x; }; END { }",
 		"struct s { int x; } __attribute__((packed)) __attribute__((aligned(4))) BEGIN { }",
 		"begin { $a = { let $b = 1; $b }; print({ $x = 1; print(\"bob\"); $x > 1 }); if ({ true }) { } _ = { print(1); 1 }; return $a; }",
+		"begin { print(if ($x) { if ($y) { $x } else { $y } } else { 0 }); $z = if $x { let $a = 1; $a } else if ($y) { 2 } else { { 3 } } * 2; }",
 		"begin { let $y: typeof($x) = 1; $t = (a = 0, b = { 1 }); $u = $x ?: 2; if comptime (1 + 1) { } else if (comptime 0) { } }",
 	}
 	for _, src := range srcs {

@@ -191,6 +191,9 @@ const (
 func exprPrec(x Expr) int {
 	switch x := x.(type) {
 	case *CondExpr:
+		if x.If.IsValid() {
+			return precPost // an if, whose braces close it
+		}
 		return precCond
 	case *BinaryExpr:
 		return x.Op.precedence()
@@ -259,6 +262,15 @@ func (p *printer) expr(x Expr, min int) {
 		p.printf(" %s ", x.Op)
 		p.expr(x.Y, prec+1)
 	case *CondExpr:
+		if x.If.IsValid() {
+			p.b.WriteString("if (")
+			p.expr(x.Cond, 0)
+			p.b.WriteString(") ")
+			p.expr(x.X, 0)
+			p.b.WriteString(" else ")
+			p.expr(x.Y, 0)
+			break
+		}
 		p.expr(x.Cond, 1)
 		if x.X == nil {
 			p.b.WriteString(" ?: ")
@@ -475,6 +487,9 @@ func describeNode(n Node) string {
 	case *BinaryExpr:
 		return "binary " + n.Op.String()
 	case *CondExpr:
+		if n.If.IsValid() {
+			return "if expression"
+		}
 		return "conditional"
 	case *CastExpr:
 		return "cast"

@@ -41,18 +41,56 @@ func (*DiscardStmt) stmtNode()  {}
 
 // parseBlockExpr parses { stmts; value } where an expression is due.
 func (p *parser) parseBlockExpr() Expr {
-	b := p.parseBlock()
+	x := p.blockValue(p.parseBlock())
+	p.next()
+	return x
+}
+
+// blockValue makes parsed block b a value: its value is its last
+// statement, an expression without ';', a block with a value, or an if
+// with an else whose blocks have values, as in bpftrace 0.26.
+func (p *parser) blockValue(b *Block) *BlockExpr {
 	x := &BlockExpr{Lbrace: b.Lbrace, Stmts: b.Stmts, Rbrace: b.Rbrace}
 	if n := len(b.Stmts); n > 0 {
-		if s, ok := b.Stmts[n-1].(*ExprStmt); ok && !p.semicolonAfter(s) {
-			x.Value = s.X
+		switch s := b.Stmts[n-1].(type) {
+		case *ExprStmt:
+			if !p.semicolonAfter(s) {
+				x.Value = s.X
+			}
+		case *Block:
+			x.Value = p.blockValue(s)
+		case *IfStmt:
+			if s.Else != nil {
+				x.Value = p.ifValue(s)
+			}
+		}
+		if x.Value != nil {
 			x.Stmts = b.Stmts[:n-1]
 		}
 	}
 	if x.Value == nil {
 		p.error(x.Pos(), x.End(), "a block used as a value must end in an expression without ';'")
 	}
-	p.next()
+	return x
+}
+
+// parseIfExpr parses if (c) { x } else { y } where an expression is
+// due, as bpftrace 0.26 allows: the checker refuses it in the 0.17 mode.
+func (p *parser) parseIfExpr() Expr { return p.ifValue(p.parseIf().(*IfStmt)) }
+
+// ifValue turns if statement s into the value of its branches, which
+// an else must complete.
+func (p *parser) ifValue(s *IfStmt) *CondExpr {
+	x := &CondExpr{If: s.If, Cond: s.Cond, X: p.blockValue(s.Then)}
+	switch e := s.Else.(type) {
+	case *Block:
+		x.Y = p.blockValue(e)
+	case *IfStmt:
+		x.Y = p.ifValue(e)
+	default:
+		p.error(s.Pos(), s.End(), "an if used as a value must have an else")
+		x.Y = &BadExpr{From: s.End(), To: s.End()}
+	}
 	return x
 }
 

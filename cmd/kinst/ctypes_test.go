@@ -129,6 +129,35 @@ uprobe:BIN:kinst_move /args->p->next != 0/ { print(*args->p->next); }`)
 	kinst(t, "-q", "-e", prog, "-c", bin+" move 2").want(t, 0, "alpha 17 32\nbeta 31 32\n\n\n", "")
 }
 
+// A uprobe's args as a whole, in bpftrace 0.26.1's mode, is a record
+// of the arguments: printed, stored, a map key, in tuples (where it
+// starts at an odd byte) and read back by field.
+func TestUprobeArgsWhole(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	prog := "uprobe:" + bin + `:kinst_add { print(args); @[args] = count(); @last = args; @t[(1, "x", args)] = (args, "y"); $a = args; @b = sum($a.b); }`
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", prog, "-c", bin+" add 2").want(t, 0,
+		"{ .a = 1, .b = -2 }\n"+
+			"{ .a = 2, .b = -4 }\n"+
+			"\n\n"+
+			"@[{ .a = 1, .b = -2 }]: 1\n"+
+			"@[{ .a = 2, .b = -4 }]: 1\n"+
+			"@b: -6\n"+
+			"@last: { .a = 2, .b = -4 }\n"+
+			"@t[1, x, { .a = 1, .b = -2 }]: ({ .a = 1, .b = -2 }, y)\n"+
+			"@t[1, x, { .a = 2, .b = -4 }]: ({ .a = 2, .b = -4 }, y)\n", "")
+}
+
+// A trampoline's args as a whole is built from its words alike:
+// do_nanosleep(t, mode) with mode HRTIMER_MODE_REL, 1.
+func TestFentryArgsWhole(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Fentry, testenv.Ringbuf)
+	prog := `fentry:do_nanosleep /tid == cpid/ { $a = args; @[(uint64)$a.mode] = count(); }`
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", prog, "-c", workload(t)+" nanosleep 3 1000").want(t, 0, "\n\n@[1]: 3\n", "")
+}
+
 // A binary without DWARF, and an offset past the entry, give located
 // errors that say why args is missing.
 func TestUprobeArgsErrors(t *testing.T) {

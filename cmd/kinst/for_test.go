@@ -89,6 +89,26 @@ func TestForMap(t *testing.T) {
 	})
 }
 
+// A loop's variable lives in its loop in bpftrace 0.26.1's mode: loops
+// over maps of other types may use one name, as may a variable after
+// them, and a message about it names it as written. The 0.17 mode keeps
+// one variable of a name in the probe.
+func TestForLoopScope(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.ForEachMapElem)
+	prog := `begin { @a[16] = 32; @b[64] = "aa"; for ($kv : @a) { print($kv); } for ($kv : @b) { print($kv); } if (1) { $kv = 5; print($kv); } exit(); }`
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", prog).want(t, 0, "(16, 32)\n(64, aa)\n5\n\n\n@a[16]: 32\n@b[64]: aa\n", "")
+	kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "-q", "-e", prog).want(t, 1, "",
+		"-e:1:73: $kv holds (int64, int64) values; a loop over @b makes it (int64, string[3])\n"+
+			prog+"\n"+strings.Repeat(" ", 72)+"^~~\n"+
+			"-e:1:108: $kv holds (int64, int64) values; cannot assign int64\n"+
+			prog+"\n"+strings.Repeat(" ", 107)+"^~~~~~~\n")
+	prog = `begin { @a[1] = 1; for ($kv : @a) { $kv = 1; } }`
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", prog).want(t, 1, "",
+		"-e:1:37: $kv holds (int64, int8) values; cannot assign int8\n"+
+			prog+"\n"+strings.Repeat(" ", 36)+"^~~~~~~\n")
+}
+
 // Aggregation maps keep a copy of each element per CPU: a loop over one
 // combines them, whichever CPU the loop runs on. Execs pinned to two
 // CPUs count 4 and 3; END sees 7, and the min, max and sum of both.
@@ -173,6 +193,14 @@ func TestForRangeByLoop(t *testing.T) {
 			kinst(t, "-q", "-e", "BEGIN { "+tt.body+" exit(); }").want(t, 0, tt.want+"\n\n"+tt.maps, "")
 		})
 	}
+	// A loop of constant bounds around one through bpf_loop runs through
+	// bpf_loop too (codegen's TestRangeLoopHelper), and return in the
+	// inner one leaves the probe.
+	t.Run("return from nested loops", func(t *testing.T) {
+		t.Parallel()
+		prog := `BEGIN { for ($i : 1..4) { for ($j : 1..$i) { print($j); if ($j == 2) { return; } } } print("end"); } BEGIN { exit(); }`
+		kinst(t, "-q", "-e", prog).want(t, 0, "1\n1\n2\n\n\n", "")
+	})
 	// In a probe the kernel fires: each of 3 execs of a script sums 0..@n.
 	t.Run("tracepoint", func(t *testing.T) {
 		t.Parallel()

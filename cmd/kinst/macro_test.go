@@ -31,6 +31,10 @@ func TestMacros(t *testing.T) {
 			`macro early() { exit(); } begin { early(); print(1); }`, "\n\n"},
 		{"macro arg idents take precedence over macros with no arguments",
 			`macro add() { 2 } macro ident(add) { add } begin { print(ident(1)); exit(); }`, "1\n\n\n"},
+		{"it replaces the passed in expression in multiple expression statement locations",
+			`macro side_effects(x) { x; x; x; } begin { side_effects({ printf("hi") }); exit(); }`, "hihihi\n\n"},
+		{"builtin wrapper username",
+			`begin { if (__builtin_username == username() && __builtin_username == username && !(username != username)) { printf("SUCCESS\n"); } exit(); }`, "SUCCESS\n\n\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", tc.prog)

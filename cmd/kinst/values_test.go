@@ -70,7 +70,18 @@ func TestValueExpressions(t *testing.T) {
 			stderr: "-e:1:28: break is only allowed inside a loop\n" +
 				"begin { while (1) { $a = { break; 1 }; } }\n" +
 				"                           ^~~~~\n"},
+		{name: "if value", prog: `begin { $x = 1; $y = 0; print(if ($x) { if ($y) { 1 } else { 2 } } else { 3 }); $s = if ($y) { "a" } else if ($x) { "bc" } else { "def" }; print($s); @m = { if ($y) { 5 } else { 6 } } + 1; exit(); }`,
+			want: "2\nbc\n\n\n@m: 7\n", defaultOnly: true},
+		{name: "if value without else", prog: `begin { $a = if (1) { 1 }; }`, code: 1,
+			stderr: "-e:1:14: an if used as a value must have an else\n" +
+				"begin { $a = if (1) { 1 }; }\n" +
+				"             ^~~~~~~~~~~~\n", defaultOnly: true},
 	})
+	// bpftrace 0.17 has no if used as a value.
+	kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "-e", `BEGIN { print(if (1) { 1 } else { 2 }); }`).want(t, 1, "",
+		"-e:1:15: expected expression, found 'if'\n"+
+			"BEGIN { print(if (1) { 1 } else { 2 }); }\n"+
+			"              ^~\n")
 }
 
 // TestComptime: an if whose condition is comptime compiles only the
