@@ -329,6 +329,10 @@ func (r *Resolver) rawTracepoint(ap *syntax.AttachPoint) ([]*check.Target, error
 		return nil, fmt.Errorf("rawtracepoint probes are written rawtracepoint:NAME")
 	}
 	name := ap.Parts[len(ap.Parts)-1]
+	if len(ap.Parts) == 2 && !kernel.Match(ap.Parts[0], "vmlinux") {
+		// Raw tracepoints are found in vmlinux's BTF only.
+		return nil, check.NoTarget(&check.ListError{Err: fmt.Errorf("no matches for rawtracepoint %s:%s: kinst attaches the raw tracepoints of vmlinux only", ap.Parts[0], name), Pattern: "rawtracepoint:*", Listed: "them"})
+	}
 	tps, err := kernel.Tracepoints("*", name)
 	if err != nil {
 		return nil, err

@@ -367,6 +367,11 @@ func TestRawTracepointArgs(t *testing.T) {
 	// The syscalls events of tracefs are no raw tracepoints: a wildcard
 	// finds raw_syscalls's two, and attaches them.
 	kinst(t, "-l", "rawtracepoint:sys_*").want(t, 0, "rawtracepoint:sys_enter\nrawtracepoint:sys_exit\n", "")
+	// A module named is vmlinux, or matches it: kinst finds raw
+	// tracepoints in vmlinux's BTF only.
+	kinst(t, "--dry-run", "-e", "rawtracepoint:vmlinux:sys_exit, rawtracepoint:*:sys_enter { }").want(t, 0, "", "")
+	kinst(t, "-e", "rawtracepoint:nonsense:sys_exit { }").want(t, 1, "",
+		"-e:1:1: no matches for rawtracepoint nonsense:sys_exit: kinst attaches the raw tracepoints of vmlinux only; kinst -l 'rawtracepoint:*' lists them\nrawtracepoint:nonsense:sys_exit { }\n^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n")
 	r := kinst(t, "-e", "rawtracepoint:sys_* /pid == cpid/ { @[probe] = count(); }", "-c", workload(t)+" getppid 1")
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "Attaching 2 probes...\n") || !strings.Contains(r.stdout, "\n@[rawtracepoint:sys_enter]: ") || !strings.Contains(r.stdout, "\n@[rawtracepoint:sys_exit]: ") {
 		t.Errorf("rawtracepoint:sys_*: exit status %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
