@@ -39,7 +39,8 @@ func runOnce(t *testing.T, prog *ebpf.Program) {
 
 // fentry:bpf and fexit:bpf attach to a running program and its
 // sub-programs, each named by probe as fentry:bpf:ID:NAME: by name alone,
-// and by id with a wildcard; fexit reads each function's return value.
+// and by id with a wildcard; fexit reads each function's return value,
+// and arg0 is the program's context.
 func TestFentryBPFProgram(t *testing.T) {
 	testenv.Require(t, testenv.Fentry, testenv.Fexit, testenv.Ringbuf)
 	prog, id := btfTarget(t, "kinst_bpfp")
@@ -52,6 +53,7 @@ func TestFentryBPFProgram(t *testing.T) {
 			fmt.Sprintf("\n\n@[fexit:bpf:%d:kinst_bpfp]: 1\n", id)},
 		{"id", fmt.Sprintf(`fentry:bpf:%d:* { @[probe] = count(); } fexit:bpf:%[1]d:* { @r[probe] = retval; } fexit:bpf:kinst_bpfp { exit(); }`, id), 5,
 			fmt.Sprintf("\n\n@[fentry:bpf:%d:kinst_bpfp]: 1\n@[fentry:bpf:%[1]d:kinst_bpfp_sub]: 1\n@r[fexit:bpf:%[1]d:kinst_bpfp]: 7\n@r[fexit:bpf:%[1]d:kinst_bpfp_sub]: 7\n", id)},
+		{"arg0", fmt.Sprintf(`fentry:bpf:%d:kinst_bpfp { @ctx = arg0 != 0; exit(); }`, id), 1, "\n\n@ctx: true\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := startEnv(t, default026, "-q", "-e", tc.prog)

@@ -13,7 +13,7 @@ import (
 // its one sub-program, which it calls, sub; the program is unloaded when
 // the test ends. It is a target for trampolines on BPF programs, which
 // need the target's BTF: running it (Program.Run, with at least 14 bytes
-// of data) runs both functions once.
+// of data) runs both functions once, and both return 7.
 func BTFProgram(t testing.TB, name, sub string) *ebpf.Program {
 	t.Helper()
 	Root(t)
@@ -28,7 +28,7 @@ func BTFProgram(t testing.TB, name, sub string) *ebpf.Program {
 		Instructions: asm.Instructions{
 			btf.WithFuncMetadata(asm.Call.Label(sub), fn(name, ctx)),
 			asm.Return(),
-			btf.WithFuncMetadata(asm.Mov.Imm(asm.R0, 0).WithSymbol(sub), fn(sub)),
+			btf.WithFuncMetadata(asm.Mov.Imm(asm.R0, 7).WithSymbol(sub), fn(sub)),
 			asm.Return(),
 		},
 		License: "GPL",
