@@ -7,10 +7,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 
 	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/kernel"
 	"kinst.dev/kinst/syntax"
 )
@@ -25,10 +27,13 @@ type Kprobe struct {
 }
 
 // Tracing targets a kernel function through a BPF trampoline: fentry,
-// fexit or fmod_ret.
+// fexit or fmod_ret; or, where ProgID is set, the function Symbol of the
+// running BPF program ProgID (the program itself or a sub-program),
+// whose program the trampoline program is loaded against.
 type Tracing struct {
 	Symbol string
 	Module string
+	ProgID ebpf.ProgramID
 }
 
 // featureFor is the kernel feature a provider needs.
@@ -70,6 +75,9 @@ func (r *Resolver) kernelFuncs(ap *syntax.AttachPoint) ([]*check.Target, error) 
 			msg += "; the tracepoint " + tp + " covers the same event"
 		}
 		return nil, forbidden(msg)
+	}
+	if r.Compat == compat.Current && (ap.Provider == "fentry" || ap.Provider == "fexit") && len(ap.Parts) > 0 && ap.Parts[0] == "bpf" {
+		return bpfFuncs(ap)
 	}
 	var module, spec string
 	switch len(ap.Parts) {
@@ -152,6 +160,60 @@ func (r *Resolver) kernelFuncs(ap *syntax.AttachPoint) ([]*check.Target, error) 
 	}
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("no kernel function matching %s can be probed with %s", name, ap.Provider)
+	}
+	return targets, nil
+}
+
+// bpfFuncs resolves fentry:bpf[:ID]:NAME and fexit:bpf[:ID]:NAME, as
+// bpftrace 0.26.1 reads them: NAME, which may be a wildcard, among the
+// functions of every running BPF program with BTF, or of program ID
+// alone (an ID of * is every program's).
+func bpfFuncs(ap *syntax.AttachPoint) ([]*check.Target, error) {
+	id, name := "*", ""
+	switch len(ap.Parts) {
+	case 2:
+		name = ap.Parts[1]
+	case 3:
+		id, name = ap.Parts[1], ap.Parts[2]
+	default:
+		return nil, fmt.Errorf("%s probes on BPF programs are written %s:bpf:PROGRAM or %s:bpf:ID:PROGRAM", ap.Provider, ap.Provider, ap.Provider)
+	}
+	var funcs []kernel.BPFFunc
+	var err error
+	if id == "*" {
+		funcs, err = kernel.BPFFuncs()
+	} else {
+		n, perr := strconv.ParseUint(id, 10, 32)
+		if perr != nil {
+			return nil, fmt.Errorf("the BPF program id %q is not a number or *", id)
+		}
+		funcs, err = kernel.ProgramFuncs(ebpf.ProgramID(n))
+		if errors.Is(err, kernel.ErrNoProgram) {
+			return nil, check.NoTarget(&check.ListError{Err: fmt.Errorf("no running BPF program has id %d", n), Pattern: ap.Provider + ":bpf:*", Listed: "the running programs with BTF"})
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	var targets []*check.Target
+	for _, f := range funcs {
+		if !kernel.Match(name, f.Name) {
+			continue
+		}
+		targets = append(targets, &check.Target{
+			Provider: ap.Provider,
+			Name:     fmt.Sprintf("bpf:%d:%s", f.ProgID, f.Name),
+			Func:     f.Name,
+			NumArgs:  f.NumArgs,
+			Attach:   Tracing{Symbol: f.Name, ProgID: f.ProgID},
+		})
+	}
+	if len(targets) == 0 {
+		why := "no running BPF program or sub-program with BTF is named " + name
+		if id != "*" {
+			why = "BPF program " + id + " has no function named " + name
+		}
+		return nil, check.NoTarget(&check.ListError{Err: fmt.Errorf("no matches for %s: %s", ap.Raw, why), Pattern: ap.Provider + ":bpf:*", Listed: "those there are"})
 	}
 	return targets, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"kinst.dev/kinst/compat"
@@ -273,6 +274,9 @@ func listRawTracepoints(w *bufio.Writer, parts []string, o ListOptions) error {
 
 func listFuncs(provider string) lister {
 	return func(w *bufio.Writer, parts []string, o ListOptions) error {
+		if o.Compat == compat.Current && (provider == "fentry" || provider == "fexit") && len(parts) > 1 && parts[0] == "bpf" {
+			return listBPFFuncs(w, provider, parts[1:])
+		}
 		funcs, err := listableFuncs(provider, o.Verbose)
 		if err != nil {
 			return err
@@ -302,6 +306,31 @@ func listFuncs(provider string) lister {
 		}
 		return nil
 	}
+}
+
+// listBPFFuncs lists the functions of running BPF programs that parts
+// (ID:NAME, or NAME of any program) match, each as PROVIDER:bpf:ID:NAME,
+// in the order bpftrace 0.26.1 lists them, that of the full names.
+func listBPFFuncs(w *bufio.Writer, provider string, parts []string) error {
+	id, name := "*", parts[0]
+	if len(parts) > 1 {
+		id, name = parts[0], strings.Join(parts[1:], ":")
+	}
+	funcs, err := kernel.BPFFuncs()
+	if err != nil {
+		return err
+	}
+	var lines []string
+	for _, f := range funcs {
+		if kernel.Match(id, strconv.FormatUint(uint64(f.ProgID), 10)) && kernel.Match(name, f.Name) {
+			lines = append(lines, fmt.Sprintf("%s:bpf:%d:%s", provider, f.ProgID, f.Name))
+		}
+	}
+	slices.Sort(lines)
+	for _, l := range slices.Compact(lines) {
+		fmt.Fprintln(w, l)
+	}
+	return nil
 }
 
 // listableFuncs lists the functions a provider can probe, cheaply: a

@@ -258,7 +258,8 @@ type unit struct {
 // returns apart the probes none of whose attach points resolved.
 func (c *checker) resolve(prog *syntax.Program) (units []unit, skipped []*syntax.Probe) {
 	for _, p := range prog.Probes {
-		usesArgs := usesIdent(p, "args")
+		argsUse := findIdent(p, "args")
+		usesArgs := argsUse != nil
 		var mine []unit
 		var absent []*syntax.Error
 		var absentAt []string
@@ -267,6 +268,12 @@ func (c *checker) resolve(prog *syntax.Program) (units []unit, skipped []*syntax
 			if c.conf.Compat == compat.V017 && isTestOrBench(ap.Provider) {
 				// bpftrace 0.17 has neither.
 				c.errs.Add(c.file, ap.Pos(), ap.Pos()+syntax.Pos(len(ap.Provider)), "unknown probe type %q", ap.Provider)
+				continue
+			}
+			if usesArgs && c.conf.Compat == compat.Current && onBPFProgram(ap) {
+				// Said before the programs are looked for, which
+				// the kernel may not allow, as bpftrace says it.
+				c.errorf(argsUse, "args is not available in %s:bpf probes, on running BPF programs; arg0, arg1, … read their arguments", ap.Provider)
 				continue
 			}
 			targets, err := c.resolvePoint(ap)
@@ -495,16 +502,23 @@ func assignedMaps(n syntax.Node) map[string]bool {
 	return names
 }
 
-// usesIdent reports whether the probe mentions the builtin name.
-func usesIdent(p *syntax.Probe, name string) bool {
-	found := false
+// findIdent returns the probe's first mention of the builtin name, nil
+// for none.
+func findIdent(p *syntax.Probe, name string) *syntax.Ident {
+	var found *syntax.Ident
 	syntax.Inspect(p, func(n syntax.Node) bool {
 		if id, ok := n.(*syntax.Ident); ok && id.Name == name {
-			found = true
+			found = id
 		}
-		return !found
+		return found == nil
 	})
 	return found
+}
+
+// onBPFProgram reports whether ap is fentry:bpf:… or fexit:bpf:…, which
+// bpftrace 0.26.1 reads as the functions of running BPF programs.
+func onBPFProgram(ap *syntax.AttachPoint) bool {
+	return (ap.Provider == "fentry" || ap.Provider == "fexit") && len(ap.Parts) > 1 && ap.Parts[0] == "bpf"
 }
 
 func (c *checker) checkProbe(u unit) {

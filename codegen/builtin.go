@@ -356,6 +356,20 @@ func (g *gen) arg(n int) operand {
 // retval reads the return value: a trampoline finds it after the
 // arguments, a return probe in the saved rax.
 func (g *gen) retval() operand {
+	if g.mech.IsTrampoline() && !g.p.Targets[0].Typed {
+		// A function of a BPF program: the kernel takes a function's
+		// BTF for its arguments only when the verifier found it fits
+		// the code, else five words, so the trampoline is asked.
+		slot := g.allocStack(8)
+		g.emit(asm.Mov.Reg(asm.R1, regCtx))
+		g.addr(asm.R2, slot)
+		g.call(asm.FnGetFuncRet)
+		op := g.newTemp()
+		r := g.work(op, asm.R0)
+		g.emit(asm.LoadMem(r, slot.base, slot.off, asm.DWord))
+		g.set(op, r)
+		return op
+	}
 	if g.mech.IsTrampoline() {
 		op := g.ctxWord(int16(8 * g.p.Targets[0].NumArgs))
 		if t := g.p.Ret; t != nil {

@@ -85,6 +85,16 @@ func (s *Session) loadProgram(p *codegen.Program, kernelTypes *btf.Spec) (*ebpf.
 			return nil, fmt.Errorf("map %s: %w", ref, err)
 		}
 	}
+	if tr, ok := p.Targets[0].Attach.(attach.Tracing); ok && tr.ProgID != 0 {
+		// A trampoline on a BPF program is loaded against that program,
+		// which the loaded one keeps a reference to.
+		target, err := ebpf.NewProgramFromID(tr.ProgID)
+		if err != nil {
+			return nil, fmt.Errorf("open BPF program %d: %w", tr.ProgID, err)
+		}
+		defer target.Close()
+		ps.AttachTarget = target
+	}
 	prog, err := ebpf.NewProgramWithOptions(ps, ebpf.ProgramOptions{KernelTypes: kernelTypes, LogSizeStart: s.opts.LogSize})
 	if err != nil {
 		return nil, withFaultLog(ps, err)
@@ -93,10 +103,14 @@ func (s *Session) loadProgram(p *codegen.Program, kernelTypes *btf.Spec) (*ebpf.
 }
 
 // needsBTF reports whether loading needs the kernel's types, which take
-// milliseconds to parse: trampoline programs name their function by BTF.
+// milliseconds to parse: trampoline programs name their kernel function
+// by BTF (those on BPF programs find theirs in the program's).
 func (s *Session) needsBTF() bool {
-	for _, spec := range s.out.Collection.Programs {
-		if spec.AttachTo != "" {
+	for _, p := range s.out.Programs {
+		if tr, ok := p.Targets[0].Attach.(attach.Tracing); ok && tr.ProgID != 0 {
+			continue
+		}
+		if p.Spec(s.out).AttachTo != "" {
 			return true
 		}
 	}

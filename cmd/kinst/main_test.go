@@ -296,8 +296,15 @@ type running struct {
 // kills it if it is still running.
 func start(t *testing.T, args ...string) *running {
 	t.Helper()
+	return startEnv(t, nil, args...)
+}
+
+// startEnv starts kinst with extra environment variables, as start does.
+func startEnv(t *testing.T, env []string, args ...string) *running {
+	t.Helper()
 	r := &running{done: make(chan struct{})}
 	r.cmd = exec.Command(testenv.Kinst(t), args...)
+	r.cmd.Env = append(os.Environ(), env...)
 	r.cmd.WaitDelay = waitDelay
 	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
 	if err := r.cmd.Start(); err != nil {
