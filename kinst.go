@@ -65,8 +65,9 @@ type Options struct {
 	ProbeFilter string
 	// NoFeatures are kernel features kinst must not use although the
 	// kernel has them, as --no-feature turns them off: "kprobe_multi"
-	// and "uprobe_multi" (the multi-target links), and "kprobe_session",
-	// which kinst never uses.
+	// and "uprobe_multi" (the multi-target links), and "kprobe_session"
+	// (the kprobe.multi link that runs a kprobe and a kretprobe on the
+	// same functions as one program).
 	NoFeatures []string
 	// Compat names the bpftrace release whose language and output the
 	// program follows: "" (or "0.26") for bpftrace 0.26.1, "0.17" for
@@ -168,7 +169,7 @@ var NoFeatures = []string{"kprobe_multi", "kprobe_session", "uprobe_multi"}
 var noFeatures = map[string]codegen.Mechanism{
 	"kprobe_multi":   codegen.MechKprobeMulti,
 	"uprobe_multi":   codegen.MechUprobeMulti,
-	"kprobe_session": "",
+	"kprobe_session": codegen.MechKprobeSession,
 }
 
 // check checks every field of o, and sets what they say in the
@@ -201,9 +202,7 @@ func (o *Options) check(popts *pipeline.Options) error {
 		if !ok {
 			return optionErrorf("Options.NoFeatures: unknown feature %q: kprobe_multi, kprobe_session and uprobe_multi can be turned off", f)
 		}
-		if m != "" {
-			popts.NoFeatures = append(popts.NoFeatures, m)
-		}
+		popts.NoFeatures = append(popts.NoFeatures, m)
 	}
 	if o.ProbeFilter != "" {
 		re, err := regexp.Compile(o.ProbeFilter)
