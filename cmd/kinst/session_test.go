@@ -20,7 +20,7 @@ kretprobe:ksys_write /tid == cpid/ { $v = retval; printf("return %d %s\n", $v, f
 // session_retval test has it: "Attached 1 probe". Each half sees its own
 // argument, return value, variables and function. The 0.17 mode,
 // --no-feature kprobe_session and a block naming its probe keep two
-// programs.
+// programs, as does a session link the kernel refuses.
 func TestKprobeSession(t *testing.T) {
 	t.Parallel()
 	w := workload(t)
@@ -33,6 +33,9 @@ func TestKprobeSession(t *testing.T) {
 		stdout, stderr string
 	}{
 		{"session", []testenv.Feature{testenv.KprobeSession}, current, nil, sessionProg, out, "Attached 1 probe\n"},
+		// The kernel refusing the session link (here, one injected
+		// failure) leaves the kprobe and the kretprobe a kprobe each.
+		{"refused", []testenv.Feature{testenv.KprobeSession}, append([]string{"KINST_INJECT=attach.fail=1"}, current...), nil, sessionProg, out, "Attached 2 probes\n"},
 		{"no-feature", []testenv.Feature{testenv.Kprobe}, current, []string{"--no-feature", "kprobe_session"}, sessionProg, out, "Attached 2 probes\n"},
 		{"0.17", []testenv.Feature{testenv.Kprobe}, v017, nil, sessionProg, "Attaching 2 probes...\n" + out, ""},
 		{"probe named", []testenv.Feature{testenv.Kprobe}, current, nil,
