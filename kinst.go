@@ -329,7 +329,9 @@ type Probe struct {
 	// Mechanism is how it attaches: "test_run" for BEGIN and END, which
 	// kinst runs itself, "xdp" for test and bench probes, which it runs
 	// in the modes of RunOptions.Mode, "tracepoint", "perf_event",
-	// "uprobe", "kprobe", "fentry", …; Why says why that one was chosen.
+	// "uprobe", "kprobe", "fentry", …, and "kprobe.session" for both a
+	// kprobe and the kretprobe whose program it shares; Why says why
+	// that one was chosen.
 	Mechanism string
 	Why       string
 }
@@ -339,13 +341,20 @@ func (p *Program) Probes() []Probe {
 	if p == nil || p.out == nil {
 		return nil
 	}
-	probes := make([]Probe, len(p.out.Programs))
-	for i, prog := range p.out.Programs {
-		targets := make([]string, len(prog.Targets))
-		for j, t := range prog.Targets {
-			targets[j] = t.FullName()
+	var probes []Probe
+	add := func(prog *codegen.Program, probe *check.Probe, targets []*check.Target) {
+		names := make([]string, len(targets))
+		for j, t := range targets {
+			names[j] = t.FullName()
 		}
-		probes[i] = Probe{Name: probeName(prog.Probe.Syntax.Points), Targets: targets, Mechanism: string(prog.Mechanism), Why: prog.Why}
+		probes = append(probes, Probe{Name: probeName(probe.Syntax.Points), Targets: names, Mechanism: string(prog.Mechanism), Why: prog.Why})
+	}
+	for _, prog := range p.out.Programs {
+		add(prog, prog.Probe, prog.Targets)
+		if prog.Return != nil {
+			// A kprobe session's program serves its kretprobe too.
+			add(prog, prog.Return, prog.Return.Targets)
+		}
 	}
 	return probes
 }

@@ -27,17 +27,17 @@ func (c *compiler) pairSessions(probes []*check.Probe) []*check.Probe {
 	}
 	paired := map[*check.Probe]bool{}
 	for _, p := range probes {
-		if p.Provider != "kprobe" || !c.sessionHalf(p) {
+		if p.Provider != "kprobe" || !sessionHalf(p) {
 			continue
 		}
 		var match []*check.Probe
 		for _, r := range probes {
-			if r.Provider == "kretprobe" && !paired[r] && c.sessionHalf(r) && sameFunctions(p, r) {
+			if r.Provider == "kretprobe" && !paired[r] && sessionHalf(r) && sameFunctions(p, r) {
 				match = append(match, r)
 			}
 		}
 		// The kernel is asked only when there is a pair to make.
-		if len(match) != 1 || !c.supports(MechKprobeSession) {
+		if len(match) != 1 || !c.supports(MechKprobeMulti) || !c.supports(MechKprobeSession) {
 			continue
 		}
 		if c.sessions == nil {
@@ -62,9 +62,9 @@ func (c *compiler) pairSessions(probes []*check.Probe) []*check.Probe {
 // kprobe session: one attach point without a module, functions that
 // kprobe.multi reaches at their entry, a body that reads no saved
 // registers (its own kprobe's) and does not name its probe.
-func (c *compiler) sessionHalf(p *check.Probe) bool {
+func sessionHalf(p *check.Probe) bool {
 	if len(p.Syntax.Points) != 1 || len(p.Syntax.Points[0].Parts) != 1 || len(p.Targets) == 0 ||
-		!c.supports(MechKprobeMulti) || usesRegisters(p) || p.Uses["probe"] {
+		usesRegisters(p) || p.Uses["probe"] {
 		return false
 	}
 	for _, t := range p.Targets {
