@@ -65,8 +65,9 @@ type Options struct {
 	ProbeFilter string
 	// NoFeatures are kernel features kinst must not use although the
 	// kernel has them, as --no-feature turns them off: "kprobe_multi"
-	// and "uprobe_multi" (the multi-target links), and "kprobe_session",
-	// which kinst never uses.
+	// and "uprobe_multi" (the multi-target links), and "kprobe_session"
+	// (the kprobe.multi link that runs a kprobe and a kretprobe on the
+	// same functions as one program).
 	NoFeatures []string
 	// Compat names the bpftrace release whose language and output the
 	// program follows: "" (or "0.26") for bpftrace 0.26.1, "0.17" for
@@ -168,7 +169,7 @@ var NoFeatures = []string{"kprobe_multi", "kprobe_session", "uprobe_multi"}
 var noFeatures = map[string]codegen.Mechanism{
 	"kprobe_multi":   codegen.MechKprobeMulti,
 	"uprobe_multi":   codegen.MechUprobeMulti,
-	"kprobe_session": "",
+	"kprobe_session": codegen.MechKprobeSession,
 }
 
 // check checks every field of o, and sets what they say in the
@@ -201,9 +202,7 @@ func (o *Options) check(popts *pipeline.Options) error {
 		if !ok {
 			return optionErrorf("Options.NoFeatures: unknown feature %q: kprobe_multi, kprobe_session and uprobe_multi can be turned off", f)
 		}
-		if m != "" {
-			popts.NoFeatures = append(popts.NoFeatures, m)
-		}
+		popts.NoFeatures = append(popts.NoFeatures, m)
 	}
 	if o.ProbeFilter != "" {
 		re, err := regexp.Compile(o.ProbeFilter)
@@ -330,7 +329,9 @@ type Probe struct {
 	// Mechanism is how it attaches: "test_run" for BEGIN and END, which
 	// kinst runs itself, "xdp" for test and bench probes, which it runs
 	// in the modes of RunOptions.Mode, "tracepoint", "perf_event",
-	// "uprobe", "kprobe", "fentry", …; Why says why that one was chosen.
+	// "uprobe", "kprobe", "fentry", …, and "kprobe.session" for both a
+	// kprobe and the kretprobe whose program it shares; Why says why
+	// that one was chosen.
 	Mechanism string
 	Why       string
 }
@@ -340,13 +341,20 @@ func (p *Program) Probes() []Probe {
 	if p == nil || p.out == nil {
 		return nil
 	}
-	probes := make([]Probe, len(p.out.Programs))
-	for i, prog := range p.out.Programs {
-		targets := make([]string, len(prog.Targets))
-		for j, t := range prog.Targets {
-			targets[j] = t.FullName()
+	var probes []Probe
+	add := func(prog *codegen.Program, probe *check.Probe, targets []*check.Target) {
+		names := make([]string, len(targets))
+		for j, t := range targets {
+			names[j] = t.FullName()
 		}
-		probes[i] = Probe{Name: probeName(prog.Probe.Syntax.Points), Targets: targets, Mechanism: string(prog.Mechanism), Why: prog.Why}
+		probes = append(probes, Probe{Name: probeName(probe.Syntax.Points), Targets: names, Mechanism: string(prog.Mechanism), Why: prog.Why})
+	}
+	for _, prog := range p.out.Programs {
+		add(prog, prog.Probe, prog.Targets)
+		if prog.Return != nil {
+			// A kprobe session's program serves its kretprobe too.
+			add(prog, prog.Return, prog.Return.Targets)
+		}
 	}
 	return probes
 }

@@ -28,6 +28,10 @@ type Options struct {
 	// direction with one perf event on raw_syscalls, the program telling
 	// the system calls apart by number.
 	Multi bool
+	// Session makes Multi's kprobe.multi link a session link, which runs
+	// the program, loaded for it, at the functions' entry and again at
+	// their return when it returns 0 at the entry.
+	Session bool
 	// Trampoline attaches a kprobe target's program, loaded as fentry or
 	// fexit for its function, through a BPF trampoline.
 	Trampoline bool
@@ -418,8 +422,8 @@ func attachMultiLink(prog *ebpf.Program, targets []*check.Target, cookies []uint
 		for i, t := range targets {
 			syms[i] = t.Attach.(Kprobe).Symbol
 		}
-		kopts := link.KprobeMultiOptions{Symbols: syms, Cookies: cookies}
-		if first.Return {
+		kopts := link.KprobeMultiOptions{Symbols: syms, Cookies: cookies, Session: opts.Session}
+		if first.Return && !opts.Session {
 			return one(link.KretprobeMulti(prog, kopts))
 		}
 		return one(link.KprobeMulti(prog, kopts))

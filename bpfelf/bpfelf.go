@@ -41,17 +41,18 @@ type kind struct {
 // prefixes lists, for each kind of program, the section names that give
 // it, the first being the one defaultSection picks.
 var prefixes = map[kind][]string{
-	{ebpf.Kprobe, ebpf.AttachNone}:             {"kprobe", "kretprobe", "uprobe", "uretprobe"},
-	{ebpf.Kprobe, ebpf.AttachTraceKprobeMulti}: {"kprobe.multi", "kretprobe.multi"},
-	{ebpf.Kprobe, ebpf.AttachTraceUprobeMulti}: {"uprobe.multi", "uretprobe.multi"},
-	{ebpf.TracePoint, ebpf.AttachNone}:         {"tracepoint", "tp"},
-	{ebpf.RawTracepoint, ebpf.AttachNone}:      {"raw_tracepoint", "raw_tp"},
-	{ebpf.PerfEvent, ebpf.AttachNone}:          {"perf_event"},
-	{ebpf.Tracing, ebpf.AttachTraceFEntry}:     {"fentry"},
-	{ebpf.Tracing, ebpf.AttachTraceFExit}:      {"fexit"},
-	{ebpf.Tracing, ebpf.AttachModifyReturn}:    {"fmod_ret"},
-	{ebpf.Tracing, ebpf.AttachTraceIter}:       {"iter"},
-	{ebpf.XDP, ebpf.AttachXDP}:                 {"xdp"},
+	{ebpf.Kprobe, ebpf.AttachNone}:               {"kprobe", "kretprobe", "uprobe", "uretprobe"},
+	{ebpf.Kprobe, ebpf.AttachTraceKprobeMulti}:   {"kprobe.multi", "kretprobe.multi"},
+	{ebpf.Kprobe, ebpf.AttachTraceKprobeSession}: {"kprobe.session"},
+	{ebpf.Kprobe, ebpf.AttachTraceUprobeMulti}:   {"uprobe.multi", "uretprobe.multi"},
+	{ebpf.TracePoint, ebpf.AttachNone}:           {"tracepoint", "tp"},
+	{ebpf.RawTracepoint, ebpf.AttachNone}:        {"raw_tracepoint", "raw_tp"},
+	{ebpf.PerfEvent, ebpf.AttachNone}:            {"perf_event"},
+	{ebpf.Tracing, ebpf.AttachTraceFEntry}:       {"fentry"},
+	{ebpf.Tracing, ebpf.AttachTraceFExit}:        {"fexit"},
+	{ebpf.Tracing, ebpf.AttachModifyReturn}:      {"fmod_ret"},
+	{ebpf.Tracing, ebpf.AttachTraceIter}:         {"iter"},
+	{ebpf.XDP, ebpf.AttachXDP}:                   {"xdp"},
 }
 
 // defaultSection returns the section name a program is written in when

@@ -61,6 +61,7 @@ func TestRoundTrip(t *testing.T) {
 		{&ebpf.ProgramSpec{Type: ebpf.Kprobe}, "kprobe", ""},
 		{&ebpf.ProgramSpec{Type: ebpf.Kprobe, SectionName: "uretprobe//bin/bash:readline"}, "uretprobe//bin/bash:readline", "/bin/bash:readline"},
 		{&ebpf.ProgramSpec{Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceKprobeMulti}, "kprobe.multi", ""},
+		{&ebpf.ProgramSpec{Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceKprobeSession}, "kprobe.session", ""},
 		{&ebpf.ProgramSpec{Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceUprobeMulti}, "uprobe.multi", ""},
 		{&ebpf.ProgramSpec{Type: ebpf.TracePoint, SectionName: "tracepoint/sched/sched_switch"}, "tracepoint/sched/sched_switch", "sched/sched_switch"},
 		{&ebpf.ProgramSpec{Type: ebpf.RawTracepoint}, "raw_tracepoint", ""},

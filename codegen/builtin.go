@@ -259,6 +259,9 @@ func (g *gen) targetIndex() operand {
 	}
 	g.cookies = true
 	g.emit(asm.Mov.Reg(asm.R1, regCtx))
+	if g.cookieShift != 0 {
+		return g.helperResult(asm.FnGetAttachCookie, asm.Add.Imm(asm.R0, int32(g.cookieShift)))
+	}
 	return g.helperResult(asm.FnGetAttachCookie)
 }
 

@@ -33,8 +33,12 @@ type gen struct {
 	temps   [2]bool // R7, R8 in use
 	spills  []int16 // free spill slots
 	vars    map[string]mem
+	homes   []mem  // the variables' homes, of both halves of a kprobe session
 	cookies bool   // target index comes from the attach cookie
 	firstID uint64 // what probe yields for the first target
+	// cookieShift is what the attach cookie, the id of a kprobe
+	// session's entry target, takes to the id of its return target.
+	cookieShift uint64
 
 	exitLabel string
 	loops     int // depth of while and for loops around what is generated

@@ -112,10 +112,14 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 	}
 	c.declareMaps()
 	var probes []*check.Probe
-	for _, p := range c.mergeProbes(splitUSDT(prog.Probes)) {
+	for _, p := range c.mergeProbes(c.pairSessions(splitUSDT(prog.Probes))) {
 		probes = append(probes, c.splitSyscalls(p)...)
 	}
 	for _, p := range probes {
+		if ret := c.sessions[p]; ret != nil {
+			c.compileSession(p, ret)
+			continue
+		}
 		mech, why := c.choose(p)
 		if (mech.IsTrampoline() || mech == MechRawTracepoint) && len(p.Targets) > 1 {
 			// A trampoline program is bound to one function when it is
@@ -145,6 +149,9 @@ type compiler struct {
 	out  *Output
 	maps map[*check.Map]*Map
 	errs syntax.ErrorList
+	// sessions pairs each kprobe that runs as a kprobe session with its
+	// kretprobe (pairSessions).
+	sessions map[*check.Probe]*check.Probe
 
 	nprogs      int // programs generated so far, for naming
 	compatAsked bool
@@ -285,11 +292,15 @@ func (c *compiler) compile(p *check.Probe, mech Mechanism, why string) {
 	if prog == nil {
 		return
 	}
+	var fallback *Program
 	switch {
 	case mech.IsTrampoline() && (p.Provider == "kprobe" || p.Provider == "kretprobe"):
-		prog.Fallback = c.compileProbe(p, MechKprobe, "the kernel refused a trampoline for this function", prog.FirstTarget)
+		fallback = c.compileProbe(p, MechKprobe, "the kernel refused a trampoline for this function", prog.FirstTarget)
 	case mech == MechKprobeMulti:
-		prog.Fallback = c.compileProbe(p, MechKprobe, "the kernel refused the kprobe.multi link: one kprobe link per function", prog.FirstTarget)
+		fallback = c.compileProbe(p, MechKprobe, "the kernel refused the kprobe.multi link: one kprobe link per function", prog.FirstTarget)
+	}
+	if fallback != nil {
+		prog.Fallback = []*Program{fallback}
 	}
 	c.out.Targets = append(c.out.Targets, p.Targets...)
 	c.out.Programs = append(c.out.Programs, prog)
@@ -322,20 +333,43 @@ func (c *compiler) probeIDs(targets []*check.Target, firstTarget int) []uint64 {
 // in Output.Targets.
 func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firstTarget int) *Program {
 	ids := c.probeIDs(p.Targets, firstTarget)
-	g := &gen{c: c, p: p, mech: mech, vars: map[string]mem{}, aliases: map[string]string{}, firstID: ids[0]}
-	if !mech.sharesScratch() {
-		g.scratchBase = c.ownScratch
-	}
-	g.exitLabel = g.newLabel("exit")
+	g := c.newGen(p, mech, ids[0])
 	name := fmt.Sprintf("probe%d", c.nprogs+1)
 	if mech == MechSyscalls {
 		g.tableName = "sysnr_" + name
 		g.table = syscallTable(g.tableName, p.Targets, ids)
 	}
 	g.body()
+	return c.finish(g, &Program{
+		Name:        name,
+		Probe:       p,
+		Targets:     p.Targets,
+		FirstTarget: firstTarget,
+		IDs:         ids,
+		Mechanism:   mech,
+		Why:         why,
+	})
+}
+
+// newGen starts the generation of a program of mechanism mech whose
+// probe p yields firstID for its first target.
+func (c *compiler) newGen(p *check.Probe, mech Mechanism, firstID uint64) *gen {
+	g := &gen{c: c, p: p, mech: mech, vars: map[string]mem{}, aliases: map[string]string{}, firstID: firstID}
+	if !mech.sharesScratch() {
+		g.scratchBase = c.ownScratch
+	}
+	g.exitLabel = g.newLabel("exit")
+	return g
+}
+
+// finish accounts for the memory of the program g generated and adds
+// its spec to the collection; prog says what it is. It returns prog, or
+// nil when g generated nothing.
+func (c *compiler) finish(g *gen, prog *Program) *Program {
 	if len(g.insns) == 0 {
 		return nil
 	}
+	p, mech := prog.Probe, prog.Mechanism
 	if mech.sharesScratch() {
 		c.sharedScratch = max(c.sharedScratch, g.scratch.max)
 	} else {
@@ -350,6 +384,7 @@ func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firs
 	if g.table != nil {
 		c.out.Collection.Maps[g.tableName] = g.table
 	}
+	name := prog.Name
 	ret := p.Provider == "kretprobe" || p.Provider == "uretprobe"
 	ptype, atype := programType(mech, ret)
 	spec := &ebpf.ProgramSpec{
@@ -363,15 +398,6 @@ func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firs
 		spec.AttachTo = p.Targets[0].Func
 	}
 	c.out.Collection.Programs[name] = spec
-	return &Program{
-		Name:        name,
-		Probe:       p,
-		Targets:     p.Targets,
-		FirstTarget: firstTarget,
-		IDs:         ids,
-		Mechanism:   mech,
-		Why:         why,
-		Cookies:     g.cookies,
-		Pos:         g.pos,
-	}
+	prog.Cookies, prog.Pos = g.cookies, g.pos
+	return prog
 }

@@ -22,6 +22,7 @@ const (
 	MechPerfEvent     Mechanism = "perf_event"     // profile and interval clocks
 	MechKprobe        Mechanism = "kprobe"         // one int3 kprobe link per function
 	MechKprobeMulti   Mechanism = "kprobe.multi"   // one fprobe link for every function
+	MechKprobeSession Mechanism = "kprobe.session" // one fprobe link running a kprobe's and a kretprobe's blocks
 	MechFentry        Mechanism = "fentry"         // a BPF trampoline at function entry
 	MechFexit         Mechanism = "fexit"          // a BPF trampoline at function return
 	MechFmodRet       Mechanism = "fmod_ret"       // a trampoline that may replace the return value
@@ -167,6 +168,8 @@ func programType(m Mechanism, ret bool) (ebpf.ProgramType, ebpf.AttachType) {
 		return ebpf.PerfEvent, ebpf.AttachNone
 	case MechKprobeMulti:
 		return ebpf.Kprobe, ebpf.AttachTraceKprobeMulti
+	case MechKprobeSession:
+		return ebpf.Kprobe, ebpf.AttachTraceKprobeSession
 	case MechUprobeMulti:
 		return ebpf.Kprobe, ebpf.AttachTraceUprobeMulti
 	case MechFentry:
@@ -189,7 +192,7 @@ func programType(m Mechanism, ret bool) (ebpf.ProgramType, ebpf.AttachType) {
 // all add at the head, while tracepoints and raw tracepoints append.
 func (m Mechanism) NewestFirst() bool {
 	switch m {
-	case MechUprobe, MechUprobeMulti, MechKprobe, MechKprobeMulti, MechFentry, MechFexit, MechFmodRet:
+	case MechUprobe, MechUprobeMulti, MechKprobe, MechKprobeMulti, MechKprobeSession, MechFentry, MechFexit, MechFmodRet:
 		return true
 	}
 	return false
@@ -215,9 +218,10 @@ func (m Mechanism) sharesScratch() bool {
 		// kprobe_perf_func and kretprobe_perf_func run it through
 		// trace_call_bpf, which takes bpf_prog_active.
 		return true
-	case MechKprobeMulti:
+	case MechKprobeMulti, MechKprobeSession:
 		// kprobe_multi_link_prog_run takes bpf_prog_active itself
-		// (since kprobe.multi came, in 5.18; so in 6.1 and 6.12).
+		// (since kprobe.multi came, in 5.18; so in 6.1 and 6.12), at
+		// a session's entry and return alike.
 		return true
 	case MechTracepoint, MechSyscalls:
 		// perf_trace_run_bpf_submit runs it through trace_call_bpf;
@@ -244,7 +248,7 @@ func (m Mechanism) sharesScratch() bool {
 // (struct pt_regs), as opposed to an array of argument words.
 func (m Mechanism) regsContext() bool {
 	switch m {
-	case MechKprobe, MechKprobeMulti, MechUprobe, MechUprobeMulti, MechPerfEvent:
+	case MechKprobe, MechKprobeMulti, MechKprobeSession, MechUprobe, MechUprobeMulti, MechPerfEvent:
 		return true
 	}
 	return false

@@ -59,8 +59,12 @@ func (c *compiler) mergeProbes(probes []*check.Probe) []*check.Probe {
 // body reads saved registers, probes at an offset or probes a function
 // ftrace cannot reach needs kprobe links of its own, and a kernel
 // without the multi link, or an --attach other than kprobe.multi,
-// merges nothing.
+// merges nothing. A kprobe paired with a kretprobe in a kprobe session
+// is not merged further.
 func (c *compiler) mergeKey(p *check.Probe) (string, bool) {
+	if c.sessions[p] != nil {
+		return "", false // a kprobe session's program is its own
+	}
 	body := syntax.String(&syntax.Probe{Pred: p.Syntax.Pred, Body: p.Syntax.Body})
 	switch p.Provider {
 	case "uprobe", "uretprobe":

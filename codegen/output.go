@@ -106,10 +106,17 @@ type Program struct {
 	// chosen.
 	Mechanism Mechanism
 	Why       string
-	// Fallback is the same probe compiled as a kprobe, for a kprobe
-	// compiled as a trampoline or for kprobe.multi: it is used instead
-	// if the kernel refuses to load or attach the first choice.
-	Fallback *Program
+	// Return, for a kprobe session, is the kretprobe whose block the
+	// program runs at the functions' return; Probe is the kprobe, whose
+	// block it runs at their entry. The kretprobe's targets follow the
+	// kprobe's in Output.Targets; Targets are the kprobe's alone, which
+	// the session link attaches.
+	Return *check.Probe
+	// Fallback is what is used instead if the kernel refuses to load or
+	// attach the first choice: for a kprobe compiled as a trampoline or
+	// for kprobe.multi the same probe compiled as a kprobe, for a kprobe
+	// session its kprobe and its kretprobe compiled as kprobes.
+	Fallback []*Program
 	// Cookies is set when the program serves several targets and tells
 	// them apart by the attach cookie, which must then be each target's
 	// entry in IDs.

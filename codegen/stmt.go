@@ -48,6 +48,15 @@ func (g *gen) body() {
 		// last object, with none; bpftrace's probes never see that call.
 		g.emit(asm.LoadMem(asm.R0, regCtx, 8, asm.DWord), asm.JEq.Imm(asm.R0, 0, g.exitLabel))
 	}
+	g.half()
+	g.finish()
+}
+
+// half generates g.p's predicate and statements, up to the exit that
+// returns: the whole program but for its prologue, or one half of a
+// kprobe session's.
+func (g *gen) half() {
+	probe := g.p.Syntax
 	g.filterPid()
 	if probe.Pred != nil {
 		g.cur = probe.Pred.Pos()
@@ -65,6 +74,12 @@ func (g *gen) body() {
 		g.emit(asm.Mov.Imm(asm.R0, 0))
 	}
 	g.emit(asm.Return())
+}
+
+// finish puts the prologue in front of what half generated, and the
+// callbacks after it, and checks the program's memory.
+func (g *gen) finish() {
+	probe := g.p.Syntax
 	g.prologue()
 	if len(g.subprogs) > 0 {
 		// The kernel takes function pointers only in programs whose
@@ -110,6 +125,7 @@ func (g *gen) allocVars() {
 		} else {
 			g.vars[n] = g.alloc(size, 8)
 		}
+		g.homes = append(g.homes, g.vars[n])
 	}
 }
 
@@ -150,13 +166,8 @@ func (g *gen) prologue() {
 			g.emit(asm.Add.Imm(regScratch, int32(g.scratchBase)))
 		}
 	}
-	names := make([]string, 0, len(g.vars))
-	for n := range g.vars {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		g.zero(g.vars[n])
+	for _, m := range g.homes {
+		g.zero(m)
 	}
 	g.insns = append(g.insns, body...)
 	g.pos = append(g.pos, pos...)

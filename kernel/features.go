@@ -38,6 +38,7 @@ const (
 	FeatKprobe
 	FeatKretprobe
 	FeatKprobeMulti
+	FeatKprobeSession // kprobe.multi links that run one program at entry and return
 	FeatUprobe
 	FeatUretprobe
 	FeatUprobeMulti
@@ -89,6 +90,7 @@ var featureInfos = [numFeatures]featureInfo{
 	FeatKprobe:                {"kprobe", "kprobes", true},
 	FeatKretprobe:             {"kretprobe", "kretprobes", true},
 	FeatKprobeMulti:           {"kprobe_multi", "kprobe.multi links", true},
+	FeatKprobeSession:         {"kprobe_session", "kprobe session links", true},
 	FeatUprobe:                {"uprobe", "uprobes", true},
 	FeatUretprobe:             {"uretprobe", "uretprobes", true},
 	FeatUprobeMulti:           {"uprobe_multi", "uprobe.multi links", true},
@@ -352,6 +354,16 @@ func probe(f Feature) Status {
 				return f.no(why)
 			}
 			return f.no("this kernel does not support bpf_link_kprobe_multi")
+		}
+		return f.fromErr(err)
+	case FeatKprobeSession:
+		// BPF_TRACE_KPROBE_SESSION came in 6.10, on top of kprobe.multi.
+		err := features.HaveBPFLinkKprobeSession()
+		if errors.Is(err, ebpf.ErrNotSupported) {
+			if why := configSays("CONFIG_FPROBE"); why != "" {
+				return f.no(why)
+			}
+			return f.no("this kernel does not support bpf_link_kprobe_session")
 		}
 		return f.fromErr(err)
 	case FeatUprobe, FeatUretprobe:

@@ -140,6 +140,7 @@ func TestProbeConfigReasons(t *testing.T) {
 		{FeatKprobe, "CONFIG_KPROBES", "kprobes are not available: this kernel was built without CONFIG_KPROBES"},
 		{FeatKretprobe, "CONFIG_KPROBES", "kretprobes are not available: this kernel was built without CONFIG_KPROBES"},
 		{FeatKprobeMulti, "CONFIG_FPROBE", "kprobe.multi links are not available: this kernel was built without CONFIG_FPROBE"},
+		{FeatKprobeSession, "CONFIG_FPROBE", "kprobe session links are not available: this kernel was built without CONFIG_FPROBE"},
 		{FeatOverrideReturn, "CONFIG_FUNCTION_ERROR_INJECTION", "the bpf_override_return helper is not available: this kernel was built without CONFIG_FUNCTION_ERROR_INJECTION"},
 		{FeatUprobe, "CONFIG_UPROBES", "uprobes are not available: this kernel was built without CONFIG_UPROBES"},
 		{FeatBTF, "CONFIG_DEBUG_INFO_BTF", "kernel BTF is not available: this kernel was built without CONFIG_DEBUG_INFO_BTF"},
@@ -177,6 +178,7 @@ func TestProbeProjectHost(t *testing.T) {
 		FeatLSM:            "LSM programs are refused by this kernel's policy (EPERM)",
 		FeatKprobe:         "kprobes are not available: this kernel was built without CONFIG_KPROBES",
 		FeatKprobeMulti:    "kprobe.multi links are not available: this kernel was built without CONFIG_FPROBE",
+		FeatKprobeSession:  "kprobe session links are not available: this kernel was built without CONFIG_FPROBE",
 		FeatPerfHardware:   "hardware perf events are not available: this machine exposes no hardware performance counters (ENOENT)",
 		FeatProbeWriteUser: "the bpf_probe_write_user helper is not available: kernel lockdown is set to integrity, which forbids BPF programs to write user memory",
 	}
@@ -228,6 +230,7 @@ func TestProbeAgreesWithTestenv(t *testing.T) {
 		{testenv.Kprobe, FeatKprobe},
 		{testenv.Kretprobe, FeatKretprobe},
 		{testenv.KprobeMulti, FeatKprobeMulti},
+		{testenv.KprobeSession, FeatKprobeSession},
 		{testenv.Fentry, FeatFentry},
 		{testenv.Fexit, FeatFexit},
 		{testenv.FmodRet, FeatFmodRet},

@@ -17,7 +17,8 @@ import (
 func WriteELF(w io.Writer, out *codegen.Output) error {
 	coll := out.Collection.Copy()
 	for _, p := range out.Programs {
-		for q := p; q != nil; q = q.Fallback {
+		coll.Programs[p.Name].SectionName = sectionName(p)
+		for _, q := range p.Fallback {
 			coll.Programs[q.Name].SectionName = sectionName(q)
 		}
 	}
@@ -47,6 +48,8 @@ func sectionName(p *codegen.Program) string {
 			return "kretprobe.multi"
 		}
 		return "kprobe.multi"
+	case codegen.MechKprobeSession:
+		return "kprobe.session"
 	case codegen.MechUprobeMulti:
 		if ret {
 			return "uretprobe.multi"

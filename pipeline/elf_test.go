@@ -29,6 +29,7 @@ func TestSectionName(t *testing.T) {
 		{codegen.MechUprobe, []*check.Target{target("watchpoint", "/bin/x:f+arg0:8:w", "f")}, ""},
 		{codegen.MechKprobeMulti, []*check.Target{target("kprobe", "vfs_read", "vfs_read")}, "kprobe.multi"},
 		{codegen.MechKprobeMulti, []*check.Target{target("kretprobe", "vfs_read", "vfs_read")}, "kretprobe.multi"},
+		{codegen.MechKprobeSession, []*check.Target{target("kprobe", "vfs_read", "vfs_read")}, "kprobe.session"},
 		{codegen.MechUprobeMulti, []*check.Target{target("uprobe", "/bin/bash:readline", "readline")}, "uprobe.multi"},
 		{codegen.MechUprobeMulti, []*check.Target{target("uretprobe", "/bin/bash:readline", "readline")}, "uretprobe.multi"},
 		{codegen.MechTracepoint, []*check.Target{target("tracepoint", "syscalls:sys_enter_read", "sys_enter_read")}, "tracepoint/syscalls/sys_enter_read"},

@@ -376,12 +376,13 @@ func haveBTF() bool {
 // the kernel's features, each probed once and only when asked.
 func Supports(m codegen.Mechanism) bool {
 	f, ok := map[codegen.Mechanism]kernel.Feature{
-		codegen.MechKprobe:      kernel.FeatKprobe,
-		codegen.MechKprobeMulti: kernel.FeatKprobeMulti,
-		codegen.MechFentry:      kernel.FeatFentry,
-		codegen.MechFexit:       kernel.FeatFexit,
-		codegen.MechFmodRet:     kernel.FeatFmodRet,
-		codegen.MechUprobeMulti: kernel.FeatUprobeMulti,
+		codegen.MechKprobe:        kernel.FeatKprobe,
+		codegen.MechKprobeMulti:   kernel.FeatKprobeMulti,
+		codegen.MechKprobeSession: kernel.FeatKprobeSession,
+		codegen.MechFentry:        kernel.FeatFentry,
+		codegen.MechFexit:         kernel.FeatFexit,
+		codegen.MechFmodRet:       kernel.FeatFmodRet,
+		codegen.MechUprobeMulti:   kernel.FeatUprobeMulti,
 	}[m]
 	return ok && kernel.Available(f)
 }
@@ -459,7 +460,9 @@ func DumpBPF(w io.Writer, out *codegen.Output) {
 		dumpProgram(w, out, p)
 		if p.Fallback != nil {
 			fmt.Fprintln(w, "fallback if the kernel refuses the first choice:")
-			dumpProgram(w, out, p.Fallback)
+			for _, q := range p.Fallback {
+				dumpProgram(w, out, q)
+			}
 		}
 	}
 }

@@ -53,12 +53,15 @@ func (s *Session) load() error {
 		}
 		prog, err := s.loadProgram(p, kernelTypes)
 		if err != nil && p.Fallback != nil {
-			fb, fbErr := s.loadProgram(p.Fallback, kernelTypes)
-			if fbErr == nil {
+			if fbs, fbErr := s.loadPrograms(p.Fallback, kernelTypes); fbErr == nil {
 				if s.opts.Verbose {
-					fmt.Fprintf(s.opts.Stderr, "kinst: %s: %s refused (%v); using a kprobe\n", p.Targets[0].FullName(), p.Mechanism, err)
+					fmt.Fprintf(s.opts.Stderr, "kinst: %s: %s refused (%v); using kprobes\n", p.Targets[0].FullName(), p.Mechanism, err)
 				}
-				p, prog, err = p.Fallback, fb, nil
+				for i, q := range p.Fallback {
+					coll.Programs[q.Name] = fbs[i]
+				}
+				s.loaded = append(s.loaded, p.Fallback...)
+				continue
 			}
 		}
 		if err != nil {
@@ -69,6 +72,22 @@ func (s *Session) load() error {
 		s.loaded = append(s.loaded, p)
 	}
 	return nil
+}
+
+// loadPrograms loads programs, all or none.
+func (s *Session) loadPrograms(progs []*codegen.Program, kernelTypes *btf.Spec) ([]*ebpf.Program, error) {
+	var loaded []*ebpf.Program
+	for _, p := range progs {
+		prog, err := s.loadProgram(p, kernelTypes)
+		if err != nil {
+			for _, l := range loaded {
+				l.Close()
+			}
+			return nil, err
+		}
+		loaded = append(loaded, prog)
+	}
+	return loaded, nil
 }
 
 // loadProgram loads one program with its map references resolved.

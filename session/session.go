@@ -723,32 +723,57 @@ func (s *Session) attachAll() error {
 		}
 		a, err := s.attach(p)
 		if err != nil && p.Fallback != nil {
-			// The kernel refused the multi link as a whole; one kprobe
-			// per function can still attach those it allows.
-			fb, fbErr := s.loadProgram(p.Fallback, nil)
-			if fbErr == nil {
-				s.coll.Programs[p.Fallback.Name] = fb
+			// The kernel refused the multi or session link as a whole;
+			// one kprobe per function can still attach those it allows.
+			if fbs, fbErr := s.loadPrograms(p.Fallback, nil); fbErr == nil {
 				if s.opts.Verbose {
 					fmt.Fprintf(s.opts.Stderr, "kinst: %s: %s refused (%v)\n", p.Targets[0].FullName(), p.Mechanism, err)
 				}
-				p = p.Fallback
-				s.loaded[i] = p
-				a, err = s.attach(p)
+				for j, q := range p.Fallback {
+					s.coll.Programs[q.Name] = fbs[j]
+				}
+				s.loaded[i] = p.Fallback[0]
+				s.loaded = append(s.loaded, p.Fallback[1:]...)
+				if err := s.attachFallback(p.Fallback); err != nil || s.ctx.Err() != nil {
+					return err
+				}
+				continue
 			}
 		}
-		if err != nil && s.ctx.Err() != nil {
-			return nil // the signal's doing: Attach rolled its own links back
+		if err := s.attached1(p, a, err); err != nil || s.ctx.Err() != nil {
+			return err
 		}
-		if err != nil {
-			return s.locate(p, err)
-		}
-		s.attached += uint64(len(p.Targets) - len(a.Skipped))
-		if n := len(a.Skipped); n > 0 {
-			s.warnf("%d of the %d targets of %s could not be attached and are left out: %s; the first: %v",
-				n, len(p.Targets), p.Probe.Syntax.Points[0].Raw, skippedNames(a.Skipped), a.Skipped[0])
-		}
-		s.links = append(s.links, a.Links...)
 	}
+	return nil
+}
+
+// attachFallback attaches the programs a refused program falls back on.
+func (s *Session) attachFallback(progs []*codegen.Program) error {
+	for _, p := range progs {
+		a, err := s.attach(p)
+		if err := s.attached1(p, a, err); err != nil || s.ctx.Err() != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// attached1 takes the outcome of attaching p: it counts and keeps the
+// links, warns of the targets left out, and locates an error, but for
+// one a signal caused, which ends the attaching without one.
+func (s *Session) attached1(p *codegen.Program, a *attach.Attached, err error) error {
+	if err != nil && s.ctx.Err() != nil {
+		return nil // the signal's doing: Attach rolled its own links back
+	}
+	if err != nil {
+		return s.locate(p, err)
+	}
+	s.attached += uint64(len(p.Targets) - len(a.Skipped))
+	if n := len(a.Skipped); n > 0 {
+		s.warnf("%d of the %d targets of %s could not be attached and are left out: %s; the first: %v",
+			n, len(p.Targets), p.Probe.Syntax.Points[0].Raw, skippedNames(a.Skipped), a.Skipped[0])
+	}
+	s.links = append(s.links, a.Links...)
 	return nil
 }
 
@@ -830,7 +855,8 @@ func (s *Session) attach(p *codegen.Program) (*attach.Attached, error) {
 	}
 	a, err := attach.Attach(s.ctx, s.coll.Programs[p.Name], p.Targets, attach.Options{
 		IDs:        p.IDs,
-		Multi:      p.Mechanism == codegen.MechKprobeMulti || p.Mechanism == codegen.MechUprobeMulti || p.Mechanism == codegen.MechSyscalls,
+		Multi:      p.Mechanism == codegen.MechKprobeMulti || p.Mechanism == codegen.MechKprobeSession || p.Mechanism == codegen.MechUprobeMulti || p.Mechanism == codegen.MechSyscalls,
+		Session:    p.Mechanism == codegen.MechKprobeSession,
 		Trampoline: p.Mechanism.IsTrampoline(),
 		Pid:        s.opts.Pid,
 		PerfPid:    s.perfPid(),

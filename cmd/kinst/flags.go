@@ -54,8 +54,8 @@ OPTIONS:
                    attach only the probes whose names REGEX matches (and
                    BEGIN and END)
     --no-feature F[,F]
-                   do not use kprobe_multi or uprobe_multi links although
-                   the kernel has them (kprobe_session: kinst never uses it)
+                   do not use kprobe_multi, kprobe_session or uprobe_multi
+                   links although the kernel has them
     --traceable-functions FILE
                    read the traceable kernel functions from FILE, in the
                    form of available_filter_functions

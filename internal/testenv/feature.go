@@ -21,6 +21,7 @@ const (
 	Kprobe              Feature = iota // kprobe attached through perf_event or tracefs
 	Kretprobe                          // kretprobe
 	KprobeMulti                        // kprobe.multi link (fprobe)
+	KprobeSession                      // kprobe.multi link with session semantics
 	Fentry                             // fentry tracing program
 	Fexit                              // fexit tracing program
 	FmodRet                            // fmod_ret on a security_* function
@@ -53,6 +54,7 @@ var features = [numFeatures]featureInfo{
 	Kprobe:              {"kprobe", version{4, 1}, []string{"CONFIG_BPF_EVENTS", "CONFIG_KPROBES", "CONFIG_KPROBE_EVENTS"}, probeKprobe},
 	Kretprobe:           {"kretprobe", version{4, 1}, []string{"CONFIG_BPF_EVENTS", "CONFIG_KRETPROBES", "CONFIG_KPROBE_EVENTS"}, probeKretprobe},
 	KprobeMulti:         {"kprobe.multi", version{5, 18}, []string{"CONFIG_BPF_EVENTS", "CONFIG_FPROBE"}, probeKprobeMulti},
+	KprobeSession:       {"kprobe session", version{6, 10}, []string{"CONFIG_BPF_EVENTS", "CONFIG_FPROBE"}, probeKprobeSession},
 	Fentry:              {"fentry", version{5, 5}, tracingConfigs, probeFentry},
 	Fexit:               {"fexit", version{5, 5}, tracingConfigs, probeFexit},
 	FmodRet:             {"fmod_ret", version{5, 7}, tracingConfigs, probeFmodRet},

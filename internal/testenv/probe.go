@@ -69,6 +69,12 @@ func probeKprobeMulti() error {
 	})
 }
 
+func probeKprobeSession() error {
+	return attach(ebpf.Kprobe, ebpf.AttachTraceKprobeSession, "", func(p *ebpf.Program) (link.Link, error) {
+		return link.KprobeMulti(p, link.KprobeMultiOptions{Symbols: []string{probeFunc}, Session: true})
+	})
+}
+
 func probeTracing(at ebpf.AttachType, fn string) error {
 	return attach(ebpf.Tracing, at, fn, func(p *ebpf.Program) (link.Link, error) {
 		return link.AttachTracing(link.TracingOptions{Program: p, AttachType: at})

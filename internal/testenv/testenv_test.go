@@ -141,13 +141,13 @@ func TestRequireKnownKernels(t *testing.T) {
 	var want map[Feature]string // features expected to be unusable, with a word of the reason
 	switch {
 	case InGuest() && strings.HasPrefix(k.release, "6.1.0-"):
-		want = map[Feature]string{KprobeMulti: "CONFIG_FPROBE not set", UprobeMulti: "needs Linux 6.6"}
+		want = map[Feature]string{KprobeMulti: "CONFIG_FPROBE not set", KprobeSession: "needs Linux 6.10", UprobeMulti: "needs Linux 6.6"}
 	case InGuest() && strings.HasPrefix(k.release, "6.12."):
 		want = map[Feature]string{}
 	case !InGuest() && k.config["CONFIG_KPROBES"] == "n":
 		// The project's host: kprobes compiled out, tracing programs refused.
 		want = map[Feature]string{
-			Kprobe: "CONFIG_KPROBES", Kretprobe: "CONFIG_KRETPROBES", KprobeMulti: "CONFIG_FPROBE",
+			Kprobe: "CONFIG_KPROBES", Kretprobe: "CONFIG_KRETPROBES", KprobeMulti: "CONFIG_FPROBE", KprobeSession: "CONFIG_FPROBE",
 			Fentry: "EPERM", Fexit: "EPERM", FmodRet: "EPERM",
 		}
 	default:
