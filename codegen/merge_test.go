@@ -10,6 +10,7 @@ import (
 
 	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/check"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/syntax"
 )
@@ -177,25 +178,7 @@ func TestMergeKprobes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			prog, err := syntax.Parse("merge.bt", []byte(tt.src))
-			if err != nil {
-				t.Fatal(err)
-			}
-			checked, err := check.Check(prog, &check.Config{Resolver: kernelFuncs{}})
-			if err != nil {
-				var list syntax.ErrorList
-				if errors.As(err, &list) {
-					t.Fatalf("check:\n%s", list.Detail())
-				}
-				t.Fatal(err)
-			}
-			out, err := codegen.Generate(checked, &codegen.Options{
-				Supports: func(m codegen.Mechanism) bool { return slices.Contains(tt.supports, m) },
-				Force:    tt.force,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			out := generateFuncs(t, tt.src, compat.Current, tt.supports, tt.force)
 			got := describePrograms(out)
 			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
 				t.Errorf("programs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
@@ -211,6 +194,32 @@ func TestMergeKprobes(t *testing.T) {
 
 // describePrograms lists each program as its mechanism and its targets'
 // functions.
+// generateFuncs compiles src against the fake kernel's functions with
+// the mechanisms supports names, and --attach force.
+func generateFuncs(t *testing.T, src string, v compat.Version, supports []codegen.Mechanism, force codegen.Mechanism) *codegen.Output {
+	t.Helper()
+	prog, err := syntax.Parse("funcs.bt", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked, err := check.Check(prog, &check.Config{Resolver: kernelFuncs{}, Compat: v})
+	if err != nil {
+		var list syntax.ErrorList
+		if errors.As(err, &list) {
+			t.Fatalf("check:\n%s", list.Detail())
+		}
+		t.Fatal(err)
+	}
+	out, err := codegen.Generate(checked, &codegen.Options{
+		Supports: func(m codegen.Mechanism) bool { return slices.Contains(supports, m) },
+		Force:    force,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func describePrograms(out *codegen.Output) []string {
 	var got []string
 	for _, p := range out.Programs {

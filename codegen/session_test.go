@@ -1,16 +1,13 @@
 package codegen_test
 
 import (
-	"errors"
 	"slices"
 	"strings"
 	"testing"
 
-	"kinst.dev/kinst/check"
 	"kinst.dev/kinst/codegen"
 	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/kernel"
-	"kinst.dev/kinst/syntax"
 )
 
 // A kprobe and the one kretprobe on the same functions, each of one
@@ -78,25 +75,7 @@ func TestPairSessions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			prog, err := syntax.Parse("session.bt", []byte(tt.src))
-			if err != nil {
-				t.Fatal(err)
-			}
-			checked, err := check.Check(prog, &check.Config{Resolver: kernelFuncs{}, Compat: tt.compat})
-			if err != nil {
-				var list syntax.ErrorList
-				if errors.As(err, &list) {
-					t.Fatalf("check:\n%s", list.Detail())
-				}
-				t.Fatal(err)
-			}
-			out, err := codegen.Generate(checked, &codegen.Options{
-				Supports: func(m codegen.Mechanism) bool { return slices.Contains(tt.supports, m) },
-				Force:    tt.force,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			out := generateFuncs(t, tt.src, tt.compat, tt.supports, tt.force)
 			got := describePrograms(out)
 			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
 				t.Errorf("programs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
