@@ -17,7 +17,6 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
-	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/internal/testenv"
 )
 
@@ -180,14 +179,7 @@ func TestNoUserSymbols(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
 	bin := target(t)
-	f, err := elfsym.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sym, err := f.Lookup("kinst_greet")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sym := targetSymbol(t, "kinst_greet")
 	prog := "uprobe:" + bin + `:kinst_greet { printf("%s\n", usym(reg("ip"))); }`
 	kinstEnv(t, []string{"BPFTRACE_NO_USER_SYMBOLS=1"}, "-q", "-e", prog, "-c", bin+" linger 300 a").
 		want(t, 0, "0x"+strconv.FormatUint(sym.Addr, 16)+"\n\n\n", "")

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"kinst.dev/kinst/elfsym"
 	"kinst.dev/kinst/internal/testenv"
 )
 
@@ -76,6 +77,20 @@ func target(t testing.TB) string {
 		t.Fatal(targetBuild.err)
 	}
 	return targetBuild.path
+}
+
+// targetSymbol is the test target's symbol name.
+func targetSymbol(t testing.TB, name string) elfsym.Symbol {
+	t.Helper()
+	f, err := elfsym.Open(target(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sym, err := f.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sym
 }
 
 // gccDynamic builds the C program src dynamically linked, for tests of

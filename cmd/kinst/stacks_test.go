@@ -114,14 +114,7 @@ func TestRawAndBuildIDStacks(t *testing.T) {
 func TestProgramSymbols(t *testing.T) {
 	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
 	bin := target(t)
-	f, err := elfsym.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	greet, err := f.Lookup("kinst_greet")
-	if err != nil {
-		t.Fatal(err)
-	}
+	greet := targetSymbol(t, "kinst_greet")
 	t.Setenv("KINST_COMPAT", "")
 	for _, tt := range []struct{ env, config, frame string }{
 		{"PER_PROGRAM", "", "kinst_greet+0"},
