@@ -10,8 +10,8 @@ import (
 
 	"kinst.dev/kinst/attach"
 	"kinst.dev/kinst/check"
-	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/codegen"
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/syntax"
 )
 
