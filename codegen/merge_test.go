@@ -54,24 +54,9 @@ func TestMergeUprobes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			prog, err := syntax.Parse("merge.bt", []byte(tt.src))
-			if err != nil {
-				t.Fatal(err)
-			}
-			checked, err := check.Check(prog, &check.Config{Resolver: &attach.Resolver{}})
-			if err != nil {
-				var list syntax.ErrorList
-				if errors.As(err, &list) {
-					t.Fatalf("check:\n%s", list.Detail())
-				}
-				t.Fatal(err)
-			}
-			out, err := codegen.Generate(checked, &codegen.Options{
+			out := generate(t, tt.src, &check.Config{Resolver: &attach.Resolver{}}, &codegen.Options{
 				Supports: func(m codegen.Mechanism) bool { return tt.multi && m == codegen.MechUprobeMulti },
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
 			got := describePrograms(out)
 			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
 				t.Errorf("programs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
@@ -198,11 +183,20 @@ func TestMergeKprobes(t *testing.T) {
 // the mechanisms supports names, and --attach force.
 func generateFuncs(t *testing.T, src string, v compat.Version, supports []codegen.Mechanism, force codegen.Mechanism) *codegen.Output {
 	t.Helper()
-	prog, err := syntax.Parse("funcs.bt", []byte(src))
+	return generate(t, src, &check.Config{Resolver: kernelFuncs{}, Compat: v}, &codegen.Options{
+		Supports: func(m codegen.Mechanism) bool { return slices.Contains(supports, m) },
+		Force:    force,
+	})
+}
+
+// generate parses, checks and compiles src, failing the test on errors.
+func generate(t *testing.T, src string, conf *check.Config, opts *codegen.Options) *codegen.Output {
+	t.Helper()
+	prog, err := syntax.Parse("test.bt", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	checked, err := check.Check(prog, &check.Config{Resolver: kernelFuncs{}, Compat: v})
+	checked, err := check.Check(prog, conf)
 	if err != nil {
 		var list syntax.ErrorList
 		if errors.As(err, &list) {
@@ -210,10 +204,7 @@ func generateFuncs(t *testing.T, src string, v compat.Version, supports []codege
 		}
 		t.Fatal(err)
 	}
-	out, err := codegen.Generate(checked, &codegen.Options{
-		Supports: func(m codegen.Mechanism) bool { return slices.Contains(supports, m) },
-		Force:    force,
-	})
+	out, err := codegen.Generate(checked, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
