@@ -152,6 +152,34 @@ func TestTupleKeys(t *testing.T) {
 	})
 }
 
+// TestFineHist: bpftrace 0.26's hist(n, bits) splits each power of two
+// into 2^bits buckets, from 2^bits up; below that each value has its own.
+func TestFineHist(t *testing.T) {
+	testenv.Root(t)
+	bar := func(n int) string { return strings.Repeat("@", n) + strings.Repeat(" ", 52-n) }
+	runLangCases(t, []langCase{
+		{name: "text", defaultOnly: true,
+			prog: `begin { @a = hist(3, 2); @a = hist(9, 2); @a = hist(11, 2); @a = hist(11, 2); @b = hist(10 * 1024 * 1024 * 1024);
+			@c = hist(0x7fffffffffffffff, 5); @d = hist(1000, 2); @n = hist(-5, 1); exit(); }`,
+			want: "\n\n@a:\n" +
+				"[3]                    1 |" + bar(26) + "|\n" +
+				"[4]                    0 |" + bar(0) + "|\n" +
+				"[5]                    0 |" + bar(0) + "|\n" +
+				"[6]                    0 |" + bar(0) + "|\n" +
+				"[7]                    0 |" + bar(0) + "|\n" +
+				"[8, 10)                1 |" + bar(26) + "|\n" +
+				"[10, 12)               2 |" + bar(52) + "|\n\n" +
+				"@b:\n[8G, 16G)              1 |" + bar(52) + "|\n\n" +
+				"@c:\n[8064P, 8192P)         1 |" + bar(52) + "|\n\n" +
+				"@d:\n[896, 1024)            1 |" + bar(52) + "|\n\n" +
+				"@n:\n(..., 0)               1 |" + bar(52) + "|\n\n"},
+		{name: "json", defaultOnly: true, args: []string{"-f", "json"},
+			prog: `begin { @b = hist(10 * 1024 * 1024 * 1024); @c = hist(0x7fffffffffffffff, 5); exit(); }`,
+			want: `{"type": "hist", "data": {"@b": [{"min": 8589934592, "max": 17179869183, "count": 1}]}}` + "\n" +
+				`{"type": "hist", "data": {"@c": [{"min": 9079256848778919936, "max": 9223372036854775807, "count": 1}]}}` + "\n"},
+	})
+}
+
 // TestStringIndex: a string's bytes are int8 characters.
 func TestStringIndex(t *testing.T) {
 	testenv.Root(t)
