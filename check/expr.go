@@ -893,7 +893,14 @@ func (c *checker) typeExpr(te *syntax.TypeExpr) *Type {
 	if t == nil && te.Of != nil {
 		return nil
 	}
-	if te.Of == nil && (te.Kind != syntax.IDENT || t == nil) {
+	// bpftrace 0.26 knows void *, the pointer to any type, which a
+	// kernel function pointer is too.
+	void := te.Of == nil && te.Kind == syntax.IDENT && te.Name == "void" && c.conf.Compat != compat.V017
+	if void && te.Ptr == 0 {
+		c.errorf(te, "a value cannot have type void; void * points to any type")
+		return nil
+	}
+	if te.Of == nil && !void && (te.Kind != syntax.IDENT || t == nil) {
 		if t = c.namedType(te.Kind, te.Name, te); t == nil {
 			return nil
 		}

@@ -180,6 +180,15 @@ func TestFineHist(t *testing.T) {
 	})
 }
 
+// TestVoidPointer: bpftrace 0.26 casts to void *, which takes any
+// pointer; 0.17 knows no void.
+func TestVoidPointer(t *testing.T) {
+	testenv.Root(t)
+	const prog = `begin { $p = (void *)0; print($p); $p = (int8 *)16; print($p); $q = (void **)8; print($q); exit(); }`
+	runLangCases(t, []langCase{{name: "cast", prog: prog, want: "0x0\n0x10\n0x8\n\n\n", defaultOnly: true}})
+	kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "-e", `BEGIN { $p = (void *)0 }`).want(t, 1, "", "-e:1:15: unknown type void\nBEGIN { $p = (void *)0 }\n              ^~~~~~\n")
+}
+
 // TestStringIndex: a string's bytes are int8 characters.
 func TestStringIndex(t *testing.T) {
 	testenv.Root(t)
