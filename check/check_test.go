@@ -153,6 +153,7 @@ func TestCheckTypes(t *testing.T) {
 		{"BEGIN { @x = hist(5) }", "hist"},
 		{"BEGIN { @x = hist(5, 3) }", "hist"},
 		{"BEGIN { @x = (void *)0 }", "void *"},
+		{"BEGIN { @x = (bool[2])(uint16)1 }", "bool[2]"},
 		{"BEGIN { @x = (void **)0 }", "void * *"},
 		{"BEGIN { $p = (void *)0; $p = (int8 *)8; @x = $p }", "void *"},
 		{"BEGIN { @x = lhist(5, 0, 100, 10) }", "lhist"},

@@ -884,6 +884,9 @@ func (c *checker) boolCast(x *syntax.CastExpr) (t *Type, ok bool) {
 // declarations, or kernel types by BTF.
 func (c *checker) typeExpr(te *syntax.TypeExpr) *Type {
 	t := intTypeNames[te.Name]
+	if te.Name == "bool" && te.Kind == syntax.IDENT && c.conf.Compat != compat.V017 {
+		t = TBool
+	}
 	switch of := te.Of.(type) {
 	case *syntax.TypeExpr:
 		t = c.typeExpr(of)

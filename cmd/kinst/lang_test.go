@@ -189,6 +189,17 @@ func TestVoidPointer(t *testing.T) {
 	kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "-e", `BEGIN { $p = (void *)0 }`).want(t, 1, "", "-e:1:15: unknown type void\nBEGIN { $p = (void *)0 }\n              ^~~~~~\n")
 }
 
+// TestBoolArray: (bool[N])x reads x's bytes as N truth values.
+func TestBoolArray(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "text", prog: `begin { @a = (bool[2])(uint16)1; print((bool[4])(uint32)0x01000100); exit(); }`, defaultOnly: true,
+			want: "[false,true,false,true]\n\n\n@a: [true,false]\n"},
+		{name: "json", args: []string{"-f", "json"}, prog: `begin { @a = (bool[2])(uint16)1; exit(); }`, defaultOnly: true,
+			want: `{"type": "map", "data": {"@a": [true,false]}}` + "\n"},
+	})
+}
+
 // TestStringIndex: a string's bytes are int8 characters.
 func TestStringIndex(t *testing.T) {
 	testenv.Root(t)
