@@ -77,7 +77,8 @@ type TimePoint struct {
 	Value any
 }
 
-// Field is one field of a C struct or union.
+// Field is one field of a C struct or union. A floating-point field,
+// which kinst cannot read, has a nil Value.
 type Field struct {
 	Name  string
 	Value any
@@ -155,6 +156,8 @@ func convertValue(v output.Value) any {
 		return v.Int()
 	case output.KindPointer:
 		return uintptr(v.Uint())
+	case output.KindNone:
+		return nil
 	case output.KindTuple, output.KindArray:
 		return convertValues(v.Elems())
 	case output.KindRecord:

@@ -124,6 +124,8 @@ func TestMapsCurrent(t *testing.T) {
 			"@a[18446744073709551615, -1]: 0\n", `{"type": "map", "data": {"@a": {"18446744073709551615,-1": 0}}}` + "\n"},
 		{"enum key and value", &Map{Name: "@", Kind: KindInt, Entries: []Entry{{Key: []Value{Enum(1, 4, true, "ONE")}, Value: Enum(2, 4, true, "TWO")}}},
 			"@[ONE]: TWO\n", `{"type": "map", "data": {"@": {"ONE": 2}}}` + "\n"},
+		{"float member", &Map{Name: "@", Kind: KindRecord, Entries: []Entry{{Key: []Value{Record([]string{"f"}, []Value{None()})}, Value: Record([]string{"i", "f"}, []Value{Int(5), None()})}}},
+			"@[{ .f = null }]: { .i = 5, .f = null }\n", `{"type": "map", "data": {"@": {"{.f=null}": {"i": 5, "f": null}}}}` + "\n"},
 		{"struct value", &Map{Name: "@", Kind: KindTuple, Entries: scalar(Tuple(Int(0), record(2, 3)))},
 			"@: (0, { .m = 2, .n = 3 })\n", `{"type": "map", "data": {"@": [0,{"m": 2, "n": 3}]}}` + "\n"},
 	} {

@@ -40,6 +40,7 @@ const (
 	KindRecord                 // C structs and unions
 	KindBool                   // bpftrace 0.26's bool: true or false
 	KindTSeries                // bpftrace 0.26's tseries()
+	KindNone                   // what bpftrace 0.26 cannot represent, as a float member: null
 )
 
 var kindNames = [...]string{
@@ -72,6 +73,7 @@ var kindNames = [...]string{
 	KindRecord:     "record",
 	KindBool:       "bool",
 	KindTSeries:    "tseries",
+	KindNone:       "none",
 }
 
 // String returns bpftrace's name for the kind, as in its type messages.
@@ -301,6 +303,10 @@ func Stats(count, total int64) Value { return Value{kind: KindStats, n: uint64(c
 // [2^(k-2), 2^(k-1)); bpftrace 0.17 keeps 65 buckets and never fills one
 // above 33 (its log2 puts every value from 2^31 up in [2G, 4G)).
 func Hist(buckets []uint64) Value { return Value{kind: KindHist, ref: buckets} }
+
+// None returns the value bpftrace 0.26 gives what it cannot represent,
+// such as a struct's floating-point member: it prints as null.
+func None() Value { return Value{kind: KindNone} }
 
 // FineHist returns the value of a hist(n, bits) map entry of bpftrace
 // 0.26, which splits each power of two into 2^bits buckets: buckets[0]
