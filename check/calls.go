@@ -901,7 +901,7 @@ func (c *checker) checkStrncmp(x *syntax.CallExpr, call *Call) *Type {
 	if !c.nargs(x, 3, 3) {
 		return nil
 	}
-	a, b := c.expr(x.Args[0]), c.expr(x.Args[1])
+	a, b := c.probeString(x.Args[0], c.expr(x.Args[0])), c.probeString(x.Args[1], c.expr(x.Args[1]))
 	if a == nil || b == nil {
 		return nil
 	}

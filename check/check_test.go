@@ -167,6 +167,8 @@ func TestCheckTypes(t *testing.T) {
 		{"kprobe:f { @x = ksym(arg0) }", "ksym"},
 		{"kprobe:f { @x = kstack }", "kstack"},
 		{"kprobe:f { @x = probe }", "probe"},
+		{"kprobe:f,kprobe:gg { @x = probe == \"kprobe:f\" }", "bool"},
+		{"kprobe:f { @x = strcontains((probe), \"f\") }", "bool"},
 		{"BEGIN { @x = sizeof(uint32) }", "uint64"},
 		{"BEGIN { $t = (1, 2); @x = $t.1 }", "int8"},
 		{"END { @x = @y + 1 } BEGIN { @y = (uint8)1 }", "uint64"},

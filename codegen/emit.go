@@ -33,14 +33,18 @@ type gen struct {
 	temps   [2]bool // R7, R8 in use
 	spills  []int16 // free spill slots
 	vars    map[string]mem
-	cookies bool   // target index comes from the attach cookie
-	firstID uint64 // what probe yields for the first target
+	cookies bool     // target index comes from the attach cookie
+	ids     []uint64 // what probe yields for each target
 
 	exitLabel string
 	// A raw_syscalls program's table of system calls (declared in the
 	// collection as tableName), and where it keeps its target's id.
 	table     *ebpf.MapSpec
 	tableName string
+	// names, once probe is read as a string in a program of several
+	// targets, is the table of their names (declared as namesName).
+	names     *ebpf.MapSpec
+	namesName string
 	idSlot    int16
 	retSlot   int16 // fmod_ret, test and bench: stack slot holding the return value; 0 if none
 	// cbStruct, in a loop's callback, is the slot holding the pointer to

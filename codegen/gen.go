@@ -294,12 +294,13 @@ func (c *compiler) probeIDs(targets []*check.Target, firstTarget int) []uint64 {
 // in Output.Targets.
 func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firstTarget int) *Program {
 	ids := c.probeIDs(p.Targets, firstTarget)
-	g := &gen{c: c, p: p, mech: mech, vars: map[string]mem{}, aliases: map[string]string{}, firstID: ids[0]}
+	g := &gen{c: c, p: p, mech: mech, vars: map[string]mem{}, aliases: map[string]string{}, ids: ids}
 	if !mech.sharesScratch() {
 		g.scratchBase = c.ownScratch
 	}
 	g.exitLabel = g.newLabel("exit")
 	name := fmt.Sprintf("probe%d", c.nprogs+1)
+	g.namesName = "names_" + name
 	if mech == MechSyscalls {
 		g.tableName = "sysnr_" + name
 		g.table = syscallTable(g.tableName, p.Targets, ids)
@@ -321,6 +322,9 @@ func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firs
 	c.nprogs++
 	if g.table != nil {
 		c.out.Collection.Maps[g.tableName] = g.table
+	}
+	if g.names != nil {
+		c.out.Collection.Maps[g.namesName] = g.names
 	}
 	ret := p.Provider == "kretprobe" || p.Provider == "uretprobe"
 	ptype, atype := programType(mech, ret)

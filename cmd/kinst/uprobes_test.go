@@ -253,3 +253,17 @@ func TestUprobeRefusedLeftOut(t *testing.T) {
 		"kinst: warning: 1 of the 2 targets of uprobe:"+bin+":kinst_* could not be attached and are left out: kinst_locked; "+
 			"the first: attach uprobe:"+bin+":kinst_locked: the kernel cannot put a uprobe on its instruction: operation not supported\n")
 }
+
+// TestProbeAsString: in the 0.26.1 mode probe compares as a string, and
+// strcontains() and strncmp() search it, as bpftrace 0.26.1 makes it the
+// name of the attach point that fired; a probe of several attach points
+// tells them apart.
+func TestProbeAsString(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	prog := "uprobe:" + bin + ":kinst_add, uprobe:" + bin + ":main { if (probe == \"uprobe:" + bin + ":kinst_add\") { @add = count(); } " +
+		"if (strcontains(probe, \":main\")) { @main = count(); } if (strncmp(probe, \"uprobe:\", 7) == 0) { @all = count(); } } " +
+		"uprobe:" + bin + ":main { @one = probe != \"uprobe:" + bin + ":main\"; }"
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", prog, "-c", bin+" add 3").want(t, 0, "\n\n@add: 3\n@all: 4\n@main: 1\n@one: false\n", "")
+}
