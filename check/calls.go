@@ -86,6 +86,7 @@ func init() {
 		"is_integer":          {check: (*checker).checkIsKind},
 		"is_unsigned_integer": {check: (*checker).checkIsKind},
 		"is_literal":          {check: (*checker).checkIsLiteral},
+		"typeinfo":            {check: (*checker).checkTypeinfo},
 		"fail":                {stmt: true, check: (*checker).checkFail},
 		"static_assert":       {stmt: true, check: (*checker).checkStaticAssert},
 		"assert":              {stmt: true, check: (*checker).checkAssert},

@@ -203,6 +203,9 @@ func TestCheckTypes017(t *testing.T) {
 	wantValueOfX(t, "BEGIN { @x = (uint64)1 + $1 }", &Config{Params: []string{"5"}}, "uint64")
 	wantValueOfX(t, "BEGIN { @x = (uint32)1 - (uint32)2 }", &Config{Compat: compat.V017}, "uint64")
 	wantValueOfX(t, "BEGIN { @x = (uint32)1; @x = (int32)2 }", &Config{Compat: compat.V017}, "uint32")
+	// typeinfo() is a record of names, once unstable_typeinfo allows it.
+	wantValueOfX(t, `BEGIN { @x = typeinfo((uint16)1).full_type }`, &Config{Typeinfo: true}, "string[7]")
+	wantValueOfX(t, `BEGIN { @x = typeinfo("ab") }`, &Config{Typeinfo: true}, "record { .btf_id = uint64, .base_type = string[7], .full_type = string[10] }")
 	// 0.17's strerror() prints glibc's texts.
 	wantValueOfX(t, "BEGIN { @x = strerror(2) }", &Config{Compat: compat.V017}, "strerror")
 }

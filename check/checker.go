@@ -50,6 +50,9 @@ type Config struct {
 	// NoTSeries refuses tseries(), as bpftrace 0.26.1's
 	// unstable_tseries=error does.
 	NoTSeries bool
+	// Typeinfo allows typeinfo(), which bpftrace 0.26.1 refuses unless
+	// unstable_typeinfo is enable or warn.
+	Typeinfo bool
 }
 
 // Kernel describes the running kernel's types and symbols, for casts,

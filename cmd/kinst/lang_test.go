@@ -200,6 +200,25 @@ func TestBoolArray(t *testing.T) {
 	})
 }
 
+// TestTypeinfo: bpftrace 0.26.1's typeinfo() names a value's type, once
+// unstable_typeinfo allows it; a variable's type is the one it ends with.
+func TestTypeinfo(t *testing.T) {
+	testenv.Root(t)
+	const body = `begin { $a = (a=1, b="hello"); $a = (b="greeting", a=(uint64)2); print(typeinfo($a)); print(typeinfo($a.b));
+	print(typeinfo(int8)); print(typeinfo((1, "a"))); print(typeinfo((void *)0)); print(typeinfo(true)); exit(); }`
+	const want = "{ .btf_id = 0, .base_type = record, .full_type = record { .a = uint64, .b = string[9] } }\n" +
+		"{ .btf_id = 0, .base_type = string, .full_type = string[9] }\n" +
+		"{ .btf_id = 0, .base_type = int, .full_type = int8 }\n" +
+		"{ .btf_id = 0, .base_type = tuple, .full_type = (int8,string[2]) }\n" +
+		"{ .btf_id = 0, .base_type = pointer, .full_type = void * }\n" +
+		"{ .btf_id = 0, .base_type = bool, .full_type = bool }\n\n\n"
+	runLangCases(t, []langCase{{name: "config", prog: "config = { unstable_typeinfo = enable } " + body, want: want, defaultOnly: true}})
+	kinstEnv(t, []string{"KINST_COMPAT=", "BPFTRACE_UNSTABLE_TYPEINFO=warn"}, "-q", "-e", body).want(t, 0, want, "")
+	const off = `begin { print(typeinfo(1)); }`
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-e", off).want(t, 1, "", "-e:1:15: typeinfo feature is not enabled by default. "+
+		"To enable this unstable feature, set the config flag to enable. unstable_typeinfo=enable\n"+off+"\n              ^~~~~~~~~~~\n")
+}
+
 // TestStringIndex: a string's bytes are int8 characters.
 func TestStringIndex(t *testing.T) {
 	testenv.Root(t)
