@@ -75,12 +75,12 @@ type Kernel interface {
 }
 
 // MaxStrLen bounds the size of strings, where bpftrace 0.26 sets none.
-// Strings larger than the BPF stack allows live in a program's region of
-// a per-CPU scratch map, whose value the kernel bounds at 32 KiB
-// (PCPU_MIN_UNIT_SIZE): one string may take it whole, and a program that
-// needs more for all its values together is refused where it is
-// generated.
-const MaxStrLen = 32 << 10
+// Strings larger than the BPF stack allows live in a program's scratch
+// memory, which holds 64 KiB once it is a CPU's slice of an array (a
+// per-CPU map value holds 32 KiB): one string may take it whole, and a
+// program that needs more for all its values together is refused where
+// it is generated.
+const MaxStrLen = 64 << 10
 
 // DefaultStrLen is the size of strings when nothing sets it, in the
 // mode of bpftrace release v: 0.26.1's max_strlen is 1024, 0.17's 64.

@@ -177,12 +177,22 @@ func (g *gen) alloc(size, align int) mem {
 func (g *gen) allocScratch(size, align int) mem {
 	g.usesScratch = true
 	g.scratch.used = alignUp(g.scratch.used, align)
-	m := mem{base: regScratch, off: int16(g.scratch.used), size: size}
+	m := mem{base: regScratch, off: int16(g.scratch.used - g.scratchBias()), size: size}
 	g.scratch.used += size
 	if g.scratch.used > g.scratch.max {
 		g.scratch.max = g.scratch.used
 	}
 	return m
+}
+
+// scratchBias is how far into the program's scratch region R9 points:
+// into the middle of the larger scratch of an array slice, so that the
+// instructions' signed offsets reach all of it.
+func (g *gen) scratchBias() int {
+	if g.c.bigScratch {
+		return bigScratchBias
+	}
+	return 0
 }
 
 // allocStack reserves stack memory; helpers that need a small buffer

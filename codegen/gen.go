@@ -74,6 +74,17 @@ const (
 	maxOnStack   = 128      // a value larger than this always goes to scratch
 	scratchLimit = 32 << 10 // the kernel's bound on a per-CPU map value, PCPU_MIN_UNIT_SIZE
 	maxInsns     = 1 << 20  // BPF_COMPLEXITY_LIMIT_INSNS
+
+	// bigScratchLimit bounds a program's scratch memory when it is a
+	// CPU's slice of an array rather than a per-CPU map value: what
+	// R9 reaches with the instructions' signed 16-bit offsets, R9
+	// pointing bigScratchBias bytes into the program's region.
+	bigScratchLimit = 64 << 10
+	bigScratchBias  = 32 << 10
+	// bigScratchTotal bounds the regions of an array slice together:
+	// the kernel's bound on an array's value, KMALLOC_MAX_SIZE (4 MiB
+	// with 4 KiB pages).
+	bigScratchTotal = 4 << 20
 )
 
 // Registers with fixed roles.
@@ -84,6 +95,20 @@ const (
 
 // Generate produces BPF for every probe of prog.
 func Generate(prog *check.Program, opts *Options) (*Output, error) {
+	out, c, err := generate(prog, opts, false)
+	if c != nil && c.wantBigScratch {
+		// Some program needs more scratch memory than a per-CPU map
+		// value holds: generate them all again with scratch memory
+		// that is each CPU's slice of an array.
+		out, _, err = generate(prog, opts, true)
+	}
+	return out, err
+}
+
+// generate is Generate, with scratch memory in per-CPU maps or, when
+// bigScratch is set, in arrays of one slice per CPU. It returns the
+// compiler, which tells whether the programs need the larger scratch.
+func generate(prog *check.Program, opts *Options, bigScratch bool) (*Output, *compiler, error) {
 	o := *opts
 	if o.MapEntries == 0 {
 		o.MapEntries = DefaultMapEntries
@@ -107,10 +132,18 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 			Compat:     prog.Compat,
 			StrLen:     prog.StrLen,
 		},
-		maps: map[*check.Map]*Map{},
+		maps:       map[*check.Map]*Map{},
+		bigScratch: bigScratch,
+	}
+	if bigScratch {
+		n, err := ebpf.PossibleCPU()
+		if err != nil {
+			return nil, nil, fmt.Errorf("scratch memory for each CPU: %w", err)
+		}
+		c.ncpu = n
 	}
 	if err := c.checkTSeriesClock(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c.declareMaps()
 	var probes []*check.Probe
@@ -132,12 +165,15 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 		}
 		c.compile(p, mech, why)
 	}
+	if c.wantBigScratch {
+		return nil, c, nil
+	}
 	if len(c.errs) > 0 {
 		c.errs.Sort()
-		return nil, c.errs
+		return nil, c, c.errs
 	}
 	c.declareInternalMaps()
-	return c.out, nil
+	return c.out, c, nil
 }
 
 // compiler holds what is shared by the programs of one source program.
@@ -156,8 +192,14 @@ type compiler struct {
 	// of the others, summed.
 	sharedScratch int
 	ownScratch    int
-	kstackDepth   int // deepest kstack asked for
-	ustackDepth   int
+	// bigScratch puts scratch memory in arrays of one slice for each
+	// of the ncpu CPUs, which hold more than per-CPU map values do;
+	// wantBigScratch says that some program needs it.
+	bigScratch     bool
+	ncpu           int
+	wantBigScratch bool
+	kstackDepth    int // deepest kstack asked for
+	ustackDepth    int
 }
 
 func (c *compiler) errorf(n syntax.Node, format string, args ...any) {
@@ -227,11 +269,15 @@ func (c *compiler) declareInternalMaps() {
 	specs[EventsMap] = &ebpf.MapSpec{Name: EventsMap, Type: ebpf.RingBuf, MaxEntries: uint32(c.opts.EventsSize)}
 	specs[LostMap] = &ebpf.MapSpec{Name: LostMap, Type: ebpf.Array, KeySize: 4, ValueSize: uint32(8 * (lostFixed + len(c.out.Maps))), MaxEntries: 1, Flags: unix.BPF_F_MMAPABLE}
 	specs[ConstsMap] = &ebpf.MapSpec{Name: ConstsMap, Type: ebpf.Array, KeySize: 4, ValueSize: constsSize, MaxEntries: 1}
+	scratchType, slices := ebpf.PerCPUArray, 1
+	if c.bigScratch {
+		scratchType, slices = ebpf.Array, c.ncpu
+	}
 	if c.sharedScratch > 0 {
-		specs[ScratchMap] = &ebpf.MapSpec{Name: ScratchMap, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(alignUp(c.sharedScratch, 8)), MaxEntries: 1}
+		specs[ScratchMap] = &ebpf.MapSpec{Name: ScratchMap, Type: scratchType, KeySize: 4, ValueSize: uint32(alignUp(c.sharedScratch, 8)), MaxEntries: uint32(slices)}
 	}
 	if c.ownScratch > 0 {
-		specs[OwnScratchMap] = &ebpf.MapSpec{Name: OwnScratchMap, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(alignUp(c.ownScratch, 8)), MaxEntries: 1}
+		specs[OwnScratchMap] = &ebpf.MapSpec{Name: OwnScratchMap, Type: scratchType, KeySize: 4, ValueSize: uint32(alignUp(c.ownScratch, 8)), MaxEntries: uint32(slices)}
 	}
 	if c.kstackDepth > 0 {
 		specs[KstackMap] = &ebpf.MapSpec{Name: KstackMap, Type: ebpf.StackTrace, KeySize: 4, ValueSize: uint32(8 * c.kstackDepth), MaxEntries: uint32(c.opts.StackEntries)}
@@ -312,9 +358,14 @@ func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firs
 	if mech.sharesScratch() {
 		c.sharedScratch = max(c.sharedScratch, g.scratch.max)
 	} else {
-		if g.scratch.max <= scratchLimit && c.ownScratch <= scratchLimit && c.ownScratch+g.scratch.max > scratchLimit {
+		switch total := c.ownScratch + g.scratch.max; {
+		case !c.bigScratch && g.scratch.max <= scratchLimit && c.ownScratch <= scratchLimit && total > scratchLimit:
+			// More than a per-CPU map value holds: the programs
+			// are generated again with arrays of a slice per CPU.
+			c.wantBigScratch = true
+		case c.bigScratch && g.scratch.max <= bigScratchLimit && c.ownScratch <= bigScratchTotal && total > bigScratchTotal:
 			c.errorf(p.Syntax, "this probe and those before it that may run nested in other probes need %d bytes of scratch memory together; "+
-				"the kernel allows %d (a smaller BPFTRACE_MAX_STRLEN needs less)", c.ownScratch+g.scratch.max, scratchLimit)
+				"the kernel allows %d (a smaller BPFTRACE_MAX_STRLEN needs less)", total, bigScratchTotal)
 		}
 		// The next region starts aligned, as the values in it are.
 		c.ownScratch += alignUp(g.scratch.max, 8)
