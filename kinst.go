@@ -41,7 +41,7 @@ type Options struct {
 	// exec.Cmd.Wait does) would see the dump's stops as its end; the
 	// Command is waited for by its exit alone.
 	Unsafe bool
-	// StrLen is the size of strings str() reads, at most 1024 bytes;
+	// StrLen is the size of strings str() reads, at most 65536 bytes;
 	// 0 means 1024, as bpftrace 0.26.1's max_strlen, or 64 in the 0.17
 	// mode.
 	StrLen int

@@ -499,8 +499,8 @@ func TestBadOptions(t *testing.T) {
 		kind error
 		want string
 	}{
-		{kinst.Options{StrLen: 100000}, nil, kinst.ErrOption, "kinst: Options.StrLen 100000 is out of range 0..1024"},
-		{kinst.Options{StrLen: -1}, nil, kinst.ErrOption, "kinst: Options.StrLen -1 is out of range 0..1024"},
+		{kinst.Options{StrLen: 100000}, nil, kinst.ErrOption, "kinst: Options.StrLen 100000 is out of range 0..65536"},
+		{kinst.Options{StrLen: -1}, nil, kinst.ErrOption, "kinst: Options.StrLen -1 is out of range 0..65536"},
 		{kinst.Options{MapEntries: -5}, nil, kinst.ErrOption, "kinst: Options.MapEntries -5 is out of range 0..4294967295"},
 		{kinst.Options{MapEntries: 1 << 32}, nil, kinst.ErrOption, "kinst: Options.MapEntries 4294967296 is out of range 0..4294967295"},
 		{kinst.Options{Pid: -3}, nil, kinst.ErrOption, "kinst: Options.Pid -3 is out of range 0..4194304"},
@@ -512,7 +512,7 @@ func TestBadOptions(t *testing.T) {
 		{kinst.Options{Command: []string{""}}, nil, kinst.ErrOption, "kinst: Options.Command names no program"},
 		// Options are checked before the environment is read.
 		{kinst.Options{Pid: -3, Environment: true}, []string{"BPFTRACE_STRLEN=x"}, kinst.ErrOption, "kinst: Options.Pid -3 is out of range 0..4194304"},
-		{kinst.Options{Environment: true}, []string{"BPFTRACE_STRLEN=100000"}, kinst.ErrEnvironment, `BPFTRACE_STRLEN="100000" is more than 1024`},
+		{kinst.Options{Environment: true}, []string{"BPFTRACE_STRLEN=100000"}, kinst.ErrEnvironment, `BPFTRACE_STRLEN="100000" is more than 65536`},
 		{kinst.Options{Environment: true}, []string{"KINST_STRLEN=0"}, kinst.ErrEnvironment, `KINST_STRLEN="0" is not a positive integer`},
 		{kinst.Options{Environment: true}, []string{"BPFTRACE_MAP_KEYS_MAX=4294967296"}, kinst.ErrEnvironment, `BPFTRACE_MAP_KEYS_MAX="4294967296" is more than 4294967295`},
 		{kinst.Options{Environment: true}, []string{"KINST_BUFFER_KB=3"}, kinst.ErrEnvironment, "KINST_BUFFER_KB must be a power of two of at least 4"},

@@ -77,7 +77,8 @@ type TimePoint struct {
 	Value any
 }
 
-// Field is one field of a C struct or union.
+// Field is one field of a C struct or union. A floating-point field,
+// which kinst cannot read, has a nil Value.
 type Field struct {
 	Name  string
 	Value any
@@ -155,6 +156,8 @@ func convertValue(v output.Value) any {
 		return v.Int()
 	case output.KindPointer:
 		return uintptr(v.Uint())
+	case output.KindNone:
+		return nil
 	case output.KindTuple, output.KindArray:
 		return convertValues(v.Elems())
 	case output.KindRecord:
@@ -183,33 +186,24 @@ func convertValue(v output.Value) any {
 	case output.KindAvg, output.KindStats:
 		return Stats{Count: int64(v.Uint()), Total: v.Total()}
 	case output.KindHist:
-		return histogram(v.Buckets())
+		return histogram(v)
 	case output.KindLhist:
 		return linearHistogram(v)
 	}
 	return v.Text()
 }
 
-// histogram turns hist()'s buckets, negatives, zero, then one per power
-// of two, into those that hold values.
-func histogram(counts []uint64) Histogram {
+// histogram turns hist()'s buckets, negatives, then those of each
+// value below 2^bits and the 2^bits of each power of two above, into
+// those that hold values.
+func histogram(v output.Value) Histogram {
 	var h Histogram
-	for i, c := range counts {
+	for i, c := range v.Buckets() {
 		if c == 0 {
 			continue
 		}
 		b := Bucket{Count: c}
-		switch {
-		case i == 0:
-			b.Min, b.Max = math.MinInt64, -1
-		case i == 1:
-			b.Min, b.Max = 0, 0
-		case i >= 64:
-			// Values from 2^62 on share the last bucket an int64 holds.
-			b.Min, b.Max = 1<<62, math.MaxInt64
-		default:
-			b.Min, b.Max = 1<<(i-2), 1<<(i-1)-1
-		}
+		b.Min, b.Max = v.HistBucketBounds(i)
 		h.Buckets = append(h.Buckets, b)
 	}
 	return h

@@ -156,20 +156,21 @@ func btfField(members []btf.Member, name string, base int, space AddrSpace) *Fie
 
 // Members lists a record's fields in layout order, for printing whole
 // records: the program's declared fields, or the kernel's with anonymous
-// members flattened. Fields whose type kinst cannot represent, and
-// floating-point ones, which it cannot print, are left out.
-func (t *Type) Members() []*Field {
+// members flattened. Fields whose type kinst cannot represent are left
+// out, and floating-point ones, which it cannot print, unless floats is
+// set: bpftrace 0.26 prints them as null, 0.17 leaves them out.
+func (t *Type) Members(floats bool) []*Field {
 	var out []*Field
 	if t.BTF == nil {
 		for _, f := range t.Fields {
-			if f.resolve().Type != nil && !f.Type.hasFloat() {
+			if f.resolve().Type != nil && (floats || !f.Type.hasFloat()) {
 				out = append(out, f)
 			}
 		}
 		return out
 	}
 	for _, n := range t.FieldNames() {
-		if f := t.Field(n); f != nil && !f.Type.hasFloat() {
+		if f := t.Field(n); f != nil && (floats || !f.Type.hasFloat()) {
 			out = append(out, f)
 		}
 	}

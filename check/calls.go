@@ -87,6 +87,7 @@ func init() {
 		"is_integer":          {check: (*checker).checkIsKind},
 		"is_unsigned_integer": {check: (*checker).checkIsKind},
 		"is_literal":          {check: (*checker).checkIsLiteral},
+		"typeinfo":            {check: (*checker).checkTypeinfo},
 		"fail":                {stmt: true, check: (*checker).checkFail},
 		"static_assert":       {stmt: true, check: (*checker).checkStaticAssert},
 		"assert":              {stmt: true, check: (*checker).checkAssert},
@@ -902,7 +903,7 @@ func (c *checker) checkStrncmp(x *syntax.CallExpr, call *Call) *Type {
 	if !c.nargs(x, 3, 3) {
 		return nil
 	}
-	a, b := c.expr(x.Args[0]), c.expr(x.Args[1])
+	a, b := c.probeString(x.Args[0], c.expr(x.Args[0])), c.probeString(x.Args[1], c.expr(x.Args[1]))
 	if a == nil || b == nil {
 		return nil
 	}

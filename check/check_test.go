@@ -151,6 +151,11 @@ func TestCheckTypes(t *testing.T) {
 		{"BEGIN { @x = (1, \"a\") }", "(int8, string[2])"},
 		{"BEGIN { @x = count() }", "count"},
 		{"BEGIN { @x = hist(5) }", "hist"},
+		{"BEGIN { @x = hist(5, 3) }", "hist"},
+		{"BEGIN { @x = (void *)0 }", "void *"},
+		{"BEGIN { @x = (bool[2])(uint16)1 }", "bool[2]"},
+		{"BEGIN { @x = (void **)0 }", "void * *"},
+		{"BEGIN { $p = (void *)0; $p = (int8 *)8; @x = $p }", "void *"},
 		{"BEGIN { @x = lhist(5, 0, 100, 10) }", "lhist"},
 		{"BEGIN { @x = sum(-1) }", "sum"},
 		{"t:syscalls:sys_enter_openat { @x = args->flags }", "int64"},
@@ -165,6 +170,8 @@ func TestCheckTypes(t *testing.T) {
 		{"BEGIN { @x = kstack }", "kstack"},
 		{"END { @x = ustack(perf, 3) }", "ustack"},
 		{"kprobe:f { @x = probe }", "probe"},
+		{"kprobe:f,kprobe:gg { @x = probe == \"kprobe:f\" }", "bool"},
+		{"kprobe:f { @x = strcontains((probe), \"f\") }", "bool"},
 		{"BEGIN { @x = sizeof(uint32) }", "uint64"},
 		{"BEGIN { $t = (1, 2); @x = $t.1 }", "int8"},
 		{"END { @x = @y + 1 } BEGIN { @y = (uint8)1 }", "uint64"},
@@ -205,6 +212,9 @@ func TestCheckTypes017(t *testing.T) {
 	wantValueOfX(t, "BEGIN { @x = (uint64)1 + $1 }", &Config{Params: []string{"5"}}, "uint64")
 	wantValueOfX(t, "BEGIN { @x = (uint32)1 - (uint32)2 }", &Config{Compat: compat.V017}, "uint64")
 	wantValueOfX(t, "BEGIN { @x = (uint32)1; @x = (int32)2 }", &Config{Compat: compat.V017}, "uint32")
+	// typeinfo() is a record of names, once unstable_typeinfo allows it.
+	wantValueOfX(t, `BEGIN { @x = typeinfo((uint16)1).full_type }`, &Config{Typeinfo: true}, "string[7]")
+	wantValueOfX(t, `BEGIN { @x = typeinfo("ab") }`, &Config{Typeinfo: true}, "record { .btf_id = uint64, .base_type = string[7], .full_type = string[10] }")
 	// 0.17's strerror() prints glibc's texts.
 	wantValueOfX(t, "BEGIN { @x = strerror(2) }", &Config{Compat: compat.V017}, "strerror")
 }

@@ -50,6 +50,9 @@ type Config struct {
 	// NoTSeries refuses tseries(), as bpftrace 0.26.1's
 	// unstable_tseries=error does.
 	NoTSeries bool
+	// Typeinfo allows typeinfo(), which bpftrace 0.26.1 refuses unless
+	// unstable_typeinfo is enable or warn.
+	Typeinfo bool
 }
 
 // Kernel describes the running kernel's types and symbols, for casts,
@@ -71,10 +74,13 @@ type Kernel interface {
 	PercpuVar(name string) (uint32, error)
 }
 
-// MaxStrLen bounds the size of strings. Strings larger than the BPF
-// stack allows live in a per-CPU scratch map, so the limit is well above
-// the stack's 512 bytes.
-const MaxStrLen = 1024
+// MaxStrLen bounds the size of strings, where bpftrace 0.26 sets none.
+// Strings larger than the BPF stack allows live in a program's scratch
+// memory, which holds 64 KiB once it is a CPU's slice of an array (a
+// per-CPU map value holds 32 KiB): one string may take it whole, and a
+// program that needs more for all its values together is refused where
+// it is generated.
+const MaxStrLen = 64 << 10
 
 // DefaultStrLen is the size of strings when nothing sets it, in the
 // mode of bpftrace release v: 0.26.1's max_strlen is 1024, 0.17's 64.

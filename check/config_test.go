@@ -67,8 +67,8 @@ func TestReadConfig(t *testing.T) {
 		},
 		{
 			name: "a string size kinst cannot hold",
-			src:  "config = { max_strlen = 4096 } BEGIN { }",
-			err:  "t:1:12: max_strlen: kinst's strings hold 1 to 1024 bytes, not 4096\nconfig = { max_strlen = 4096 } BEGIN { }\n           ^~~~~~~~~~~~~~~~~",
+			src:  "config = { max_strlen = 70000 } BEGIN { }",
+			err:  "t:1:12: max_strlen: kinst's strings hold 1 to 65536 bytes, not 70000\nconfig = { max_strlen = 70000 } BEGIN { }\n           ^~~~~~~~~~~~~~~~~~",
 		},
 		{
 			name: "an unknown stack mode",

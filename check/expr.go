@@ -341,6 +341,32 @@ func (c *checker) incDec(x *syntax.IncDecExpr) *Type {
 	return nil
 }
 
+// probeString types x, when it is the probe builtin, as bpftrace 0.26
+// types it where a string is wanted: the name of the attach point that
+// fired, a string long enough for each of the probe's. Other expressions,
+// and any in the 0.17 mode, keep their type t.
+func (c *checker) probeString(x syntax.Expr, t *Type) *Type {
+	if t == nil || t.Kind != ProbeName || c.conf.Compat == compat.V017 {
+		return t
+	}
+	if _, ok := syntax.Unparen(x).(*syntax.Ident); !ok {
+		return t
+	}
+	n := 0
+	for _, target := range c.probe.Targets {
+		n = max(n, len(target.FullName()))
+	}
+	s := StrType(n + 1)
+	for e := x; ; {
+		c.probe.Types[e] = s
+		p, ok := e.(*syntax.ParenExpr)
+		if !ok {
+			return s
+		}
+		e = p.X
+	}
+}
+
 func isComparison(op syntax.Token) bool {
 	switch op {
 	case syntax.EQL, syntax.NEQ, syntax.LSS, syntax.LEQ, syntax.GTR, syntax.GEQ:
@@ -358,6 +384,7 @@ func (c *checker) binary(x *syntax.BinaryExpr) *Type {
 	op := x.Op
 	// Strings compare with == and !=.
 	if lt.Kind == Str || rt.Kind == Str {
+		lt, rt = c.probeString(x.X, lt), c.probeString(x.Y, rt)
 		if lt.Kind != rt.Kind || (op != syntax.EQL && op != syntax.NEQ) {
 			c.errorf(x, "invalid operation: %s %s %s (strings support only == and !=)", lt, op, rt)
 			return nil
@@ -908,6 +935,9 @@ func (c *checker) boolCast(x *syntax.CastExpr) (t *Type, ok bool) {
 // declarations, or kernel types by BTF.
 func (c *checker) typeExpr(te *syntax.TypeExpr) *Type {
 	t := intTypeNames[te.Name]
+	if te.Name == "bool" && te.Kind == syntax.IDENT && c.conf.Compat != compat.V017 {
+		t = TBool
+	}
 	switch of := te.Of.(type) {
 	case *syntax.TypeExpr:
 		t = c.typeExpr(of)
@@ -917,7 +947,14 @@ func (c *checker) typeExpr(te *syntax.TypeExpr) *Type {
 	if t == nil && te.Of != nil {
 		return nil
 	}
-	if te.Of == nil && (te.Kind != syntax.IDENT || t == nil) {
+	// bpftrace 0.26 knows void *, the pointer to any type, which a
+	// kernel function pointer is too.
+	void := te.Of == nil && te.Kind == syntax.IDENT && te.Name == "void" && c.conf.Compat != compat.V017
+	if void && te.Ptr == 0 {
+		c.errorf(te, "a value cannot have type void; void * points to any type")
+		return nil
+	}
+	if te.Of == nil && !void && (te.Kind != syntax.IDENT || t == nil) {
 		if t = c.namedType(te.Kind, te.Name, te); t == nil {
 			return nil
 		}

@@ -153,7 +153,7 @@ func (c *checker) checkStrcontains(x *syntax.CallExpr, call *Call) *Type {
 	if !c.nargs(x, 2, 2) {
 		return nil
 	}
-	a, b := c.expr(x.Args[0]), c.expr(x.Args[1])
+	a, b := c.probeString(x.Args[0], c.expr(x.Args[0])), c.probeString(x.Args[1], c.expr(x.Args[1]))
 	if a == nil || b == nil {
 		return nil
 	}

@@ -271,6 +271,10 @@ func (c *checker) useMap(x *syntax.MapExpr, value *Type, write bool) *Map {
 		return m
 	}
 	if m.Value.IsAggregation() || value.IsAggregation() {
+		if m.Value.Kind == Hist && value.Kind == Hist && m.Value.HistBits != value.HistBits {
+			c.errorf(x, "@%s holds hist values of bits %d; a single hist cannot mix bits %d", x.Name, m.Value.HistBits, value.HistBits)
+			return nil
+		}
 		if !m.Value.Equal(value) {
 			c.errorf(x, "@%s holds %s values; cannot assign %s", x.Name, m.Value, value)
 			return nil
@@ -330,11 +334,17 @@ func (c *checker) aggregate(x *syntax.MapExpr, call *syntax.CallExpr) {
 	}()
 	name := call.Fun.Name
 	want := map[string]int{"count": 0, "sum": 1, "avg": 1, "min": 1, "max": 1, "stats": 1, "hist": 1, "lhist": 4, "tseries": 3}[name]
+	// bpftrace 0.26 gives hist() a second argument, the bits that
+	// split each power of two into finer buckets.
+	fineHist := name == "hist" && c.conf.Compat != compat.V017
 	switch {
 	case name == "tseries" && len(call.Args) != 3 && len(call.Args) != 4:
 		c.errorf(call, "tseries() takes 3 or 4 arguments, not %d", len(call.Args))
 		return
-	case name != "tseries" && len(call.Args) != want:
+	case fineHist && len(call.Args) != 1 && len(call.Args) != 2:
+		c.errorf(call, "hist() takes 1 or 2 arguments, not %d", len(call.Args))
+		return
+	case name != "tseries" && !fineHist && len(call.Args) != want:
 		c.errorf(call, "%s() takes %d argument%s, not %d", name, want, plural(want), len(call.Args))
 		return
 	}
@@ -366,6 +376,17 @@ func (c *checker) aggregate(x *syntax.MapExpr, call *syntax.CallExpr) {
 		value = &Type{Kind: Stats, Size: 16, Signed: signed}
 	case "hist":
 		value = &Type{Kind: Hist, Size: 8}
+		if len(call.Args) == 2 {
+			args, ok := c.constArgs(call, "bits")
+			if !ok {
+				return
+			}
+			if args[0] < 0 || args[0] > 5 {
+				c.errorf(call.Args[1], "hist() bits %d must be 0..5", args[0])
+				return
+			}
+			value.HistBits = int(args[0])
+		}
 	case "lhist":
 		args, ok := c.constArgs(call, "min", "max", "step")
 		if !ok {

@@ -1,6 +1,10 @@
 package check
 
 import (
+	"fmt"
+	"strings"
+
+	"kinst.dev/kinst/compat"
 	"kinst.dev/kinst/output"
 	"kinst.dev/kinst/syntax"
 )
@@ -406,4 +410,115 @@ func (c *checker) checkWriteUser(x *syntax.CallExpr, call *Call) *Type {
 		return nil
 	}
 	return c.boolType()
+}
+
+// checkTypeinfo checks typeinfo(e) of bpftrace 0.26: the record
+// (btf_id = 0, base_type = "int", full_type = "uint64") that names e's
+// type as 0.26.1 does. e may be a type name; it is typed, never run.
+func (c *checker) checkTypeinfo(x *syntax.CallExpr, call *Call) *Type {
+	if c.conf.Compat == compat.V017 {
+		c.errorf(x.Fun, "unknown function typeinfo")
+		return nil
+	}
+	if !c.nargs(x, 1, 1) {
+		return nil
+	}
+	if !c.conf.Typeinfo {
+		c.errorf(x, "typeinfo feature is not enabled by default. To enable this unstable feature, set the config flag to enable. unstable_typeinfo=enable")
+		return nil
+	}
+	var t *Type
+	if id, ok := syntax.Unparen(x.Args[0]).(*syntax.Ident); ok && (intTypeNames[id.Name] != nil || id.Name == "bool") {
+		t = intTypeNames[id.Name]
+		if id.Name == "bool" {
+			t = TBool
+		}
+	} else if t = c.expr(x.Args[0]); t == nil {
+		return nil
+	}
+	base, full := typeinfoNames(t)
+	pos := x.Pos()
+	rec := &syntax.TupleExpr{
+		Lparen: pos,
+		Names:  []*syntax.Ident{{NamePos: pos, Name: "btf_id"}, {NamePos: pos, Name: "base_type"}, {NamePos: pos, Name: "full_type"}},
+		Elems: []syntax.Expr{
+			&syntax.CastExpr{Lparen: pos, Type: &syntax.TypeExpr{NamePos: pos, Kind: syntax.IDENT, Name: "uint64"}, X: &syntax.IntLit{ValuePos: pos}},
+			&syntax.StringLit{ValuePos: pos, Value: base},
+			&syntax.StringLit{ValuePos: pos, Value: full},
+		},
+		Rparen: x.End(),
+	}
+	c.probe.Expand[x] = rec
+	return c.expr(rec)
+}
+
+// typeinfoNames names t as bpftrace 0.26.1's typeinfo() does: the kind
+// of type (its base_type) and the whole type (its full_type).
+func typeinfoNames(t *Type) (base, full string) {
+	switch t.Kind {
+	case Int:
+		switch {
+		case t.IsBool():
+			return "bool", "bool"
+		case t.Enum != nil:
+			return "int", t.Enum.Tag
+		case t.Signed:
+			return "int", fmt.Sprintf("int%d", 8*t.Size)
+		}
+		return "int", fmt.Sprintf("uint%d", 8*t.Size)
+	case Str, ProbeName, FuncName, Named:
+		return "string", fmt.Sprintf("string[%d]", t.Size)
+	case Ptr:
+		if t.Elem == nil {
+			return "pointer", "void *"
+		}
+		_, elem := typeinfoNames(t.Elem)
+		return "pointer", elem + " *"
+	case Array:
+		_, elem := typeinfoNames(t.Elem)
+		return "array", fmt.Sprintf("%s[%d]", elem, t.Len)
+	case Record:
+		return "c_type", t.Name
+	case Tuple:
+		elems := make([]string, len(t.Elems))
+		for i, e := range t.Elems {
+			_, elems[i] = typeinfoNames(e)
+		}
+		if t.Names == nil {
+			return "tuple", "(" + strings.Join(elems, ",") + ")"
+		}
+		for i, n := range t.Names {
+			elems[i] = "." + n + " = " + elems[i]
+		}
+		return "record", "record { " + strings.Join(elems, ", ") + " }"
+	case Buffer:
+		return "buffer", fmt.Sprintf("buffer[%d]", t.Size)
+	case Inet:
+		return "inet", fmt.Sprintf("inet[%d]", t.Size)
+	case Stack:
+		base = "kstack"
+		if t.User {
+			base = "ustack"
+		}
+		mode := t.StackMode
+		if mode == "" {
+			mode = "bpftrace"
+		}
+		return base, fmt.Sprintf("%s_%s_%d", base, mode, t.Frames)
+	case Ksym:
+		return "ksym_t", "ksym_t"
+	case Usym:
+		return "usym_t", "usym_t"
+	case Username:
+		return "username", "username"
+	case Timestamp:
+		return "timestamp", "timestamp"
+	case MacAddr:
+		return "mac_address", "mac_address"
+	case CgroupPath:
+		return "cgroup_path_t", "cgroup_path_t"
+	case Float:
+		return "none", "none"
+	}
+	return "void", "void"
 }

@@ -101,6 +101,9 @@ type Type struct {
 	Frames    int
 	StackMode string // "bpftrace", "perf", "raw" or "build_id"
 
+	// Hist: each power of two is split into 2^HistBits buckets.
+	HistBits int
+
 	// Lhist: the range and bucket width.
 	LhistMin, LhistMax, LhistStep int64
 
@@ -361,6 +364,8 @@ func (t *Type) Equal(u *Type) bool {
 		return t.Len == u.Len && t.Elem.Equal(u.Elem)
 	case Stack:
 		return t.User == u.User && t.Frames == u.Frames && t.StackMode == u.StackMode
+	case Hist:
+		return t.HistBits == u.HistBits
 	case Lhist:
 		return t.LhistMin == u.LhistMin && t.LhistMax == u.LhistMax && t.LhistStep == u.LhistStep
 	case TSeries:

@@ -197,7 +197,9 @@ func (g *gen) addTo(base asm.Register, off int16, op operand) {
 
 // bucket computes the hist or lhist bucket index of v.
 //
-// hist: 0 for negative values, 1 for zero, 2+floor(log2(v)) otherwise.
+// hist: 0 for negative values, 1+v below 2^bits, and 2^bits buckets
+// for each power of two above, as bpftrace 0.26 counts them: with bits
+// 0, 1 for zero and 2+floor(log2(v)) for the rest.
 // lhist: 0 below min, 1+(v-min)/step within [min, max), and one past the
 // last bucket from max up.
 func (g *gen) bucket(v operand, t *check.Type) operand {
@@ -222,21 +224,30 @@ func (g *gen) bucket(v operand, t *check.Type) operand {
 		g.movImm(asm.R2, t.LhistStep)
 		g.emit(asm.Div.Reg(r, asm.R2), asm.Add.Imm(r, 1))
 	} else {
-		positive, notZero := g.newLabel("positive"), g.newLabel("nonzero")
-		g.emit(asm.JSGT.Imm(r, 0, positive))
-		g.emit(asm.JNE.Imm(r, 0, notZero), asm.Mov.Imm(r, 1), asm.Ja.Label(done))
-		g.place(notZero)
-		g.emit(asm.Mov.Imm(r, 0), asm.Ja.Label(done))
-		g.place(positive)
-		// floor(log2(v)) by halving the search range: 32, 16, 8, 4, 2, 1.
-		g.emit(asm.Mov.Imm(asm.R2, 2))
+		// Values below 2^bits have a bucket each, the rest split each
+		// power of two into 2^bits buckets by the bits after the
+		// leading one.
+		mask := int32(1)<<t.HistBits - 1
+		nonNegative, large := g.newLabel("nonnegative"), g.newLabel("large")
+		g.emit(asm.JSGE.Imm(r, 0, nonNegative), asm.Mov.Imm(r, 0), asm.Ja.Label(done))
+		g.place(nonNegative)
+		g.emit(asm.JGT.Imm(r, mask, large), asm.Add.Imm(r, 1), asm.Ja.Label(done))
+		g.place(large)
+		// R2 = floor(log2(v)), by halving the search range: 32, 16,
+		// 8, 4, 2, 1.
+		g.emit(asm.Mov.Imm(asm.R2, 0), asm.Mov.Reg(asm.R4, r))
 		for _, shift := range []int32{32, 16, 8, 4, 2, 1} {
 			skip := g.newLabel("log2")
-			g.emit(asm.Mov.Reg(asm.R3, r), asm.RSh.Imm(asm.R3, shift), asm.JEq.Imm(asm.R3, 0, skip))
-			g.emit(asm.Mov.Reg(r, asm.R3), asm.Add.Imm(asm.R2, shift))
+			g.emit(asm.Mov.Reg(asm.R3, asm.R4), asm.RSh.Imm(asm.R3, shift), asm.JEq.Imm(asm.R3, 0, skip))
+			g.emit(asm.Mov.Reg(asm.R4, asm.R3), asm.Add.Imm(asm.R2, shift))
 			g.place(skip)
 		}
-		g.emit(asm.Mov.Reg(r, asm.R2))
+		// The bucket is 1 + ((log2 - bits + 1) << bits) + the bits
+		// after the leading one.
+		g.emit(asm.Sub.Imm(asm.R2, int32(t.HistBits)))
+		g.emit(asm.RSh.Reg(r, asm.R2), asm.And.Imm(r, mask))
+		g.emit(asm.Add.Imm(asm.R2, 1), asm.LSh.Imm(asm.R2, int32(t.HistBits)))
+		g.emit(asm.Add.Reg(r, asm.R2), asm.Add.Imm(r, 1))
 	}
 	g.place(done)
 	g.set(b, r)

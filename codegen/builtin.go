@@ -1,6 +1,9 @@
 package codegen
 
 import (
+	"slices"
+
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
 
@@ -68,7 +71,7 @@ var builtinVars = map[string]builtinVar{
 	"curtask":  {scalar: helperVar(asm.FnGetCurrentTask)},
 	"elapsed":  {scalar: (*gen).elapsed},
 	"cpid":     {scalar: func(g *gen, id *syntax.Ident) operand { return g.constValue(ConstCpid) }},
-	"probe":    {scalar: func(g *gen, id *syntax.Ident) operand { return g.targetIndex() }},
+	"probe":    {scalar: func(g *gen, id *syntax.Ident) operand { return g.targetIndex() }, mem: (*gen).probeName},
 	"func":     {scalar: func(g *gen, id *syntax.Ident) operand { return g.targetIndex() }},
 	"kstack":   {scalar: func(g *gen, id *syntax.Ident) operand { return g.stackID(g.typeOf(id)) }},
 	"ustack":   {scalar: func(g *gen, id *syntax.Ident) operand { return g.stackID(g.typeOf(id)) }},
@@ -246,12 +249,54 @@ func (g *gen) constValue(off int) operand {
 	return g.fromReg(asm.R0)
 }
 
+// probeName writes the name of the attach point that fired into dst,
+// for bpftrace 0.26's probe where a string is wanted: the name itself in
+// a program of one target, else its slot in a table of the program's
+// target names, indexed by what probe yields.
+func (g *gen) probeName(id *syntax.Ident, dst mem) {
+	if len(g.p.Targets) == 1 {
+		g.storeBytes(dst, g.p.Targets[0].FullName())
+		return
+	}
+	low, high := slices.Min(g.ids), slices.Max(g.ids)
+	slot := 1
+	for _, t := range g.p.Targets {
+		slot = max(slot, len(t.FullName())+1)
+	}
+	if g.names == nil {
+		table := make([]byte, int(high-low+1)*slot)
+		for i, t := range g.p.Targets {
+			copy(table[int(g.ids[i]-low)*slot:], t.FullName())
+		}
+		g.names = &ebpf.MapSpec{
+			Name:       mapName("", g.namesName),
+			Type:       ebpf.Array,
+			KeySize:    4,
+			ValueSize:  uint32(len(table)),
+			MaxEntries: 1,
+			Contents:   []ebpf.MapKV{{Key: uint32(0), Value: table}},
+		}
+	}
+	index := g.targetIndex()
+	g.load(asm.R1, index)
+	g.free(index)
+	missing, done := g.newLabel("noname"), g.newLabel("name")
+	g.emit(asm.Sub.Imm(asm.R1, int32(low)), asm.JGE.Imm(asm.R1, int32(high-low+1), missing))
+	g.emit(asm.Mul.Imm(asm.R1, int32(slot)))
+	g.emit(asm.LoadMapValue(asm.R4, 0, 0).WithReference(g.namesName), asm.Add.Reg(asm.R4, asm.R1))
+	g.copyMem(dst, mem{base: asm.R4, size: slot})
+	g.emit(asm.Ja.Label(done))
+	g.place(missing)
+	g.zero(dst)
+	g.place(done)
+}
+
 // targetIndex is the index in Output.Targets of the target that fired:
 // a constant for a program of one target, what a raw_syscalls program
 // found in its table, the attach cookie for several others.
 func (g *gen) targetIndex() operand {
 	if len(g.p.Targets) == 1 {
-		return immOp(int64(g.firstID))
+		return immOp(int64(g.ids[0]))
 	}
 	if g.mech == MechSyscalls {
 		g.emit(asm.LoadMem(asm.R0, asm.R10, g.idSlot, asm.DWord))

@@ -22,6 +22,7 @@ var noCode = map[string]string{
 	"is_integer":          "answered from the type, a constant",
 	"is_unsigned_integer": "answered from the type, a constant",
 	"is_literal":          "answered from the syntax, a constant",
+	"typeinfo":            "rewritten as a record of the type's names",
 	"has_cpid":            "whether -c was given, a constant",
 	"kfunc_exist":         "answered from the kernel's BTF, a constant",
 	"kfunc_allowed":       "answered from the kernel's BTF, a constant",

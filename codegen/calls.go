@@ -475,7 +475,7 @@ func (g *gen) str(x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) {
 // cut.
 func (g *gen) str026(x *syntax.CallExpr, c *check.Call, dst mem, t *check.Type) {
 	maxLen, pad := g.c.prog.StrLen, 0
-	if maxLen < check.MaxStrLen {
+	if maxLen < 1024 {
 		pad = 1
 	}
 	src := g.typeOf(x.Args[0])

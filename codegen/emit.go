@@ -33,9 +33,9 @@ type gen struct {
 	temps   [2]bool // R7, R8 in use
 	spills  []int16 // free spill slots
 	vars    map[string]mem
-	homes   []mem  // the variables' homes, of both halves of a kprobe session
-	cookies bool   // target index comes from the attach cookie
-	firstID uint64 // what probe yields for the first target
+	homes   []mem    // the variables' homes, of both halves of a kprobe session
+	cookies bool     // target index comes from the attach cookie
+	ids     []uint64 // what probe yields for each target
 	// cookieShift is what the attach cookie, the id of a kprobe
 	// session's entry target, takes to the id of its return target.
 	cookieShift uint64
@@ -46,6 +46,10 @@ type gen struct {
 	// collection as tableName), and where it keeps its target's id.
 	table     *ebpf.MapSpec
 	tableName string
+	// names, once probe is read as a string in a program of several
+	// targets, is the table of their names (declared as namesName).
+	names     *ebpf.MapSpec
+	namesName string
 	idSlot    int16
 	retSlot   int16 // fmod_ret, test and bench: stack slot holding the return value; 0 if none
 	// cbStruct, in a loop's callback, is the slot holding the pointer to
@@ -182,12 +186,22 @@ func (g *gen) alloc(size, align int) mem {
 func (g *gen) allocScratch(size, align int) mem {
 	g.usesScratch = true
 	g.scratch.used = alignUp(g.scratch.used, align)
-	m := mem{base: regScratch, off: int16(g.scratch.used), size: size}
+	m := mem{base: regScratch, off: int16(g.scratch.used - g.scratchBias()), size: size}
 	g.scratch.used += size
 	if g.scratch.used > g.scratch.max {
 		g.scratch.max = g.scratch.used
 	}
 	return m
+}
+
+// scratchBias is how far into the program's scratch region R9 points:
+// into the middle of the larger scratch of an array slice, so that the
+// instructions' signed offsets reach all of it.
+func (g *gen) scratchBias() int {
+	if g.c.bigScratch {
+		return bigScratchBias
+	}
+	return 0
 }
 
 // allocStack reserves stack memory; helpers that need a small buffer

@@ -76,6 +76,17 @@ const (
 	maxOnStack   = 128      // a value larger than this always goes to scratch
 	scratchLimit = 32 << 10 // the kernel's bound on a per-CPU map value, PCPU_MIN_UNIT_SIZE
 	maxInsns     = 1 << 20  // BPF_COMPLEXITY_LIMIT_INSNS
+
+	// bigScratchLimit bounds a program's scratch memory when it is a
+	// CPU's slice of an array rather than a per-CPU map value: what
+	// R9 reaches with the instructions' signed 16-bit offsets, R9
+	// pointing bigScratchBias bytes into the program's region.
+	bigScratchLimit = 64 << 10
+	bigScratchBias  = 32 << 10
+	// bigScratchTotal bounds the regions of an array slice together:
+	// the kernel's bound on an array's value, KMALLOC_MAX_SIZE (4 MiB
+	// with 4 KiB pages).
+	bigScratchTotal = 4 << 20
 )
 
 // Registers with fixed roles.
@@ -86,6 +97,20 @@ const (
 
 // Generate produces BPF for every probe of prog.
 func Generate(prog *check.Program, opts *Options) (*Output, error) {
+	out, c, err := generate(prog, opts, false)
+	if c != nil && c.wantBigScratch {
+		// Some program needs more scratch memory than a per-CPU map
+		// value holds: generate them all again with scratch memory
+		// that is each CPU's slice of an array.
+		out, _, err = generate(prog, opts, true)
+	}
+	return out, err
+}
+
+// generate is Generate, with scratch memory in per-CPU maps or, when
+// bigScratch is set, in arrays of one slice per CPU. It returns the
+// compiler, which tells whether the programs need the larger scratch.
+func generate(prog *check.Program, opts *Options, bigScratch bool) (*Output, *compiler, error) {
 	o := *opts
 	if o.MapEntries == 0 {
 		o.MapEntries = DefaultMapEntries
@@ -105,10 +130,18 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 			Compat: prog.Compat,
 			StrLen: prog.StrLen,
 		},
-		maps: map[*check.Map]*Map{},
+		maps:       map[*check.Map]*Map{},
+		bigScratch: bigScratch,
+	}
+	if bigScratch {
+		n, err := ebpf.PossibleCPU()
+		if err != nil {
+			return nil, nil, fmt.Errorf("scratch memory for each CPU: %w", err)
+		}
+		c.ncpu = n
 	}
 	if err := c.checkTSeriesClock(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c.declareMaps()
 	var probes []*check.Probe
@@ -134,12 +167,15 @@ func Generate(prog *check.Program, opts *Options) (*Output, error) {
 		}
 		c.compile(p, mech, why)
 	}
+	if c.wantBigScratch {
+		return nil, c, nil
+	}
 	if len(c.errs) > 0 {
 		c.errs.Sort()
-		return nil, c.errs
+		return nil, c, c.errs
 	}
 	c.declareInternalMaps()
-	return c.out, nil
+	return c.out, c, nil
 }
 
 // compiler holds what is shared by the programs of one source program.
@@ -161,9 +197,15 @@ type compiler struct {
 	// of the others, summed.
 	sharedScratch int
 	ownScratch    int
-	buildIDDepth  int // deepest ustack(build_id)
-	kstackDepth   int // deepest kstack asked for
-	ustackDepth   int
+	// bigScratch puts scratch memory in arrays of one slice for each
+	// of the ncpu CPUs, which hold more than per-CPU map values do;
+	// wantBigScratch says that some program needs it.
+	bigScratch     bool
+	ncpu           int
+	wantBigScratch bool
+	buildIDDepth   int // deepest ustack(build_id)
+	kstackDepth    int // deepest kstack asked for
+	ustackDepth    int
 	// Records: whether any action can send records without bound (in a
 	// probe that fires repeatedly, or in a loop), and otherwise the ring
 	// buffer space all of them take at once.
@@ -258,11 +300,15 @@ func (c *compiler) declareInternalMaps() {
 	specs[EventsMap] = &ebpf.MapSpec{Name: EventsMap, Type: ebpf.RingBuf, MaxEntries: uint32(c.out.EventsSize)}
 	specs[LostMap] = &ebpf.MapSpec{Name: LostMap, Type: ebpf.Array, KeySize: 4, ValueSize: uint32(8 * (lostFixed + len(c.out.Maps))), MaxEntries: 1, Flags: unix.BPF_F_MMAPABLE}
 	specs[ConstsMap] = &ebpf.MapSpec{Name: ConstsMap, Type: ebpf.Array, KeySize: 4, ValueSize: constsSize, MaxEntries: 1}
+	scratchType, slices := ebpf.PerCPUArray, 1
+	if c.bigScratch {
+		scratchType, slices = ebpf.Array, c.ncpu
+	}
 	if c.sharedScratch > 0 {
-		specs[ScratchMap] = &ebpf.MapSpec{Name: ScratchMap, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(alignUp(c.sharedScratch, 8)), MaxEntries: 1}
+		specs[ScratchMap] = &ebpf.MapSpec{Name: ScratchMap, Type: scratchType, KeySize: 4, ValueSize: uint32(alignUp(c.sharedScratch, 8)), MaxEntries: uint32(slices)}
 	}
 	if c.ownScratch > 0 {
-		specs[OwnScratchMap] = &ebpf.MapSpec{Name: OwnScratchMap, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(alignUp(c.ownScratch, 8)), MaxEntries: 1}
+		specs[OwnScratchMap] = &ebpf.MapSpec{Name: OwnScratchMap, Type: scratchType, KeySize: 4, ValueSize: uint32(alignUp(c.ownScratch, 8)), MaxEntries: uint32(slices)}
 	}
 	if c.kstackDepth > 0 {
 		specs[KstackMap] = &ebpf.MapSpec{Name: KstackMap, Type: ebpf.StackTrace, KeySize: 4, ValueSize: uint32(8 * c.kstackDepth), MaxEntries: uint32(c.opts.StackEntries)}
@@ -333,8 +379,9 @@ func (c *compiler) probeIDs(targets []*check.Target, firstTarget int) []uint64 {
 // in Output.Targets.
 func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firstTarget int) *Program {
 	ids := c.probeIDs(p.Targets, firstTarget)
-	g := c.newGen(p, mech, ids[0])
+	g := c.newGen(p, mech, ids)
 	name := fmt.Sprintf("probe%d", c.nprogs+1)
+	g.namesName = "names_" + name
 	if mech == MechSyscalls {
 		g.tableName = "sysnr_" + name
 		g.table = syscallTable(g.tableName, p.Targets, ids)
@@ -352,9 +399,9 @@ func (c *compiler) compileProbe(p *check.Probe, mech Mechanism, why string, firs
 }
 
 // newGen starts the generation of a program of mechanism mech whose
-// probe p yields firstID for its first target.
-func (c *compiler) newGen(p *check.Probe, mech Mechanism, firstID uint64) *gen {
-	g := &gen{c: c, p: p, mech: mech, vars: map[string]mem{}, aliases: map[string]string{}, firstID: firstID}
+// probe p yields ids for its targets.
+func (c *compiler) newGen(p *check.Probe, mech Mechanism, ids []uint64) *gen {
+	g := &gen{c: c, p: p, mech: mech, vars: map[string]mem{}, aliases: map[string]string{}, ids: ids}
 	if !mech.sharesScratch() {
 		g.scratchBase = c.ownScratch
 	}
@@ -373,9 +420,14 @@ func (c *compiler) finish(g *gen, prog *Program) *Program {
 	if mech.sharesScratch() {
 		c.sharedScratch = max(c.sharedScratch, g.scratch.max)
 	} else {
-		if g.scratch.max <= scratchLimit && c.ownScratch <= scratchLimit && c.ownScratch+g.scratch.max > scratchLimit {
+		switch total := c.ownScratch + g.scratch.max; {
+		case !c.bigScratch && g.scratch.max <= scratchLimit && c.ownScratch <= scratchLimit && total > scratchLimit:
+			// More than a per-CPU map value holds: the programs
+			// are generated again with arrays of a slice per CPU.
+			c.wantBigScratch = true
+		case c.bigScratch && g.scratch.max <= bigScratchLimit && c.ownScratch <= bigScratchTotal && total > bigScratchTotal:
 			c.errorf(p.Syntax, "this probe and those before it that may run nested in other probes need %d bytes of scratch memory together; "+
-				"the kernel allows %d (a smaller BPFTRACE_MAX_STRLEN needs less)", c.ownScratch+g.scratch.max, scratchLimit)
+				"the kernel allows %d (a smaller BPFTRACE_MAX_STRLEN needs less)", total, bigScratchTotal)
 		}
 		// The next region starts aligned, as the values in it are.
 		c.ownScratch += alignUp(g.scratch.max, 8)
@@ -383,6 +435,9 @@ func (c *compiler) finish(g *gen, prog *Program) *Program {
 	c.nprogs++
 	if g.table != nil {
 		c.out.Collection.Maps[g.tableName] = g.table
+	}
+	if g.names != nil {
+		c.out.Collection.Maps[g.namesName] = g.names
 	}
 	name := prog.Name
 	ret := p.Provider == "kretprobe" || p.Provider == "uretprobe"

@@ -17,7 +17,7 @@ import (
 const (
 	EventsMap  = "events"  // ring buffer carrying action records
 	LostMap    = "lost"    // counters user space reads through a memory mapping: see LostRecords
-	ScratchMap = "scratch" // per-CPU memory for values too large for the stack, shared by programs that never nest
+	ScratchMap = "scratch" // per-CPU memory (or an array of a slice per CPU) for values too large for the stack, shared by programs that never nest
 	ConstsMap  = "consts"  // values user space fills in before attaching
 	KstackMap  = "kstacks" // stack traces for kstack
 	UstackMap  = "ustacks" // stack traces for ustack
@@ -27,8 +27,9 @@ const (
 	PacketsMap      = "packets" // perf event array skboutput() writes packets to
 )
 
-// OwnScratchMap is the per-CPU scratch memory of programs that may run
-// nested in other programs: each has a region of its own.
+// OwnScratchMap is the per-CPU scratch memory (or an array of a slice
+// per CPU) of programs that may run nested in other programs: each has a
+// region of its own.
 const OwnScratchMap = "scratch_own"
 
 // The lost map holds 64-bit counters: at LostRecords the records the

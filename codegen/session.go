@@ -103,9 +103,10 @@ func (c *compiler) compileSession(entry, ret *check.Probe) {
 	first := len(c.out.Targets)
 	retFirst := first + len(entry.Targets)
 	ids := c.probeIDs(entry.Targets, first)
-	g := c.newGen(entry, MechKprobeSession, ids[0])
+	g := c.newGen(entry, MechKprobeSession, ids)
 	name := fmt.Sprintf("probe%d", c.nprogs+1)
-	g.sessionBody(ret, uint64(retFirst))
+	g.namesName = "names_" + name
+	g.sessionBody(ret, c.probeIDs(ret.Targets, retFirst))
 	prog := c.finish(g, &Program{
 		Name:        name,
 		Probe:       entry,
@@ -133,9 +134,8 @@ func (c *compiler) compileSession(entry, ret *check.Probe) {
 // sessionBody generates a kprobe session's program: the kfunc
 // bpf_session_is_return tells the return from the entry, where g.p's
 // block runs and returns 0, so that the kernel runs the program again
-// at the return; there ret's block runs, its targets' ids starting at
-// retFirstID.
-func (g *gen) sessionBody(ret *check.Probe, retFirstID uint64) {
+// at the return; there ret's block runs, its targets' ids being retIDs.
+func (g *gen) sessionBody(ret *check.Probe, retIDs []uint64) {
 	isReturn, ok := kernel.FuncID("bpf_session_is_return")
 	if !ok {
 		g.c.errorf(g.p.Syntax, "a kprobe session calls the kernel's bpf_session_is_return, which its BTF does not describe")
@@ -153,8 +153,8 @@ func (g *gen) sessionBody(ret *check.Probe, retFirstID uint64) {
 	// The return half: a probe of its own, with its own variables and
 	// targets. The session's attach cookies are the entry's ids, which
 	// the return's follow by as many.
-	g.cookieShift = retFirstID - g.firstID
-	g.p, g.firstID = ret, retFirstID
+	g.cookieShift = retIDs[0] - g.ids[0]
+	g.p, g.ids = ret, retIDs
 	g.vars = map[string]mem{}
 	g.exitLabel = g.newLabel("exit")
 	g.place(atReturn)

@@ -92,8 +92,13 @@ func (g *gen) finish() {
 	if need := alignUp(g.stack.max, 32) + g.calleeDeep; g.stack.max > stackLimit || g.calleeDeep > 0 && need > stackLimit {
 		g.c.errorf(probe, "probe needs %d bytes of stack; BPF allows %d", max(g.stack.max, need), stackLimit)
 	}
-	if g.scratch.max > scratchLimit {
-		g.c.errorf(probe, "probe needs %d bytes of scratch memory; kinst allows %d", g.scratch.max, scratchLimit)
+	switch {
+	case g.scratch.max > bigScratchLimit:
+		g.c.errorf(probe, "probe needs %d bytes of scratch memory; kinst allows %d", g.scratch.max, bigScratchLimit)
+	case g.scratch.max > scratchLimit && !g.c.bigScratch:
+		// More than a per-CPU map value holds: the programs are
+		// generated again with arrays of a slice per CPU.
+		g.c.wantBigScratch = true
 	}
 }
 
@@ -157,13 +162,19 @@ func (g *gen) prologue() {
 	}
 	if g.usesScratch {
 		key := g.allocStack(4)
-		g.storeImm(asm.R10, key.off, 0, asm.Word)
+		if g.c.bigScratch {
+			// This CPU's slice.
+			g.call(asm.FnGetSmpProcessorId)
+			g.emit(asm.StoreMem(asm.R10, key.off, asm.R0, asm.Word))
+		} else {
+			g.storeImm(asm.R10, key.off, 0, asm.Word)
+		}
 		g.mapPtr(asm.R1, g.scratchMap())
 		g.addr(asm.R2, key)
 		g.call(asm.FnMapLookupElem)
 		g.emit(asm.JEq.Imm(asm.R0, 0, g.exitLabel), asm.Mov.Reg(regScratch, asm.R0))
-		if g.scratchBase > 0 {
-			g.emit(asm.Add.Imm(regScratch, int32(g.scratchBase)))
+		if base := g.scratchBase + g.scratchBias(); base > 0 {
+			g.emit(asm.Add.Imm(regScratch, int32(base)))
 		}
 	}
 	for _, m := range g.homes {

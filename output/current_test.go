@@ -2,6 +2,8 @@ package output
 
 import (
 	"bytes"
+	"math"
+	"strings"
 	"testing"
 
 	"kinst.dev/kinst/compat"
@@ -122,12 +124,92 @@ func TestMapsCurrent(t *testing.T) {
 			"@a[18446744073709551615, -1]: 0\n", `{"type": "map", "data": {"@a": {"18446744073709551615,-1": 0}}}` + "\n"},
 		{"enum key and value", &Map{Name: "@", Kind: KindInt, Entries: []Entry{{Key: []Value{Enum(1, 4, true, "ONE")}, Value: Enum(2, 4, true, "TWO")}}},
 			"@[ONE]: TWO\n", `{"type": "map", "data": {"@": {"ONE": 2}}}` + "\n"},
+		{"float member", &Map{Name: "@", Kind: KindRecord, Entries: []Entry{{Key: []Value{Record([]string{"f"}, []Value{None()})}, Value: Record([]string{"i", "f"}, []Value{Int(5), None()})}}},
+			"@[{ .f = null }]: { .i = 5, .f = null }\n", `{"type": "map", "data": {"@": {"{.f=null}": {"i": 5, "f": null}}}}` + "\n"},
 		{"struct value", &Map{Name: "@", Kind: KindTuple, Entries: scalar(Tuple(Int(0), record(2, 3)))},
 			"@: (0, { .m = 2, .n = 3 })\n", `{"type": "map", "data": {"@": [0,{"m": 2, "n": 3}]}}` + "\n"},
 	} {
 		text, json := bothIn(t, compat.Current, func(w *Writer) error { return w.Map(tc.m, 0, 0) })
 		if text != tc.text || json != tc.json {
 			t.Errorf("%s:\n text %q\n want %q\n json %q\n want %q", tc.name, text, tc.text, json, tc.json)
+		}
+	}
+}
+
+// TestFineHist prints hist(n, bits) maps as 0.26.1 does: single values
+// up to bucket 2<<bits, then ranges labelled by the power of 1024 below
+// them, bounds beyond 32 bits included.
+func TestFineHist(t *testing.T) {
+	// fine makes the buckets of a hist with the given bits, counting
+	// count in bucket i for each i, count pair.
+	fine := func(bits int, counts ...int) Value {
+		b := make([]uint64, (64-bits)<<bits+1)
+		for i := 0; i < len(counts); i += 2 {
+			b[counts[i]] = uint64(counts[i+1])
+		}
+		return FineHist(bits, b)
+	}
+	bar := func(n int) string { return strings.Repeat("@", n) + strings.Repeat(" ", 52-n) }
+	for _, tc := range []struct {
+		name       string
+		m          *Map
+		div        uint32
+		text, json string
+	}{
+		{"bits 2", &Map{Name: "@", Kind: KindHist, Entries: scalar(fine(2, 0, 1, 3, 1, 9, 2, 10, 1))}, 0,
+			"@:\n" +
+				"(..., 0)               1 |" + bar(26) + "|\n" +
+				"[0]                    0 |" + bar(0) + "|\n" +
+				"[1]                    0 |" + bar(0) + "|\n" +
+				"[2]                    1 |" + bar(26) + "|\n" +
+				"[3]                    0 |" + bar(0) + "|\n" +
+				"[4]                    0 |" + bar(0) + "|\n" +
+				"[5]                    0 |" + bar(0) + "|\n" +
+				"[6]                    0 |" + bar(0) + "|\n" +
+				"[7]                    0 |" + bar(0) + "|\n" +
+				"[8, 10)                2 |" + bar(52) + "|\n" +
+				"[10, 12)               1 |" + bar(26) + "|\n\n",
+			`{"type": "hist", "data": {"@": [{"max": -1, "count": 1}, {"min": 0, "max": 0, "count": 0}, {"min": 1, "max": 1, "count": 0}, ` +
+				`{"min": 2, "max": 2, "count": 1}, {"min": 3, "max": 3, "count": 0}, {"min": 4, "max": 4, "count": 0}, {"min": 5, "max": 5, "count": 0}, ` +
+				`{"min": 6, "max": 6, "count": 0}, {"min": 7, "max": 7, "count": 0}, {"min": 8, "max": 9, "count": 2}, {"min": 10, "max": 11, "count": 1}]}}` + "\n"},
+		// The bars scale to the largest count after the division.
+		{"bits 3 divided", &Map{Name: "@", Kind: KindHist, Entries: scalar(fine(3, 160, 7, 161, 30))}, 10,
+			"@:\n" +
+				"[3840K, 4096K)         0 |" + bar(0) + "|\n" +
+				"[4096K, 4608K)         3 |" + bar(52) + "|\n\n",
+			`{"type": "hist", "data": {"@": [{"min": 3932160, "max": 4194303, "count": 0}, {"min": 4194304, "max": 4718591, "count": 3}]}}` + "\n"},
+		{"beyond 32 bits", &Map{Name: "@", Kind: KindHist, Entries: []Entry{keyed(1, fine(0, 35, 1)), keyed(2, fine(0, 64, 1))}}, 0,
+			"@[1]:\n[8G, 16G)              1 |" + bar(52) + "|\n\n" +
+				"@[2]:\n[4E, 8E)               1 |" + bar(52) + "|\n\n",
+			`{"type": "hist", "data": {"@": {"1": [{"min": 8589934592, "max": 17179869183, "count": 1}], "2": [{"min": 4611686018427387904, "max": 9223372036854775807, "count": 1}]}}}` + "\n"},
+	} {
+		text, json := bothIn(t, compat.Current, func(w *Writer) error { return w.Map(tc.m, 0, tc.div) })
+		if text != tc.text || json != tc.json {
+			t.Errorf("%s:\n text %q\n want %q\n json %q\n want %q", tc.name, text, tc.text, json, tc.json)
+		}
+	}
+}
+
+func TestHistBucketBounds(t *testing.T) {
+	for _, tc := range []struct {
+		bits, i         int
+		least, greatest int64
+	}{
+		{0, 0, math.MinInt64, -1},
+		{0, 1, 0, 0},
+		{0, 2, 1, 1},
+		{0, 3, 2, 3},
+		{0, 35, 8 << 30, 16<<30 - 1},
+		{0, 64, 1 << 62, math.MaxInt64},
+		{2, 4, 3, 3},
+		{2, 8, 7, 7},
+		{2, 9, 8, 9},
+		{2, 36, 896, 1023},
+		{5, 1888, 63 << 57, math.MaxInt64},
+	} {
+		least, greatest := FineHist(tc.bits, nil).HistBucketBounds(tc.i)
+		if least != tc.least || greatest != tc.greatest {
+			t.Errorf("bits %d bucket %d: [%d, %d], want [%d, %d]", tc.bits, tc.i, least, greatest, tc.least, tc.greatest)
 		}
 	}
 }

@@ -30,8 +30,8 @@ func histRange(counts []uint64) (first, last int, max int32) {
 
 // appendRow appends one table row: the label padded to 16 columns, the
 // shown count right-aligned in 8, and a bar of count/max of barWidth '@'
-// signs, computed in float arithmetic and truncated as 0.17 does.
-func appendRow(b []byte, label string, count, shown uint64, max int32) []byte {
+// signs, computed in float arithmetic and truncated as bpftrace does.
+func appendRow(b []byte, label string, count, shown uint64, max float32) []byte {
 	b = append(b, label...)
 	for i := len(label); i < 16; i++ {
 		b = append(b, ' ')
@@ -42,7 +42,7 @@ func appendRow(b []byte, label string, count, shown uint64, max int32) []byte {
 	}
 	b = append(b, num...)
 	b = append(b, " |"...)
-	f := float32(count) / float32(max) * barWidth
+	f := float32(count) / max * barWidth
 	n := barWidth // 0.17 would fail allocating a bar this long; cap it
 	if f < math.MaxInt32 {
 		n = int(f)
@@ -99,7 +99,7 @@ func appendHistText(b []byte, counts []uint64, div uint64) []byte {
 			label = histLabel(label, i-1)
 			label = append(label, ')')
 		}
-		b = appendRow(b, string(label), counts[i], counts[i]/div, max)
+		b = appendRow(b, string(label), counts[i], counts[i]/div, float32(max))
 	}
 	return b
 }
@@ -132,6 +132,96 @@ func appendHistJSON(b []byte, counts []uint64, div uint64) []byte {
 			b = strconv.AppendInt(b, int64(low), 10)
 			b = append(b, `, "max": `...)
 			b = strconv.AppendInt(b, int64(high), 10)
+			b = append(b, ", "...)
+		}
+		b = append(b, `"count": `...)
+		b = strconv.AppendUint(b, counts[i]/div, 10)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// fineBound is the bound bpftrace 0.26 puts between buckets j and j+1 of
+// a hist() with 2^bits buckets per power of two: the least value of
+// bucket j+1, and its label, empty while buckets hold a single value
+// each (up to bucket 2<<bits), where the label is the plain number.
+func fineBound(j, bits int) (n uint64, label string) {
+	if j <= 2<<bits {
+		return uint64(j), ""
+	}
+	// j's high bits give the power of two, its low bits the part of it.
+	parts := 1 << bits
+	part := uint64(parts + j&(parts-1))
+	power := j>>bits - 1
+	// The label scales by the largest power of 1024 below it.
+	decade := power / 10
+	label = strconv.FormatUint(uint64(1)<<(power-10*decade)*part, 10)
+	if decade > 0 {
+		label += string("KMGTPE"[decade-1])
+	}
+	return uint64(1) << power * part, label
+}
+
+// appendFineHistText appends a hist()'s table as bpftrace 0.26 prints
+// it, counts divided by div: a bucket of one value shows it, [v], the
+// others [least, next); the bars scale to the largest divided count.
+func appendFineHistText(b []byte, counts []uint64, bits int, div uint64) []byte {
+	first, last, _ := histRange(counts)
+	if last == -1 {
+		return b
+	}
+	var top uint64
+	for _, c := range counts[first : last+1] {
+		top = max(top, c/div)
+	}
+	var label []byte
+	for i := first; i <= last; i++ {
+		label = label[:0]
+		switch {
+		case i == 0:
+			label = append(label, "(..., 0)"...)
+		case i <= 2<<bits:
+			label = append(label, '[')
+			label = strconv.AppendInt(label, int64(i-1), 10)
+			label = append(label, ']')
+		default:
+			lo, loLabel := fineBound(i-1, bits)
+			_, hiLabel := fineBound(i, bits)
+			if loLabel == "" {
+				loLabel = strconv.FormatUint(lo, 10)
+			}
+			label = append(label, '[')
+			label = append(label, loLabel...)
+			label = append(label, ", "...)
+			label = append(label, hiLabel...)
+			label = append(label, ')')
+		}
+		b = appendRow(b, string(label), counts[i]/div, counts[i]/div, float32(top))
+	}
+	return b
+}
+
+// appendFineHistJSON appends a hist()'s buckets as JSON objects as
+// bpftrace 0.26 does, each with its least and greatest value.
+func appendFineHistJSON(b []byte, counts []uint64, bits int, div uint64) []byte {
+	first, last, _ := histRange(counts)
+	if last == -1 {
+		return append(b, "[]"...)
+	}
+	b = append(b, '[')
+	for i := first; i <= last; i++ {
+		if i > first {
+			b = append(b, ", "...)
+		}
+		b = append(b, '{')
+		if i == 0 {
+			b = append(b, `"max": -1, `...)
+		} else {
+			lo, hi := FineHist(bits, nil).HistBucketBounds(i)
+			b = append(b, `"min": `...)
+			b = strconv.AppendInt(b, lo, 10)
+			b = append(b, `, "max": `...)
+			b = strconv.AppendInt(b, hi, 10)
 			b = append(b, ", "...)
 		}
 		b = append(b, `"count": `...)
@@ -219,7 +309,7 @@ func appendLhistText(b []byte, l *lhist, old bool) []byte {
 			label = lhistLabel(label, int64(i)*l.step+l.min, l.step, old)
 			label = append(label, ')')
 		}
-		b = appendRow(b, string(label), l.buckets[i], l.buckets[i], max)
+		b = appendRow(b, string(label), l.buckets[i], l.buckets[i], float32(max))
 	}
 	return b
 }

@@ -91,6 +91,8 @@ func appendValue(b []byte, v Value, div uint64, st style) ([]byte, error) {
 		return appendElems(b, v.elems(), "[", ",", "]", div, st)
 	case KindRecord:
 		return appendRecord(b, v, div, st)
+	case KindNone:
+		return append(b, "null"...), nil
 	}
 	return b, fmt.Errorf("cannot print a %s value", v.kind)
 }
@@ -259,7 +261,7 @@ func appendKey(b []byte, v Value, old bool) ([]byte, error) {
 		}
 		return append(b, close...), nil
 	case KindString, KindBuffer, KindKsym, KindUsym, KindInet, KindUsername,
-		KindProbe, KindTimestamp, KindMacAddr, KindPointer:
+		KindProbe, KindTimestamp, KindMacAddr, KindPointer, KindNone:
 		return appendValue(b, v, 1, style{old: old})
 	}
 	// 0.17 aborts ("invalid mapkey argument type") on any other key.

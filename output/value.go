@@ -1,6 +1,9 @@
 package output
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Kind says what a Value holds, and so how bpftrace prints it.
 type Kind uint8
@@ -37,6 +40,7 @@ const (
 	KindRecord                 // C structs and unions
 	KindBool                   // bpftrace 0.26's bool: true or false
 	KindTSeries                // bpftrace 0.26's tseries()
+	KindNone                   // what bpftrace 0.26 cannot represent, as a float member: null
 )
 
 var kindNames = [...]string{
@@ -69,6 +73,7 @@ var kindNames = [...]string{
 	KindRecord:     "record",
 	KindBool:       "bool",
 	KindTSeries:    "tseries",
+	KindNone:       "none",
 }
 
 // String returns bpftrace's name for the kind, as in its type messages.
@@ -307,6 +312,19 @@ func Stats(count, total int64) Value { return Value{kind: KindStats, n: uint64(c
 // above 33 (its log2 puts every value from 2^31 up in [2G, 4G)).
 func Hist(buckets []uint64) Value { return Value{kind: KindHist, ref: buckets} }
 
+// None returns the value bpftrace 0.26 gives what it cannot represent,
+// such as a struct's floating-point member: it prints as null.
+func None() Value { return Value{kind: KindNone} }
+
+// FineHist returns the value of a hist(n, bits) map entry of bpftrace
+// 0.26, which splits each power of two into 2^bits buckets: buckets[0]
+// counts values below 0, buckets[1+v] each value v below 2^bits, and
+// the buckets after those split [2^p, 2^(p+1)) evenly, for p from bits
+// up. With bits 0 it is Hist.
+func FineHist(bits int, buckets []uint64) Value {
+	return Value{kind: KindHist, n: uint64(bits), ref: buckets}
+}
+
 // Lhist returns the value of an lhist(x, min, max, step) map entry.
 // buckets[0] counts values below min, buckets[i] values in
 // [min+(i-1)*step, min+i*step) and buckets[(max-min)/step+1] the rest; it
@@ -353,6 +371,21 @@ func (v Value) Buckets() []uint64 {
 		return l.buckets
 	}
 	return v.buckets()
+}
+
+// HistBits returns the bits of a hist: each power of two is split into
+// 2^bits buckets.
+func (v Value) HistBits() int { return int(v.n) }
+
+// HistBucketBounds returns the least and the greatest value bucket i of
+// a hist counts; bucket 0 counts the negatives, from math.MinInt64.
+func (v Value) HistBucketBounds(i int) (least, greatest int64) {
+	if i == 0 {
+		return math.MinInt64, -1
+	}
+	lo, _ := fineBound(i-1, v.HistBits())
+	next, _ := fineBound(i, v.HistBits())
+	return int64(lo), int64(next - 1)
 }
 
 // LhistBounds returns the min, max and step of an lhist.

@@ -438,10 +438,15 @@ func (w *Writer) appendEntry(b []byte, m *Map, e Entry, keyed bool, div uint64) 
 	}
 	switch v := e.Value; v.kind {
 	case KindHist:
-		if w.st.json {
+		switch {
+		case w.st.old && w.st.json:
 			return appendHistJSON(b, v.buckets(), div), nil
+		case w.st.old:
+			return appendHistText(append(b, '\n'), v.buckets(), div), nil
+		case w.st.json:
+			return appendFineHistJSON(b, v.buckets(), v.HistBits(), div), nil
 		}
-		return appendHistText(append(b, '\n'), v.buckets(), div), nil
+		return appendFineHistText(append(b, '\n'), v.buckets(), v.HistBits(), div), nil
 	case KindLhist:
 		if w.st.json {
 			return appendLhistJSON(b, v.lhist()), nil

@@ -78,6 +78,11 @@ type Options struct {
 	// BPFTRACE_UNSTABLE_TSERIES: "error" refuses tseries(); "enable",
 	// "warn" or "" (the program's config block then decides) allow it.
 	UnstableTSeries string
+	// UnstableTypeinfo is bpftrace 0.26.1's unstable_typeinfo, from
+	// BPFTRACE_UNSTABLE_TYPEINFO: "enable" or "warn" allow typeinfo();
+	// "error" refuses it, and so does "" unless the program's config
+	// block allows it.
+	UnstableTypeinfo string
 	// TSeriesClock is BPFTRACE_DUMMY_TS_MAP (see
 	// codegen.Options.TSeriesClock), for tests of tseries.
 	TSeriesClock string
@@ -114,6 +119,11 @@ func (o *Options) FromEnv() error {
 	case "", "enable", "warn", "error":
 	default:
 		return fmt.Errorf("BPFTRACE_UNSTABLE_TSERIES=%q: want enable, warn or error", o.UnstableTSeries)
+	}
+	switch o.UnstableTypeinfo = strings.ToLower(os.Getenv("BPFTRACE_UNSTABLE_TYPEINFO")); o.UnstableTypeinfo {
+	case "", "enable", "warn", "error":
+	default:
+		return fmt.Errorf("BPFTRACE_UNSTABLE_TYPEINFO=%q: want enable, warn or error", o.UnstableTypeinfo)
 	}
 	o.TSeriesClock = os.Getenv("BPFTRACE_DUMMY_TS_MAP")
 	kb, err := envInt(0, "KINST_BUFFER_KB")
@@ -350,6 +360,7 @@ func checkProgram(name string, src []byte, opts *Options) (*check.Program, check
 		MissingProbes: opts.MissingProbes,
 		StackMode:     opts.StackMode,
 		NoTSeries:     opts.UnstableTSeries == "error",
+		Typeinfo:      opts.UnstableTypeinfo == "enable" || opts.UnstableTypeinfo == "warn",
 	})
 	if err != nil {
 		return nil, check.Settings{}, nil, err
@@ -560,6 +571,9 @@ func configure(opts *Options, s check.Settings) (*Options, error) {
 	}
 	if on, ok := s.Bool("unstable_tseries"); ok && !on && o.UnstableTSeries == "" {
 		o.UnstableTSeries = "error"
+	}
+	if on, ok := s.Bool("unstable_typeinfo"); ok && on && o.UnstableTypeinfo == "" {
+		o.UnstableTypeinfo = "enable"
 	}
 	return &o, nil
 }

@@ -116,6 +116,8 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 			return output.Enum(v.Uint(), t.Size, t.Signed, t.Enum.Names[v.Int()])
 		}
 		return output.IntN(word(b, t.Size), t.Size, t.Signed)
+	case check.Float:
+		return output.None()
 	case check.Ptr:
 		if r != asValue || d.out.Compat != compat.V017 {
 			return output.Pointer(le.Uint64(b))
@@ -149,7 +151,7 @@ func (d *decoder) value(t *check.Type, b []byte, r role) output.Value {
 		}
 		return output.Array(elems...)
 	case check.Record:
-		fields := t.Members()
+		fields := t.Members(d.out.Compat != compat.V017)
 		names := make([]string, len(fields))
 		vals := make([]output.Value, len(fields))
 		for i, f := range fields {

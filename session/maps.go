@@ -19,9 +19,6 @@ import (
 // value and a set flag, avg and stats a count and a total.
 type pair struct{ A, B uint64 }
 
-// Hist buckets: 0 for negatives, 1 for zero, then one per power of two.
-const histBuckets = 66
-
 // readMap reads a whole map and decodes it for printing with dec.
 func (s *Session) readMap(gm *codegen.Map, dec *decoder) (*output.Map, error) {
 	m := s.coll.Maps[gm.Spec]
@@ -70,7 +67,10 @@ func (s *Session) readMap(gm *codegen.Map, dec *decoder) (*output.Map, error) {
 				}
 				h := hists[string(userKey)]
 				if h == nil {
-					n := histBuckets
+					// Hist buckets: 0 for negatives, then 2^bits for
+					// the values below 2^bits and for each power of two
+					// from there up to 2^63.
+					n := (64-vt.HistBits)<<vt.HistBits + 1
 					if vt.Kind == check.Lhist {
 						n = int((vt.LhistMax-vt.LhistMin)/vt.LhistStep) + 2
 					}
@@ -136,7 +136,7 @@ func (s *Session) readMap(gm *codegen.Map, dec *decoder) (*output.Map, error) {
 		h := hists[k]
 		var v output.Value
 		if vt.Kind == check.Hist {
-			v = output.Hist(h.buckets)
+			v = output.FineHist(vt.HistBits, h.buckets)
 		} else {
 			v = output.Lhist(vt.LhistMin, vt.LhistMax, vt.LhistStep, h.buckets)
 		}

@@ -641,7 +641,7 @@ func (p *parser) isCast() bool {
 		if name == "typeof" && t2 == LPAREN {
 			return true
 		}
-		if intTypes[name] || p.typedefs[name] {
+		if intTypes[name] || name == "bool" || p.typedefs[name] {
 			return t2 == RPAREN || t2 == MUL || t2 == LBRACK
 		}
 		// Another name, a kernel type's, is a type when what follows

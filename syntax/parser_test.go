@@ -110,6 +110,8 @@ func TestParseExpressions(t *testing.T) {
 		{"sizeof(typeof(size_t *))", "sizeof(typeof(size_t *))"},
 		{"sizeof(typeof(size_t))", "sizeof(typeof(size_t))"},
 		{"(uint64_t)1", "(uint64_t)1"},
+		{"(bool[2])(uint16)1", "(bool[2])(uint16)1"},
+		{"(bool *)$p", "(bool *)$p"},
 		{"(u32)$x + (s8)-1", "(u32)$x + (s8) - 1"}, // - may be binary: not a cast
 		{"(pid) + 1", "(pid) + 1"},
 		{"(a) * (b)", "(a) * (b)"},

@@ -225,7 +225,8 @@ uprobe:BIN:kinst_watch
 
 // TestFloatMembers: a declared struct with float and double members is
 // laid out as C lays it out; printed whole, it shows the members kinst
-// can print (bpftrace 0.17 prints nothing for such a print()).
+// can print (bpftrace 0.17 prints nothing for such a print()), and in the
+// 0.26.1 mode the floating-point ones as null.
 func TestFloatMembers(t *testing.T) {
 	t.Parallel()
 	tracing(t)
@@ -238,6 +239,11 @@ tracepoint:syscalls:sys_enter_nanosleep /tid == cpid/ {
 }`
 	kinst(t, "-q", "-e", prog, "-c", workload(t)+" nanosleep 1 2600").want(t, 0,
 		"{ .lo = 0, .nsec = 2600000 }\n\n\n@[{.lo=0,.nsec=2600000}]: 16\n", "")
+	// bpftrace 0.26.1 shows them as null.
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", prog, "-c", workload(t)+" nanosleep 1 2600").want(t, 0,
+		"{ .lo = 0, .f = null, .nsec = 2600000 }\n\n\n@[{ .lo = 0, .f = null, .nsec = 2600000 }]: 16\n", "")
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-f", "json", "-e", prog, "-c", workload(t)+" nanosleep 1 2600").want(t, 0,
+		`{"type": "value", "data": {"lo": 0, "f": null, "nsec": 2600000}}`+"\n"+`{"type": "map", "data": {"@": {"{.lo=0,.f=null,.nsec=2600000}": 16}}}`+"\n", "")
 }
 
 // TestModuleBTFCast casts to a struct only a module's BTF defines:

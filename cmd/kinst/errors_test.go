@@ -313,7 +313,7 @@ func TestUsageErrors(t *testing.T) {
 		{"command quote", nil, []string{"-c", `"x`, "-e", "BEGIN {}"}, "kinst: -c: unterminated quote in command\n"},
 		{"string length", []string{"KINST_STRLEN=abc"}, []string{"-e", "BEGIN {}"}, "kinst: KINST_STRLEN=\"abc\" is not a positive integer\n"},
 		{"map size", []string{"BPFTRACE_MAP_KEYS_MAX=0"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_MAP_KEYS_MAX=\"0\" is not a positive integer\n"},
-		{"string length too large", []string{"BPFTRACE_STRLEN=100000"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_STRLEN=\"100000\" is more than 1024\n"},
+		{"string length too large", []string{"BPFTRACE_STRLEN=100000"}, []string{"-e", "BEGIN {}"}, "kinst: BPFTRACE_STRLEN=\"100000\" is more than 65536\n"},
 		{"llvm", nil, []string{"--emit-llvm", "out", "-e", "BEGIN {}"}, "kinst: --emit-llvm: kinst compiles to BPF without LLVM, so there is no LLVM IR to write; --emit-elf FILE writes the compiled programs\n"},
 		{"features format", nil, []string{"features", "-f", "xml"}, "kinst: invalid output format \"xml\": use text or json\n"},
 	}

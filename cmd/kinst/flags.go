@@ -106,7 +106,7 @@ TROUBLESHOOTING OPTIONS:
                    and no DWARF unwinding
 
 ENVIRONMENT:
-    BPFTRACE_STRLEN             [default: 1024, 64 in the 0.17 mode] bytes per str() (at most 1024; or KINST_STRLEN, BPFTRACE_MAX_STRLEN)
+    BPFTRACE_STRLEN             [default: 1024, 64 in the 0.17 mode] bytes per str() (at most 65536; or KINST_STRLEN, BPFTRACE_MAX_STRLEN)
     BPFTRACE_STR_TRUNC_TRAILER  [default: ..] ends a string cut short (not in the 0.17 mode)
     BPFTRACE_MAP_KEYS_MAX       [default: 4096] max keys in a map (or KINST_MAP_KEYS_MAX)
     BPFTRACE_CAT_BYTES_MAX      [default: 10240] maximum bytes read by cat builtin

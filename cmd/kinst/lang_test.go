@@ -152,6 +152,73 @@ func TestTupleKeys(t *testing.T) {
 	})
 }
 
+// TestFineHist: bpftrace 0.26's hist(n, bits) splits each power of two
+// into 2^bits buckets, from 2^bits up; below that each value has its own.
+func TestFineHist(t *testing.T) {
+	testenv.Root(t)
+	bar := func(n int) string { return strings.Repeat("@", n) + strings.Repeat(" ", 52-n) }
+	runLangCases(t, []langCase{
+		{name: "text", defaultOnly: true,
+			prog: `begin { @a = hist(3, 2); @a = hist(9, 2); @a = hist(11, 2); @a = hist(11, 2); @b = hist(10 * 1024 * 1024 * 1024);
+			@c = hist(0x7fffffffffffffff, 5); @d = hist(1000, 2); @n = hist(-5, 1); exit(); }`,
+			want: "\n\n@a:\n" +
+				"[3]                    1 |" + bar(26) + "|\n" +
+				"[4]                    0 |" + bar(0) + "|\n" +
+				"[5]                    0 |" + bar(0) + "|\n" +
+				"[6]                    0 |" + bar(0) + "|\n" +
+				"[7]                    0 |" + bar(0) + "|\n" +
+				"[8, 10)                1 |" + bar(26) + "|\n" +
+				"[10, 12)               2 |" + bar(52) + "|\n\n" +
+				"@b:\n[8G, 16G)              1 |" + bar(52) + "|\n\n" +
+				"@c:\n[8064P, 8192P)         1 |" + bar(52) + "|\n\n" +
+				"@d:\n[896, 1024)            1 |" + bar(52) + "|\n\n" +
+				"@n:\n(..., 0)               1 |" + bar(52) + "|\n\n"},
+		{name: "json", defaultOnly: true, args: []string{"-f", "json"},
+			prog: `begin { @b = hist(10 * 1024 * 1024 * 1024); @c = hist(0x7fffffffffffffff, 5); exit(); }`,
+			want: `{"type": "hist", "data": {"@b": [{"min": 8589934592, "max": 17179869183, "count": 1}]}}` + "\n" +
+				`{"type": "hist", "data": {"@c": [{"min": 9079256848778919936, "max": 9223372036854775807, "count": 1}]}}` + "\n"},
+	})
+}
+
+// TestVoidPointer: bpftrace 0.26 casts to void *, which takes any
+// pointer; 0.17 knows no void.
+func TestVoidPointer(t *testing.T) {
+	testenv.Root(t)
+	const prog = `begin { $p = (void *)0; print($p); $p = (int8 *)16; print($p); $q = (void **)8; print($q); exit(); }`
+	runLangCases(t, []langCase{{name: "cast", prog: prog, want: "0x0\n0x10\n0x8\n\n\n", defaultOnly: true}})
+	kinstEnv(t, []string{"KINST_COMPAT=0.17"}, "-e", `BEGIN { $p = (void *)0 }`).want(t, 1, "", "-e:1:15: unknown type void\nBEGIN { $p = (void *)0 }\n              ^~~~~~\n")
+}
+
+// TestBoolArray: (bool[N])x reads x's bytes as N truth values.
+func TestBoolArray(t *testing.T) {
+	testenv.Root(t)
+	runLangCases(t, []langCase{
+		{name: "text", prog: `begin { @a = (bool[2])(uint16)1; print((bool[4])(uint32)0x01000100); exit(); }`, defaultOnly: true,
+			want: "[false,true,false,true]\n\n\n@a: [true,false]\n"},
+		{name: "json", args: []string{"-f", "json"}, prog: `begin { @a = (bool[2])(uint16)1; exit(); }`, defaultOnly: true,
+			want: `{"type": "map", "data": {"@a": [true,false]}}` + "\n"},
+	})
+}
+
+// TestTypeinfo: bpftrace 0.26.1's typeinfo() names a value's type, once
+// unstable_typeinfo allows it; a variable's type is the one it ends with.
+func TestTypeinfo(t *testing.T) {
+	testenv.Root(t)
+	const body = `begin { $a = (a=1, b="hello"); $a = (b="greeting", a=(uint64)2); print(typeinfo($a)); print(typeinfo($a.b));
+	print(typeinfo(int8)); print(typeinfo((1, "a"))); print(typeinfo((void *)0)); print(typeinfo(true)); exit(); }`
+	const want = "{ .btf_id = 0, .base_type = record, .full_type = record { .a = uint64, .b = string[9] } }\n" +
+		"{ .btf_id = 0, .base_type = string, .full_type = string[9] }\n" +
+		"{ .btf_id = 0, .base_type = int, .full_type = int8 }\n" +
+		"{ .btf_id = 0, .base_type = tuple, .full_type = (int8,string[2]) }\n" +
+		"{ .btf_id = 0, .base_type = pointer, .full_type = void * }\n" +
+		"{ .btf_id = 0, .base_type = bool, .full_type = bool }\n\n\n"
+	runLangCases(t, []langCase{{name: "config", prog: "config = { unstable_typeinfo = enable } " + body, want: want, defaultOnly: true}})
+	kinstEnv(t, []string{"KINST_COMPAT=", "BPFTRACE_UNSTABLE_TYPEINFO=warn"}, "-q", "-e", body).want(t, 0, want, "")
+	const off = `begin { print(typeinfo(1)); }`
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-e", off).want(t, 1, "", "-e:1:15: typeinfo feature is not enabled by default. "+
+		"To enable this unstable feature, set the config flag to enable. unstable_typeinfo=enable\n"+off+"\n              ^~~~~~~~~~~\n")
+}
+
 // TestStringIndex: a string's bytes are int8 characters.
 func TestStringIndex(t *testing.T) {
 	testenv.Root(t)

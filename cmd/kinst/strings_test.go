@@ -142,12 +142,13 @@ func TestStrings026(t *testing.T) {
 	})
 }
 
-// The probes' scratch memory, where 1024-byte strings live, is bounded
-// by the kernel's bound on a per-CPU map value. Tracepoints never run
-// nested in one another on a CPU and share one region, so any number
-// of them fit; BEGIN probes, which a tracepoint may interrupt, each
-// have their own, and past the bound the program is refused at the
-// probe that crosses it, not at load.
+// The probes' scratch memory, where 1024-byte strings live, is a per-CPU
+// map value, or each CPU's slice of an array when that is too small.
+// Tracepoints never run nested in one another on a CPU and share one
+// region, so any number of them fit; BEGIN probes, which a tracepoint
+// may interrupt, each have their own, and past the kernel's bound on an
+// array value the program is refused at the probe that crosses it, not
+// at load.
 func TestStringsScratchBound(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Tracepoint)
@@ -156,17 +157,24 @@ func TestStringsScratchBound(t *testing.T) {
 		fmt.Fprintf(&shared, `tracepoint:syscalls:sys_enter_openat { @a%d[str(args.filename)] = count(); } `, i)
 	}
 	kinstEnv(t, []string{"KINST_COMPAT="}, "--dry-run", "-e", shared.String()).want(t, 0, "", "")
+	// Together they outgrow a per-CPU map value (32 KiB): each CPU's
+	// slice of an array holds them.
 	var own strings.Builder
 	for i := range 40 {
 		fmt.Fprintf(&own, `BEGIN { @a%d[str(0)] = count(); } `, i)
 	}
+	kinstEnv(t, []string{"KINST_COMPAT="}, "--dry-run", "-e", own.String()).want(t, 0, "", "")
+	// An array's value holds 4 MiB: 70 regions of 60000 bytes are more.
+	own.Reset()
+	for i := range 70 {
+		fmt.Fprintf(&own, `BEGIN { @a%d[str(0)] = count(); } `, i)
+	}
 	p := own.String()
-	at := strings.Index(p, "BEGIN { @a32[")
-	probe := len("BEGIN { @a32[str(0)] = count(); }")
-	kinstEnv(t, []string{"KINST_COMPAT="}, "--dry-run", "-e", p).want(t, 1, "",
-		fmt.Sprintf("-e:1:%d: this probe and those before it that may run nested in other probes need 33792 bytes of scratch memory together; the kernel allows 32768 (a smaller BPFTRACE_MAX_STRLEN needs less)\n", at+1)+
+	at := strings.Index(p, "BEGIN { @a69[")
+	probe := len("BEGIN { @a69[str(0)] = count(); }")
+	kinstEnv(t, []string{"KINST_COMPAT=", "BPFTRACE_MAX_STRLEN=60000"}, "--dry-run", "-e", p).want(t, 1, "",
+		fmt.Sprintf("-e:1:%d: this probe and those before it that may run nested in other probes need 4200000 bytes of scratch memory together; the kernel allows 4194304 (a smaller BPFTRACE_MAX_STRLEN needs less)\n", at+1)+
 			p+"\n"+strings.Repeat(" ", at)+"^"+strings.Repeat("~", probe-1)+"\n")
-	kinstEnv(t, []string{"KINST_COMPAT=", "BPFTRACE_MAX_STRLEN=512"}, "--dry-run", "-e", p).want(t, 0, "", "")
 }
 
 // strcontains() and strstr() search 1024-byte strings for needles of

@@ -253,3 +253,39 @@ func TestUprobeRefusedLeftOut(t *testing.T) {
 		"kinst: warning: 1 of the 2 targets of uprobe:"+bin+":kinst_* could not be attached and are left out: kinst_locked; "+
 			"the first: attach uprobe:"+bin+":kinst_locked: the kernel cannot put a uprobe on its instruction: operation not supported\n")
 }
+
+// TestProbeAsString: in the 0.26.1 mode probe compares as a string, and
+// strcontains() and strncmp() search it, as bpftrace 0.26.1 makes it the
+// name of the attach point that fired; a probe of several attach points
+// tells them apart.
+func TestProbeAsString(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := targetCopy(t)
+	prog := "uprobe:" + bin + ":kinst_add, uprobe:" + bin + ":main { if (probe == \"uprobe:" + bin + ":kinst_add\") { @add = count(); } " +
+		"if (strcontains(probe, \":main\")) { @main = count(); } if (strncmp(probe, \"uprobe:\", 7) == 0) { @all = count(); } } " +
+		"uprobe:" + bin + ":main { @one = probe != \"uprobe:" + bin + ":main\"; }"
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-q", "-e", prog, "-c", bin+" add 3").want(t, 0, "\n\n@add: 3\n@all: 4\n@main: 1\n@one: false\n", "")
+}
+
+// TestBigStrings: bpftrace 0.26.1 sets no bound on max_strlen; kinst
+// takes strings up to 64 KiB, in scratch memory that is each CPU's slice
+// of an array once a per-CPU map value (32 KiB) is too small, and names
+// the probe whose values together need more.
+func TestBigStrings(t *testing.T) {
+	t.Parallel()
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := target(t)
+	word := strings.Repeat("X", 5555)
+	env := []string{"KINST_COMPAT=", "BPFTRACE_MAX_STRLEN=9999"}
+	prog := "uprobe:" + bin + `:kinst_greet { @[str(arg0)] = count(); printf("%s\n", str(arg0)); print((1, (2, str(arg0)))); }`
+	kinstEnv(t, env, "-q", "-e", prog, "-c", bin+" greet "+word).want(t, 0,
+		word+"\n(1, (2, "+word+"))\n\n\n@["+word+"]: 1\n", "")
+	// The key and the value, then the loop's pair and its print: more
+	// than 32 KiB.
+	prog = "uprobe:" + bin + `:kinst_greet { @m[str(arg0)] = str(arg0); for ($kv : @m) { print($kv); } }`
+	kinstEnv(t, env, "-q", "-e", prog, "-c", bin+" greet "+word).want(t, 0,
+		"("+word+", "+word+")\n\n\n@m["+word+"]: "+word+"\n", "")
+	kinstEnv(t, []string{"KINST_COMPAT=", "BPFTRACE_MAX_STRLEN=40000"}, "-q", "-e", prog, "-c", bin+" greet "+word).want(t, 1, "",
+		"-e:1:1: probe needs 160008 bytes of scratch memory; kinst allows 65536\n"+prog+"\n^"+strings.Repeat("~", len(prog)-1)+"\n")
+}

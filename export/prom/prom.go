@@ -330,7 +330,10 @@ func entrySamples(v output.Value, info bool) ([]sample, string) {
 	case output.KindAvg, output.KindStats:
 		return []sample{{suffix: "_sum", value: float64(v.Total())}, {suffix: "_count", value: float64(v.Uint())}}, "summary"
 	case output.KindHist:
-		return histogram(v.Buckets(), HistBounds, histBound), "histogram"
+		// Up to [2^31, 2^32): 2^bits buckets per power of two from 2^bits.
+		bits := v.HistBits()
+		bound := func(i int) float64 { _, hi := v.HistBucketBounds(i); return float64(hi) }
+		return histogram(v.Buckets(), (33-bits)<<bits+1, bound), "histogram"
 	case output.KindLhist:
 		min, max, step := v.LhistBounds()
 		// Below min is le min-1, [min+(i-1)*step, min+i*step) is le
@@ -357,7 +360,8 @@ func entrySamples(v output.Value, info bool) ([]sample, string) {
 func value(x float64) []sample { return []sample{{value: x}} }
 
 // HistBounds is how many buckets of a hist() become le bounds: below
-// zero, zero, then up to [2^31, 2^32), the last bpftrace 0.17 fills.
+// zero, zero, then up to [2^31, 2^32), the last bpftrace 0.17 fills. A
+// hist(n, bits) of 0.26 has (33-bits)<<bits+1.
 const HistBounds = 34
 
 // histogram turns the first n buckets into cumulative counts by the le
@@ -376,18 +380,6 @@ func histogram(counts []uint64, n int, bound func(int) float64) []sample {
 		sample{suffix: "_bucket", le: math.Inf(1), value: float64(total)},
 		sample{suffix: "_sum", value: math.NaN()},
 		sample{suffix: "_count", value: float64(total)})
-}
-
-// histBound is the le bound of hist() bucket k. Values are integers, so
-// the bucket [2^(k-2), 2^(k-1)) is le 2^(k-1)-1.
-func histBound(k int) float64 {
-	switch k {
-	case 0:
-		return -1
-	case 1:
-		return 0
-	}
-	return float64(uint64(1)<<(k-1) - 1)
 }
 
 // Server serves /metrics over HTTP.
