@@ -874,7 +874,7 @@ TROUBLESHOOTING OPTIONS:
 	}
 	kinst(t, "-dd", "-e", prog).want(t, 0, d.stdout+`kernel maps:
   consts (consts): Array, key 4, value 16, 1 entries
-  events (events): RingBuf, 2097152 bytes
+  events (events): RingBuf, 16384 bytes
   lost (lost): Array, key 4, value 24, 1 entries, flags 0x400
   map0 (m_x): PerCPUHash, key 8, value 8, 4096 entries, holding @x
 ring buffer records:
