@@ -64,7 +64,7 @@ var options = map[string]option{
 	"on_stack_limit":            {kind: optInt, ignored: "kinst places values on the stack or in scratch maps by its own rules"},
 	"perf_rb_pages":             {kind: optInt},
 	"print_maps_on_exit":        {kind: optBool},
-	"show_debug_info":           {kind: optBool, ignored: "kinst prints no source locations in stacks"},
+	"show_debug_info":           {kind: optBool, ignored017: "bpftrace 0.17 prints no source lines in stacks"},
 	"stack_mode":                {kind: optStack},
 	"str_trunc_trailer":         {kind: optText, ignored017: "kinst truncates strings without a trailer"},
 	"use_blazesym":              {kind: optBool, ignored: "kinst has its own symbolizer"},

@@ -50,6 +50,18 @@ func TestReadConfig(t *testing.T) {
 			warnings: []string{"t:1:12: warning: str_trunc_trailer has no effect: kinst truncates strings without a trailer\nconfig = { str_trunc_trailer = \"...\" } BEGIN { }\n           ^~~~~~~~~~~~~~~~~~~~~~~~~"},
 		},
 		{
+			name: "show_debug_info",
+			src:  "config = { show_debug_info = 0 } BEGIN { }",
+			want: Settings{"show_debug_info": false},
+		},
+		{
+			name:     "show_debug_info in the 0.17 mode",
+			src:      "config = { show_debug_info = 0 } BEGIN { }",
+			mode:     compat.V017,
+			want:     Settings{"show_debug_info": false},
+			warnings: []string{"t:1:12: warning: show_debug_info has no effect: bpftrace 0.17 prints no source lines in stacks\nconfig = { show_debug_info = 0 } BEGIN { }\n           ^~~~~~~~~~~~~~~~~~~"},
+		},
+		{
 			name: "unknown key",
 			src:  "config = { bad_config = 1 } BEGIN { }",
 			err:  "t:1:12: bad_config: not a known configuration option\nconfig = { bad_config = 1 } BEGIN { }\n           ^~~~~~~~~~~~~~",

@@ -27,13 +27,20 @@ type Func struct {
 type Debug struct {
 	path string
 	data *dwarf.Data
+	src  sourceIndex // what Source has read
 }
 
 // OpenDebug reads the DWARF data of the ELF file at path, or of its
 // separate debug file (by build ID or .gnu_debuglink, as for symbols);
 // the error wraps ErrNoDebugInfo when neither has any.
 func OpenDebug(path string) (*Debug, error) {
-	ef, err := OpenELF(path)
+	return openDebug(path, path)
+}
+
+// openDebug is OpenDebug of the file at openPath, which may be a /proc
+// alias, named path, whose directory is where .gnu_debuglink points.
+func openDebug(openPath, path string) (*Debug, error) {
+	ef, err := openELF(openPath, path)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"kinst.dev/kinst/internal/spell"
 	"kinst.dev/kinst/kernel"
@@ -59,6 +60,36 @@ type File struct {
 	byName []Symbol         // sorted by name, then preference
 	byAddr []Symbol         // sorted by address, then preference
 	maxEnd []uint64         // maxEnd[i]: highest end of byAddr[:i+1]
+	debug  *fileDebug       // the DWARF Source reads, opened on first use
+}
+
+// fileDebug is a File's DWARF, opened once: from the path the file was
+// opened through, else from its name (a /proc alias goes with its
+// process). d is nil for a file without DWARF.
+type fileDebug struct {
+	once     sync.Once
+	openPath string
+	d        *Debug
+}
+
+// Source returns where the virtual address addr lies in the file's
+// source, from its DWARF or its separate debug file's, read on first
+// use; the zero Source for a file without DWARF or an address it does
+// not cover.
+func (f *File) Source(addr uint64) (Source, error) {
+	f.debug.once.Do(func() {
+		d, err := openDebug(f.debug.openPath, f.Path)
+		if err != nil && !errors.Is(err, ErrNoDebugInfo) && f.debug.openPath != f.Path {
+			d, err = openDebug(f.Path, f.Path)
+		}
+		if err == nil {
+			f.debug.d = d
+		}
+	})
+	if f.debug.d == nil {
+		return Source{}, nil
+	}
+	return f.debug.d.Source(addr)
 }
 
 // debugRoot is where distributions install separate debug files.
@@ -97,7 +128,8 @@ func open(openPath, path string) (*File, error) {
 		return nil, err
 	}
 	defer ef.Close()
-	f := &File{Path: path, BuildID: buildID(ef), Class: ef.Class, Machine: ef.Machine, Entry: ef.Entry, Fixed: ef.Type == elf.ET_EXEC}
+	f := &File{Path: path, BuildID: buildID(ef), Class: ef.Class, Machine: ef.Machine, Entry: ef.Entry, Fixed: ef.Type == elf.ET_EXEC,
+		debug: &fileDebug{openPath: openPath}}
 	// A file without a dynamic section has neither; that is no error.
 	if names, err := ef.DynString(elf.DT_SONAME); err == nil && len(names) > 0 {
 		f.Soname = names[0]

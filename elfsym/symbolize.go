@@ -64,24 +64,42 @@ func NewSymbolizer() *Symbolizer {
 func (s *Symbolizer) Frame(pid int, addr uint64) Frame {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	fr, _, _ := s.frame(pid, addr)
+	return fr
+}
+
+// Source returns where addr lies in the source of process pid's
+// program or library: see [File.Source].
+func (s *Symbolizer) Source(pid int, addr uint64) (Source, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, f, vaddr := s.frame(pid, addr); f != nil {
+		return f.Source(vaddr)
+	}
+	return Source{}, nil
+}
+
+// frame resolves addr in process pid, and returns the file holding it
+// and addr's virtual address in that file, or a nil file.
+func (s *Symbolizer) frame(pid int, addr uint64) (Frame, *File, uint64) {
 	m, ok := s.mapping(pid, addr)
 	if !ok || !m.File() {
-		return Frame{Addr: addr}
+		return Frame{Addr: addr}, nil, 0
 	}
 	fr := Frame{Addr: addr, Path: m.Path, MapStart: m.Start, MapEnd: m.End, MapOffset: m.Offset}
 	f := s.file(pid, m)
 	if f == nil {
-		return fr
+		return fr, nil, 0
 	}
 	fr.BuildID = f.BuildID
 	vaddr, ok := f.OffsetAddr(addr - m.Start + m.Offset)
 	if !ok {
-		return fr
+		return fr, nil, 0
 	}
 	if sym, off, ok := f.Symbolize(vaddr); ok {
 		fr.Symbol, fr.Offset = sym.Name, off
 	}
-	return fr
+	return fr, f, vaddr
 }
 
 // ProgramFrame resolves addr in the program file at path as the
@@ -94,6 +112,24 @@ func (s *Symbolizer) Frame(pid int, addr uint64) Frame {
 func (s *Symbolizer) ProgramFrame(path string, addr uint64) Frame {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	fr, _ := s.programFrame(path, addr)
+	return fr
+}
+
+// ProgramSource returns where addr lies in the source of the program
+// file at path, as ProgramFrame resolves it: see [File.Source].
+func (s *Symbolizer) ProgramSource(path string, addr uint64) (Source, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, f := s.programFrame(path, addr); f != nil {
+		return f.Source(addr)
+	}
+	return Source{}, nil
+}
+
+// programFrame is ProgramFrame, and the program's File when it holds
+// addr.
+func (s *Symbolizer) programFrame(path string, addr uint64) (Frame, *File) {
 	key := fileKey{path: path}
 	f, ok := s.files[key]
 	if !ok {
@@ -101,7 +137,7 @@ func (s *Symbolizer) ProgramFrame(path string, addr uint64) Frame {
 		s.files[key] = f
 	}
 	if f == nil || !f.Fixed {
-		return Frame{Addr: addr}
+		return Frame{Addr: addr}, nil
 	}
 	for _, p := range f.loads {
 		if addr < p.Vaddr || addr >= p.Vaddr+p.Memsz {
@@ -111,9 +147,9 @@ func (s *Symbolizer) ProgramFrame(path string, addr uint64) Frame {
 		if sym, off, ok := f.Symbolize(addr); ok {
 			fr.Symbol, fr.Offset = sym.Name, off
 		}
-		return fr
+		return fr, f
 	}
-	return Frame{Addr: addr}
+	return Frame{Addr: addr}, nil
 }
 
 // Remember reads the mappings of process pid now, so that its addresses

@@ -305,21 +305,28 @@ func appendStack(b []byte, v Value, indent int) []byte {
 			b = append(b, '\n')
 			continue
 		}
-		if v.mode == StackPerf {
-			b = append(b, '\t')
-			b = strconv.AppendUint(b, f.Addr, 16)
-			b = append(b, ' ')
-		} else {
-			for range indent {
-				b = append(b, ' ')
+		for _, in := range f.Inlined {
+			b = appendFrameStart(b, v.mode, f.Addr, indent)
+			if v.mode == StackPerf {
+				b = append(b, in.Name...)
+				b = append(b, " (inlined)\n"...)
+				continue
 			}
+			b = append(b, "[inlined] "...)
+			b = append(b, in.Name...)
+			b = appendSource(b, in.Source)
+			b = append(b, '\n')
 		}
+		b = appendFrameStart(b, v.mode, f.Addr, indent)
 		if f.Symbol != "" {
 			b = append(b, f.Symbol...)
 			b = append(b, '+')
 			b = strconv.AppendUint(b, f.Offset, 10)
 		} else {
 			b = appendSymbol(b, f.Addr, "")
+		}
+		if v.mode != StackPerf {
+			b = appendSource(b, f.Source)
 		}
 		if v.mode == StackPerf && v.kind == KindUstack {
 			switch {
@@ -334,6 +341,29 @@ func appendStack(b []byte, v Value, indent int) []byte {
 		b = append(b, '\n')
 	}
 	return b
+}
+
+// appendFrameStart begins a line of a stack: the indent, or in perf
+// mode a tab and the address in hex.
+func appendFrameStart(b []byte, mode StackMode, addr uint64, indent int) []byte {
+	if mode == StackPerf {
+		b = append(b, '\t')
+		b = strconv.AppendUint(b, addr, 16)
+		return append(b, ' ')
+	}
+	for range indent {
+		b = append(b, ' ')
+	}
+	return b
+}
+
+// appendSource appends a frame's source location, "@FILE:LINE", as
+// bpftrace 0.26.1's show_debug_info prints it; nothing for none.
+func appendSource(b []byte, source string) []byte {
+	if source == "" {
+		return b
+	}
+	return append(append(b, '@'), source...)
 }
 
 // appendHexBuffer appends buf() bytes as bpftrace's hex_format_buffer does:

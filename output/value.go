@@ -115,6 +115,19 @@ type Frame struct {
 	// record of a frame and printing ignores.
 	MapStart, MapEnd, MapOffset uint64
 	BuildID                     string
+	// Source is "FILE:LINE" of Addr in its function, which bpftrace
+	// 0.26.1's show_debug_info prints after the symbol; "" for none.
+	Source string
+	// Inlined are the functions inlined at Addr, innermost first, that
+	// show_debug_info prints before the frame.
+	Inlined []Inlined
+}
+
+// Inlined is a function inlined at a frame's address and the
+// "FILE:LINE" the address is at within it ("" when unknown).
+type Inlined struct {
+	Name   string
+	Source string
 }
 
 // Value is one thing bpftrace prints: an integer, a string, a tuple, a

@@ -111,6 +111,13 @@ func TestStacks(t *testing.T) {
 		{Addr: 0x7efc644f34f7, Symbol: "getppid", Offset: 7, Module: "/usr/lib/x86_64-linux-gnu/libc.so.6"},
 		{Addr: 0x7efc64a5b000},
 	}
+	// show_debug_info's frames: mid's call of leaf has no line known,
+	// main no DWARF.
+	inlined := []Frame{
+		{Addr: 0x401136, Symbol: "outer", Offset: 4, Module: "/src/p", Source: "/src/p.c:13",
+			Inlined: []Inlined{{"leaf", "/src/p.c:4"}, {"mid", ""}}},
+		{Addr: 0x401049, Symbol: "main", Offset: 9, Module: "/src/p"},
+	}
 	ks := Kstack(StackBpftrace, kernel)
 	for _, tc := range []struct {
 		name       string
@@ -126,6 +133,12 @@ func TestStacks(t *testing.T) {
 		{"ustack perf", func(w *Writer) error { return w.Value(Ustack(StackPerf, user)) },
 			"\n\t7efc644f34f7 getppid+7 (/usr/lib/x86_64-linux-gnu/libc.so.6)\n\t7efc64a5b000 0x7efc64a5b000 ([unknown])\n\n",
 			`{"type": "value", "data": "\n\t7efc644f34f7 getppid+7 (/usr/lib/x86_64-linux-gnu/libc.so.6)\n\t7efc64a5b000 0x7efc64a5b000 ([unknown])\n"}` + "\n"},
+		{"ustack source", func(w *Writer) error { return w.Value(Ustack(StackBpftrace, inlined)) },
+			"\n        [inlined] leaf@/src/p.c:4\n        [inlined] mid\n        outer+4@/src/p.c:13\n        main+9\n\n",
+			`{"type": "value", "data": "\n        [inlined] leaf@/src/p.c:4\n        [inlined] mid\n        outer+4@/src/p.c:13\n        main+9\n"}` + "\n"},
+		{"ustack perf inlined", func(w *Writer) error { return w.Value(Ustack(StackPerf, inlined)) },
+			"\n\t401136 leaf (inlined)\n\t401136 mid (inlined)\n\t401136 outer+4 (/src/p)\n\t401049 main+9 (/src/p)\n\n",
+			`{"type": "value", "data": "\n\t401136 leaf (inlined)\n\t401136 mid (inlined)\n\t401136 outer+4 (/src/p)\n\t401049 main+9 (/src/p)\n"}` + "\n"},
 		{"kstack raw", func(w *Writer) error { return w.Value(Kstack(StackRaw, kernel)) },
 			"\nffffffff81a0c9f0\nffffffffc0025df4\n\n",
 			`{"type": "value", "data": "\nffffffff81a0c9f0\nffffffffc0025df4\n"}` + "\n"},

@@ -40,6 +40,9 @@ type decoder struct {
 
 	noUserSymbols bool // BPFTRACE_NO_USER_SYMBOLS: user addresses print in hex
 	noSymbolCache bool // BPFTRACE_CACHE_USER_SYMBOLS=0: no symbols kept between lookups
+	// debugInfo prints user frames with their source lines and inlined
+	// functions, bpftrace 0.26.1's show_debug_info.
+	debugInfo bool
 	// program is the one program the uprobes name, whose symbols
 	// resolve the frames of processes gone (PER_PROGRAM); "" for none.
 	program string
@@ -246,18 +249,37 @@ func (d *decoder) target(i uint64) *check.Target {
 }
 
 func (d *decoder) usym(pid int, addr uint64) elfsym.Frame {
+	f, _ := d.usymSource(pid, addr, false)
+	return f
+}
+
+// usymSource resolves addr in process pid and, when source is set and
+// addr resolves to a symbol, finds where it lies in the source.
+func (d *decoder) usymSource(pid int, addr uint64, source bool) (elfsym.Frame, elfsym.Source) {
 	if d.noUserSymbols {
-		return elfsym.Frame{Addr: addr}
+		return elfsym.Frame{Addr: addr}, elfsym.Source{}
 	}
+	s := d.usyms
 	if d.noSymbolCache {
 		// A symbolizer of its own: the shared one keeps what it reads.
-		return elfsym.NewSymbolizer().Frame(pid, addr)
+		s = elfsym.NewSymbolizer()
 	}
-	f := d.usyms.Frame(pid, addr)
-	if f.Path == "" && d.program != "" && gone(pid) {
-		return d.usyms.ProgramFrame(d.program, addr)
+	f := s.Frame(pid, addr)
+	program := f.Path == "" && d.program != "" && !d.noSymbolCache && gone(pid)
+	if program {
+		f = s.ProgramFrame(d.program, addr)
 	}
-	return f
+	if !source || f.Symbol == "" {
+		return f, elfsym.Source{}
+	}
+	// A file whose DWARF cannot be read prints as one without.
+	var src elfsym.Source
+	if program {
+		src, _ = s.ProgramSource(d.program, addr)
+	} else {
+		src, _ = s.Source(pid, addr)
+	}
+	return f, src
 }
 
 // gone reports whether process pid has no memory left to look at: it
@@ -325,9 +347,14 @@ func (d *decoder) stack(t *check.Type, v uint64) output.Value {
 		case mode == output.StackRaw:
 			frames = append(frames, output.Frame{Addr: a})
 		case t.User:
-			f := d.usym(int(v>>32), a)
-			frames = append(frames, output.Frame{Addr: a, Symbol: f.Symbol, Offset: f.Offset, Module: f.Path,
-				MapStart: f.MapStart, MapEnd: f.MapEnd, MapOffset: f.MapOffset, BuildID: f.BuildID})
+			f, src := d.usymSource(int(v>>32), a, d.debugInfo)
+			fr := output.Frame{Addr: a, Symbol: f.Symbol, Offset: f.Offset, Module: f.Path,
+				MapStart: f.MapStart, MapEnd: f.MapEnd, MapOffset: f.MapOffset, BuildID: f.BuildID,
+				Source: fileLine(src.File, src.Line)}
+			for _, in := range src.Inlined {
+				fr.Inlined = append(fr.Inlined, output.Inlined{Name: in.Name, Source: fileLine(in.File, in.Line)})
+			}
+			frames = append(frames, fr)
 		default:
 			fr := output.Frame{Addr: a}
 			if k := d.kallsyms(); k != nil {
@@ -342,6 +369,15 @@ func (d *decoder) stack(t *check.Type, v uint64) output.Value {
 		return output.Ustack(mode, frames)
 	}
 	return output.Kstack(mode, frames)
+}
+
+// fileLine formats a source location as show_debug_info prints it,
+// "FILE:LINE"; "" for an unknown file.
+func fileLine(file string, line int) string {
+	if file == "" {
+		return ""
+	}
+	return file + ":" + strconv.Itoa(line)
 }
 
 // Statuses of a frame of a build-ID stack, the kernel's

@@ -50,7 +50,8 @@ const DefaultCatMax = 10240
 // process gone in the probed program), BPFTRACE_LOG_SIZE (the verifier log's first size)
 // and BPFTRACE_PERF_RB_PAGES (the pages of packets skboutput() may queue
 // on each CPU); and bpftrace 0.26.1's BPFTRACE_STR_TRUNC_TRAILER (what
-// ends a string cut short).
+// ends a string cut short) and BPFTRACE_SHOW_DEBUG_INFO (0 or false
+// to print user stacks without source lines).
 func (o *Options) FromEnv() error {
 	if v := os.Getenv("BPFTRACE_PERF_RB_PAGES"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -102,6 +103,13 @@ func (o *Options) FromEnv() error {
 	default:
 		return fmt.Errorf("BPFTRACE_PRINT_MAPS_ON_EXIT=%q: want true, false, 1 or 0", v)
 	}
+	switch v := os.Getenv("BPFTRACE_SHOW_DEBUG_INFO"); v {
+	case "", "1", "true":
+	case "0", "false":
+		o.NoDebugInfo = true
+	default:
+		return fmt.Errorf("BPFTRACE_SHOW_DEBUG_INFO=%q: want true, false, 1 or 0", v)
+	}
 	return nil
 }
 
@@ -124,6 +132,9 @@ func (o *Options) Configure(s check.Settings) {
 	}
 	if v, ok := s.Bool("print_maps_on_exit"); ok {
 		o.NoExitMaps = !v
+	}
+	if v, ok := s.Bool("show_debug_info"); ok {
+		o.NoDebugInfo = !v
 	}
 	if v, ok := s.Str("str_trunc_trailer"); ok {
 		o.StrTrailer, o.NoStrTrailer = v, v == ""

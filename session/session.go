@@ -91,6 +91,10 @@ type Options struct {
 	// NoExitMaps leaves the maps unprinted at exit (bpftrace 0.26.1's
 	// print_maps_on_exit = false).
 	NoExitMaps bool
+	// NoDebugInfo prints user stacks without the source lines and
+	// inlined functions DWARF gives (bpftrace 0.26.1's show_debug_info
+	// = false). The 0.17 mode never prints them.
+	NoDebugInfo bool
 	// LogSize is the verifier log's first size in bytes; 0 for the
 	// default. The log grows as the verifier needs.
 	LogSize uint32
@@ -282,7 +286,8 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 		usyms = elfsym.NewSymbolizer()
 	}
 	s.dec = &decoder{out: out, kstacks: s.coll.Maps[codegen.KstackMap], ustacks: s.coll.Maps[codegen.UstackMap], buildID: s.coll.Maps[codegen.BuildIDStackMap], usyms: usyms,
-		trailer: opts.strTrailer(out.Compat), noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache}
+		trailer: opts.strTrailer(out.Compat), noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache,
+		debugInfo: out.Compat != compat.V017 && !opts.NoDebugInfo}
 	if opts.ProgramSymbols {
 		s.dec.program = probedProgram(out.Targets)
 	}
@@ -295,7 +300,8 @@ func Run(ctx context.Context, out *codegen.Output, opts *Options) (err error) {
 	defer s.stopPackets()
 	if opts.Maps != nil {
 		r := &MapReader{s: s, dec: &decoder{out: out, kstacks: s.dec.kstacks, ustacks: s.dec.ustacks, buildID: s.dec.buildID, usyms: usyms,
-			trailer: s.dec.trailer, noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache, program: s.dec.program}}
+			trailer: s.dec.trailer, noUserSymbols: opts.NoUserSymbols, noSymbolCache: opts.NoSymbolCache, program: s.dec.program,
+			debugInfo: s.dec.debugInfo}}
 		defer r.end()
 		opts.Maps(r)
 	}

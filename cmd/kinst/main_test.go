@@ -93,17 +93,30 @@ func targetSymbol(t testing.TB, name string) elfsym.Symbol {
 	return sym
 }
 
-// gccDynamic builds the C program src dynamically linked, for tests of
-// uprobes in the libraries it loads, and skips t where there is no gcc
-// (the guests).
-func gccDynamic(t testing.TB, src string) string {
+// targetLine is how bpftrace 0.26.1's show_debug_info places a frame
+// at line n of the test target's source: "@FILE:LINE", the file as the
+// target's DWARF names it.
+func targetLine(t testing.TB, n int) string {
+	t.Helper()
+	src, err := filepath.Abs("testdata/target.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("@%s:%d", src, n)
+}
+
+// gccBuild builds the C program src with debug information and flags,
+// dynamically linked unless they say -static, and skips t where there
+// is no gcc (the guests).
+func gccBuild(t testing.TB, src string, flags ...string) string {
 	t.Helper()
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
-		t.Skip("no gcc to build a dynamically linked program")
+		t.Skipf("no gcc to build %s", src)
 	}
 	bin := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(src), ".c"))
-	if out, err := exec.Command(gcc, "-O1", "-g", "-Wall", "-o", bin, src).CombinedOutput(); err != nil {
+	args := append(append([]string{"-g", "-Wall"}, flags...), "-o", bin, src)
+	if out, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc %s: %v\n%s", src, err, out)
 	}
 	return bin

@@ -70,7 +70,7 @@ func TestCountOrderFileErrors(t *testing.T) {
 func TestCountOrderFileWildcard(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.UprobeMulti, testenv.Ringbuf)
-	bin := gccDynamic(t, "testdata/target.c")
+	bin := gccBuild(t, "testdata/target.c", "-O1")
 	file := filepath.Join(t.TempDir(), "order.txt")
 	r := kinst(t, "count", "uprobe:"+bin+":*", "-c", bin+" add 7", "--order-file", file, "-f", "json")
 	if r.code != 0 || r.stderr != "" {

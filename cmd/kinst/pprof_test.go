@@ -101,7 +101,8 @@ func TestCommandUstackResolved(t *testing.T) {
 	prog := "uprobe:" + bin + ":kinst_add { @[ustack(1)] = count() }"
 	// In the default mode; the 0.17 mode leaves them unknown, as
 	// bpftrace 0.17 does.
-	kinstEnv(t, []string{"KINST_COMPAT="}, "-e", prog, "-c", bin+" add 10").want(t, 0, "\n\n@[\n    kinst_add+0\n]: 10\n", "Attached 1 probe\n")
+	// The default mode's show_debug_info adds the source line.
+	kinstEnv(t, []string{"KINST_COMPAT="}, "-e", prog, "-c", bin+" add 10").want(t, 0, "\n\n@[\n    kinst_add+0"+targetLine(t, 58)+"\n]: 10\n", "Attached 1 probe\n")
 
 	file := filepath.Join(t.TempDir(), "add.pb.gz")
 	kinst(t, "-f", "pprof", "-o", file, "-e", prog, "-c", bin+" add 10").want(t, 0, "Attaching 1 probe...\n", "")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -110,15 +111,16 @@ func TestRawAndBuildIDStacks(t *testing.T) {
 // frames of a process that has exited before its stack is printed
 // resolve in the program the uprobe names (the static target, linked
 // where it runs), as bpftrace 0.26.1 resolves them; otherwise such a
-// process's frames print as addresses.
+// process's frames print as addresses. The program's DWARF gives the
+// frame's source line (show_debug_info).
 func TestProgramSymbols(t *testing.T) {
 	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
 	bin := target(t)
 	greet := targetSymbol(t, "kinst_greet")
 	t.Setenv("KINST_COMPAT", "")
 	for _, tt := range []struct{ env, config, frame string }{
-		{"PER_PROGRAM", "", "kinst_greet+0"},
-		{"", "config = { cache_user_symbols = PER_PROGRAM } ", "kinst_greet+0"},
+		{"PER_PROGRAM", "", "kinst_greet+0" + targetLine(t, 62)},
+		{"", "config = { cache_user_symbols = PER_PROGRAM } ", "kinst_greet+0" + targetLine(t, 62)},
 		{"per_pid", "", fmt.Sprintf("0x%x", greet.Addr)},
 	} {
 		t.Setenv("BPFTRACE_CACHE_USER_SYMBOLS", tt.env)
@@ -132,5 +134,55 @@ func TestProgramSymbols(t *testing.T) {
 		}
 		k.signal(t, syscall.SIGINT)
 		k.wait(t).want(t, 0, "\n\n@[\n    "+tt.frame+"\n]: 1\n", "")
+	}
+}
+
+// TestStackDebugInfo: bpftrace 0.26.1's show_debug_info, on by default,
+// prints each user frame with its source file and line from DWARF and,
+// before it, the functions inlined at its address, innermost first:
+// "[inlined] NAME@FILE:LINE", where a frame's line is the call of the
+// function inlined next. In perf mode an inlined function is a line
+// "ADDR NAME (inlined)" with no source line. The limit counts
+// addresses, not lines. show_debug_info = 0 or
+// BPFTRACE_SHOW_DEBUG_INFO=0 print frames as before, and so does the
+// 0.17 mode. The program is built with frame pointers, so that the
+// kernel walks its stack; the offsets and addresses are the compiler's,
+// and left out.
+func TestStackDebugInfo(t *testing.T) {
+	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
+	bin := gccBuild(t, "testdata/inlined.c", "-O2", "-static", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer")
+	src, err := filepath.Abs("testdata/inlined.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const probe = `usdt:BIN:kinst:inlined { printf("%s\n", ustack(2)); exit(); }`
+	plain := "\n        wrapper+N\n        loop+N\n\n\n\n"
+	for _, tt := range []struct {
+		name string
+		env  []string
+		prog string
+		want string
+	}{
+		{"default", nil, probe, "\n" +
+			"        [inlined] probe@SRC:15\n" +
+			"        [inlined] wrapper_inlined@SRC:20\n" +
+			"        wrapper+N@SRC:25\n" +
+			"        loop+N@SRC:37\n\n\n\n"},
+		{"perf", []string{"BPFTRACE_STACK_MODE=perf"}, probe, "\n" +
+			"\tADDR probe (inlined)\n" +
+			"\tADDR wrapper_inlined (inlined)\n" +
+			"\tADDR wrapper+N (BIN)\n" +
+			"\tADDR loop+N (BIN)\n\n\n\n"},
+		{"config off", nil, "config = { show_debug_info = 0 } " + probe, plain},
+		{"env off", []string{"BPFTRACE_SHOW_DEBUG_INFO=0"}, probe, plain},
+		{"0.17", []string{"KINST_COMPAT=0.17"}, probe, plain},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := kinstEnv(t, append([]string{"KINST_COMPAT="}, tt.env...), "-q", "-e", strings.ReplaceAll(tt.prog, "BIN", bin), "-c", bin)
+			r.stdout = regexp.MustCompile(`\+\d+`).ReplaceAllString(r.stdout, "+N")
+			r.stdout = regexp.MustCompile(`\t[0-9a-f]+ `).ReplaceAllString(r.stdout, "\tADDR ")
+			want := strings.NewReplacer("SRC", src, "BIN", bin).Replace(tt.want)
+			r.want(t, 0, want, "")
+		})
 	}
 }

@@ -19,7 +19,7 @@ func TestUaddrPIE(t *testing.T) {
 	if _, err := kernel.TaskVMAIter(); err != nil {
 		t.Skip(err)
 	}
-	bin := gccDynamic(t, "testdata/target.c")
+	bin := gccBuild(t, "testdata/target.c", "-O1")
 	ef, err := elf.Open(bin)
 	if err != nil {
 		t.Fatal(err)

@@ -110,7 +110,7 @@ func TestAbsentAttachPointLeftOut(t *testing.T) {
 func TestUprobeInLoadedLibrary(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
-	bin := gccDynamic(t, "testdata/threads.c")
+	bin := gccBuild(t, "testdata/threads.c", "-O1")
 	pthread, err := elfsym.Resolve("libpthread", 0)
 	if err != nil {
 		t.Skip(err)
@@ -246,7 +246,7 @@ func TestNoReturnGetsNoReturnProbe(t *testing.T) {
 func TestUprobeRefusedLeftOut(t *testing.T) {
 	t.Parallel()
 	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
-	bin := gccDynamic(t, "testdata/locked.c")
+	bin := gccBuild(t, "testdata/locked.c", "-O1")
 	startSleeping(t, bin)
 	prog := "uprobe:" + bin + ":kinst_* { @[func] = count() }"
 	kinst(t, "-e", prog, "-c", bin).want(t, 0, "Attaching 2 probes...\n\n\n@[kinst_plain]: 5\n",
