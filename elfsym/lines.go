@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"path/filepath"
 	"strings"
 )
@@ -21,20 +22,9 @@ var ErrNoLine = errors.New("no code at that source location")
 func (d *Debug) LineAddr(file string, line, col int) (uint64, error) {
 	var unit *dwarf.LineReader
 	var path string
-	r := d.data.Reader()
-	for {
-		e, err := r.Next()
+	for e, err := range d.compileUnits() {
 		if err != nil {
-			return 0, fmt.Errorf("read DWARF of %s: %w", d.path, err)
-		}
-		if e == nil {
-			break
-		}
-		if e.Children {
-			r.SkipChildren()
-		}
-		if e.Tag != dwarf.TagCompileUnit {
-			continue
+			return 0, err
 		}
 		lr, err := d.data.LineReader(e)
 		if err != nil || lr == nil {
@@ -73,6 +63,29 @@ func (d *Debug) LineAddr(file string, line, col int) (uint64, error) {
 		loc += fmt.Sprintf(":%d", col)
 	}
 	return 0, fmt.Errorf("unable to map '%s' to an address in %s: %w", loc, d.path, ErrNoLine)
+}
+
+// compileUnits yields the entries of the file's compilation units.
+func (d *Debug) compileUnits() iter.Seq2[*dwarf.Entry, error] {
+	return func(yield func(*dwarf.Entry, error) bool) {
+		r := d.data.Reader()
+		for {
+			e, err := r.Next()
+			if err != nil {
+				yield(nil, fmt.Errorf("read DWARF of %s: %w", d.path, err))
+				return
+			}
+			if e == nil {
+				return
+			}
+			if e.Children {
+				r.SkipChildren()
+			}
+			if e.Tag == dwarf.TagCompileUnit && !yield(e, nil) {
+				return
+			}
+		}
+	}
 }
 
 // pathEndsWith reports whether path's last components are suffix's:

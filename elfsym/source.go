@@ -144,20 +144,9 @@ func (d *Debug) Source(addr uint64) (Source, error) {
 // unitRanges lists the address ranges of the file's compilation units.
 func (d *Debug) unitRanges() ([]cuRange, error) {
 	units := []cuRange{}
-	r := d.data.Reader()
-	for {
-		e, err := r.Next()
+	for e, err := range d.compileUnits() {
 		if err != nil {
-			return nil, fmt.Errorf("read DWARF of %s: %w", d.path, err)
-		}
-		if e == nil {
-			break
-		}
-		if e.Children {
-			r.SkipChildren()
-		}
-		if e.Tag != dwarf.TagCompileUnit {
-			continue
+			return nil, err
 		}
 		ranges, err := d.data.Ranges(e)
 		if err != nil {
