@@ -104,10 +104,10 @@ func appendHistText(b []byte, counts []uint64, div uint64) []byte {
 	return b
 }
 
-// appendHistJSON appends hist()'s buckets as JSON objects. 0.17 computes
-// bucket bounds in 32-bit int arithmetic, so [2G, 4G) comes out as
-// min -2147483648, max 0, and higher buckets wrap around likewise.
-func appendHistJSON(b []byte, counts []uint64, div uint64) []byte {
+// appendHistJSON appends hist()'s buckets as JSON objects, each but the
+// first (of the negative values, which has only "max": -1) with the least
+// and greatest value bounds gives it.
+func appendHistJSON(b []byte, counts []uint64, div uint64, bounds func(i int) (lo, hi int64)) []byte {
 	first, last, _ := histRange(counts)
 	if last == -1 {
 		return append(b, "[]"...)
@@ -118,20 +118,14 @@ func appendHistJSON(b []byte, counts []uint64, div uint64) []byte {
 			b = append(b, ", "...)
 		}
 		b = append(b, '{')
-		switch i {
-		case 0:
+		if i == 0 {
 			b = append(b, `"max": -1, `...)
-		case 1:
-			b = append(b, `"min": 0, "max": 0, `...)
-		case 2:
-			b = append(b, `"min": 1, "max": 1, `...)
-		default:
-			low := int32(1) << ((i - 2) & 31)
-			high := int32(1)<<((i-1)&31) - 1
+		} else {
+			lo, hi := bounds(i)
 			b = append(b, `"min": `...)
-			b = strconv.AppendInt(b, int64(low), 10)
+			b = strconv.AppendInt(b, lo, 10)
 			b = append(b, `, "max": `...)
-			b = strconv.AppendInt(b, int64(high), 10)
+			b = strconv.AppendInt(b, hi, 10)
 			b = append(b, ", "...)
 		}
 		b = append(b, `"count": `...)
@@ -139,6 +133,19 @@ func appendHistJSON(b []byte, counts []uint64, div uint64) []byte {
 		b = append(b, '}')
 	}
 	return append(b, ']')
+}
+
+// oldHistBounds are bpftrace 0.17's JSON bounds of hist() bucket i > 0,
+// computed in 32-bit int arithmetic, so [2G, 4G) comes out as min
+// -2147483648, max 0, and higher buckets wrap around likewise.
+func oldHistBounds(i int) (lo, hi int64) {
+	switch i {
+	case 1:
+		return 0, 0
+	case 2:
+		return 1, 1
+	}
+	return int64(int32(1) << ((i - 2) & 31)), int64(int32(1)<<((i-1)&31) - 1)
 }
 
 // fineBound is the bound bpftrace 0.26 puts between buckets j and j+1 of
@@ -199,36 +206,6 @@ func appendFineHistText(b []byte, counts []uint64, bits int, div uint64) []byte 
 		b = appendRow(b, string(label), counts[i]/div, counts[i]/div, float32(top))
 	}
 	return b
-}
-
-// appendFineHistJSON appends a hist()'s buckets as JSON objects as
-// bpftrace 0.26 does, each with its least and greatest value.
-func appendFineHistJSON(b []byte, counts []uint64, bits int, div uint64) []byte {
-	first, last, _ := histRange(counts)
-	if last == -1 {
-		return append(b, "[]"...)
-	}
-	b = append(b, '[')
-	for i := first; i <= last; i++ {
-		if i > first {
-			b = append(b, ", "...)
-		}
-		b = append(b, '{')
-		if i == 0 {
-			b = append(b, `"max": -1, `...)
-		} else {
-			lo, hi := FineHist(bits, nil).HistBucketBounds(i)
-			b = append(b, `"min": `...)
-			b = strconv.AppendInt(b, lo, 10)
-			b = append(b, `, "max": `...)
-			b = strconv.AppendInt(b, hi, 10)
-			b = append(b, ", "...)
-		}
-		b = append(b, `"count": `...)
-		b = strconv.AppendUint(b, counts[i]/div, 10)
-		b = append(b, '}')
-	}
-	return append(b, ']')
 }
 
 // lhistRange is lhist_prepare: the last bucket with any count (-1 when all

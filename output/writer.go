@@ -440,11 +440,11 @@ func (w *Writer) appendEntry(b []byte, m *Map, e Entry, keyed bool, div uint64) 
 	case KindHist:
 		switch {
 		case w.st.old && w.st.json:
-			return appendHistJSON(b, v.buckets(), div), nil
+			return appendHistJSON(b, v.buckets(), div, oldHistBounds), nil
 		case w.st.old:
 			return appendHistText(append(b, '\n'), v.buckets(), div), nil
 		case w.st.json:
-			return appendFineHistJSON(b, v.buckets(), v.HistBits(), div), nil
+			return appendHistJSON(b, v.buckets(), div, FineHist(v.HistBits(), nil).HistBucketBounds), nil
 		}
 		return appendFineHistText(append(b, '\n'), v.buckets(), v.HistBits(), div), nil
 	case KindLhist:
