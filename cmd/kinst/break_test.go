@@ -524,7 +524,9 @@ func TestCoreFunction(t *testing.T) {
 	testenv.Require(t, testenv.Uprobe, testenv.Ringbuf)
 	bin := target(t)
 	core := filepath.Join(t.TempDir(), "core")
-	prog := fmt.Sprintf(`uprobe:%s:kinst_add /arg0 == 3/ { core("%s"); }`, bin, core)
+	// Other tests run the same target at the same time: the probe
+	// fires in this run's command only.
+	prog := fmt.Sprintf(`uprobe:%s:kinst_add /pid == cpid && arg0 == 3/ { core("%s"); }`, bin, core)
 	r := kinst(t, "-q", "--unsafe", "-e", prog, "-c", bin+" add 5")
 	if m := regexp.MustCompile(`^core of pid \d+ written to ` + regexp.QuoteMeta(core) + "\n\n\n$").MatchString(r.stdout); r.code != 0 || r.stderr != "" || !m {
 		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
